@@ -1,0 +1,161 @@
+#include "dsl/IR.h"
+
+#include "dsl/Error.h"
+
+namespace coalesce {
+
+Expr::Expr(int value) : Expr(IntImm::make(Int(32), value)) {}
+Expr::Expr(float value) : Expr(FloatImm::make(Float(32), value)) {}
+Expr::Expr(double value) : Expr(FloatImm::make(Float(32), value)) {}
+
+Expr IntImm::make(Type type, int64_t value) {
+  COALESCE_INTERNAL_ASSERT(type.is_int() || type.is_bool(), "IntImm of type ", type);
+  return Expr(std::make_shared<const IntImm>(type, value));
+}
+
+Expr FloatImm::make(Type type, double value) {
+  COALESCE_INTERNAL_ASSERT(type.is_float(), "FloatImm of type ", type);
+  if (type.bits == 32)
+    value = static_cast<float>(value);
+  return Expr(std::make_shared<const FloatImm>(type, value));
+}
+
+Expr Variable::make(Type type, const std::string &name, VariableKind kind) {
+  COALESCE_INTERNAL_ASSERT(!name.empty(), "variable without a name");
+  return Expr(std::make_shared<const Variable>(type, name, kind));
+}
+
+Expr Cast::make(Type type, Expr value) {
+  COALESCE_INTERNAL_ASSERT(value.defined(), "cast of undefined value");
+  return Expr(std::make_shared<const Cast>(type, std::move(value)));
+}
+
+namespace {
+bool is_comparison(IRNodeKind kind) {
+  return kind == IRNodeKind::EQ || kind == IRNodeKind::NE || kind == IRNodeKind::LT ||
+         kind == IRNodeKind::LE || kind == IRNodeKind::GT || kind == IRNodeKind::GE;
+}
+} // namespace
+
+template <IRNodeKind K> Expr BinaryNode<K>::make(Expr a, Expr b) {
+  COALESCE_INTERNAL_ASSERT(a.defined() && b.defined(), "binary node with undefined operand");
+  COALESCE_INTERNAL_ASSERT(a.type() == b.type(), "binary node operand types differ: ",
+                           a.type(), " vs ", b.type());
+  Type result = is_comparison(K) ? Bool() : a.type();
+  if (K == IRNodeKind::And || K == IRNodeKind::Or)
+    COALESCE_INTERNAL_ASSERT(a.type().is_bool(), "logical operator on ", a.type());
+  return Expr(std::make_shared<const BinaryNode<K>>(result, std::move(a), std::move(b)));
+}
+
+#define COALESCE_INSTANTIATE(name) template struct BinaryNode<IRNodeKind::name>;
+COALESCE_INSTANTIATE(Add) COALESCE_INSTANTIATE(Sub) COALESCE_INSTANTIATE(Mul)
+COALESCE_INSTANTIATE(Div) COALESCE_INSTANTIATE(Mod) COALESCE_INSTANTIATE(Min)
+COALESCE_INSTANTIATE(Max) COALESCE_INSTANTIATE(EQ) COALESCE_INSTANTIATE(NE)
+COALESCE_INSTANTIATE(LT) COALESCE_INSTANTIATE(LE) COALESCE_INSTANTIATE(GT)
+COALESCE_INSTANTIATE(GE) COALESCE_INSTANTIATE(And) COALESCE_INSTANTIATE(Or)
+#undef COALESCE_INSTANTIATE
+
+Expr Not::make(Expr a) {
+  COALESCE_INTERNAL_ASSERT(a.defined() && a.type().is_bool(), "Not of a non-boolean");
+  return Expr(std::make_shared<const Not>(std::move(a)));
+}
+
+Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
+  COALESCE_INTERNAL_ASSERT(condition.defined() && condition.type().is_bool(),
+                           "select condition must be boolean");
+  COALESCE_INTERNAL_ASSERT(true_value.type() == false_value.type(),
+                           "select arms differ in type: ", true_value.type(), " vs ",
+                           false_value.type());
+  Type type = true_value.type();
+  return Expr(std::make_shared<const Select>(type, std::move(condition), std::move(true_value),
+                                             std::move(false_value)));
+}
+
+Expr Load::make(Type type, const std::string &buffer, std::vector<Expr> indices) {
+  for (const Expr &index : indices)
+    COALESCE_INTERNAL_ASSERT(index.defined() && index.type() == Int(32),
+                             "load index of '", buffer, "' is not i32");
+  return Expr(std::make_shared<const Load>(type, buffer, std::move(indices)));
+}
+
+Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type) {
+  return Expr(std::make_shared<const Call>(type, name, std::move(args), call_type));
+}
+
+Expr Let::make(const std::string &name, Expr value, Expr body) {
+  return Expr(std::make_shared<const Let>(name, std::move(value), std::move(body)));
+}
+
+const char *for_kind_name(ForKind kind) {
+  switch (kind) {
+  case ForKind::Serial: return "serial";
+  case ForKind::Unrolled: return "unrolled";
+  case ForKind::Vectorized: return "vectorized";
+  case ForKind::GpuBlock: return "gpu_block";
+  case ForKind::GpuThread: return "gpu_thread";
+  }
+  return "?";
+}
+
+const char *memory_type_name(MemoryType memory) {
+  switch (memory) {
+  case MemoryType::Auto: return "auto";
+  case MemoryType::Register: return "register";
+  case MemoryType::Shared: return "shared";
+  case MemoryType::Heap: return "heap";
+  }
+  return "?";
+}
+
+Stmt For::make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
+               int gpu_dim, const std::string &reduction_of) {
+  COALESCE_INTERNAL_ASSERT(min.defined() && extent.defined() && body.defined(),
+                           "incomplete loop '", name, "'");
+  return Stmt(std::make_shared<const For>(name, std::move(min), std::move(extent), kind, gpu_dim,
+                                          reduction_of, std::move(body)));
+}
+
+Stmt Store::make(const std::string &buffer, std::vector<Expr> indices, Expr value) {
+  for (const Expr &index : indices)
+    COALESCE_INTERNAL_ASSERT(index.defined() && index.type() == Int(32),
+                             "store index of '", buffer, "' is not i32");
+  return Stmt(std::make_shared<const Store>(buffer, std::move(indices), std::move(value)));
+}
+
+Stmt Allocate::make(const std::string &name, Type type, MemoryType memory,
+                    std::vector<Expr> extents, Stmt body) {
+  return Stmt(
+      std::make_shared<const Allocate>(name, type, memory, std::move(extents), std::move(body)));
+}
+
+Stmt Block::make(const std::vector<Stmt> &stmts) {
+  std::vector<Stmt> flat;
+  for (const Stmt &s : stmts) {
+    if (!s.defined())
+      continue;
+    if (const auto *block = s.as<Block>())
+      flat.insert(flat.end(), block->stmts.begin(), block->stmts.end());
+    else
+      flat.push_back(s);
+  }
+  if (flat.size() == 1)
+    return flat.front();
+  return Stmt(std::make_shared<const Block>(std::move(flat)));
+}
+
+Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
+  COALESCE_INTERNAL_ASSERT(condition.defined() && condition.type().is_bool(),
+                           "if condition must be boolean");
+  return Stmt(std::make_shared<const IfThenElse>(std::move(condition), std::move(then_case),
+                                                 std::move(else_case)));
+}
+
+Stmt LetStmt::make(const std::string &name, Expr value, Stmt body) {
+  return Stmt(std::make_shared<const LetStmt>(name, std::move(value), std::move(body)));
+}
+
+Stmt Barrier::make() { return Stmt(std::make_shared<const Barrier>()); }
+
+Stmt Evaluate::make(Expr value) { return Stmt(std::make_shared<const Evaluate>(std::move(value))); }
+
+} // namespace coalesce

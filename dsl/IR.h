@@ -1,0 +1,276 @@
+#pragma once
+// The IR shared by every stage after the front end: immutable, reference
+// counted nodes behind the value handles Expr and Stmt. One X-macro lists the
+// node kinds; the visitor, the mutator and the printer are generated from it,
+// so a new kind is flagged everywhere it must be handled.
+
+#include "dsl/Type.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+#define COALESCE_FOR_EACH_EXPR(X)                                                                  \
+  X(IntImm) X(FloatImm) X(Variable) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max)      \
+  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Load) X(Call) X(Let)
+
+#define COALESCE_FOR_EACH_STMT(X)                                                                  \
+  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate)
+
+enum class IRNodeKind : uint8_t {
+#define COALESCE_KIND(name) name,
+  COALESCE_FOR_EACH_EXPR(COALESCE_KIND) COALESCE_FOR_EACH_STMT(COALESCE_KIND)
+#undef COALESCE_KIND
+};
+
+struct IRNode {
+  explicit IRNode(IRNodeKind kind) : kind(kind) {}
+  virtual ~IRNode() = default;
+  const IRNodeKind kind;
+};
+
+struct BaseExprNode : IRNode {
+  BaseExprNode(IRNodeKind kind, Type type) : IRNode(kind), type(type) {}
+  const Type type;
+};
+struct BaseStmtNode : IRNode {
+  using IRNode::IRNode;
+};
+
+/// A value handle on an immutable expression node (may be undefined).
+class Expr {
+public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const BaseExprNode> node) : node_(std::move(node)) {}
+  Expr(int value);   // NOLINT: an i32 immediate
+  Expr(float value); // NOLINT: an f32 immediate
+  Expr(double value); // NOLINT: an f32 immediate (Coalesce has no f64 values)
+
+  bool defined() const { return node_ != nullptr; }
+  const BaseExprNode *get() const { return node_.get(); }
+  Type type() const { return node_->type; }
+  /// The node as T if it is one, else nullptr (no RTTI).
+  template <typename T> const T *as() const {
+    return node_ && node_->kind == T::node_kind ? static_cast<const T *>(node_.get()) : nullptr;
+  }
+  bool same_as(const Expr &other) const { return node_ == other.node_; }
+
+private:
+  std::shared_ptr<const BaseExprNode> node_;
+};
+
+/// A value handle on an immutable statement node (may be undefined).
+class Stmt {
+public:
+  Stmt() = default;
+  explicit Stmt(std::shared_ptr<const BaseStmtNode> node) : node_(std::move(node)) {}
+  bool defined() const { return node_ != nullptr; }
+  const BaseStmtNode *get() const { return node_.get(); }
+  template <typename T> const T *as() const {
+    return node_ && node_->kind == T::node_kind ? static_cast<const T *>(node_.get()) : nullptr;
+  }
+  bool same_as(const Stmt &other) const { return node_ == other.node_; }
+
+private:
+  std::shared_ptr<const BaseStmtNode> node_;
+};
+
+// ---------------------------------------------------------------- expressions
+
+struct IntImm : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::IntImm;
+  IntImm(Type t, int64_t v) : BaseExprNode(node_kind, t), value(v) {}
+  const int64_t value;
+  static Expr make(Type type, int64_t value);
+};
+
+struct FloatImm : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::FloatImm;
+  FloatImm(Type t, double v) : BaseExprNode(node_kind, t), value(v) {}
+  const double value;
+  static Expr make(Type type, double value);
+};
+
+/// What a variable names: a loop or let binding, a scalar parameter, or an
+/// implicit extent. Printing and codegen treat them alike; passes may not.
+enum class VariableKind : uint8_t { Loop, Param };
+
+struct Variable : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Variable;
+  Variable(Type t, std::string n, VariableKind k)
+      : BaseExprNode(node_kind, t), name(std::move(n)), variable_kind(k) {}
+  const std::string name;
+  const VariableKind variable_kind;
+  static Expr make(Type type, const std::string &name, VariableKind kind = VariableKind::Loop);
+};
+
+struct Cast : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Cast;
+  Cast(Type t, Expr v) : BaseExprNode(node_kind, t), value(std::move(v)) {}
+  const Expr value;
+  static Expr make(Type type, Expr value);
+};
+
+/// Binary nodes share one shape; each kind is its own struct.
+template <IRNodeKind K> struct BinaryNode : BaseExprNode {
+  static constexpr IRNodeKind node_kind = K;
+  BinaryNode(Type t, Expr a_, Expr b_) : BaseExprNode(K, t), a(std::move(a_)), b(std::move(b_)) {}
+  const Expr a, b;
+  static Expr make(Expr a, Expr b);
+};
+#define COALESCE_BINARY(name) using name = BinaryNode<IRNodeKind::name>;
+COALESCE_BINARY(Add) COALESCE_BINARY(Sub) COALESCE_BINARY(Mul) COALESCE_BINARY(Div)
+COALESCE_BINARY(Mod) COALESCE_BINARY(Min) COALESCE_BINARY(Max) COALESCE_BINARY(EQ)
+COALESCE_BINARY(NE) COALESCE_BINARY(LT) COALESCE_BINARY(LE) COALESCE_BINARY(GT)
+COALESCE_BINARY(GE) COALESCE_BINARY(And) COALESCE_BINARY(Or)
+#undef COALESCE_BINARY
+
+struct Not : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Not;
+  explicit Not(Expr a_) : BaseExprNode(node_kind, Bool()), a(std::move(a_)) {}
+  const Expr a;
+  static Expr make(Expr a);
+};
+
+struct Select : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Select;
+  Select(Type t, Expr c, Expr tv, Expr fv)
+      : BaseExprNode(node_kind, t), condition(std::move(c)), true_value(std::move(tv)),
+        false_value(std::move(fv)) {}
+  const Expr condition, true_value, false_value;
+  static Expr make(Expr condition, Expr true_value, Expr false_value);
+};
+
+/// A read of `buffer` at one index per dimension (one flat index after
+/// storage flattening).
+struct Load : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Load;
+  Load(Type t, std::string b, std::vector<Expr> i)
+      : BaseExprNode(node_kind, t), buffer(std::move(b)), indices(std::move(i)) {}
+  const std::string buffer;
+  const std::vector<Expr> indices;
+  static Expr make(Type type, const std::string &buffer, std::vector<Expr> indices);
+};
+
+/// What a call refers to: another Func or an Input (front end only, replaced
+/// by loads during lowering), or a pure math/GPU intrinsic.
+enum class CallType : uint8_t { Func, Input, Intrinsic };
+
+struct Call : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Call;
+  Call(Type t, std::string n, std::vector<Expr> a, CallType c)
+      : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c) {}
+  const std::string name;
+  const std::vector<Expr> args;
+  const CallType call_type;
+  static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type);
+};
+
+struct Let : BaseExprNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Let;
+  Let(std::string n, Expr v, Expr b)
+      : BaseExprNode(node_kind, b.type()), name(std::move(n)), value(std::move(v)),
+        body(std::move(b)) {}
+  const std::string name;
+  const Expr value, body;
+  static Expr make(const std::string &name, Expr value, Expr body);
+};
+
+// ----------------------------------------------------------------- statements
+
+/// How a loop runs. Serial semantics hold for every kind until GPU codegen:
+/// the host backend runs gpu_block and gpu_thread loops in order.
+enum class ForKind : uint8_t { Serial, Unrolled, Vectorized, GpuBlock, GpuThread };
+const char *for_kind_name(ForKind kind);
+
+/// Where an allocation lives.
+enum class MemoryType : uint8_t { Auto, Register, Shared, Heap };
+const char *memory_type_name(MemoryType memory);
+
+struct For : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::For;
+  For(std::string n, Expr mn, Expr ext, ForKind k, int gd, std::string rf, Stmt b)
+      : BaseStmtNode(node_kind), name(std::move(n)), min(std::move(mn)), extent(std::move(ext)),
+        for_kind(k), gpu_dim(gd), reduction_of(std::move(rf)), body(std::move(b)) {}
+  const std::string name;
+  const Expr min, extent;
+  const ForKind for_kind;
+  const int gpu_dim;              ///< 0 = x, 1 = y, 2 = z for GPU loops; -1 otherwise
+  const std::string reduction_of; ///< the Func whose reduction this loop runs, or ""
+  const Stmt body;
+  static Stmt make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
+                   int gpu_dim = -1, const std::string &reduction_of = "");
+};
+
+struct Store : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Store;
+  Store(std::string b, std::vector<Expr> i, Expr v)
+      : BaseStmtNode(node_kind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+  const std::string buffer;
+  const std::vector<Expr> indices;
+  const Expr value;
+  static Stmt make(const std::string &buffer, std::vector<Expr> indices, Expr value);
+};
+
+/// A buffer of constant `extents` (outermost first) live over `body`.
+struct Allocate : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Allocate;
+  Allocate(std::string n, Type t, MemoryType m, std::vector<Expr> e, Stmt b)
+      : BaseStmtNode(node_kind), name(std::move(n)), type(t), memory(m), extents(std::move(e)),
+        body(std::move(b)) {}
+  const std::string name;
+  const Type type;
+  const MemoryType memory;
+  const std::vector<Expr> extents;
+  const Stmt body;
+  static Stmt make(const std::string &name, Type type, MemoryType memory,
+                   std::vector<Expr> extents, Stmt body);
+};
+
+struct Block : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Block;
+  explicit Block(std::vector<Stmt> s) : BaseStmtNode(node_kind), stmts(std::move(s)) {}
+  const std::vector<Stmt> stmts;
+  /// Flattens nested blocks and drops undefined statements.
+  static Stmt make(const std::vector<Stmt> &stmts);
+};
+
+struct IfThenElse : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::IfThenElse;
+  IfThenElse(Expr c, Stmt t, Stmt e)
+      : BaseStmtNode(node_kind), condition(std::move(c)), then_case(std::move(t)),
+        else_case(std::move(e)) {}
+  const Expr condition;
+  const Stmt then_case, else_case;
+  static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+};
+
+struct LetStmt : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::LetStmt;
+  LetStmt(std::string n, Expr v, Stmt b)
+      : BaseStmtNode(node_kind), name(std::move(n)), value(std::move(v)), body(std::move(b)) {}
+  const std::string name;
+  const Expr value;
+  const Stmt body;
+  static Stmt make(const std::string &name, Expr value, Stmt body);
+};
+
+/// Every thread of a GPU block waits here; shared memory written before it is
+/// visible after it. A no-op on the host, where thread loops run one by one.
+struct Barrier : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Barrier;
+  Barrier() : BaseStmtNode(node_kind) {}
+  static Stmt make();
+};
+
+struct Evaluate : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::Evaluate;
+  explicit Evaluate(Expr v) : BaseStmtNode(node_kind), value(std::move(v)) {}
+  const Expr value;
+  static Stmt make(Expr value);
+};
+
+} // namespace coalesce

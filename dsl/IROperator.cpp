@@ -1,0 +1,139 @@
+#include "dsl/IROperator.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
+
+namespace coalesce {
+
+namespace {
+
+// Lets a user write `x + 1` or `0.5f * x` with an f32 `x`: an integer
+// immediate next to a float becomes a float immediate. Any other mismatch is
+// the user's to resolve with an explicit cast.
+void match_types(Expr &a, Expr &b, const char *op) {
+  if (!a.defined() || !b.defined())
+    user_error("operator ", op, " used with an undefined expression");
+  if (a.type() == b.type())
+    return;
+  if (a.type().is_float() && b.as<IntImm>()) {
+    b = FloatImm::make(a.type(), static_cast<double>(b.as<IntImm>()->value));
+    return;
+  }
+  if (b.type().is_float() && a.as<IntImm>()) {
+    a = FloatImm::make(b.type(), static_cast<double>(a.as<IntImm>()->value));
+    return;
+  }
+  user_error("operator ", op, " combines ", a.type(), " with ", b.type(),
+             ": convert one side with cast(", a.type(), ", ...) or cast(", b.type(), ", ...)");
+}
+
+} // namespace
+
+Expr operator+(Expr a, Expr b) { match_types(a, b, "+"); return Add::make(a, b); }
+Expr operator-(Expr a, Expr b) { match_types(a, b, "-"); return Sub::make(a, b); }
+Expr operator*(Expr a, Expr b) { match_types(a, b, "*"); return Mul::make(a, b); }
+Expr operator/(Expr a, Expr b) { match_types(a, b, "/"); return Div::make(a, b); }
+Expr operator%(Expr a, Expr b) { match_types(a, b, "%"); return Mod::make(a, b); }
+Expr operator-(Expr a) { return make_zero(a.type()) - a; }
+Expr operator<(Expr a, Expr b) { match_types(a, b, "<"); return LT::make(a, b); }
+Expr operator<=(Expr a, Expr b) { match_types(a, b, "<="); return LE::make(a, b); }
+Expr operator>(Expr a, Expr b) { match_types(a, b, ">"); return GT::make(a, b); }
+Expr operator>=(Expr a, Expr b) { match_types(a, b, ">="); return GE::make(a, b); }
+Expr operator==(Expr a, Expr b) { match_types(a, b, "=="); return EQ::make(a, b); }
+Expr operator!=(Expr a, Expr b) { match_types(a, b, "!="); return NE::make(a, b); }
+Expr operator&&(Expr a, Expr b) {
+  if (!a.type().is_bool() || !b.type().is_bool())
+    user_error("operator && needs two conditions, got ", a.type(), " and ", b.type());
+  return And::make(a, b);
+}
+Expr operator||(Expr a, Expr b) {
+  if (!a.type().is_bool() || !b.type().is_bool())
+    user_error("operator || needs two conditions, got ", a.type(), " and ", b.type());
+  return Or::make(a, b);
+}
+Expr operator!(Expr a) {
+  if (!a.type().is_bool())
+    user_error("operator ! needs a condition, got ", a.type());
+  return Not::make(a);
+}
+
+Expr min(Expr a, Expr b) { match_types(a, b, "min"); return Min::make(a, b); }
+Expr max(Expr a, Expr b) { match_types(a, b, "max"); return Max::make(a, b); }
+
+Expr select(Expr condition, Expr true_value, Expr false_value) {
+  if (!condition.defined() || !condition.type().is_bool())
+    user_error("select's first argument must be a condition (a comparison), got ",
+               condition.defined() ? condition.type().str() : "nothing");
+  match_types(true_value, false_value, "select");
+  return Select::make(condition, true_value, false_value);
+}
+
+Expr cast(Type type, Expr value) {
+  if (!value.defined())
+    user_error("cast of an undefined expression");
+  if (value.type() == type)
+    return value;
+  return Cast::make(type, value);
+}
+
+namespace {
+Expr float_intrinsic(const char *name, Expr x) {
+  if (!x.defined())
+    user_error(name, "() of an undefined expression");
+  if (x.as<IntImm>())
+    x = FloatImm::make(Float(32), static_cast<double>(x.as<IntImm>()->value));
+  if (!x.type().is_float())
+    user_error(name, "() needs a floating-point argument, got ", x.type(),
+               ": write ", name, "(cast(Float(32), x))");
+  return Call::make(x.type(), name, {x}, CallType::Intrinsic);
+}
+} // namespace
+
+Expr exp(Expr x) { return float_intrinsic("exp", std::move(x)); }
+Expr erf(Expr x) { return float_intrinsic("erf", std::move(x)); }
+Expr tanh(Expr x) { return float_intrinsic("tanh", std::move(x)); }
+Expr sqrt(Expr x) { return float_intrinsic("sqrt", std::move(x)); }
+Expr abs(Expr x) { return float_intrinsic("abs", std::move(x)); }
+
+Expr ceil_div(Expr a, Expr b) { return (a + b - 1) / b; }
+Expr clamp(Expr value, Expr lo, Expr hi) { return max(min(std::move(value), std::move(hi)), std::move(lo)); }
+
+Expr make_const(Type type, double value) {
+  if (type.is_float())
+    return FloatImm::make(type, value);
+  return IntImm::make(type, static_cast<int64_t>(value));
+}
+Expr make_zero(Type type) { return make_const(type, 0); }
+Expr make_one(Type type) { return make_const(type, 1); }
+
+std::optional<int64_t> as_const_int(const Expr &e) {
+  if (const auto *imm = e.as<IntImm>())
+    return imm->value;
+  return std::nullopt;
+}
+
+bool is_const(const Expr &e, int64_t value) {
+  auto constant = as_const_int(e);
+  return constant && *constant == value;
+}
+
+namespace {
+class UsesVar : public IRVisitor {
+public:
+  explicit UsesVar(const std::string &name) : name_(name) {}
+  bool found = false;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Variable *op) override { found |= op->name == name_; }
+  const std::string &name_;
+};
+} // namespace
+
+bool expr_uses_var(const Expr &e, const std::string &name) {
+  UsesVar finder(name);
+  finder.visit_expr(e);
+  return finder.found;
+}
+
+} // namespace coalesce

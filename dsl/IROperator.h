@@ -1,0 +1,52 @@
+#pragma once
+// Operators and math functions on Expr, as a user writes them in an
+// algorithm, plus small queries on constants that passes share.
+
+#include "dsl/IR.h"
+
+#include <optional>
+
+namespace coalesce {
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator-(Expr a);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator==(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
+
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+Expr select(Expr condition, Expr true_value, Expr false_value);
+/// Converts `value` to `type` (f32 <-> i32 today; f16/bf16 later).
+Expr cast(Type type, Expr value);
+Expr exp(Expr x);
+Expr erf(Expr x);
+Expr tanh(Expr x);
+Expr sqrt(Expr x);
+Expr abs(Expr x);
+
+/// ceil(a / b) for non-negative integers, as the loop extents of a split use.
+Expr ceil_div(Expr a, Expr b);
+/// Clamps an i32 index into [lo, hi].
+Expr clamp(Expr value, Expr lo, Expr hi);
+
+Expr make_zero(Type type);
+Expr make_one(Type type);
+Expr make_const(Type type, double value);
+std::optional<int64_t> as_const_int(const Expr &e);
+bool is_const(const Expr &e, int64_t value);
+
+/// True if `e` mentions the variable `name` anywhere.
+bool expr_uses_var(const Expr &e, const std::string &name);
+
+} // namespace coalesce
