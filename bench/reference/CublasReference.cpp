@@ -1,0 +1,179 @@
+// cuBLAS / cuBLASLt reference calls; see CublasReference.h.
+//
+// Row-major via the transpose trick: a row-major M x N matrix is, byte for
+// byte, a column-major N x M matrix (its transpose). So C = A B (row-major)
+// is computed as C^T = B^T A^T in column-major with m = N, n = M, k = K and
+// leading dimensions N (B, C) and K (A). For cuBLASLt the bias then runs along
+// the rows of the column-major D (length N), i.e. per row-major column j, as
+// required; this is also how PyTorch calls the same epilogue.
+
+#include "bench/reference/CublasReference.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace coalesce::reference {
+namespace detail {
+cudaError_t launch_bias_gelu(int M, int N, const float *c, const float *bias, float *out); // epilogue_kernels.cu
+} // namespace detail
+
+namespace {
+
+void check(cublasStatus_t status, const char *call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    user_error(call, " failed: ", cublasGetStatusName(status), " (", cublasGetStatusString(status), ")");
+}
+
+void check(cudaError_t status, const char *call) {
+  if (status != cudaSuccess)
+    user_error(call, " failed: ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
+}
+
+void check_args(const char *fn, int M, int N, int K, std::initializer_list<const void *> pointers) {
+  if (M < 1 || N < 1 || K < 1)
+    user_error("reference::", fn, ": M, N and K must be >= 1 (got M=", M, ", N=", N, ", K=", K, ")");
+  for (const void *p : pointers)
+    if (!p)
+      user_error("reference::", fn, ": a matrix or bias pointer is null");
+}
+
+/// The largest power-of-two alignment of a pointer, capped at 256 bytes
+/// (cuBLASLt's default assumption).
+uint32_t alignment(const void *p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && (a & (align - 1)))
+    align /= 2;
+  return align;
+}
+
+constexpr size_t kLtWorkspaceBytes = 32u << 20;
+
+/// One cuBLASLt problem, planned once: descriptors plus the algorithm the
+/// heuristic picked, so timed calls do no host-side planning.
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr; // in cuBLASLt's (column-major) terms
+  cublasLtMatmulAlgo_t algo{};
+};
+
+/// The process's cuBLAS state, created on first use and never destroyed
+/// (destroying it at exit would race the CUDA runtime's own teardown).
+struct State {
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void *workspace = nullptr;
+  std::mutex mutex; // guards plans
+  std::map<std::tuple<int, int, int, uint32_t, uint32_t, uint32_t, uint32_t>, LtPlan> plans;
+
+  State() {
+    check(cublasCreate(&blas), "cublasCreate");
+    // No TF32 (nor any reduced precision): CUBLAS_DEFAULT_MATH with cublasSgemm
+    // is true FP32 SGEMM (NVIDIA_TF32_OVERRIDE can only disable TF32).
+    check(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode(CUBLAS_DEFAULT_MATH)");
+    check(cublasLtCreate(&lt), "cublasLtCreate");
+    check(cudaMalloc(&workspace, kLtWorkspaceBytes), "cudaMalloc of the 32 MiB cuBLASLt workspace");
+  }
+};
+
+State &state() {
+  static State *s = new State(); // if it throws, the next call retries
+  return *s;
+}
+
+/// Builds the plan for D(N x M, col-major) = gelu(B^T(N x K) A^T(K x M) + bias).
+LtPlan make_plan(State &s, int M, int N, int K, const float *A, const float *B, const float *bias, float *out) {
+  LtPlan p;
+  check(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t no_trans = CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_trans, sizeof no_trans),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE = GELU_BIAS)");
+  // The heuristic reads the bias pointer's value (for its alignment).
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
+  check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, K, M, K), "cublasLtMatrixLayoutCreate(A^T)");
+  check(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, N, M, N), "cublasLtMatrixLayoutCreate(out^T)");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = kLtWorkspaceBytes;
+  const uint32_t align_a = alignment(B), align_b = alignment(A), align_d = alignment(out);
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace, sizeof workspace);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                              sizeof align_a);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                              sizeof align_b);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                              sizeof align_d);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                              sizeof align_d);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(s.lt, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(st, "cublasLtMatmulAlgoGetHeuristic (GELU_BIAS, FP32)");
+  if (found < 1)
+    user_error("cuBLASLt has no FP32 GELU_BIAS algorithm for M=", M, ", N=", N, ", K=", K,
+               " with these pointer alignments (A ", align_b, ", B ", align_a, ", out ", align_d, " bytes)");
+  p.algo = result.algo;
+  return p;
+}
+
+} // namespace
+
+void sgemm(int M, int N, int K, const float *A, const float *B, float *C) {
+  check_args("sgemm", M, N, K, {A, B, C});
+  State &s = state();
+  const float alpha = 1.0f, beta = 0.0f;
+  // Column-major C^T(N x M) = B^T(N x K) * A^T(K x M).
+  check(cublasSgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, N, A, K, &beta, C, N), "cublasSgemm");
+}
+
+void bias_gelu(int M, int N, const float *C, const float *bias, float *out) {
+  check_args("bias_gelu", M, N, 1, {C, bias, out});
+  check(detail::launch_bias_gelu(M, N, C, bias, out), "launching the bias+GELU kernel");
+}
+
+void chain(int M, int N, int K, const float *A, const float *B, const float *bias, float *C_tmp, float *out) {
+  check_args("chain", M, N, K, {A, B, bias, C_tmp, out});
+  sgemm(M, N, K, A, B, C_tmp);
+  bias_gelu(M, N, C_tmp, bias, out);
+}
+
+void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float *out) {
+  check_args("lt_gelu_bias", M, N, K, {A, B, bias, out});
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto key = std::make_tuple(M, N, K, alignment(A), alignment(B), alignment(bias), alignment(out));
+  auto it = s.plans.find(key);
+  if (it == s.plans.end())
+    it = s.plans.emplace(key, make_plan(s, M, N, K, A, B, bias, out)).first;
+  const LtPlan &p = it->second;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  const float alpha = 1.0f, beta = 0.0f;
+  // beta = 0, so C is not read; it is given D's pointer and layout.
+  check(cublasLtMatmul(s.lt, p.desc, &alpha, B, p.a, A, p.b, &beta, out, p.d, out, p.d, &p.algo, s.workspace,
+                       kLtWorkspaceBytes, /*stream=*/nullptr),
+        "cublasLtMatmul (GELU_BIAS, FP32)");
+}
+
+} // namespace coalesce::reference
