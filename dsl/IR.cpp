@@ -22,7 +22,14 @@ Expr FloatImm::make(Type type, double value) {
 
 Expr Variable::make(Type type, const std::string &name, VariableKind kind) {
   COALESCE_INTERNAL_ASSERT(!name.empty(), "variable without a name");
-  return Expr(std::make_shared<const Variable>(type, name, kind));
+  return Expr(std::make_shared<const Variable>(type, name, kind, Expr(), Expr()));
+}
+
+Expr Variable::make_reduction(const std::string &name, Expr min, Expr extent) {
+  COALESCE_INTERNAL_ASSERT(!name.empty() && min.defined() && extent.defined(),
+                           "incomplete reduction variable");
+  return Expr(std::make_shared<const Variable>(Int(32), name, VariableKind::Reduction,
+                                               std::move(min), std::move(extent)));
 }
 
 Expr Cast::make(Type type, Expr value) {
@@ -78,8 +85,16 @@ Expr Load::make(Type type, const std::string &buffer, std::vector<Expr> indices)
   return Expr(std::make_shared<const Load>(type, buffer, std::move(indices)));
 }
 
-Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type) {
-  return Expr(std::make_shared<const Call>(type, name, std::move(args), call_type));
+Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
+                std::shared_ptr<FuncContents> func, std::shared_ptr<const InputContents> input) {
+  COALESCE_INTERNAL_ASSERT(call_type != CallType::Func || func, "Func call without a callee");
+  COALESCE_INTERNAL_ASSERT(call_type != CallType::Input || input, "Input call without a buffer");
+  return Expr(std::make_shared<const Call>(type, name, std::move(args), call_type, std::move(func),
+                                           std::move(input)));
+}
+
+Expr Call::with_args(std::vector<Expr> new_args) const {
+  return make(type, name, std::move(new_args), call_type, func, input);
 }
 
 Expr Let::make(const std::string &name, Expr value, Expr body) {

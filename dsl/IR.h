@@ -94,17 +94,20 @@ struct FloatImm : BaseExprNode {
   static Expr make(Type type, double value);
 };
 
-/// What a variable names: a loop or let binding, a scalar parameter, or an
-/// implicit extent. Printing and codegen treat them alike; passes may not.
-enum class VariableKind : uint8_t { Loop, Param };
+/// What a variable names: a pure variable, loop or let binding; a reduction
+/// variable (which carries its domain); or a scalar parameter.
+enum class VariableKind : uint8_t { Loop, Reduction, Param };
 
 struct Variable : BaseExprNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Variable;
-  Variable(Type t, std::string n, VariableKind k)
-      : BaseExprNode(node_kind, t), name(std::move(n)), variable_kind(k) {}
+  Variable(Type t, std::string n, VariableKind k, Expr mn, Expr ext)
+      : BaseExprNode(node_kind, t), name(std::move(n)), variable_kind(k),
+        reduction_min(std::move(mn)), reduction_extent(std::move(ext)) {}
   const std::string name;
   const VariableKind variable_kind;
+  const Expr reduction_min, reduction_extent; ///< the domain of a Reduction variable
   static Expr make(Type type, const std::string &name, VariableKind kind = VariableKind::Loop);
+  static Expr make_reduction(const std::string &name, Expr min, Expr extent);
 };
 
 struct Cast : BaseExprNode {
@@ -155,18 +158,36 @@ struct Load : BaseExprNode {
   static Expr make(Type type, const std::string &buffer, std::vector<Expr> indices);
 };
 
+struct FuncContents;
+
+/// An input buffer of the algorithm: its name, element type and extents
+/// (outermost first, row-major), which may mention Params.
+struct InputContents {
+  std::string name;
+  Type type;
+  std::vector<Expr> extents;
+};
+
 /// What a call refers to: another Func or an Input (front end only, replaced
 /// by loads during lowering), or a pure math/GPU intrinsic.
 enum class CallType : uint8_t { Func, Input, Intrinsic };
 
 struct Call : BaseExprNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Call;
-  Call(Type t, std::string n, std::vector<Expr> a, CallType c)
-      : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c) {}
+  Call(Type t, std::string n, std::vector<Expr> a, CallType c, std::shared_ptr<FuncContents> f,
+       std::shared_ptr<const InputContents> i)
+      : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c),
+        func(std::move(f)), input(std::move(i)) {}
   const std::string name;
   const std::vector<Expr> args;
   const CallType call_type;
-  static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type);
+  const std::shared_ptr<FuncContents> func;          ///< the callee of a Func call
+  const std::shared_ptr<const InputContents> input;  ///< the buffer of an Input call
+  static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
+                   std::shared_ptr<FuncContents> func = nullptr,
+                   std::shared_ptr<const InputContents> input = nullptr);
+  /// The same call with other arguments.
+  Expr with_args(std::vector<Expr> new_args) const;
 };
 
 struct Let : BaseExprNode {

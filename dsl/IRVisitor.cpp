@@ -177,7 +177,7 @@ Expr IRMutator::visit(const Call *op, const Expr &self) {
   std::vector<Expr> args;
   for (const Expr &arg : op->args)
     args.push_back(mutate(arg));
-  return same_all(args, op->args) ? self : Call::make(op->type, op->name, args, op->call_type);
+  return same_all(args, op->args) ? self : op->with_args(args);
 }
 Expr IRMutator::visit(const Let *op, const Expr &self) {
   Expr value = mutate(op->value), body = mutate(op->body);

@@ -1,0 +1,165 @@
+#pragma once
+// Func: a named function over integer coordinates, defined once purely
+// (`f(i, j) = ...`) and optionally updated by reductions (`f(i, j) += ...`).
+// Its schedule (how loops are split, ordered and mapped, where it is
+// computed) is recorded separately, by the methods below, as plain data.
+
+#include "dsl/IR.h"
+#include "dsl/Input.h"
+#include "dsl/Schedule.h"
+#include "dsl/Var.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// One definition of a Func: its left-hand side coordinates and value.
+struct Definition {
+  std::vector<Expr> args;
+  Expr value;
+};
+
+struct FuncContents {
+  std::string name;
+  std::vector<std::string> pure_vars;
+  Type type;
+  bool defined = false;
+  Definition pure;
+  std::vector<Definition> updates;
+  FuncSchedule schedule;
+};
+
+class Func;
+
+/// `f(i, j)` on either side of a definition.
+class FuncRef {
+public:
+  FuncRef(std::shared_ptr<FuncContents> func, std::vector<Expr> args);
+  /// Defines f purely (the first time) or adds an update definition.
+  void operator=(const Expr &value);
+  void operator=(const FuncRef &other) { *this = Expr(other); }
+  /// f(i, j) += term: a sum reduction over the RVars in term.
+  void operator+=(const Expr &term);
+  /// f(i, j) *= term: a product reduction.
+  void operator*=(const Expr &term);
+  operator Expr() const; // NOLINT: a call of f
+
+private:
+  void add_update(const Expr &value);
+  std::shared_ptr<FuncContents> func_;
+  std::vector<Expr> args_;
+};
+
+/// One definition's schedule: the primitives that shape its loop nest.
+/// Loop lists are written outermost first.
+class Stage {
+public:
+  Stage(std::shared_ptr<FuncContents> func, int index);
+
+  /// for x: body  ->  for outer in [0, ceil(X/factor)): for inner in [0, factor):
+  ///                    let x = outer*factor + inner; if x < X: body
+  Stage &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor);
+  /// Splits x and y and orders the loops xo, yo, xi, yi (outermost first).
+  Stage &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+              const VarOrRVar &xi, const VarOrRVar &yi, int x_factor, int y_factor);
+  /// Puts the named loops in this order (outermost first); the loops not
+  /// named keep their places.
+  Stage &reorder(const std::vector<VarOrRVar> &outermost_first);
+  /// Replaces the loop by its body repeated extent times (constant extent).
+  Stage &unroll(const VarOrRVar &var);
+  /// Marks the loop for vector execution (consecutive elements at once).
+  Stage &vectorize(const VarOrRVar &var);
+  /// Maps loops to GPU block indices; the last (innermost) one becomes x.
+  Stage &gpu_blocks(const std::vector<VarOrRVar> &outermost_first);
+  /// Maps loops to GPU thread indices; the last (innermost) one becomes x.
+  Stage &gpu_threads(const std::vector<VarOrRVar> &outermost_first);
+  /// Each thread computes a tm x tn block in registers: splits x into
+  /// (tx, rx) and y into (ty, ry) by tm and tn, orders tx, ty, rx, ry and
+  /// unrolls rx and ry.
+  Stage &register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &tx,
+                        const VarOrRVar &ty, const VarOrRVar &rx, const VarOrRVar &ry, int tm,
+                        int tn);
+  /// Copies the tile of `input` that the loops inside `at_loop` read into
+  /// shared memory once per iteration of `at_loop`, cooperatively and guarded,
+  /// with a barrier before and after its use.
+  Stage &stage_in_shared(const Input &input, const VarOrRVar &at_loop);
+  /// Accepts that this schedule changes the floating-point summation order.
+  Stage &allow_reassociation();
+  /// Accepts a term that is added once per reduction step (see DESIGN.md).
+  Stage &allow_reduction_invariant_terms();
+
+  /// "'acc'" or "'acc' (update 0)", for messages.
+  std::string describe() const;
+  int index() const { return index_; }
+
+protected:
+  StageSchedule &schedule() const;
+  /// The position of loop `var` in dims, or a user_error naming the loops.
+  size_t find_dim(const std::string &var, const char *primitive) const;
+  void check_new_name(const std::string &var, const char *primitive) const;
+  Stage &map_to_gpu(const std::vector<VarOrRVar> &vars, ForKind kind, const char *primitive);
+  std::shared_ptr<FuncContents> func_;
+  int index_;
+};
+
+class Func {
+public:
+  explicit Func(std::string name);
+  Func(std::shared_ptr<FuncContents> contents) : contents_(std::move(contents)) {} // NOLINT
+
+  FuncRef operator()(std::vector<Expr> args) const;
+  template <typename... Args> FuncRef operator()(const Expr &first, const Args &...rest) const {
+    return (*this)(std::vector<Expr>{first, Expr(rest)...});
+  }
+
+  const std::string &name() const { return contents_->name; }
+  const std::shared_ptr<FuncContents> &contents() const { return contents_; }
+  bool has_updates() const { return !contents_->updates.empty(); }
+
+  /// The schedule of update definition `index`.
+  Stage update(int index = 0) const;
+  /// The schedule of the pure definition (what the methods below change).
+  Stage pure() const { return Stage(contents_, 0); }
+
+  Func &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor);
+  Func &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+             const VarOrRVar &xi, const VarOrRVar &yi, int x_factor, int y_factor);
+  Func &reorder(const std::vector<VarOrRVar> &outermost_first);
+  Func &unroll(const VarOrRVar &var);
+  Func &vectorize(const VarOrRVar &var);
+  Func &gpu_blocks(const std::vector<VarOrRVar> &outermost_first);
+  Func &gpu_threads(const std::vector<VarOrRVar> &outermost_first);
+  Func &register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &tx,
+                       const VarOrRVar &ty, const VarOrRVar &rx, const VarOrRVar &ry, int tm,
+                       int tn);
+
+  /// Computes this Func inside loop `loop` of `consumer`, on the consumer's
+  /// tile: every stage of this Func runs over the consumer's loops below
+  /// `loop` (mirrored, same names), before the consumer uses the values.
+  ///   for bj: for ti: for ri: out = g(f)
+  ///     -> for bj: { for ti: for ri: f = ...; for ti: for ri: out = g(f) }
+  /// Schedule the consumer's loops first.
+  Func &compute_at(const Func &consumer, const VarOrRVar &loop);
+  /// Computes all of this Func before its consumers, into a full-size buffer.
+  Func &compute_root();
+  /// Substitutes this Func's definition into its callers (pure Funcs only).
+  Func &compute_inline();
+  Func &store_in(MemoryType memory);
+  /// Fixes the extent of a pure dimension (otherwise inferred from inputs).
+  Func &bound(const Var &var, Expr extent);
+
+  /// Runs this Func (the epilogue) after `producer`'s reduction, on the
+  /// producer's register tile: producer.compute_at(*this, loop) in registers.
+  Func &fuse_epilogue(const Func &producer, const VarOrRVar &loop);
+  /// For out(i, j) = f(acc(i, j) + b): starts acc's reduction from b instead
+  /// of 0 and drops the addition. b is added once either way; only the
+  /// rounding order changes (b first instead of last).
+  Func &fold_bias_into_init();
+
+private:
+  std::shared_ptr<FuncContents> contents_;
+};
+
+} // namespace coalesce

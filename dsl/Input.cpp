@@ -1,0 +1,31 @@
+#include "dsl/Input.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+
+namespace coalesce {
+
+Input::Input(std::string name, Type type, std::vector<Expr> extents) {
+  if (extents.empty())
+    user_error("Input '", name, "' needs at least one extent");
+  for (size_t d = 0; d < extents.size(); ++d) {
+    if (!extents[d].defined() || extents[d].type() != Int(32))
+      user_error("Input '", name, "': extent ", d, " must be an i32 expression (an int or a Param)");
+    if (auto value = extents[d].as<IntImm>(); value && value->value <= 0)
+      user_error("Input '", name, "': extent ", d, " is ", value->value, "; extents must be positive");
+  }
+  contents_ = std::make_shared<const InputContents>(InputContents{std::move(name), type, std::move(extents)});
+}
+
+Expr Input::operator()(std::vector<Expr> args) const {
+  if (args.size() != contents_->extents.size())
+    user_error("Input '", name(), "' has ", contents_->extents.size(), " dimensions but is called with ",
+               args.size(), " coordinates");
+  for (const Expr &arg : args)
+    if (!arg.defined() || arg.type() != Int(32))
+      user_error("Input '", name(), "' is indexed by ", arg.defined() ? to_string(arg) : "nothing",
+                 ", which is not an i32 coordinate");
+  return Call::make(contents_->type, name(), std::move(args), CallType::Input, nullptr, contents_);
+}
+
+} // namespace coalesce

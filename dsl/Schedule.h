@@ -1,0 +1,69 @@
+#pragma once
+// The schedule as plain data, recorded by Func and Stage methods and read by
+// one lowering pass (scheduler/BuildLoopNest). Nothing here computes.
+
+#include "dsl/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// `old` becomes two loops: outer in [0, ceil(extent / factor)) and inner in
+/// [0, factor), with old = outer * factor + inner.
+struct Split {
+  std::string old_var, outer, inner;
+  int factor = 1;
+  bool is_rvar = false;
+};
+
+/// One loop of a stage, after splits.
+struct Dim {
+  std::string var;
+  ForKind kind = ForKind::Serial;
+  int gpu_dim = -1;
+  bool is_rvar = false;
+  /// True for loops copied from the consumer by compute_at (the producer
+  /// computes its values on the consumer's tile, one per consumer point).
+  bool mirrored = false;
+};
+
+/// A request to copy an input's tile into shared memory once per iteration
+/// of loop `at_loop` of this stage, and read it from there inside the loop.
+struct SharedStaging {
+  std::string input;
+  std::string at_loop;
+  bool double_buffer = false;
+};
+
+/// The schedule of one definition (the pure one, or one update).
+struct StageSchedule {
+  std::vector<Split> splits;
+  std::vector<Dim> dims; ///< outermost first
+  std::vector<SharedStaging> staged_inputs;
+  /// The user accepts a different floating-point summation order.
+  bool allow_reassociation = false;
+  /// The user means a term that does not depend on the reduction variable to
+  /// be added once per reduction step (`f += g(r) + c` adds c extent times).
+  bool allow_reduction_invariant_terms = false;
+};
+
+/// Where a Func is computed.
+enum class Placement { Inline, Root, At };
+
+struct FuncSchedule {
+  Placement placement = Placement::Inline;
+  bool placement_set = false; ///< false: the default (inline if pure, else root)
+  std::string at_func, at_var; ///< for Placement::At
+  /// The consumer's loops at the moment compute_at mirrored them, to detect a
+  /// consumer rescheduled afterwards.
+  std::vector<std::string> mirrored_from;
+  MemoryType memory = MemoryType::Auto;
+  std::vector<StageSchedule> stages; ///< [0] pure, [1..] updates
+  /// Explicit extents of the pure dimensions, overriding inference (output only).
+  std::vector<Expr> bounds;
+  /// out = f(acc + b): start acc's reduction from b instead of adding b after it.
+  std::string bias_folded_into;
+};
+
+} // namespace coalesce
