@@ -105,6 +105,7 @@ void FuncRef::add_update(const Expr &value) {
   rvars.visit_expr(value);
   for (const std::string &rvar : rvars.names)
     stage.dims.push_back(Dim{rvar, ForKind::Serial, -1, true});
+  stage.reduction_vars = rvars.names;
   func_->schedule.stages.push_back(stage);
 }
 

@@ -41,6 +41,9 @@ struct StageSchedule {
   std::vector<Split> splits;
   std::vector<Dim> dims; ///< outermost first
   std::vector<SharedStaging> staged_inputs;
+  /// The reduction variables of an update, in the algorithm's order (first
+  /// use), which fixes the order of summation.
+  std::vector<std::string> reduction_vars;
   /// The user accepts a different floating-point summation order.
   bool allow_reassociation = false;
   /// The user means a term that does not depend on the reduction variable to

@@ -1,0 +1,276 @@
+#include "scheduler/BuildLoopNest.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+
+#include <algorithm>
+#include <map>
+
+namespace coalesce {
+
+namespace {
+
+std::string stage_prefix(const std::string &func, size_t stage) { return str_cat(func, ".s", stage, "."); }
+
+// Reduction variables and their domains, as the definition wrote them.
+class FindRVarDomains : public IRVisitor {
+public:
+  std::map<std::string, std::pair<Expr, Expr>> domains;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Variable *op) override {
+    if (op->variable_kind == VariableKind::Reduction)
+      domains.emplace(op->name, std::make_pair(op->reduction_min, op->reduction_extent));
+  }
+};
+
+// Rewrites a definition's value for one stage's loop nest: its own variables
+// become the stage's qualified names, calls to Funcs become loads.
+class RewriteValue : public IRMutator {
+public:
+  RewriteValue(const Environment &env, const FuncContents &func, size_t stage, const std::string &prefix,
+               const std::vector<Expr> &self_indices)
+      : env_(env), func_(func), stage_(stage), prefix_(prefix), self_indices_(self_indices) {}
+
+private:
+  using IRMutator::visit;
+  Expr visit(const Variable *op, const Expr &self) override {
+    if (op->variable_kind == VariableKind::Param)
+      return self;
+    return Variable::make(Int(32), prefix_ + op->name);
+  }
+  Expr visit(const Call *op, const Expr &self) override {
+    Expr rebuilt = IRMutator::visit(op, self);
+    const auto *call = rebuilt.as<Call>();
+    if (call->call_type != CallType::Func)
+      return rebuilt;
+    if (call->name == func_.name)
+      return Load::make(call->type, call->name, self_indices_);
+    const FuncContents *callee = env_.find(call->name);
+    COALESCE_INTERNAL_ASSERT(callee, "call of unknown Func '", call->name, "'");
+    if (callee->schedule.placement == Placement::Root)
+      return Load::make(call->type, call->name, call->args);
+    // Computed at a loop of this Func's pure stage: its buffer is indexed by
+    // this stage's loops below that site.
+    if (stage_ != 0)
+      user_error("'", func_.name, "' (update ", stage_ - 1, ") reads '", call->name, "', which is computed inside '",
+                 func_.name, "'s pure loops and is gone by then; compute '", call->name, "' at root");
+    const auto &dims = func_.schedule.stages.front().dims;
+    std::vector<Expr> indices;
+    bool below_site = false;
+    for (const Dim &dim : dims) {
+      if (below_site)
+        indices.push_back(Variable::make(Int(32), prefix_ + dim.var));
+      below_site |= dim.var == callee->schedule.at_var;
+    }
+    return Load::make(call->type, call->name, indices);
+  }
+  const Environment &env_;
+  const FuncContents &func_;
+  size_t stage_;
+  const std::string &prefix_;
+  const std::vector<Expr> &self_indices_;
+};
+
+// What one stage's nest is made of, before it becomes statements.
+struct StagePlan {
+  std::string prefix;
+  std::vector<Split> splits;         // with qualified names, in order applied
+  std::vector<Dim> dims;             // qualified, outermost first
+  std::map<std::string, Expr> extent; // of every qualified variable
+  std::map<std::string, Expr> min;    // of root reduction variables
+  std::vector<Expr> store_indices;
+  std::vector<Expr> buffer_extents;   // for a Func computed at a site
+  std::vector<Split> guarded;         // splits whose tail needs a guard
+  /// Our pure variables that are the consumer's own loops above the site.
+  std::vector<std::pair<std::string, Expr>> aliases;
+};
+
+Expr divides_hint(const Expr &extent, int factor) {
+  auto value = as_const_int(extent);
+  return value && *value % factor == 0 ? Expr(1) : Expr();
+}
+
+StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s) {
+  const StageSchedule &stage = func.schedule.stages[s];
+  StagePlan plan;
+  plan.prefix = stage_prefix(func.name, s);
+  auto own = [&](const std::string &name) { return plan.prefix + name; };
+  FindRVarDomains rvars;
+  rvars.visit_expr(s == 0 ? func.pure.value : func.updates[s - 1].value);
+  for (const auto &[name, domain] : rvars.domains) {
+    plan.extent[own(name)] = domain.second;
+    plan.min[own(name)] = domain.first;
+  }
+  for (size_t p = 0; p < func.pure_vars.size(); ++p)
+    plan.extent[own(func.pure_vars[p])] = env.domain[p];
+
+  bool at_site = func.schedule.placement == Placement::At;
+  if (at_site) {
+    // The consumer's splits, renamed: its loops at and above the site stay
+    // the consumer's; its pure variables become ours; the rest become our
+    // mirrored loops.
+    const FuncContents &consumer = *env.find(func.schedule.at_func);
+    const StageSchedule &consumer_stage = consumer.schedule.stages.front();
+    std::string consumer_prefix = stage_prefix(consumer.name, 0);
+    std::vector<std::string> outer;
+    for (const Dim &dim : consumer_stage.dims) {
+      outer.push_back(dim.var);
+      if (dim.var == func.schedule.at_var)
+        break;
+    }
+    auto map_name = [&](const std::string &name) {
+      if (std::find(outer.begin(), outer.end(), name) != outer.end())
+        return consumer_prefix + name;
+      for (size_t p = 0; p < consumer.pure_vars.size(); ++p)
+        if (consumer.pure_vars[p] == name)
+          return own(func.pure_vars[p]);
+      return own(name);
+    };
+    for (const Split &split : consumer_stage.splits)
+      plan.splits.push_back(Split{map_name(split.old_var), map_name(split.outer), map_name(split.inner),
+                                  split.factor, false});
+    for (size_t p = 0; p < consumer.pure_vars.size(); ++p)
+      if (std::find(outer.begin(), outer.end(), consumer.pure_vars[p]) != outer.end())
+        plan.aliases.emplace_back(own(func.pure_vars[p]),
+                                  Variable::make(Int(32), consumer_prefix + consumer.pure_vars[p]));
+  }
+  for (const Split &split : stage.splits)
+    if (split.is_rvar || !at_site)
+      plan.splits.push_back(Split{own(split.old_var), own(split.outer), own(split.inner), split.factor, split.is_rvar});
+  for (const Split &split : plan.splits) {
+    Expr old_extent = plan.extent[split.old_var];
+    if (!old_extent.defined())
+      old_extent = Variable::make(Int(32), split.old_var + ".extent"); // consumer-owned; never a loop here
+    plan.extent[split.outer] = ceil_div(old_extent, split.factor);
+    plan.extent[split.inner] = split.factor;
+    bool needs_guard = !divides_hint(old_extent, split.factor).defined();
+    if (needs_guard && (split.is_rvar || !at_site))
+      plan.guarded.push_back(split);
+  }
+  for (const Dim &dim : stage.dims) {
+    Dim qualified = dim;
+    qualified.var = own(dim.var);
+    plan.dims.push_back(qualified);
+  }
+  if (at_site) {
+    for (const Dim &dim : func.schedule.stages.front().dims)
+      if (dim.mirrored) {
+        plan.store_indices.push_back(Variable::make(Int(32), own(dim.var)));
+        plan.buffer_extents.push_back(plan.extent[own(dim.var)]);
+      }
+  } else {
+    for (const std::string &var : func.pure_vars)
+      plan.store_indices.push_back(Variable::make(Int(32), own(var)));
+  }
+  return plan;
+}
+
+Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
+  StagePlan plan = plan_stage(env, func, s);
+  const Expr &value = s == 0 ? func.pure.value : func.updates[s - 1].value;
+  Expr rewritten = RewriteValue(env, func, s, plan.prefix, plan.store_indices).mutate(value);
+  Stmt body = Store::make(func.name, plan.store_indices, rewritten);
+
+  Expr guard;
+  for (const Split &split : plan.guarded) {
+    Expr min = plan.min.count(split.old_var) ? plan.min[split.old_var] : Expr(0);
+    Expr in_range = Variable::make(Int(32), split.old_var) < min + plan.extent[split.old_var];
+    guard = guard.defined() ? (guard && in_range) : in_range;
+  }
+  if (guard.defined())
+    body = IfThenElse::make(guard, body);
+  // Rebuild split variables, the first split innermost so that later
+  // splits' variables are defined before they are used.
+  for (const Split &split : plan.splits) {
+    Expr old = Variable::make(Int(32), split.outer) * split.factor + Variable::make(Int(32), split.inner);
+    if (plan.min.count(split.old_var) && !is_const(plan.min[split.old_var], 0))
+      old = old + plan.min[split.old_var];
+    body = LetStmt::make(split.old_var, old, body);
+  }
+  for (const auto &[name, value] : plan.aliases)
+    body = LetStmt::make(name, value, body);
+  for (auto dim = plan.dims.rbegin(); dim != plan.dims.rend(); ++dim) {
+    Expr extent = plan.extent[dim->var];
+    COALESCE_INTERNAL_ASSERT(extent.defined(), "no extent for loop '", dim->var, "'");
+    bool unsplit_rvar = plan.min.count(dim->var) != 0;
+    Expr min = unsplit_rvar ? plan.min[dim->var] : Expr(0);
+    std::string short_name = dim->var.substr(plan.prefix.size());
+    if ((dim->kind == ForKind::Unrolled || dim->kind == ForKind::Vectorized || dim->kind == ForKind::GpuThread) &&
+        !as_const_int(extent))
+      user_error("in schedule for '", func.name, "': cannot make loop '", short_name, "' ",
+                 for_kind_name(dim->kind), ": its extent ", to_string(extent),
+                 " is not a constant; split it by a constant factor and map the inner loop");
+    body = For::make(dim->var, min, extent, dim->kind, body, dim->gpu_dim, dim->is_rvar ? func.name : "");
+  }
+  return body;
+}
+
+Stmt build_func(const Environment &env, const FuncContents &func) {
+  std::vector<Stmt> stages;
+  for (size_t s = 0; s < func.schedule.stages.size(); ++s)
+    stages.push_back(build_stage(env, func, s));
+  return Block::make(stages);
+}
+
+// Injects a Func computed at a consumer's loop into that loop's body.
+class InjectAtSite : public IRMutator {
+public:
+  InjectAtSite(const std::string &loop, Stmt produce, const FuncContents &func, MemoryType memory,
+               std::vector<Expr> extents)
+      : loop_(loop), produce_(std::move(produce)), func_(func), memory_(memory), extents_(std::move(extents)) {}
+  bool injected = false;
+
+private:
+  using IRMutator::visit;
+  Stmt visit(const For *op, const Stmt &self) override {
+    if (op->name != loop_)
+      return IRMutator::visit(op, self);
+    injected = true;
+    Stmt body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
+    return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
+  }
+  const std::string &loop_;
+  Stmt produce_;
+  const FuncContents &func_;
+  MemoryType memory_;
+  std::vector<Expr> extents_;
+};
+
+} // namespace
+
+Stmt build_loop_nest(const Environment &env) {
+  Stmt nest = build_func(env, env.output());
+  // Consumers before producers, so each producer lands outside (root) or
+  // inside (at a site) the nests that read it.
+  for (size_t f = env.funcs.size() - 1; f-- > 0;) {
+    const FuncContents &func = env.funcs[f];
+    Stmt produce = build_func(env, func);
+    if (func.schedule.placement == Placement::Root) {
+      MemoryType memory = func.schedule.memory == MemoryType::Auto ? MemoryType::Heap : func.schedule.memory;
+      nest = Allocate::make(func.name, func.type, memory, env.domain, Block::make({produce, nest}));
+      continue;
+    }
+    StagePlan plan = plan_stage(env, func, 0);
+    MemoryType memory = func.schedule.memory;
+    bool constant = std::all_of(plan.buffer_extents.begin(), plan.buffer_extents.end(),
+                                [](const Expr &e) { return as_const_int(e).has_value(); });
+    if (memory == MemoryType::Auto)
+      memory = constant ? MemoryType::Register : MemoryType::Heap;
+    if (!constant && memory != MemoryType::Heap)
+      user_error("in schedule for '", func.name, "': its tile at '", func.schedule.at_func, ".",
+                 func.schedule.at_var, "' has a size that is not a constant, so it cannot be stored in ",
+                 memory_type_name(memory), "; split the consumer's loops below '", func.schedule.at_var,
+                 "' by constant factors");
+    InjectAtSite inject(stage_prefix(func.schedule.at_func, 0) + func.schedule.at_var, produce, func, memory,
+                        plan.buffer_extents);
+    nest = inject.mutate(nest);
+    COALESCE_INTERNAL_ASSERT(inject.injected, "compute_at site of '", func.name, "' not found");
+  }
+  return nest;
+}
+
+} // namespace coalesce

@@ -1,0 +1,170 @@
+#include "scheduler/CheckAlgorithm.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+
+#include <vector>
+
+namespace coalesce {
+
+namespace {
+
+bool is_self_call(const Expr &e, const FuncContents &func) {
+  const auto *call = e.as<Call>();
+  if (!call || call->call_type != CallType::Func || call->name != func.name)
+    return false;
+  for (size_t d = 0; d < call->args.size(); ++d) {
+    const auto *var = call->args[d].as<Variable>();
+    if (!var || var->name != func.pure_vars[d])
+      return false;
+  }
+  return true;
+}
+
+class CountCalls : public IRVisitor {
+public:
+  explicit CountCalls(const std::string &name) : name_(name) {}
+  int count = 0;
+  bool uses_reduction_var = false;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    count += op->call_type == CallType::Func && op->name == name_;
+    IRVisitor::visit(op);
+  }
+  void visit(const Variable *op) override { uses_reduction_var |= op->variable_kind == VariableKind::Reduction; }
+  const std::string &name_;
+};
+
+int calls_of(const Expr &e, const std::string &name) {
+  CountCalls counter(name);
+  counter.visit_expr(e);
+  return counter.count;
+}
+
+bool uses_reduction_var(const Expr &e) {
+  CountCalls counter("");
+  counter.visit_expr(e);
+  return counter.uses_reduction_var;
+}
+
+// The summands of a sum: a + b - c gives a, b, c.
+void summands(const Expr &e, std::vector<Expr> &out) {
+  if (const auto *add = e.as<Add>()) {
+    summands(add->a, out);
+    summands(add->b, out);
+    return;
+  }
+  if (const auto *sub = e.as<Sub>()) {
+    summands(sub->a, out);
+    summands(sub->b, out);
+    return;
+  }
+  out.push_back(e);
+}
+
+std::string self_call_text(const FuncContents &func) {
+  std::string text = func.name + "(";
+  for (size_t d = 0; d < func.pure_vars.size(); ++d)
+    text += (d ? ", " : "") + func.pure_vars[d];
+  return text + ")";
+}
+
+// Splits value into (operator, term) if it is self OP term or term OP self.
+bool split_reduction(const Expr &value, const FuncContents &func, const char **op_name, Expr *term) {
+  auto match = [&](const Expr &a, const Expr &b, bool commutes, const char *name) {
+    if (is_self_call(a, func)) {
+      *op_name = name;
+      *term = b;
+      return true;
+    }
+    if (commutes && is_self_call(b, func)) {
+      *op_name = name;
+      *term = a;
+      return true;
+    }
+    return false;
+  };
+  if (const auto *op = value.as<Add>())
+    return match(op->a, op->b, true, "+");
+  if (const auto *op = value.as<Sub>())
+    return match(op->a, op->b, false, "+");
+  if (const auto *op = value.as<Mul>())
+    return match(op->a, op->b, true, "*");
+  if (const auto *op = value.as<Min>())
+    return match(op->a, op->b, true, "min");
+  if (const auto *op = value.as<Max>())
+    return match(op->a, op->b, true, "max");
+  return false;
+}
+
+void check_update(const FuncContents &func, size_t index) {
+  const Definition &update = func.updates[index];
+  const StageSchedule &stage = func.schedule.stages[index + 1];
+  const std::string self = self_call_text(func);
+  const char *op_name = nullptr;
+  Expr term;
+  if (!split_reduction(update.value, func, &op_name, &term) || calls_of(term, func.name) != 0)
+    user_error("update ", index, " of '", func.name, "' is not a reduction: its value ", to_string(update.value),
+               " must be the running value ", self,
+               " combined with one term by one of +, *, min, max. An epilogue folded into the reduction (relu or "
+               "a bias applied to the running sum) acts on partial sums: relu of a partial sum is not relu of the "
+               "sum. Write the reduction alone, e.g. ", self, " += A(i, k)*B(k, j), and the epilogue as a "
+               "separate Func, e.g. out(i, j) = relu(", self, ")");
+  if (std::string(op_name) != "+" || stage.allow_reduction_invariant_terms || !uses_reduction_var(update.value))
+    return;
+  std::vector<Expr> parts;
+  summands(term, parts);
+  for (const Expr &part : parts)
+    if (!uses_reduction_var(part))
+      user_error("update ", index, " of '", func.name, "' adds ", to_string(part),
+                 ", which does not depend on the reduction variable, on every step of the reduction: it is added "
+                 "once per step (a bias added K times). Add it once after the reduction in a separate Func, e.g. "
+                 "out(i, j) = ", self, " + ", to_string(part), ", or start the reduction from it, ", self, " = ",
+                 to_string(part), "; if adding it on every step is intended, call ", func.name, ".update(", index,
+                 ").allow_reduction_invariant_terms()");
+}
+
+// A caller must read a producer at its own coordinates, f(i, j) in g(i, j):
+// then the producer's values for a tile of the caller are exactly that tile,
+// which is what compute_at and the fused epilogue rely on.
+class CheckCallSites : public IRVisitor {
+public:
+  explicit CheckCallSites(const FuncContents &caller) : caller_(caller) {}
+
+private:
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    IRVisitor::visit(op);
+    if (op->call_type != CallType::Func || op->name == caller_.name)
+      return;
+    bool identity = op->args.size() == caller_.pure_vars.size();
+    for (size_t d = 0; identity && d < op->args.size(); ++d) {
+      const auto *var = op->args[d].as<Variable>();
+      identity = var && var->name == caller_.pure_vars[d];
+    }
+    if (!identity)
+      user_error("'", caller_.name, "' calls '", op->name, "' at ", to_string(Expr(op->with_args(op->args))),
+                 "; a Func may call another only at its own coordinates, ", op->name, "(",
+                 self_call_text(caller_).substr(caller_.name.size() + 1),
+                 ": compute transposed or shifted reads from an Input instead");
+  }
+  const FuncContents &caller_;
+};
+
+} // namespace
+
+void check_algorithm(const Environment &env) {
+  for (const FuncContents &func : env.funcs) {
+    CheckCallSites sites(func);
+    sites.visit_expr(func.pure.value);
+    for (size_t u = 0; u < func.updates.size(); ++u) {
+      sites.visit_expr(func.updates[u].value);
+      check_update(func, u);
+    }
+  }
+}
+
+} // namespace coalesce

@@ -1,0 +1,128 @@
+#include "scheduler/CheckGpuLimits.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
+
+#include <map>
+#include <set>
+
+namespace coalesce {
+
+namespace {
+
+std::string short_name(const std::string &qualified) { return qualified.substr(qualified.rfind('.') + 1); }
+std::string owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
+
+class Check : public IRVisitor {
+public:
+  explicit Check(const ResourceBudget &budget) : budget_(budget) {}
+  void finish() { end_kernel(); }
+
+private:
+  using IRVisitor::visit;
+  const ResourceBudget &budget_;
+  std::vector<const For *> gpu_loops_; // enclosing block and thread loops
+  std::set<std::string> thread_vars_;
+  int64_t shared_bytes_ = 0;
+  std::string largest_shared_;
+
+  void end_kernel() {
+    if (shared_bytes_ > budget_.shared_bytes)
+      user_error("the kernel's shared memory, ", shared_bytes_, " bytes (largest buffer '", largest_shared_,
+                 "'), is over the budget of ", budget_.shared_bytes, " bytes per block; stage smaller tiles");
+    shared_bytes_ = 0;
+  }
+
+  void visit(const For *op) override {
+    bool gpu = op->for_kind == ForKind::GpuBlock || op->for_kind == ForKind::GpuThread;
+    if (!gpu)
+      return IRVisitor::visit(op);
+    bool new_kernel = op->for_kind == ForKind::GpuBlock && gpu_loops_.empty();
+    for (const For *outer : gpu_loops_) {
+      if (op->for_kind == ForKind::GpuBlock && outer->for_kind == ForKind::GpuThread)
+        user_error("in schedule for '", owner(op->name), "': loop '", short_name(op->name),
+                   "' is mapped to GPU blocks inside thread loop '", short_name(outer->name),
+                   "'; block loops must enclose thread loops: reorder so that '", short_name(op->name),
+                   "' is outside '", short_name(outer->name), "'");
+      if (op->for_kind == outer->for_kind && op->gpu_dim == outer->gpu_dim)
+        user_error("in schedule for '", owner(op->name), "': loops '", short_name(outer->name), "' and '",
+                   short_name(op->name), "' are both mapped to GPU ",
+                   op->for_kind == ForKind::GpuBlock ? "block" : "thread", " dimension ", "xyz"[op->gpu_dim],
+                   "; map nested loops in one gpu_blocks/gpu_threads call");
+    }
+    if (op->for_kind == ForKind::GpuThread) {
+      int64_t threads = *as_const_int(op->extent);
+      for (const For *outer : gpu_loops_)
+        if (outer->for_kind == ForKind::GpuThread)
+          threads *= *as_const_int(outer->extent);
+      if (threads > budget_.max_threads_per_block)
+        user_error("in schedule for '", owner(op->name), "': the thread loops down to '", short_name(op->name),
+                   "' make ", threads, " threads per block, more than the limit of ", budget_.max_threads_per_block,
+                   "; use smaller thread tiles or give each thread a larger register block");
+      thread_vars_.insert(op->name);
+    }
+    gpu_loops_.push_back(op);
+    IRVisitor::visit(op);
+    gpu_loops_.pop_back();
+    if (new_kernel)
+      end_kernel();
+  }
+
+  void visit(const Allocate *op) override {
+    int64_t elements = 1;
+    for (const Expr &extent : op->extents)
+      elements *= as_const_int(extent).value_or(1);
+    if (op->memory == MemoryType::Shared) {
+      shared_bytes_ += elements * op->type.bytes();
+      largest_shared_ = op->name;
+    }
+    if (op->memory == MemoryType::Register) {
+      // Dimensions indexed by thread loops are spread over threads.
+      class ThreadDims : public IRVisitor {
+      public:
+        ThreadDims(const std::string &b, const Allocate *a) : buffer(b), alloc(a) {}
+        const std::string &buffer;
+        const Allocate *alloc;
+        std::map<size_t, bool> per_dim;
+        std::set<std::string> threads;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+          if (op->for_kind == ForKind::GpuThread)
+            threads.insert(op->name);
+          IRVisitor::visit(op);
+        }
+        void visit(const Store *op) override {
+          IRVisitor::visit(op);
+          if (op->buffer != buffer)
+            return;
+          for (size_t d = 0; d < op->indices.size(); ++d) {
+            const auto *var = op->indices[d].as<Variable>();
+            bool thread = var && threads.count(var->name);
+            per_dim[d] = per_dim.count(d) ? per_dim[d] && thread : thread;
+          }
+        }
+      } dims(op->name, op);
+      dims.visit_stmt(op->body);
+      int64_t per_thread = 1;
+      for (size_t d = 0; d < op->extents.size(); ++d)
+        if (!dims.per_dim[d])
+          per_thread *= as_const_int(op->extents[d]).value_or(1);
+      if (per_thread > budget_.register_elements_per_thread)
+        user_error("in schedule for '", op->name, "': each thread holds ", per_thread, " elements of '", op->name,
+                   "' in registers, over the budget of ", budget_.register_elements_per_thread,
+                   "; use a smaller register block");
+    }
+    IRVisitor::visit(op);
+  }
+};
+
+} // namespace
+
+void check_gpu_limits(const Stmt &s, const ResourceBudget &budget) {
+  Check check(budget);
+  check.visit_stmt(s);
+  check.finish();
+}
+
+} // namespace coalesce

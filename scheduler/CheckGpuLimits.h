@@ -1,0 +1,14 @@
+#pragma once
+// Checks the loop nest against GPU rules and the resource budget: block
+// loops outside thread loops, one loop per GPU dimension, threads per
+// block, shared memory per block, register arrays per thread.
+
+#include "dsl/IR.h"
+#include "scheduler/ResourceBudget.h"
+
+namespace coalesce {
+
+/// Throws a UserError naming the loop or buffer and the limit.
+void check_gpu_limits(const Stmt &s, const ResourceBudget &budget);
+
+} // namespace coalesce

@@ -1,0 +1,125 @@
+#include "scheduler/Environment.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace coalesce {
+
+namespace {
+
+// Every Func, Input and Param an expression mentions.
+class FindDependencies : public IRVisitor {
+public:
+  std::vector<std::shared_ptr<FuncContents>> funcs;
+  std::vector<std::shared_ptr<const InputContents>> inputs;
+  std::set<std::string> params;
+
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    if (op->call_type == CallType::Func)
+      funcs.push_back(op->func);
+    if (op->call_type == CallType::Input) {
+      inputs.push_back(op->input);
+      for (const Expr &extent : op->input->extents)
+        visit_expr(extent);
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const Variable *op) override {
+    if (op->variable_kind == VariableKind::Param)
+      params.insert(op->name);
+    visit_expr(op->reduction_min);
+    visit_expr(op->reduction_extent);
+  }
+};
+
+void visit_definitions(const FuncContents &func, FindDependencies &finder) {
+  finder.visit_expr(func.pure.value);
+  for (const Definition &update : func.updates)
+    finder.visit_expr(update.value);
+  for (const Expr &bound : func.schedule.bounds)
+    finder.visit_expr(bound);
+}
+
+} // namespace
+
+const FuncContents *Environment::find(const std::string &name) const {
+  for (const FuncContents &func : funcs)
+    if (func.name == name)
+      return &func;
+  return nullptr;
+}
+
+FuncContents *Environment::find(const std::string &name) {
+  for (FuncContents &func : funcs)
+    if (func.name == name)
+      return &func;
+  return nullptr;
+}
+
+std::vector<std::string> Environment::consumers_of(const std::string &name) const {
+  std::vector<std::string> consumers;
+  for (const FuncContents &func : funcs) {
+    if (func.name == name)
+      continue;
+    FindDependencies finder;
+    visit_definitions(func, finder);
+    for (const auto &callee : finder.funcs)
+      if (callee->name == name) {
+        consumers.push_back(func.name);
+        break;
+      }
+  }
+  return consumers;
+}
+
+Environment make_environment(const Func &output) {
+  if (!output.contents()->defined)
+    user_error("Func '", output.name(), "' has no definition to lower");
+  Environment env;
+  std::set<std::string> params;
+  std::vector<std::shared_ptr<FuncContents>> order;
+  std::set<const FuncContents *> done, active;
+  // Depth-first: a Func is placed after every Func it calls.
+  std::function<void(const std::shared_ptr<FuncContents> &)> visit = [&](const std::shared_ptr<FuncContents> &func) {
+    if (done.count(func.get()))
+      return;
+    active.insert(func.get());
+    FindDependencies finder;
+    visit_definitions(*func, finder);
+    for (const auto &callee : finder.funcs)
+      if (callee != func && !active.count(callee.get()))
+        visit(callee);
+    for (const auto &input : finder.inputs) {
+      auto [it, inserted] = env.inputs.emplace(input->name, input);
+      if (!inserted && it->second != input)
+        user_error("two different Inputs are named '", input->name, "'; give each its own name");
+    }
+    params.insert(finder.params.begin(), finder.params.end());
+    active.erase(func.get());
+    done.insert(func.get());
+    order.push_back(func);
+  };
+  visit(output.contents());
+  std::set<std::string> names;
+  for (const auto &func : order) {
+    if (!names.insert(func->name).second)
+      user_error("two different Funcs are named '", func->name, "'; give each its own name");
+    if (env.inputs.count(func->name))
+      user_error("'", func->name, "' names both a Func and an Input; give each its own name");
+    if (params.count(func->name))
+      user_error("'", func->name, "' names both a Func and a Param; give each its own name");
+    env.funcs.push_back(*func);
+  }
+  for (const auto &[name, input] : env.inputs)
+    if (params.count(name))
+      user_error("'", name, "' names both an Input and a Param; give each its own name");
+  env.params.assign(params.begin(), params.end());
+  return env;
+}
+
+} // namespace coalesce

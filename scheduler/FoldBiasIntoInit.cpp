@@ -1,0 +1,95 @@
+#include "scheduler/FoldBiasIntoInit.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/Substitute.h"
+
+namespace coalesce {
+
+namespace {
+
+bool is_zero_sum(const FuncContents &func) {
+  const auto *init = func.pure.value.as<FloatImm>();
+  if (!init || init->value != 0.0 || func.updates.empty())
+    return false;
+  for (const Definition &update : func.updates) {
+    const auto *add = update.value.as<Add>();
+    const auto *self = add ? add->a.as<Call>() : nullptr;
+    if (!self || self->name != func.name)
+      return false;
+  }
+  return true;
+}
+
+class CallsAnyFunc : public IRVisitor {
+public:
+  bool found = false;
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    found |= op->call_type == CallType::Func;
+    IRVisitor::visit(op);
+  }
+};
+
+// Finds the first acc(...) + b (or b + acc(...)) with acc a zero-started sum,
+// and replaces it by acc(...).
+class Fold : public IRMutator {
+public:
+  explicit Fold(const Environment &env) : env_(env) {}
+  const FuncContents *producer = nullptr;
+  Expr bias;
+
+private:
+  using IRMutator::visit;
+  const Environment &env_;
+  const FuncContents *sum_call(const Expr &e) {
+    const auto *call = e.as<Call>();
+    if (!call || call->call_type != CallType::Func)
+      return nullptr;
+    const FuncContents *func = env_.find(call->name);
+    return func && is_zero_sum(*func) ? func : nullptr;
+  }
+  Expr visit(const Add *op, const Expr &self) override {
+    if (producer)
+      return self;
+    for (auto [call, other] : {std::make_pair(op->a, op->b), std::make_pair(op->b, op->a)})
+      if (const FuncContents *func = sum_call(call)) {
+        CallsAnyFunc calls;
+        calls.visit_expr(other);
+        if (calls.found)
+          continue;
+        producer = func;
+        bias = other;
+        return call;
+      }
+    return IRMutator::visit(op, self);
+  }
+};
+
+} // namespace
+
+void fold_bias_into_init(Environment &env) {
+  for (FuncContents &func : env.funcs) {
+    if (func.schedule.bias_folded_into.empty())
+      continue;
+    Fold fold(env);
+    Expr value = fold.mutate(func.pure.value);
+    if (!fold.producer)
+      user_error("fold_bias_into_init on '", func.name, "': its definition ", to_string(func.pure.value),
+                 " has no term acc(...) + b with acc a sum reduction that starts from 0.0f and b free of Func calls");
+    std::vector<std::string> consumers = env.consumers_of(fold.producer->name);
+    if (consumers.size() != 1)
+      user_error("fold_bias_into_init on '", func.name, "': '", fold.producer->name,
+                 "' is also read by other Funcs, which would see the bias too");
+    std::map<std::string, Expr> rename;
+    FuncContents &producer = *env.find(fold.producer->name);
+    for (size_t d = 0; d < func.pure_vars.size(); ++d)
+      rename[func.pure_vars[d]] = Variable::make(Int(32), producer.pure_vars[d]);
+    producer.pure.value = substitute(rename, fold.bias);
+    func.pure.value = value;
+    func.schedule.bias_folded_into = producer.name;
+  }
+}
+
+} // namespace coalesce

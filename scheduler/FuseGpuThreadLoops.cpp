@@ -1,0 +1,210 @@
+#include "scheduler/FuseGpuThreadLoops.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
+
+#include <map>
+#include <set>
+
+namespace coalesce {
+
+namespace {
+
+std::string short_name(const std::string &qualified) { return qualified.substr(qualified.rfind('.') + 1); }
+std::string owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
+
+Expr gpu_index(const char *kind, int dim) {
+  return Call::make(Int(32), str_cat(kind, ".", "xyz"[dim]), {}, CallType::Intrinsic);
+}
+
+// The block size, and which allocations' dimensions are per-thread.
+class ScanKernel : public IRVisitor {
+public:
+  std::array<int, 3> block{{1, 1, 1}};
+  std::map<int, std::string> first_loop_of_dim;
+  std::set<std::string> thread_vars;
+  std::map<std::string, std::map<size_t, bool>> thread_dims; // register buffer -> dim -> all accesses by thread var
+  std::set<std::string> registers;
+  int shared_bytes = 0;
+  bool has_threads = false;
+
+private:
+  using IRVisitor::visit;
+  int thread_depth_ = 0;
+
+  void visit(const For *op) override {
+    if (op->for_kind == ForKind::GpuBlock)
+      user_error("in schedule for '", owner(op->name), "': loop '", short_name(op->name),
+                 "' is mapped to GPU blocks but is not among the outermost loops of its kernel; make the block loops "
+                 "the outermost loops");
+    if (op->for_kind != ForKind::GpuThread)
+      return IRVisitor::visit(op);
+    int extent = static_cast<int>(*as_const_int(op->extent));
+    auto first = first_loop_of_dim.find(op->gpu_dim);
+    if (first != first_loop_of_dim.end() && block[op->gpu_dim] != extent)
+      user_error("the thread loops of one kernel must agree on each dimension: '", short_name(first->second), "' of '",
+                 owner(first->second), "' has ", block[op->gpu_dim], " threads in ", "xyz"[op->gpu_dim], " but '",
+                 short_name(op->name), "' of '", owner(op->name), "' has ", extent,
+                 "; give them the same thread tiling");
+    first_loop_of_dim.emplace(op->gpu_dim, op->name);
+    block[op->gpu_dim] = extent;
+    has_threads = true;
+    thread_vars.insert(op->name);
+    ++thread_depth_;
+    IRVisitor::visit(op);
+    --thread_depth_;
+  }
+  void note_access(const std::string &buffer, const std::vector<Expr> &indices) {
+    if (!registers.count(buffer))
+      return;
+    auto &dims = thread_dims[buffer];
+    for (size_t d = 0; d < indices.size(); ++d) {
+      const auto *var = indices[d].as<Variable>();
+      bool thread = var && thread_vars.count(var->name);
+      if (dims.count(d) && dims[d] != thread)
+        user_error("register buffer '", buffer, "' is indexed in dimension ", d,
+                   " by a thread loop in one place and not in another, so threads would need each other's "
+                   "registers; compute it over the same thread loops as its consumer");
+      dims[d] = thread;
+    }
+  }
+  void visit(const Store *op) override {
+    if (thread_depth_ == 0 && has_threads_anywhere)
+      user_error("the store to '", op->buffer, "' is outside every gpu_threads loop of its kernel, so every thread "
+                 "would run it; map a loop around it to GPU threads");
+    note_access(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+  void visit(const Load *op) override {
+    note_access(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+  void visit(const Allocate *op) override {
+    if (op->memory == MemoryType::Register || op->memory == MemoryType::Auto)
+      registers.insert(op->name);
+    if (op->memory == MemoryType::Heap)
+      user_error("'", op->name, "' is computed at root, which on the GPU would need its own kernel and a buffer in "
+                 "global memory; compute it inside the output's kernel instead (compute_at or fuse_epilogue)");
+    if (op->memory == MemoryType::Shared) {
+      int64_t elements = 1;
+      for (const Expr &e : op->extents)
+        elements *= *as_const_int(e);
+      shared_bytes += static_cast<int>(elements * op->type.bytes());
+    }
+    IRVisitor::visit(op);
+  }
+
+public:
+  bool has_threads_anywhere = false;
+};
+
+class HasThreads : public IRVisitor {
+public:
+  bool found = false;
+  using IRVisitor::visit;
+  void visit(const For *op) override {
+    found |= op->for_kind == ForKind::GpuThread;
+    IRVisitor::visit(op);
+  }
+};
+
+// Replaces thread loops by thread indices and drops per-thread dimensions.
+class FuseThreads : public IRMutator {
+public:
+  explicit FuseThreads(const ScanKernel &scan) : scan_(scan) {}
+
+private:
+  using IRMutator::visit;
+  const ScanKernel &scan_;
+
+  std::vector<Expr> keep(const std::string &buffer, const std::vector<Expr> &indices) {
+    auto it = scan_.thread_dims.find(buffer);
+    if (it == scan_.thread_dims.end())
+      return indices;
+    std::vector<Expr> kept;
+    for (size_t d = 0; d < indices.size(); ++d)
+      if (!it->second.at(d))
+        kept.push_back(indices[d]);
+    return kept;
+  }
+  Stmt visit(const For *op, const Stmt &self) override {
+    if (op->for_kind != ForKind::GpuThread)
+      return IRMutator::visit(op, self);
+    return LetStmt::make(op->name, gpu_index("thread_id", op->gpu_dim) + op->min, mutate(op->body));
+  }
+  Stmt visit(const Allocate *op, const Stmt &self) override {
+    Stmt body = mutate(op->body);
+    auto it = scan_.thread_dims.find(op->name);
+    std::vector<Expr> extents;
+    for (size_t d = 0; d < op->extents.size(); ++d)
+      if (it == scan_.thread_dims.end() || !it->second.count(d) || !it->second.at(d))
+        extents.push_back(op->extents[d]);
+    MemoryType memory = op->memory == MemoryType::Auto ? MemoryType::Register : op->memory;
+    return Allocate::make(op->name, op->type, memory, extents, body);
+  }
+  Stmt visit(const Store *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *store = s.as<Store>();
+    return Store::make(store->buffer, keep(store->buffer, store->indices), store->value);
+  }
+  Expr visit(const Load *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *load = e.as<Load>();
+    return Load::make(load->type, load->buffer, keep(load->buffer, load->indices));
+  }
+};
+
+GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
+  GpuKernel kernel;
+  kernel.name = name;
+  kernel.grid = {Expr(1), Expr(1), Expr(1)};
+  std::vector<const For *> block_loops;
+  Stmt body = nest;
+  while (const auto *loop = body.as<For>()) {
+    if (loop->for_kind != ForKind::GpuBlock)
+      break;
+    block_loops.push_back(loop);
+    kernel.grid[loop->gpu_dim] = loop->extent;
+    body = loop->body;
+  }
+  if (block_loops.empty()) {
+    const auto *loop = nest.as<For>();
+    user_error("on the GPU, each loop nest of the output must start with loops mapped to GPU blocks; ",
+               loop ? str_cat("loop '", short_name(loop->name), "' of '", owner(loop->name), "' is ",
+                              for_kind_name(loop->for_kind), ": map it with gpu_blocks")
+                    : std::string("a statement runs outside every loop"));
+  }
+  ScanKernel scan;
+  HasThreads threads;
+  threads.visit_stmt(body);
+  scan.has_threads_anywhere = threads.found;
+  scan.visit_stmt(body);
+  kernel.block = scan.block;
+  kernel.shared_bytes = scan.shared_bytes;
+  body = FuseThreads(scan).mutate(body);
+  for (auto loop = block_loops.rbegin(); loop != block_loops.rend(); ++loop)
+    body = LetStmt::make((*loop)->name, gpu_index("block_id", (*loop)->gpu_dim) + (*loop)->min, body);
+  kernel.body = body;
+  return kernel;
+}
+
+} // namespace
+
+std::vector<GpuKernel> fuse_gpu_thread_loops(const Stmt &s, const std::string &name) {
+  std::vector<Stmt> nests;
+  if (const auto *block = s.as<Block>())
+    nests = block->stmts;
+  else
+    nests = {s};
+  std::vector<GpuKernel> kernels;
+  for (const Stmt &nest : nests) {
+    if (const auto *alloc = nest.as<Allocate>())
+      user_error("'", alloc->name, "' is computed at root, which on the GPU would need its own kernel and a buffer in "
+                 "global memory; compute it inside the output's kernel instead (compute_at or fuse_epilogue)");
+    kernels.push_back(make_kernel(nest, kernels.empty() ? name : str_cat(name, "_", kernels.size())));
+  }
+  return kernels;
+}
+
+} // namespace coalesce

@@ -1,0 +1,120 @@
+#include "scheduler/Lower.h"
+
+#include "dsl/IRPrinter.h"
+#include "scheduler/BuildLoopNest.h"
+#include "scheduler/CheckAlgorithm.h"
+#include "scheduler/CheckGpuLimits.h"
+#include "scheduler/ClampInputLoads.h"
+#include "scheduler/Environment.h"
+#include "scheduler/FlattenStorage.h"
+#include "scheduler/FoldBiasIntoInit.h"
+#include "scheduler/FuseGpuThreadLoops.h"
+#include "scheduler/InferDomain.h"
+#include "scheduler/InlineFuncs.h"
+#include "scheduler/ResolveSchedule.h"
+#include "scheduler/Simplify.h"
+#include "scheduler/StageInShared.h"
+#include "scheduler/StripStagePrefixes.h"
+#include "scheduler/UnrollLoops.h"
+#include "scheduler/VerifyEpiloguePlacement.h"
+
+#include <cstdlib>
+#include <iostream>
+
+namespace coalesce {
+
+namespace {
+
+void log(const char *pass, const Stmt &s) {
+  static const bool dump = [] {
+    const char *flag = std::getenv("COALESCE_DUMP_PASSES");
+    return flag && *flag && std::string(flag) != "0";
+  }();
+  if (dump)
+    std::cerr << "=== after " << pass << " ===\n" << s << "\n";
+}
+
+// The front end's checks and rewrites, on private copies of the Funcs.
+Environment prepare(const Func &output) {
+  Environment env = make_environment(output);
+  check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
+  resolve_schedule(env);  // where each Func is computed; reduction order kept
+  inline_funcs(env);      // needs placements
+  fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
+  infer_domain(env);
+  return env;
+}
+
+// The passes every target shares; the result has serial semantics.
+Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
+  Stmt s = build_loop_nest(env);
+  log("build_loop_nest", s);
+  // Staging reads the Input calls' coordinates, so it runs before they
+  // become clamped loads.
+  s = stage_inputs_in_shared(s, env);
+  log("stage_inputs_in_shared", s);
+  s = clamp_input_loads(s);
+  log("clamp_input_loads", s);
+  verify_epilogue_placement(s, env);
+  check_gpu_limits(s, budget);
+  s = simplify(s);
+  log("simplify", s);
+  return s;
+}
+
+// Flattening comes after thread fusion (which drops per-thread dimensions
+// of register arrays) and before unrolling (so unrolled copies index with
+// constants that fold).
+Stmt finish(Stmt s, const std::vector<Argument> &args) {
+  s = flatten_storage(s, args);
+  log("flatten_storage", s);
+  s = unroll_loops(s);
+  log("unroll_loops", s);
+  s = simplify(s);
+  log("simplify", s);
+  s = strip_stage_prefixes(s);
+  log("strip_stage_prefixes", s);
+  return s;
+}
+
+std::vector<Argument> arguments_of(const Environment &env) {
+  std::vector<Argument> args;
+  for (const auto &[name, input] : env.inputs)
+    args.push_back(Argument{name, Argument::Kind::Buffer, input->type, input->extents, false});
+  args.push_back(Argument{env.output().name, Argument::Kind::Buffer, env.output().type, env.domain, true});
+  for (const std::string &param : env.params)
+    args.push_back(Argument{param, Argument::Kind::Scalar, Int(32), {}, false});
+  return args;
+}
+
+} // namespace
+
+Stmt lower_loop_nest(const Func &output, const ResourceBudget &budget) {
+  Environment env = prepare(output);
+  return strip_stage_prefixes(lower_serial(env, budget));
+}
+
+std::vector<Argument> lowered_arguments(const Func &output) { return arguments_of(prepare(output)); }
+
+LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
+  Environment env = prepare(output);
+  LoweredFunc lowered{output.name(), arguments_of(env), Stmt()};
+  lowered.body = finish(lower_serial(env, budget), lowered.args);
+  return lowered;
+}
+
+GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget) {
+  Environment env = prepare(output);
+  GpuProgram program{output.name(), arguments_of(env), {}};
+  Stmt s = lower_serial(env, budget);
+  program.kernels = fuse_gpu_thread_loops(s, output.name());
+  for (GpuKernel &kernel : program.kernels) {
+    log("fuse_gpu_thread_loops", kernel.body);
+    kernel.body = finish(kernel.body, program.args);
+    for (Expr &extent : kernel.grid)
+      extent = simplify(extent);
+  }
+  return program;
+}
+
+} // namespace coalesce

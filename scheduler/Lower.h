@@ -1,0 +1,25 @@
+#pragma once
+// Lowering: (algorithm, schedule) -> loop nest, as one flat list of passes
+// (Lower.cpp). Set COALESCE_DUMP_PASSES=1 to print the IR after each pass.
+
+#include "dsl/Func.h"
+#include "scheduler/LoweredFunc.h"
+#include "scheduler/ResourceBudget.h"
+
+namespace coalesce {
+
+/// The scheduled loop nest with serial semantics, as a user reads it:
+/// multi-dimensional accesses, unrolled loops still loops.
+Stmt lower_loop_nest(const Func &output, const ResourceBudget &budget = {});
+
+/// The arguments of the lowered function: inputs (by name), the output,
+/// then scalar parameters (by name).
+std::vector<Argument> lowered_arguments(const Func &output);
+
+/// Ready for the host backend: flat accesses, unrolled loops expanded.
+LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget = {});
+
+/// Ready for the PTX backend: one kernel per nest of gpu_block loops.
+GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget = {});
+
+} // namespace coalesce

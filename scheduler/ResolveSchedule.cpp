@@ -1,0 +1,125 @@
+#include "scheduler/ResolveSchedule.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace coalesce {
+
+namespace {
+
+std::string stage_name(const FuncContents &func, size_t stage) {
+  return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
+}
+
+// The loops a reduction variable was split into, in the order that keeps
+// its summation order: every loop from the outer half before any from the
+// inner half.
+void summation_order(const StageSchedule &stage, const std::string &var, std::vector<std::string> &out) {
+  for (const Split &split : stage.splits)
+    if (split.old_var == var) {
+      summation_order(stage, split.outer, out);
+      summation_order(stage, split.inner, out);
+      return;
+    }
+  out.push_back(var);
+}
+
+void check_reassociation(const FuncContents &func, size_t s) {
+  const StageSchedule &stage = func.schedule.stages[s];
+  if (stage.allow_reassociation)
+    return;
+  std::vector<std::string> expected, actual;
+  for (const std::string &root : stage.reduction_vars)
+    summation_order(stage, root, expected);
+  for (const Dim &dim : stage.dims)
+    if (dim.is_rvar)
+      actual.push_back(dim.var);
+  for (size_t n = 0; n < expected.size() && n < actual.size(); ++n)
+    if (expected[n] != actual[n])
+      user_error("in schedule for ", stage_name(func, s), ": reduction loop '", actual[n],
+                 "' is ordered outside '", expected[n],
+                 "', which changes the order in which the reduction is summed, and with it the floating-point "
+                 "result. Keep '", expected[n], "' outside '", actual[n], "', or call ", func.name,
+                 ".update(", s - 1, ").allow_reassociation() if a different rounding is acceptable");
+}
+
+class ReadsInput : public IRVisitor {
+public:
+  explicit ReadsInput(const std::string &name) : name_(name) {}
+  bool found = false;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    found |= op->call_type == CallType::Input && op->name == name_;
+    IRVisitor::visit(op);
+  }
+  const std::string &name_;
+};
+
+void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
+  FuncSchedule &schedule = func.schedule;
+  if (is_output) {
+    if (schedule.placement_set && schedule.placement != Placement::Root)
+      user_error("in schedule for '", func.name, "': '", func.name,
+                 "' is the pipeline's output, which is always computed at root; compute_at and inline apply to the "
+                 "Funcs it calls");
+    schedule.placement = Placement::Root;
+    return;
+  }
+  if (!schedule.placement_set)
+    schedule.placement = func.updates.empty() ? Placement::Inline : Placement::Root;
+  if (schedule.placement == Placement::Inline && !func.updates.empty())
+    user_error("cannot inline '", func.name, "': it has update definitions (a reduction)");
+  if (schedule.memory != MemoryType::Auto && schedule.memory != MemoryType::Heap &&
+      schedule.placement != Placement::At)
+    user_error("in schedule for '", func.name, "': store_in(", memory_type_name(schedule.memory),
+               ") needs '", func.name, "' computed inside a loop of its consumer (compute_at); a root or inline Func "
+               "has no tile to hold");
+  if (schedule.placement != Placement::At)
+    return;
+  const FuncContents *site = env.find(schedule.at_func);
+  std::vector<std::string> consumers = env.consumers_of(func.name);
+  if (!site || std::find(consumers.begin(), consumers.end(), schedule.at_func) == consumers.end())
+    user_error("in schedule for '", func.name, "': compute_at '", schedule.at_func, "', which does not call '",
+               func.name, "'; compute a Func inside a loop of a Func that uses it");
+  if (consumers.size() != 1)
+    user_error("in schedule for '", func.name, "': compute_at '", schedule.at_func, "', but '", func.name,
+               "' is also used by other Funcs; compute it at root instead");
+  if (site->schedule.placement != Placement::Root)
+    user_error("in schedule for '", func.name, "': compute_at '", site->name, "', which is itself computed inside "
+               "another Func; compute '", func.name, "' at a loop of a root Func");
+  std::vector<std::string> now;
+  for (const Dim &dim : site->schedule.stages.front().dims)
+    now.push_back(dim.var);
+  if (now != schedule.mirrored_from)
+    user_error("in schedule for '", func.name, "': '", site->name, "' was rescheduled after ", func.name,
+               ".compute_at(", site->name, ", ", schedule.at_var, "); schedule '", site->name,
+               "' fully first, then call compute_at");
+}
+
+} // namespace
+
+void resolve_schedule(Environment &env) {
+  for (size_t f = 0; f < env.funcs.size(); ++f)
+    resolve_placement(env, env.funcs[f], f + 1 == env.funcs.size());
+  for (const FuncContents &func : env.funcs) {
+    for (size_t s = 0; s < func.schedule.stages.size(); ++s) {
+      check_reassociation(func, s);
+      const StageSchedule &stage = func.schedule.stages[s];
+      const Expr &value = s == 0 ? func.pure.value : func.updates[s - 1].value;
+      for (const SharedStaging &staged : stage.staged_inputs) {
+        ReadsInput reads(staged.input);
+        reads.visit_expr(value);
+        if (!reads.found)
+          user_error("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input, "', which ",
+                     stage_name(func, s), " does not read");
+      }
+    }
+  }
+}
+
+} // namespace coalesce
