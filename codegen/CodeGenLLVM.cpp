@@ -1,0 +1,465 @@
+#include "codegen/CodeGenLLVM.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+
+#include <llvm/ADT/StringSet.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/MDBuilder.h>
+
+namespace coalesce {
+
+namespace {
+
+/// Buffers over this size go to the heap on the host: the JIT'd code runs
+/// on the caller's stack, which may be a small thread stack.
+constexpr int64_t kMaxStackBytes = 64 * 1024;
+
+/// The buffers a statement stores to; the others may be marked readonly,
+/// which lets NVPTX use the non-coherent (read-only cache) loads.
+class StoredBuffers : public IRVisitor {
+public:
+  llvm::StringSet<> names;
+
+protected:
+  void visit(const Store *op) override {
+    names.insert(op->buffer);
+    IRVisitor::visit(op);
+  }
+};
+
+bool is_math_intrinsic(const std::string &name) {
+  return name == "erf" || name == "exp" || name == "tanh" || name == "sqrt" || name == "abs";
+}
+
+} // namespace
+
+void CodeGenLLVM::Scope::pop(const std::string &name) {
+  auto it = bindings_.find(name);
+  COALESCE_INTERNAL_ASSERT(it != bindings_.end() && !it->second.empty(), "popping unbound '",
+                           name, "'");
+  it->second.pop_back();
+}
+
+llvm::Value *CodeGenLLVM::Scope::find(const std::string &name) const {
+  auto it = bindings_.find(name);
+  if (it == bindings_.end() || it->second.empty())
+    return nullptr;
+  return it->second.back();
+}
+
+CodeGenLLVM::CodeGenLLVM(llvm::Module &module)
+    : module_(module), context_(module.getContext()),
+      builder_(std::make_unique<llvm::IRBuilder<>>(module.getContext())) {
+  // `contract` on every float op lets the backend fuse a*b+c into one FMA
+  // (FFMA on the GPU): the inner product of a GEMM is nothing else.
+  llvm::FastMathFlags flags;
+  flags.setAllowContract(true);
+  builder_->setFastMathFlags(flags);
+}
+
+CodeGenLLVM::~CodeGenLLVM() = default;
+
+llvm::Type *CodeGenLLVM::llvm_type_of(Type type) const {
+  switch (type.code) {
+  case Type::Code::Bool: return llvm::Type::getInt1Ty(context_);
+  case Type::Code::Int:
+  case Type::Code::UInt: return llvm::Type::getIntNTy(context_, type.bits);
+  case Type::Code::BFloat:
+    COALESCE_INTERNAL_ASSERT(type.bits == 16, "no LLVM type for ", type);
+    return llvm::Type::getBFloatTy(context_);
+  case Type::Code::Float:
+    if (type.bits == 16)
+      return llvm::Type::getHalfTy(context_);
+    if (type.bits == 32)
+      return llvm::Type::getFloatTy(context_);
+    if (type.bits == 64)
+      return llvm::Type::getDoubleTy(context_);
+    internal_error("no LLVM type for ", type);
+  }
+  internal_error("no LLVM type for ", type);
+}
+
+llvm::Function *CodeGenLLVM::emit_function(const std::string &name,
+                                           const std::vector<Argument> &args, const Stmt &body,
+                                           llvm::GlobalValue::LinkageTypes linkage) {
+  std::vector<llvm::Type *> params;
+  for (const Argument &arg : args)
+    params.push_back(arg.is_buffer() ? llvm::PointerType::getUnqual(context_)
+                                     : llvm_type_of(arg.type));
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), params, false);
+  llvm::Function *function = llvm::Function::Create(type, linkage, name, module_);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+
+  StoredBuffers stored;
+  stored.visit_stmt(body);
+  for (size_t i = 0; i < args.size(); ++i) {
+    function->getArg(i)->setName(args[i].name);
+    if (!args[i].is_buffer())
+      continue;
+    // The pipeline's buffers never overlap: this is what lets loads be
+    // hoisted out of loops and kept in registers across stores.
+    function->addParamAttr(i, llvm::Attribute::NoAlias);
+    if (!stored.names.contains(args[i].name))
+      function->addParamAttr(i, llvm::Attribute::ReadOnly);
+  }
+
+  function_ = function;
+  builder_->SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function));
+  bind_arguments(function, args);
+  codegen(body);
+  builder_->CreateRetVoid();
+  for (const Argument &arg : args)
+    (arg.is_buffer() ? buffers_ : variables_).pop(arg.name);
+  function_ = nullptr;
+  return function;
+}
+
+void CodeGenLLVM::bind_arguments(llvm::Function *function, const std::vector<Argument> &args) {
+  for (size_t i = 0; i < args.size(); ++i)
+    (args[i].is_buffer() ? buffers_ : variables_).push(args[i].name, function->getArg(i));
+}
+
+llvm::Value *CodeGenLLVM::codegen(const Expr &e) {
+  COALESCE_INTERNAL_ASSERT(e.defined(), "codegen of an undefined expression");
+  value_ = nullptr;
+  visit_expr(e);
+  COALESCE_INTERNAL_ASSERT(value_ != nullptr, "expression produced no value");
+  return value_;
+}
+
+void CodeGenLLVM::codegen(const Stmt &s) {
+  if (s.defined())
+    visit_stmt(s);
+}
+
+// ------------------------------------------------------------------ hooks
+
+llvm::Value *CodeGenLLVM::emit_target_intrinsic(const Call *op) {
+  internal_error("intrinsic '", op->name, "' is not supported by this target");
+}
+
+void CodeGenLLVM::emit_barrier() {}
+
+llvm::Value *CodeGenLLVM::allocate_buffer(const Allocate *op, int64_t elements) {
+  llvm::Type *element = llvm_type_of(op->type);
+  int64_t bytes = elements * std::max(1, op->type.bytes());
+  if (bytes <= kMaxStackBytes)
+    return entry_alloca(element, elements, op->name);
+  llvm::Type *size_type = llvm::Type::getInt64Ty(context_);
+  llvm::FunctionCallee malloc_fn =
+      module_.getOrInsertFunction("malloc", llvm::PointerType::getUnqual(context_), size_type);
+  llvm::Value *storage =
+      builder_->CreateCall(malloc_fn, {llvm::ConstantInt::get(size_type, bytes)}, op->name);
+  heap_buffers_.insert(storage);
+  return storage;
+}
+
+void CodeGenLLVM::release_buffer(const Allocate *op, llvm::Value *storage) {
+  if (!heap_buffers_.erase(storage))
+    return;
+  llvm::FunctionCallee free_fn = module_.getOrInsertFunction(
+      "free", llvm::Type::getVoidTy(context_), llvm::PointerType::getUnqual(context_));
+  builder_->CreateCall(free_fn, {storage});
+}
+
+llvm::Value *CodeGenLLVM::entry_alloca(llvm::Type *element, int64_t elements,
+                                       const std::string &name) {
+  // In the entry block, so that an allocation inside a loop is made once and
+  // SROA/mem2reg can promote it to registers.
+  llvm::BasicBlock &entry = function_->getEntryBlock();
+  llvm::IRBuilder<> entry_builder(&entry, entry.begin());
+  llvm::AllocaInst *storage =
+      entry_builder.CreateAlloca(llvm::ArrayType::get(element, elements), nullptr, name);
+  storage->setAlignment(llvm::Align(16));
+  return storage;
+}
+
+void CodeGenLLVM::emit_for(const For *op) {
+  if (op->for_kind == ForKind::Unrolled)
+    internal_error("unrolled loop '", op->name, "' reached codegen: lowering expands them");
+  llvm::Value *min = codegen(op->min);
+  llvm::Value *extent = codegen(op->extent);
+  llvm::Value *end = builder_->CreateAdd(min, extent, op->name + ".end", false, true);
+
+  // A rotated loop: test once before entering, then at the bottom.
+  llvm::BasicBlock *preheader = builder_->GetInsertBlock();
+  llvm::BasicBlock *loop = llvm::BasicBlock::Create(context_, op->name + ".loop", function_);
+  // Blocks join the function when their code is emitted, so the printed IR
+  // reads in program order.
+  llvm::BasicBlock *after = llvm::BasicBlock::Create(context_, op->name + ".after");
+  builder_->CreateCondBr(builder_->CreateICmpSLT(min, end), loop, after);
+
+  builder_->SetInsertPoint(loop);
+  llvm::PHINode *index = builder_->CreatePHI(min->getType(), 2, op->name);
+  index->addIncoming(min, preheader);
+  variables_.push(op->name, index);
+  codegen(op->body);
+  variables_.pop(op->name);
+  llvm::Value *next = builder_->CreateAdd(index, llvm::ConstantInt::get(min->getType(), 1),
+                                          op->name + ".next", false, true);
+  llvm::BranchInst *back_edge =
+      builder_->CreateCondBr(builder_->CreateICmpSLT(next, end), loop, after);
+  index->addIncoming(next, builder_->GetInsertBlock());
+
+  if (op->for_kind == ForKind::Vectorized) {
+    // The schedule asked for vectors: tell the loop vectorizer so.
+    llvm::Metadata *enable[] = {
+        llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(context_))};
+    llvm::MDNode *self = llvm::MDNode::getDistinct(
+        context_, {nullptr, llvm::MDNode::get(context_, enable)});
+    self->replaceOperandWith(0, self);
+    back_edge->setMetadata(llvm::LLVMContext::MD_loop, self);
+  }
+  after->insertInto(function_);
+  builder_->SetInsertPoint(after);
+}
+
+// ------------------------------------------------------------ expressions
+
+void CodeGenLLVM::visit(const IntImm *op) {
+  value_ = llvm::ConstantInt::get(llvm_type_of(op->type), op->value, op->type.code != Type::Code::UInt);
+}
+
+void CodeGenLLVM::visit(const FloatImm *op) {
+  value_ = llvm::ConstantFP::get(llvm_type_of(op->type), op->value);
+}
+
+void CodeGenLLVM::visit(const Variable *op) {
+  value_ = variables_.find(op->name);
+  if (!value_)
+    internal_error("variable '", op->name, "' is used but not bound at codegen");
+}
+
+void CodeGenLLVM::visit(const Cast *op) {
+  value_ = emit_cast(op->value.type(), op->type, codegen(op->value));
+}
+
+llvm::Value *CodeGenLLVM::emit_cast(Type from, Type to, llvm::Value *value) {
+  llvm::Type *target = llvm_type_of(to);
+  if (from == to)
+    return value;
+  if (to.is_bool())
+    return from.is_float() ? builder_->CreateFCmpUNE(value, llvm::ConstantFP::get(value->getType(), 0))
+                           : builder_->CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));
+  if (from.is_bool())
+    return to.is_float() ? builder_->CreateUIToFP(value, target) : builder_->CreateZExt(value, target);
+  bool from_signed = from.code == Type::Code::Int;
+  if (from.is_int() && to.is_int())
+    return builder_->CreateIntCast(value, target, from_signed);
+  if (from.is_float() && to.is_float())
+    return builder_->CreateFPCast(value, target);
+  if (from.is_float())
+    return to.code == Type::Code::Int ? builder_->CreateFPToSI(value, target)
+                                      : builder_->CreateFPToUI(value, target);
+  return from_signed ? builder_->CreateSIToFP(value, target) : builder_->CreateUIToFP(value, target);
+}
+
+// Signed integers wrap nowhere (nsw), as in C; this lets LLVM widen and
+// strength-reduce index arithmetic.
+void CodeGenLLVM::visit(const Add *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  bool nsw = op->type.code == Type::Code::Int;
+  value_ = op->type.is_float() ? builder_->CreateFAdd(a, b) : builder_->CreateAdd(a, b, "", false, nsw);
+}
+
+void CodeGenLLVM::visit(const Sub *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  bool nsw = op->type.code == Type::Code::Int;
+  value_ = op->type.is_float() ? builder_->CreateFSub(a, b) : builder_->CreateSub(a, b, "", false, nsw);
+}
+
+void CodeGenLLVM::visit(const Mul *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  bool nsw = op->type.code == Type::Code::Int;
+  value_ = op->type.is_float() ? builder_->CreateFMul(a, b) : builder_->CreateMul(a, b, "", false, nsw);
+}
+
+// Integer division and remainder truncate toward zero, as in C.
+void CodeGenLLVM::visit(const Div *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float())
+    value_ = builder_->CreateFDiv(a, b);
+  else
+    value_ = op->type.code == Type::Code::Int ? builder_->CreateSDiv(a, b) : builder_->CreateUDiv(a, b);
+}
+
+void CodeGenLLVM::visit(const Mod *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float())
+    value_ = builder_->CreateFRem(a, b);
+  else
+    value_ = op->type.code == Type::Code::Int ? builder_->CreateSRem(a, b) : builder_->CreateURem(a, b);
+}
+
+void CodeGenLLVM::visit(const Min *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float()) {
+    value_ = builder_->CreateMinNum(a, b);
+    return;
+  }
+  llvm::Value *less = op->type.code == Type::Code::Int ? builder_->CreateICmpSLT(a, b)
+                                                       : builder_->CreateICmpULT(a, b);
+  value_ = builder_->CreateSelect(less, a, b);
+}
+
+void CodeGenLLVM::visit(const Max *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float()) {
+    value_ = builder_->CreateMaxNum(a, b);
+    return;
+  }
+  llvm::Value *greater = op->type.code == Type::Code::Int ? builder_->CreateICmpSGT(a, b)
+                                                          : builder_->CreateICmpUGT(a, b);
+  value_ = builder_->CreateSelect(greater, a, b);
+}
+
+namespace {
+/// The predicate for a comparison of operands of type `t`: ordered for floats
+/// (false on NaN) except !=, which is true on NaN as in C.
+llvm::CmpInst::Predicate predicate(Type t, llvm::CmpInst::Predicate signed_int,
+                                   llvm::CmpInst::Predicate unsigned_int,
+                                   llvm::CmpInst::Predicate floating) {
+  if (t.is_float())
+    return floating;
+  return t.code == Type::Code::UInt ? unsigned_int : signed_int;
+}
+} // namespace
+
+#define COALESCE_COMPARE(node, s, u, f)                                                            \
+  void CodeGenLLVM::visit(const node *op) {                                                        \
+    llvm::Value *a = codegen(op->a), *b = codegen(op->b);                                          \
+    value_ = builder_->CreateCmp(predicate(op->a.type(), llvm::CmpInst::s, llvm::CmpInst::u,       \
+                                           llvm::CmpInst::f),                                      \
+                                 a, b);                                                            \
+  }
+COALESCE_COMPARE(EQ, ICMP_EQ, ICMP_EQ, FCMP_OEQ)
+COALESCE_COMPARE(NE, ICMP_NE, ICMP_NE, FCMP_UNE)
+COALESCE_COMPARE(LT, ICMP_SLT, ICMP_ULT, FCMP_OLT)
+COALESCE_COMPARE(LE, ICMP_SLE, ICMP_ULE, FCMP_OLE)
+COALESCE_COMPARE(GT, ICMP_SGT, ICMP_UGT, FCMP_OGT)
+COALESCE_COMPARE(GE, ICMP_SGE, ICMP_UGE, FCMP_OGE)
+#undef COALESCE_COMPARE
+
+void CodeGenLLVM::visit(const And *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  value_ = builder_->CreateAnd(a, b);
+}
+
+void CodeGenLLVM::visit(const Or *op) {
+  llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  value_ = builder_->CreateOr(a, b);
+}
+
+void CodeGenLLVM::visit(const Not *op) { value_ = builder_->CreateNot(codegen(op->a)); }
+
+void CodeGenLLVM::visit(const Select *op) {
+  llvm::Value *condition = codegen(op->condition);
+  llvm::Value *true_value = codegen(op->true_value);
+  llvm::Value *false_value = codegen(op->false_value);
+  value_ = builder_->CreateSelect(condition, true_value, false_value);
+}
+
+llvm::Value *CodeGenLLVM::buffer_element(const std::string &buffer,
+                                         const std::vector<Expr> &indices, Type element_type) {
+  if (indices.size() != 1)
+    internal_error("access to '", buffer, "' has ", indices.size(),
+                   " indices: storage flattening must leave one");
+  llvm::Value *base = buffers_.find(buffer);
+  if (!base)
+    internal_error("buffer '", buffer, "' is neither an argument nor allocated here");
+  llvm::Value *index = codegen(indices[0]);
+  return builder_->CreateInBoundsGEP(llvm_type_of(element_type), base, index);
+}
+
+void CodeGenLLVM::visit(const Load *op) {
+  llvm::Value *address = buffer_element(op->buffer, op->indices, op->type);
+  llvm::Type *type = llvm_type_of(op->type);
+  value_ = builder_->CreateAlignedLoad(type, address, module_.getDataLayout().getABITypeAlign(type));
+}
+
+void CodeGenLLVM::visit(const Call *op) {
+  if (op->call_type != CallType::Intrinsic)
+    internal_error("call to '", op->name, "' reached codegen: lowering replaces them by loads");
+  if (!is_math_intrinsic(op->name)) {
+    value_ = emit_target_intrinsic(op);
+    return;
+  }
+  COALESCE_INTERNAL_ASSERT(op->args.size() == 1, op->name, " takes one argument");
+  llvm::Value *x = codegen(op->args[0]);
+  value_ = builder_->CreateCall(math_function(op->name, op->type), {x});
+}
+
+void CodeGenLLVM::visit(const Let *op) {
+  variables_.push(op->name, codegen(op->value));
+  llvm::Value *body = codegen(op->body);
+  variables_.pop(op->name);
+  value_ = body;
+}
+
+// ------------------------------------------------------------- statements
+
+void CodeGenLLVM::visit(const For *op) { emit_for(op); }
+
+void CodeGenLLVM::visit(const Store *op) {
+  llvm::Value *value = codegen(op->value);
+  llvm::Value *address = buffer_element(op->buffer, op->indices, op->value.type());
+  builder_->CreateAlignedStore(value, address,
+                               module_.getDataLayout().getABITypeAlign(value->getType()));
+}
+
+void CodeGenLLVM::visit(const Allocate *op) {
+  int64_t elements = 1;
+  for (const Expr &extent : op->extents) {
+    std::optional<int64_t> constant = as_const_int(extent);
+    if (!constant || *constant < 0)
+      internal_error("allocation '", op->name, "' has a non-constant extent at codegen");
+    elements *= *constant;
+  }
+  llvm::Value *storage = allocate_buffer(op, std::max<int64_t>(elements, 1));
+  buffers_.push(op->name, storage);
+  codegen(op->body);
+  buffers_.pop(op->name);
+  release_buffer(op, storage);
+}
+
+void CodeGenLLVM::visit(const Block *op) {
+  for (const Stmt &s : op->stmts)
+    codegen(s);
+}
+
+void CodeGenLLVM::visit(const IfThenElse *op) {
+  llvm::Value *condition = codegen(op->condition);
+  llvm::BasicBlock *then_block = llvm::BasicBlock::Create(context_, "then", function_);
+  llvm::BasicBlock *after = llvm::BasicBlock::Create(context_, "endif");
+  llvm::BasicBlock *else_block =
+      op->else_case.defined() ? llvm::BasicBlock::Create(context_, "else") : after;
+  builder_->CreateCondBr(condition, then_block, else_block);
+
+  builder_->SetInsertPoint(then_block);
+  codegen(op->then_case);
+  builder_->CreateBr(after);
+  if (op->else_case.defined()) {
+    else_block->insertInto(function_);
+    builder_->SetInsertPoint(else_block);
+    codegen(op->else_case);
+    builder_->CreateBr(after);
+  }
+  after->insertInto(function_);
+  builder_->SetInsertPoint(after);
+}
+
+void CodeGenLLVM::visit(const LetStmt *op) {
+  variables_.push(op->name, codegen(op->value));
+  codegen(op->body);
+  variables_.pop(op->name);
+}
+
+void CodeGenLLVM::visit(const Barrier *) { emit_barrier(); }
+
+void CodeGenLLVM::visit(const Evaluate *op) { codegen(op->value); }
+
+} // namespace coalesce

@@ -1,0 +1,113 @@
+#pragma once
+// The generic emitter from a lowered loop nest to LLVM IR, shared by the host
+// and the GPU back ends. It handles everything whose meaning does not depend
+// on the target (arithmetic, loads and stores, loops, branches, lets,
+// allocations); the few target-specific decisions (which function computes
+// erf, what a barrier or a GPU index is, where shared memory lives) are
+// virtual hooks that CodeGenHost and CodeGenPTX override. Halide's
+// CodeGen_LLVM / CodeGen_PTX_Dev split is the model.
+//
+// Input invariants (LoweredFunc.h): every Load/Store has one i32 index, every
+// Allocate has constant extents, no unrolled loops remain.
+//
+// Internal to codegen/: the public entry points are in CodeGenHost.h and
+// CodeGenPTX.h, which keep LLVM types out of their interfaces.
+
+#include "dsl/IRVisitor.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringMap.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+class CodeGenLLVM : protected IRVisitor {
+public:
+  explicit CodeGenLLVM(llvm::Module &module);
+  ~CodeGenLLVM() override;
+
+  /// Creates `void name(args...)` in the module, buffers as noalias pointers
+  /// (readonly when `body` never stores to them), scalars by value, and emits
+  /// `body` into it. Subclasses add calling conventions and attributes.
+  llvm::Function *emit_function(const std::string &name, const std::vector<Argument> &args,
+                                const Stmt &body, llvm::GlobalValue::LinkageTypes linkage);
+
+  /// The LLVM type of a Coalesce scalar type.
+  llvm::Type *llvm_type_of(Type type) const;
+
+protected:
+  // ------------------------------------------------------ target-specific hooks
+
+  /// The function that computes the float math intrinsic `name` (erf, exp,
+  /// tanh, sqrt, abs) on one value of `type`.
+  virtual llvm::FunctionCallee math_function(const std::string &name, Type type) = 0;
+
+  /// An intrinsic call that is not float math (the GPU indices). The base has
+  /// none: reaching it is a compiler bug.
+  virtual llvm::Value *emit_target_intrinsic(const Call *op);
+
+  /// Makes every thread of a block wait. A no-op on the host.
+  virtual void emit_barrier();
+
+  /// Storage for `elements` values of `op->type`. The base ignores the memory
+  /// type: one entry-block alloca, or malloc'd memory (freed by
+  /// release_buffer) when it is too large for a thread's stack.
+  virtual llvm::Value *allocate_buffer(const Allocate *op, int64_t elements);
+  virtual void release_buffer(const Allocate *op, llvm::Value *storage);
+
+  /// Emits a loop of kind `op->for_kind`. The base runs every kind except
+  /// Unrolled (which lowering expands) as an ordinary serial loop.
+  virtual void emit_for(const For *op);
+
+  // --------------------------------------------------------------- helpers
+
+  llvm::Value *codegen(const Expr &e);
+  void codegen(const Stmt &s);
+
+  /// An array of `elements` values in the current function's entry block.
+  llvm::Value *entry_alloca(llvm::Type *element, int64_t elements, const std::string &name);
+
+  /// Scoped bindings of names to values: a later binding of a name hides
+  /// the earlier one until it is popped.
+  class Scope {
+  public:
+    void push(const std::string &name, llvm::Value *value) { bindings_[name].push_back(value); }
+    void pop(const std::string &name);
+    llvm::Value *find(const std::string &name) const;
+
+  private:
+    llvm::StringMap<llvm::SmallVector<llvm::Value *, 1>> bindings_;
+  };
+
+  llvm::Module &module_;
+  llvm::LLVMContext &context_;
+  std::unique_ptr<llvm::IRBuilder<>> builder_;
+  llvm::Function *function_ = nullptr;
+  Scope variables_; ///< loop variables, lets and scalar arguments
+  Scope buffers_;   ///< buffer name -> pointer to its first element
+
+  /// The value of the last expression visited (visit() returns void).
+  llvm::Value *value_ = nullptr;
+  /// Storage from allocate_buffer that release_buffer must free.
+  llvm::SmallPtrSet<llvm::Value *, 4> heap_buffers_;
+
+  // IRVisitor: one visit per node kind, every one overridden.
+#define COALESCE_CODEGEN_VISIT(name) void visit(const name *op) override;
+  COALESCE_FOR_EACH_EXPR(COALESCE_CODEGEN_VISIT) COALESCE_FOR_EACH_STMT(COALESCE_CODEGEN_VISIT)
+#undef COALESCE_CODEGEN_VISIT
+
+private:
+  llvm::Value *emit_cast(Type from, Type to, llvm::Value *value);
+  llvm::Value *buffer_element(const std::string &buffer, const std::vector<Expr> &indices,
+                              Type element_type);
+  void bind_arguments(llvm::Function *function, const std::vector<Argument> &args);
+};
+
+} // namespace coalesce

@@ -1,0 +1,29 @@
+#pragma once
+// Which GPU the PTX is for. Kept apart from the code generator so that the
+// runtime and command-line tools can name a target without LLVM.
+
+#include <string>
+
+namespace coalesce {
+
+/// An NVIDIA GPU architecture that Coalesce generates PTX for.
+struct GpuTarget {
+  /// The `sm_XX` name, as ptxas and LLVM's NVPTX backend spell it.
+  std::string sm = "sm_90a";
+
+  /// The PTX ISA version to emit, times ten (80 = PTX 8.0). 8.0 is the lowest
+  /// that admits sm_90a; ptxas 13.0 accepts it for every target we support,
+  /// and drivers from CUDA 12.0 on load it.
+  int ptx_version() const { return 80; }
+  /// The LLVM subtarget feature that selects ptx_version(), e.g. "+ptx80".
+  std::string ptx_feature() const { return "+ptx" + std::to_string(ptx_version()); }
+};
+
+/// The names parse_gpu_target accepts, for messages: "sm_80, sm_86, ...".
+const char *supported_gpu_targets();
+
+/// Parses "sm_80", "sm_86", "sm_89", "sm_90" or "sm_90a"; anything else is a
+/// UserError that lists the accepted names.
+GpuTarget parse_gpu_target(const std::string &sm);
+
+} // namespace coalesce
