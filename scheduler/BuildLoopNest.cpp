@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/Simplify.h"
 
 #include <algorithm>
 #include <map>
@@ -145,7 +146,7 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
     Expr old_extent = plan.extent[split.old_var];
     if (!old_extent.defined())
       old_extent = Variable::make(Int(32), split.old_var + ".extent"); // consumer-owned; never a loop here
-    plan.extent[split.outer] = ceil_div(old_extent, split.factor);
+    plan.extent[split.outer] = simplify(ceil_div(old_extent, split.factor));
     plan.extent[split.inner] = split.factor;
     bool needs_guard = !divides_hint(old_extent, split.factor).defined();
     if (needs_guard && (split.is_rvar || !at_site))
@@ -175,37 +176,57 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   Expr rewritten = RewriteValue(env, func, s, plan.prefix, plan.store_indices).mutate(value);
   Stmt body = Store::make(func.name, plan.store_indices, rewritten);
 
-  Expr guard;
-  for (const Split &split : plan.guarded) {
-    Expr min = plan.min.count(split.old_var) ? plan.min[split.old_var] : Expr(0);
-    Expr in_range = Variable::make(Int(32), split.old_var) < min + plan.extent[split.old_var];
-    guard = guard.defined() ? (guard && in_range) : in_range;
-  }
-  if (guard.defined())
-    body = IfThenElse::make(guard, body);
-  // Rebuild split variables, the first split innermost so that later
-  // splits' variables are defined before they are used.
-  for (const Split &split : plan.splits) {
-    Expr old = Variable::make(Int(32), split.outer) * split.factor + Variable::make(Int(32), split.inner);
-    if (plan.min.count(split.old_var) && !is_const(plan.min[split.old_var], 0))
-      old = old + plan.min[split.old_var];
-    body = LetStmt::make(split.old_var, old, body);
-  }
+  // Each let and guard goes just inside the deepest loop it depends on, so
+  // that, say, the reduction's tail guard k < K wraps the whole register
+  // block instead of each element. Depth -1: outside the stage's loops.
+  std::map<std::string, int> depth;
+  for (size_t d = 0; d < plan.dims.size(); ++d)
+    depth[plan.dims[d].var] = static_cast<int>(d);
+  auto depth_of = [&](const std::string &name) {
+    auto it = depth.find(name);
+    return it == depth.end() ? -1 : it->second;
+  };
+  // Splits applied later define the variables earlier ones use, so they
+  // come first here.
+  for (auto split = plan.splits.rbegin(); split != plan.splits.rend(); ++split)
+    depth[split->old_var] = std::max(depth_of(split->outer), depth_of(split->inner));
   for (const auto &[name, value] : plan.aliases)
-    body = LetStmt::make(name, value, body);
-  for (auto dim = plan.dims.rbegin(); dim != plan.dims.rend(); ++dim) {
-    Expr extent = plan.extent[dim->var];
-    COALESCE_INTERNAL_ASSERT(extent.defined(), "no extent for loop '", dim->var, "'");
-    bool unsplit_rvar = plan.min.count(dim->var) != 0;
-    Expr min = unsplit_rvar ? plan.min[dim->var] : Expr(0);
-    std::string short_name = dim->var.substr(plan.prefix.size());
-    if ((dim->kind == ForKind::Unrolled || dim->kind == ForKind::Vectorized || dim->kind == ForKind::GpuThread) &&
+    depth[name] = -1;
+
+  auto wrap_level = [&](Stmt inner, int level) {
+    for (const Split &split : plan.guarded)
+      if (depth_of(split.old_var) == level) {
+        Expr min = plan.min.count(split.old_var) ? plan.min[split.old_var] : Expr(0);
+        inner = IfThenElse::make(Variable::make(Int(32), split.old_var) < min + plan.extent[split.old_var], inner);
+      }
+    for (const Split &split : plan.splits)
+      if (depth_of(split.old_var) == level) {
+        Expr old = Variable::make(Int(32), split.outer) * split.factor + Variable::make(Int(32), split.inner);
+        if (plan.min.count(split.old_var) && !is_const(plan.min[split.old_var], 0))
+          old = old + plan.min[split.old_var];
+        inner = LetStmt::make(split.old_var, old, inner);
+      }
+    return inner;
+  };
+
+  for (int d = static_cast<int>(plan.dims.size()) - 1; d >= 0; --d) {
+    const Dim &dim = plan.dims[d];
+    body = wrap_level(body, d);
+    Expr extent = plan.extent[dim.var];
+    COALESCE_INTERNAL_ASSERT(extent.defined(), "no extent for loop '", dim.var, "'");
+    bool unsplit_rvar = plan.min.count(dim.var) != 0;
+    Expr min = unsplit_rvar ? plan.min[dim.var] : Expr(0);
+    std::string short_name = dim.var.substr(plan.prefix.size());
+    if ((dim.kind == ForKind::Unrolled || dim.kind == ForKind::Vectorized || dim.kind == ForKind::GpuThread) &&
         !as_const_int(extent))
       user_error("in schedule for '", func.name, "': cannot make loop '", short_name, "' ",
-                 for_kind_name(dim->kind), ": its extent ", to_string(extent),
+                 for_kind_name(dim.kind), ": its extent ", to_string(extent),
                  " is not a constant; split it by a constant factor and map the inner loop");
-    body = For::make(dim->var, min, extent, dim->kind, body, dim->gpu_dim, dim->is_rvar ? func.name : "");
+    body = For::make(dim.var, min, extent, dim.kind, body, dim.gpu_dim, dim.is_rvar ? func.name : "");
   }
+  body = wrap_level(body, -1);
+  for (const auto &[name, value] : plan.aliases)
+    body = LetStmt::make(name, value, body);
   return body;
 }
 

@@ -104,7 +104,8 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
 } // namespace
 
 void resolve_schedule(Environment &env) {
-  for (size_t f = 0; f < env.funcs.size(); ++f)
+  // Consumers first: a compute_at site must be settled before its producers.
+  for (size_t f = env.funcs.size(); f-- > 0;)
     resolve_placement(env, env.funcs[f], f + 1 == env.funcs.size());
   for (const FuncContents &func : env.funcs) {
     for (size_t s = 0; s < func.schedule.stages.size(); ++s) {

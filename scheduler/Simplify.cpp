@@ -185,6 +185,19 @@ class Simplifier : public IRMutator {
     return e;
   }
 
+  Stmt visit(const Block *op, const Stmt &self) override {
+    // One barrier is as good as two in a row.
+    std::vector<Stmt> stmts;
+    for (const Stmt &s : op->stmts) {
+      Stmt simplified = mutate(s);
+      if (!simplified.defined())
+        continue;
+      if (simplified.as<Barrier>() && !stmts.empty() && stmts.back().as<Barrier>())
+        continue;
+      stmts.push_back(simplified);
+    }
+    return stmts.empty() ? Stmt() : Block::make(stmts);
+  }
   Stmt visit(const IfThenElse *op, const Stmt &self) override {
     Expr condition = mutate(op->condition);
     if (auto c = as_const_int(condition))

@@ -1,0 +1,87 @@
+#include "runtime/Arguments.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+#include "scheduler/EvaluateInt.h"
+
+#include <limits>
+
+namespace coalesce {
+
+namespace {
+std::string shape_text(const std::vector<int64_t> &shape) {
+  std::string text;
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? " x " : "") + std::to_string(shape[d]);
+  return text;
+}
+
+std::string extents_text(const std::vector<Expr> &extents) {
+  std::string text;
+  for (size_t d = 0; d < extents.size(); ++d)
+    text += (d ? " x " : "") + to_string(extents[d]);
+  return text;
+}
+} // namespace
+
+BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments &given, const Buffer &output) {
+  BoundArguments bound;
+  std::string expected;
+  for (const Argument &arg : args)
+    expected += (expected.empty() ? "" : ", ") + arg.name;
+  for (const auto &[name, value] : given) {
+    bool known = false;
+    for (const Argument &arg : args)
+      known |= arg.name == name && !arg.is_output;
+    if (!known)
+      user_error("unknown argument '", name, "'; the pipeline takes: ", expected);
+  }
+  for (const Argument &arg : args) {
+    if (arg.is_buffer() || arg.is_output)
+      continue;
+    auto it = given.find(arg.name);
+    if (it == given.end())
+      user_error("missing parameter '", arg.name, "'");
+    if (!it->second.is_scalar())
+      user_error("parameter '", arg.name, "' must be an integer, not a buffer");
+    bound.params[arg.name] = it->second.scalar();
+  }
+  for (const Argument &arg : args) {
+    const Buffer *buffer = nullptr;
+    if (arg.is_output) {
+      buffer = &output;
+    } else if (arg.is_buffer()) {
+      auto it = given.find(arg.name);
+      if (it == given.end())
+        user_error("missing input buffer '", arg.name, "'");
+      if (it->second.is_scalar())
+        user_error("input '", arg.name, "' must be a buffer, not an integer");
+      buffer = it->second.buffer();
+    }
+    bound.inputs.push_back(arg.is_output ? nullptr : buffer);
+    if (!buffer) {
+      bound.elements.push_back(0);
+      continue;
+    }
+    if (arg.type != Float(32))
+      user_error("buffer '", arg.name, "' has element type ", arg.type, "; only f32 buffers can be passed today");
+    std::vector<int64_t> needed;
+    for (const Expr &extent : arg.extents) {
+      int64_t value = evaluate_int(extent, bound.params);
+      if (value <= 0)
+        user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
+                   "); extents must be positive");
+      needed.push_back(value);
+    }
+    std::vector<int64_t> actual(buffer->shape().begin(), buffer->shape().end());
+    if (actual != needed)
+      user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' has shape ", shape_text(actual),
+                 " but the pipeline needs ", extents_text(arg.extents), " = ", shape_text(needed));
+    if (buffer->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+      user_error("buffer '", arg.name, "' has ", buffer->size(), " elements, more than i32 indexing allows");
+    bound.elements.push_back(buffer->size());
+  }
+  return bound;
+}
+
+} // namespace coalesce

@@ -1,0 +1,43 @@
+#pragma once
+// Binding a call's named buffers and parameters to a lowered function's
+// arguments, with every check a user's mistake needs: a missing or unknown
+// name, a wrong shape, a null pointer, a size that overflows i32 indexing.
+
+#include "runtime/Buffer.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// One named argument of a call: a buffer (non-owning) or an integer.
+class ArgumentValue {
+public:
+  ArgumentValue(const Buffer &buffer) : buffer_(&buffer) {} // NOLINT
+  ArgumentValue(int value) : scalar_(value), is_scalar_(true) {} // NOLINT
+  const Buffer *buffer() const { return buffer_; }
+  bool is_scalar() const { return is_scalar_; }
+  int scalar() const { return scalar_; }
+
+private:
+  const Buffer *buffer_ = nullptr;
+  int scalar_ = 0;
+  bool is_scalar_ = false;
+};
+
+using Arguments = std::map<std::string, ArgumentValue>;
+
+/// The arguments resolved in the lowered function's order.
+struct BoundArguments {
+  std::map<std::string, int64_t> params;
+  std::vector<const Buffer *> inputs; ///< per argument; nullptr for scalars and the output
+  std::vector<size_t> elements;       ///< per argument: buffer size in elements
+};
+
+/// Checks `given` (plus the output buffer) against `args` and returns them in
+/// order. Throws a UserError naming the first argument that is wrong.
+BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments &given, const Buffer &output);
+
+} // namespace coalesce

@@ -1,0 +1,49 @@
+#include "runtime/GpuExecutable.h"
+
+#include "dsl/Error.h"
+#include "scheduler/EvaluateInt.h"
+
+namespace coalesce {
+
+GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
+    : program_(std::move(program)), module_(gpu::Module::load_ptx(ptx)) {
+  for (const GpuKernel &kernel : program_.kernels)
+    functions_.push_back(module_.function(kernel.name));
+}
+
+void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const {
+  COALESCE_INTERNAL_ASSERT(buffers.size() == program_.args.size(), "one device pointer per argument expected");
+  std::vector<CUdeviceptr> pointers = buffers;
+  std::vector<int32_t> scalars(program_.args.size(), 0);
+  std::vector<void *> slots;
+  for (size_t a = 0; a < program_.args.size(); ++a) {
+    const Argument &arg = program_.args[a];
+    if (arg.is_buffer()) {
+      if (pointers[a] == 0)
+        user_error("device buffer for '", arg.name, "' is null");
+      slots.push_back(&pointers[a]);
+      continue;
+    }
+    auto it = params.find(arg.name);
+    if (it == params.end())
+      user_error("missing parameter '", arg.name, "'");
+    scalars[a] = static_cast<int32_t>(it->second);
+    slots.push_back(&scalars[a]);
+  }
+  for (size_t k = 0; k < program_.kernels.size(); ++k) {
+    const GpuKernel &kernel = program_.kernels[k];
+    gpu::dims grid, block;
+    int64_t g[3];
+    for (int d = 0; d < 3; ++d) {
+      g[d] = evaluate_int(kernel.grid[d], params);
+      if (g[d] <= 0)
+        return; // an empty launch: nothing to compute
+    }
+    grid = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
+    block = {static_cast<unsigned>(kernel.block[0]), static_cast<unsigned>(kernel.block[1]),
+             static_cast<unsigned>(kernel.block[2])};
+    gpu::launch(functions_[k], grid, block, 0, slots.data());
+  }
+}
+
+} // namespace coalesce

@@ -1,0 +1,33 @@
+#pragma once
+// A GPU program loaded on the device: its PTX module and kernels, launched
+// in order over device buffers with the grid sizes evaluated from the call's
+// parameters. The benchmark uses it directly, on buffers it keeps.
+
+#include "runtime/GpuDevice.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+class GpuExecutable {
+public:
+  /// Loads `ptx` (compiled from `program`) into the current context.
+  GpuExecutable(GpuProgram program, const std::string &ptx);
+
+  /// Launches every kernel. `buffers[i]` is the device pointer for argument
+  /// i (ignored for scalars); `params` holds every scalar argument.
+  void launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
+
+  const GpuProgram &program() const { return program_; }
+
+private:
+  GpuProgram program_;
+  gpu::Module module_;
+  std::vector<CUfunction> functions_;
+};
+
+} // namespace coalesce

@@ -1,0 +1,134 @@
+#include "runtime/Pipeline.h"
+
+#include "codegen/CodeGenPTX.h"
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+#include "runtime/CudaDriver.h"
+#include "scheduler/Lower.h"
+
+#include <chrono>
+
+namespace coalesce {
+
+Pipeline::Pipeline(Func output, ResourceBudget budget) : output_(std::move(output)), budget_(budget) {}
+
+std::string Pipeline::loop_nest() const { return to_string(lower_loop_nest(output_, budget_)); }
+
+const LoweredFunc &Pipeline::host_lowered() {
+  if (!host_lowered_)
+    host_lowered_ = std::make_unique<LoweredFunc>(lower_for_host(output_, budget_));
+  return *host_lowered_;
+}
+
+std::string Pipeline::host_llvm_ir(bool optimize) { return emit_host_llvm_ir(host_lowered(), optimize); }
+
+const GpuProgram &Pipeline::gpu_program() {
+  if (!gpu_program_)
+    gpu_program_ = std::make_unique<GpuProgram>(lower_for_gpu(output_, budget_));
+  return *gpu_program_;
+}
+
+std::string Pipeline::gpu_llvm_ir(const GpuTarget &target, bool optimize) {
+  return emit_gpu_llvm_ir(gpu_program(), target, optimize);
+}
+
+const std::string &Pipeline::ptx(const GpuTarget &target) {
+  auto it = ptx_.find(target.sm);
+  if (it != ptx_.end())
+    return it->second;
+  auto start = std::chrono::steady_clock::now();
+  std::string code = compile_to_ptx(gpu_program(), target);
+  last_ptx_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return ptx_[target.sm] = std::move(code);
+}
+
+PtxasResult Pipeline::assemble(const GpuTarget &target) { return assemble_ptx(ptx(target), target); }
+
+void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
+  const LoweredFunc &lowered = host_lowered();
+  BoundArguments bound = bind_arguments(lowered.args, args, output);
+  if (!host_kernel_)
+    host_kernel_ = compile_for_host(lowered);
+  std::vector<int32_t> scalars(lowered.args.size());
+  std::vector<void *> slots;
+  for (size_t a = 0; a < lowered.args.size(); ++a) {
+    const Argument &arg = lowered.args[a];
+    if (arg.is_output) {
+      slots.push_back(output.data());
+    } else if (arg.is_buffer()) {
+      slots.push_back(const_cast<float *>(bound.inputs[a]->data()));
+    } else {
+      scalars[a] = static_cast<int32_t>(bound.params.at(arg.name));
+      slots.push_back(&scalars[a]);
+    }
+  }
+  host_kernel_->run(slots.data());
+}
+
+const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target) {
+  auto it = executables_.find(target.sm);
+  if (it != executables_.end())
+    return *it->second;
+  gpu::Device::get(); // throws GpuUnavailable before any compiling
+  const std::string &code = ptx(target);
+  return *(executables_[target.sm] = std::make_unique<GpuExecutable>(gpu_program(), code));
+}
+
+void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output) {
+  realize_on_gpu(args, output, target_for_current_device());
+}
+
+void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTarget &target) {
+  const GpuProgram &program = gpu_program();
+  BoundArguments bound = bind_arguments(program.args, args, output);
+  const GpuExecutable &executable = gpu_executable(target);
+  std::vector<gpu::DeviceBuffer> device;
+  std::vector<CUdeviceptr> pointers;
+  size_t output_index = 0;
+  for (size_t a = 0; a < program.args.size(); ++a) {
+    const Argument &arg = program.args[a];
+    if (!arg.is_buffer()) {
+      device.emplace_back();
+      pointers.push_back(0);
+      continue;
+    }
+    device.emplace_back(bound.elements[a] * sizeof(float));
+    if (arg.is_output)
+      output_index = a;
+    else
+      device.back().upload(bound.inputs[a]->data(), bound.elements[a] * sizeof(float));
+    pointers.push_back(device.back().ptr());
+  }
+  executable.launch(pointers, bound.params);
+  gpu::synchronize();
+  device[output_index].download(output.data(), output.size() * sizeof(float));
+}
+
+Device Pipeline::realize(const Arguments &args, Buffer &output, std::string *note) {
+  std::string why_not;
+  if (gpu::gpu_available(&why_not)) {
+    realize_on_gpu(args, output);
+    if (note)
+      *note = "ran on the GPU (" + gpu::Device::get().name() + ")";
+    return Device::Gpu;
+  }
+  realize_on_cpu(args, output);
+  if (note)
+    *note = "ran on the CPU: " + why_not;
+  return Device::Cpu;
+}
+
+GpuTarget target_for_current_device() {
+  int cc = gpu::Device::get().compute_capability();
+  if (cc >= 90)
+    return parse_gpu_target("sm_90a");
+  if (cc >= 89)
+    return parse_gpu_target("sm_89");
+  if (cc >= 86)
+    return parse_gpu_target("sm_86");
+  if (cc >= 80)
+    return parse_gpu_target("sm_80");
+  user_error("the GPU has compute capability ", cc / 10, ".", cc % 10, "; Coalesce needs sm_80 or newer");
+}
+
+} // namespace coalesce

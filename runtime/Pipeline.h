@@ -1,0 +1,73 @@
+#pragma once
+// The user's entry point: an output Func with its schedule, lowered on first
+// use, shown at every stage (loop nest, LLVM IR, PTX, ptxas's report) and run
+// on the CPU (ORC JIT) or the GPU (PTX through the CUDA Driver API).
+
+#include "codegen/CodeGenHost.h"
+#include "codegen/GpuTarget.h"
+#include "codegen/PtxAssembler.h"
+#include "dsl/Func.h"
+#include "runtime/Arguments.h"
+#include "runtime/Buffer.h"
+#include "runtime/GpuExecutable.h"
+#include "scheduler/LoweredFunc.h"
+#include "scheduler/ResourceBudget.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace coalesce {
+
+enum class Device { Cpu, Gpu };
+
+class Pipeline {
+public:
+  /// The schedule is read when the pipeline is first lowered; schedule
+  /// the Funcs before asking for anything.
+  explicit Pipeline(Func output, ResourceBudget budget = {});
+
+  /// The loop nest the schedule produces (serial semantics), printed.
+  std::string loop_nest() const;
+  /// Unoptimized or optimized LLVM IR for the host, and for the GPU.
+  std::string host_llvm_ir(bool optimize = true);
+  std::string gpu_llvm_ir(const GpuTarget &target = {}, bool optimize = true);
+  const GpuProgram &gpu_program();
+  /// PTX for `target`; compiled once per target and kept.
+  const std::string &ptx(const GpuTarget &target = {});
+  /// Milliseconds the last fresh schedule-to-PTX compilation took.
+  double last_ptx_compile_ms() const { return last_ptx_ms_; }
+  /// ptxas's verdict and resource report for the PTX.
+  PtxasResult assemble(const GpuTarget &target = {});
+
+  /// Runs on the CPU; `output` must have the output's shape.
+  void realize_on_cpu(const Arguments &args, Buffer &output);
+  /// Runs on the GPU (copies in, launches, copies out). Throws
+  /// gpu::GpuUnavailable without a GPU.
+  void realize_on_gpu(const Arguments &args, Buffer &output, const GpuTarget &target);
+  void realize_on_gpu(const Arguments &args, Buffer &output);
+  /// Runs on the GPU if there is one, else on the CPU; says which and why
+  /// in `note` if given.
+  Device realize(const Arguments &args, Buffer &output, std::string *note = nullptr);
+
+  /// The loaded program, for callers that manage device buffers themselves.
+  const GpuExecutable &gpu_executable(const GpuTarget &target);
+
+  const Func &output() const { return output_; }
+
+private:
+  Func output_;
+  ResourceBudget budget_;
+  std::unique_ptr<LoweredFunc> host_lowered_;
+  std::unique_ptr<HostKernel> host_kernel_;
+  std::unique_ptr<GpuProgram> gpu_program_;
+  std::map<std::string, std::string> ptx_;
+  std::map<std::string, std::unique_ptr<GpuExecutable>> executables_;
+  double last_ptx_ms_ = 0;
+  const LoweredFunc &host_lowered();
+};
+
+/// The target matching the current device (sm_90a on Hopper).
+GpuTarget target_for_current_device();
+
+} // namespace coalesce
