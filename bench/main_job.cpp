@@ -1,0 +1,445 @@
+// coalesce-main: the fused GEMM + bias + GELU end to end (scripts/main_job.sh).
+//
+//   out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j))     FP32, row-major
+//
+// 1. declares the algorithm and its schedule and prints the loop nest;
+// 2. compiles it to PTX for sm_90a, reporting the schedule-to-PTX time and
+//    what ptxas says of it (registers, shared memory, spills);
+// 3. with a GPU: runs it at M x N x K (4096^3 unless --M/--N/--K say
+//    otherwise), checks it, times it with CUDA events (a warm-up of at least
+//    300 ms, then timed iterations with the L2 flushed before each, median
+//    reported) and compares it with the cuBLAS chain (SGEMM, then bias +
+//    GELU) on the same buffers, when the cuBLAS reference was built;
+//    without a GPU: runs it on the CPU at a small ragged shape and checks it
+//    against a double-precision reference.
+//
+// Exit status: 0 when every check passed, 1 when a check or a step failed,
+// 2 for a bad command line.
+
+#include "codegen/PtxAssembler.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+
+#ifdef COALESCE_HAVE_CUBLAS
+#include "bench/reference/CublasReference.h"
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace coalesce;
+
+struct Shape {
+  int M, N, K;
+};
+
+constexpr Shape kGpuShape{4096, 4096, 4096};
+constexpr Shape kCpuShape{256, 320, 200}; // ragged: no dimension a multiple of the tiles
+constexpr double kWarmupMs = 300;
+constexpr int kTimedIterations = 50;
+/// ||ours - ref|| / ||ref|| above this fails the run (FP32 sums of K products).
+constexpr double kTolerance = 1e-4;
+
+// ---------------------------------------------------------------- algorithm
+
+/// The algorithm, written once; the schedule is applied separately.
+struct FusedGemm {
+  Param M{"M"}, N{"N"}, K{"K"};
+  Input A{"A", Float(32), {M, K}};
+  Input B{"B", Float(32), {K, N}};
+  Input bias{"bias", Float(32), {N}};
+  Var i{"i"}, j{"j"};
+  RDom k{0, K, "k"};
+  Func acc{"acc"}, out{"out"};
+
+  FusedGemm() {
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * B(k, j);
+    out(i, j) = gelu(acc(i, j) + bias(j));
+  }
+};
+
+/// The schedule the main job runs. 64x64 output tiles, one per GPU block;
+/// 16x16 threads per block, each computing a 4x4 register block; the
+/// reduction split by 8, with the A and B tiles of each K step staged in
+/// shared memory; bias + GELU fused after the reduction, on the register
+/// tile. The same schedule for every shape for now.
+void apply_default_schedule(FusedGemm &g, const Shape & /*shape*/) {
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
+  RVar ko("ko"), ki("ki");
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64)
+      .gpu_blocks({bi, bj})
+      .register_block(ii, jj, ti, tj, ri, rj, 4, 4)
+      .gpu_threads({ti, tj});
+  g.out.fuse_epilogue(g.acc, bj);
+  g.acc.update()
+      .split(g.k, ko, ki, 8)
+      .reorder({ko, ti, tj, ki, ri, rj})
+      .unroll(ki)
+      .stage_in_shared(g.A, ko)
+      .stage_in_shared(g.B, ko);
+}
+
+// ------------------------------------------------------------ command line
+
+struct Options {
+  Shape shape = kGpuShape;
+  bool shape_given = false;
+};
+
+[[noreturn]] void usage_error(const std::string &message) {
+  std::fprintf(stderr,
+               "coalesce-main: %s\n"
+               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>]\n"
+               "  (each a positive integer; also --M=<rows>; default 4096 each on the GPU,\n"
+               "   256 x 320 x 200 on the CPU)\n",
+               message.c_str());
+  std::exit(2);
+}
+
+int parse_extent(const std::string &flag, const std::string &text) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    usage_error("bad value '" + text + "' for " + flag + ": expected a positive integer");
+  long value = std::strtol(text.c_str(), nullptr, 10);
+  if (value <= 0 || value > (1 << 20))
+    usage_error("bad value '" + text + "' for " + flag + ": expected an integer from 1 to 1048576");
+  return static_cast<int>(value);
+}
+
+Options parse_options(int argc, char **argv) {
+  Options options;
+  for (int a = 1; a < argc; ++a) {
+    std::string arg = argv[a];
+    if (arg == "-h" || arg == "--help") {
+      std::printf("usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>]\n"
+                  "Runs the fused GEMM + bias + GELU: prints its loop nest and ptxas report,\n"
+                  "then times it against the cuBLAS chain on the GPU, or checks it on the CPU\n"
+                  "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n");
+      std::exit(0);
+    }
+    std::string flag = arg, value;
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      flag = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+    }
+    int *target = flag == "--M" ? &options.shape.M : flag == "--N" ? &options.shape.N
+                                                     : flag == "--K" ? &options.shape.K : nullptr;
+    if (!target)
+      usage_error("unknown argument '" + arg + "'");
+    if (equals == std::string::npos) {
+      if (a + 1 >= argc)
+        usage_error("missing value after " + flag);
+      value = argv[++a];
+    }
+    *target = parse_extent(flag, value);
+    options.shape_given = true;
+  }
+  const Shape &s = options.shape;
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  if (int64_t(s.M) * s.K > limit || int64_t(s.K) * s.N > limit || int64_t(s.M) * s.N > limit)
+    usage_error("shape " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " + std::to_string(s.K) +
+                " has a matrix of more than 2^31 - 1 elements, beyond 32-bit indexing");
+  return options;
+}
+
+// ----------------------------------------------------------------- checking
+
+/// ||ours - ref|| / ||ref|| over the given rows of ours; infinity if ours has
+/// a value that is not finite (an element never written, or a NaN).
+struct Comparison {
+  double relative_error = 0;
+  size_t not_finite = 0;
+};
+
+Comparison compare(const float *ours, const std::vector<double> &reference, const std::vector<int> &rows, int N) {
+  Comparison result;
+  double difference = 0, norm = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int j = 0; j < N; ++j) {
+      double value = ours[static_cast<size_t>(rows[r]) * N + j];
+      double expected = reference[r * N + j];
+      if (!std::isfinite(value)) {
+        ++result.not_finite;
+        continue;
+      }
+      difference += (value - expected) * (value - expected);
+      norm += expected * expected;
+    }
+  result.relative_error =
+      result.not_finite ? std::numeric_limits<double>::infinity() : std::sqrt(difference / std::max(norm, 1e-300));
+  return result;
+}
+
+/// gelu(A * B + bias) in double for the given rows (all columns).
+std::vector<double> double_reference(const Buffer &A, const Buffer &B, const Buffer &bias, const std::vector<int> &rows,
+                                     const Shape &s) {
+  std::vector<double> result(rows.size() * s.N);
+  std::vector<double> row(s.N);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int k = 0; k < s.K; ++k) {
+      double a = A(rows[r], k);
+      const float *b = B.data() + static_cast<size_t>(k) * s.N;
+      for (int j = 0; j < s.N; ++j)
+        row[j] += a * b[j];
+    }
+    for (int j = 0; j < s.N; ++j) {
+      double x = row[j] + bias.data()[j];
+      result[r * s.N + j] = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    }
+  }
+  return result;
+}
+
+bool report_check(const char *what, const Comparison &c) {
+  bool ok = c.relative_error <= kTolerance;
+  if (c.not_finite)
+    std::printf("  %-44s %zu values not finite (unwritten or NaN): FAIL\n", what, c.not_finite);
+  else
+    std::printf("  %-44s relative error %.3g (tolerance %.0e): %s\n", what, c.relative_error, kTolerance,
+                ok ? "ok" : "FAIL");
+  return ok;
+}
+
+std::string shape_text(const Shape &s) {
+  return std::to_string(s.M) + " x " + std::to_string(s.N) + " x " + std::to_string(s.K);
+}
+
+double tflops(const Shape &s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 1e-3) / 1e12; }
+
+// ------------------------------------------------------------- compilation
+
+/// Prints the PTX step; false if PTX could not be produced.
+bool report_ptx(Pipeline &pipeline) {
+  GpuTarget target; // sm_90a
+  std::printf("\n== PTX for %s ==\n", target.sm.c_str());
+  try {
+    const std::string &ptx = pipeline.ptx(target);
+    std::printf("schedule to PTX: %.1f ms (lowering, LLVM IR, optimization, NVPTX), %zu bytes of PTX\n",
+                pipeline.last_ptx_compile_ms(), ptx.size());
+  } catch (const UserError &error) {
+    std::printf("could not generate PTX: %s\n", error.what());
+    return false;
+  }
+  if (!ptxas_available()) {
+    std::printf("ptxas is missing (looked for %s): no resource report\n", cuda_toolkit_path("bin/ptxas").c_str());
+    return true;
+  }
+  try {
+    PtxasResult result = pipeline.assemble(target);
+    for (const KernelResources &kernel : result.kernels)
+      std::printf("ptxas: %s: %d registers, %d bytes shared memory, %d bytes stack, spills %d bytes stored / %d "
+                  "loaded%s\n",
+                  kernel.name.c_str(), kernel.registers, kernel.shared_bytes, kernel.stack_frame_bytes,
+                  kernel.spill_store_bytes, kernel.spill_load_bytes, kernel.spills() ? " (SPILLS)" : "");
+  } catch (const UserError &error) {
+    std::printf("ptxas rejected the PTX: %s\n", error.what());
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------- GPU run
+
+struct Timing {
+  double median = 0, min = 0, max = 0;
+  int warmup_runs = 0;
+};
+
+/// Times `run` per the benchmark protocol: a warm-up of at least kWarmupMs,
+/// then kTimedIterations runs, each between its own pair of events, with the
+/// L2 flushed (by writing `flush`) before each.
+Timing time_on_gpu(const std::function<void()> &run, gpu::DeviceBuffer &flush) {
+  Timing timing;
+  auto start = std::chrono::steady_clock::now();
+  while (timing.warmup_runs < 3 ||
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < kWarmupMs) {
+    run();
+    gpu::synchronize();
+    ++timing.warmup_runs;
+  }
+  gpu::EventTimer timer;
+  std::vector<double> ms;
+  for (int n = 0; n < kTimedIterations; ++n) {
+    flush.fill_bytes(static_cast<uint8_t>(n));
+    timer.start();
+    run();
+    timer.stop();
+    ms.push_back(timer.elapsed_ms());
+  }
+  std::sort(ms.begin(), ms.end());
+  timing.min = ms.front();
+  timing.max = ms.back();
+  timing.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return timing;
+}
+
+void print_timing(const char *what, const Timing &t, const Shape &s) {
+  std::printf("  %-22s median %8.3f ms  %6.2f TFLOP/s  (min %.3f, max %.3f; %d warm-up runs)\n", what, t.median,
+              tflops(s, t.median), t.min, t.max, t.warmup_runs);
+}
+
+int run_on_gpu(Pipeline &pipeline, const Shape &s) {
+  gpu::Device &device = gpu::Device::get();
+  GpuTarget target = target_for_current_device();
+  std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm.c_str(), shape_text(s).c_str());
+  const GpuExecutable &executable = pipeline.gpu_executable(target);
+
+  Buffer A({s.M, s.K}), B({s.K, s.N}), bias({s.N}), out({s.M, s.N});
+  A.fill_random(1);
+  B.fill_random(2);
+  bias.fill_random(3);
+  gpu::DeviceBuffer A_dev(A.size() * sizeof(float)), B_dev(B.size() * sizeof(float)),
+      bias_dev(bias.size() * sizeof(float)), out_dev(out.size() * sizeof(float));
+  A_dev.upload(A.values());
+  B_dev.upload(B.values());
+  bias_dev.upload(bias.values());
+  // Writing twice the L2 evicts what earlier iterations left there.
+  gpu::DeviceBuffer flush(static_cast<size_t>(std::max<int64_t>(device.l2_bytes(), 1 << 20)) * 2);
+
+  std::vector<CUdeviceptr> pointers;
+  for (const Argument &arg : executable.program().args) {
+    if (!arg.is_buffer())
+      pointers.push_back(0);
+    else if (arg.name == "A")
+      pointers.push_back(A_dev.ptr());
+    else if (arg.name == "B")
+      pointers.push_back(B_dev.ptr());
+    else if (arg.name == "bias")
+      pointers.push_back(bias_dev.ptr());
+    else if (arg.is_output)
+      pointers.push_back(out_dev.ptr());
+    else
+      internal_error("coalesce-main: unexpected argument '", arg.name, "'");
+  }
+  std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
+  auto ours = [&] { executable.launch(pointers, params); };
+
+  // Correctness first: poison the output (NaN), run once, read every element.
+  out_dev.fill_bytes(0xFF);
+  ours();
+  gpu::synchronize();
+  out_dev.download(out.values());
+
+  bool ok = true;
+  std::vector<int> sampled_rows;
+  for (int r = 0; r < 16; ++r)
+    sampled_rows.push_back(static_cast<int>(int64_t(r) * (s.M - 1) / 15));
+  sampled_rows.erase(std::unique(sampled_rows.begin(), sampled_rows.end()), sampled_rows.end());
+  std::printf("checks:\n");
+  ok &= report_check(("ours vs double reference (" + std::to_string(sampled_rows.size()) + " rows)").c_str(),
+                     compare(out.data(), double_reference(A, B, bias, sampled_rows, s), sampled_rows, s.N));
+
+  Timing ours_timing = time_on_gpu(ours, flush);
+
+#ifdef COALESCE_HAVE_CUBLAS
+  gpu::DeviceBuffer C_tmp(out.size() * sizeof(float)), ref_dev(out.size() * sizeof(float));
+  auto chain = [&] {
+    reference::chain(s.M, s.N, s.K, A_dev.as<float>(), B_dev.as<float>(), bias_dev.as<float>(), C_tmp.as<float>(),
+                     ref_dev.as<float>());
+  };
+  ref_dev.fill_bytes(0xFF);
+  chain();
+  gpu::synchronize();
+  Buffer ref({s.M, s.N});
+  ref_dev.download(ref.values());
+  {
+    std::vector<int> all_rows(s.M);
+    for (int r = 0; r < s.M; ++r)
+      all_rows[r] = r;
+    std::vector<double> ref_values(ref.values().begin(), ref.values().end());
+    ok &= report_check("ours vs cuBLAS chain (every element)", compare(out.data(), ref_values, all_rows, s.N));
+  }
+  Timing chain_timing = time_on_gpu(chain, flush);
+#endif
+
+  std::printf("timing (%d timed runs each, L2 flushed before each; TFLOP/s counts 2*M*N*K):\n", kTimedIterations);
+  print_timing("coalesce (fused)", ours_timing, s);
+#ifdef COALESCE_HAVE_CUBLAS
+  print_timing("cuBLAS chain", chain_timing, s);
+  std::printf("  time ratio coalesce / cuBLAS chain: %.3f (below 1: coalesce is faster)\n",
+              ours_timing.median / chain_timing.median);
+#else
+  std::printf("  cuBLAS chain: not built (no nvcc when the build was configured): no comparison\n");
+#endif
+  return ok ? 0 : 1;
+}
+
+// ------------------------------------------------------------------- CPU run
+
+int run_on_cpu(Pipeline &pipeline, const Shape &s) {
+  std::printf("\n== CPU run: %s ==\n", shape_text(s).c_str());
+  Buffer A({s.M, s.K}), B({s.K, s.N}), bias({s.N}), out({s.M, s.N});
+  A.fill_random(1);
+  B.fill_random(2);
+  bias.fill_random(3);
+  out.poison();
+  auto start = std::chrono::steady_clock::now();
+  pipeline.realize_on_cpu({{"A", A}, {"B", B}, {"bias", bias}, {"M", s.M}, {"N", s.N}, {"K", s.K}}, out);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("compiled for the host and ran in %.1f ms (serial semantics of the same loop nest)\n", ms);
+  std::vector<int> rows(s.M);
+  for (int r = 0; r < s.M; ++r)
+    rows[r] = r;
+  std::printf("checks:\n");
+  bool ok = report_check("ours vs double reference (every element)",
+                         compare(out.data(), double_reference(A, B, bias, rows, s), rows, s.N));
+  return ok ? 0 : 1;
+}
+
+int run_main_job(const Options &options) {
+  std::string why_no_gpu;
+  bool have_gpu = gpu::gpu_available(&why_no_gpu);
+  Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
+
+  FusedGemm gemm;
+  apply_default_schedule(gemm, shape);
+  Pipeline pipeline(gemm.out);
+  std::printf("coalesce-main: out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j)), FP32, %s\n",
+              shape_text(shape).c_str());
+  std::printf("\n== loop nest ==\n%s", pipeline.loop_nest().c_str());
+
+  bool ptx_ok = report_ptx(pipeline);
+  int status;
+  if (have_gpu) {
+    status = run_on_gpu(pipeline, shape);
+  } else {
+    std::printf("\nno GPU: %s; running on the CPU\n", why_no_gpu.c_str());
+    status = run_on_cpu(pipeline, shape);
+  }
+  if (!ptx_ok)
+    status = 1;
+  std::printf("\n%s\n", status == 0 ? "main job: all checks passed" : "main job: FAILED");
+  return status;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parse_options(argc, argv);
+  try {
+    return run_main_job(options);
+  } catch (const coalesce::UserError &error) {
+    std::fprintf(stderr, "coalesce-main: error: %s\n", error.what());
+  } catch (const coalesce::InternalError &error) {
+    std::fprintf(stderr, "coalesce-main: %s\n", error.what());
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "coalesce-main: unexpected error: %s\n", error.what());
+  }
+  return 1;
+}
