@@ -117,10 +117,14 @@ void check_update(const FuncContents &func, size_t index) {
     return;
   std::vector<Expr> parts;
   summands(term, parts);
+  std::string rvars;
+  for (const std::string &rvar : stage.reduction_vars)
+    rvars += (rvars.empty() ? "'" : ", '") + rvar + "'";
   for (const Expr &part : parts)
     if (!uses_reduction_var(part))
       user_error("update ", index, " of '", func.name, "' adds ", to_string(part),
-                 ", which does not depend on the reduction variable, on every step of the reduction: it is added "
+                 ", which does not depend on the reduction variable ", rvars,
+                 ", on every step of the reduction: it is added "
                  "once per step (a bias added K times). Add it once after the reduction in a separate Func, e.g. "
                  "out(i, j) = ", self, " + ", to_string(part), ", or start the reduction from it, ", self, " = ",
                  to_string(part), "; if adding it on every step is intended, call ", func.name, ".update(", index,

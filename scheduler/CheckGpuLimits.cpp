@@ -25,13 +25,39 @@ private:
   std::vector<const For *> gpu_loops_; // enclosing block and thread loops
   std::set<std::string> thread_vars_;
   int64_t shared_bytes_ = 0;
+  int64_t largest_bytes_ = 0;
   std::string largest_shared_;
+  const For *largest_site_ = nullptr; // the loop the largest buffer is staged at
 
   void end_kernel() {
-    if (shared_bytes_ > budget_.shared_bytes)
-      user_error("the kernel's shared memory, ", shared_bytes_, " bytes (largest buffer '", largest_shared_,
-                 "'), is over the budget of ", budget_.shared_bytes, " bytes per block; stage smaller tiles");
-    shared_bytes_ = 0;
+    if (shared_bytes_ > budget_.shared_bytes) {
+      std::string site = largest_site_ ? str_cat(", staged at loop '", short_name(largest_site_->name), "'") : "";
+      user_error(largest_site_ ? str_cat("in schedule for '", owner(largest_site_->name), "': ") : std::string(),
+                 "the kernel's shared memory, ", shared_bytes_, " bytes, is over the budget of ",
+                 budget_.shared_bytes, " bytes per block; the largest buffer is '", largest_shared_, "' (",
+                 largest_bytes_, " bytes", site, "); stage smaller tiles (smaller block tiles or a smaller split of ",
+                 "the staging loop)");
+    }
+    shared_bytes_ = largest_bytes_ = 0;
+    largest_site_ = nullptr;
+  }
+
+  // The staging loop under a shared buffer: the first loop that is not one
+  // of the cooperative copies (named "<input>_shared.<loop>").
+  static const For *staging_loop(const Stmt &body) {
+    class First : public IRVisitor {
+    public:
+      const For *found = nullptr;
+      using IRVisitor::visit;
+      void visit(const For *op) override {
+        if (!found && op->name.find("_shared.") == std::string::npos)
+          found = op;
+        if (!found)
+          IRVisitor::visit(op);
+      }
+    } first;
+    first.visit_stmt(body);
+    return first.found;
   }
 
   void visit(const For *op) override {
@@ -75,7 +101,11 @@ private:
       elements *= as_const_int(extent).value_or(1);
     if (op->memory == MemoryType::Shared) {
       shared_bytes_ += elements * op->type.bytes();
-      largest_shared_ = op->name;
+      if (elements * op->type.bytes() > largest_bytes_) {
+        largest_bytes_ = elements * op->type.bytes();
+        largest_shared_ = op->name;
+        largest_site_ = staging_loop(op->body);
+      }
     }
     if (op->memory == MemoryType::Register) {
       // Dimensions indexed by thread loops are spread over threads.
@@ -85,6 +115,7 @@ private:
         const std::string &buffer;
         const Allocate *alloc;
         std::map<size_t, bool> per_dim;
+        std::map<size_t, std::string> loop_of_dim; // the loop indexing each dimension, if one does
         std::set<std::string> threads;
         using IRVisitor::visit;
         void visit(const For *op) override {
@@ -100,17 +131,23 @@ private:
             const auto *var = op->indices[d].as<Variable>();
             bool thread = var && threads.count(var->name);
             per_dim[d] = per_dim.count(d) ? per_dim[d] && thread : thread;
+            if (var && !loop_of_dim.count(d))
+              loop_of_dim[d] = short_name(var->name);
           }
         }
       } dims(op->name, op);
       dims.visit_stmt(op->body);
       int64_t per_thread = 1;
+      std::string loops;
       for (size_t d = 0; d < op->extents.size(); ++d)
-        if (!dims.per_dim[d])
+        if (!dims.per_dim[d]) {
           per_thread *= as_const_int(op->extents[d]).value_or(1);
+          loops += (loops.empty() ? "" : " x ") +
+                   (dims.loop_of_dim.count(d) ? "'" + dims.loop_of_dim[d] + "'" : std::string("?"));
+        }
       if (per_thread > budget_.register_elements_per_thread)
         user_error("in schedule for '", op->name, "': each thread holds ", per_thread, " elements of '", op->name,
-                   "' in registers, over the budget of ", budget_.register_elements_per_thread,
+                   "' in registers (loops ", loops, "), over the budget of ", budget_.register_elements_per_thread,
                    "; use a smaller register block");
     }
     IRVisitor::visit(op);

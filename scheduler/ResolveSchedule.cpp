@@ -116,8 +116,9 @@ void resolve_schedule(Environment &env) {
         ReadsInput reads(staged.input);
         reads.visit_expr(value);
         if (!reads.found)
-          user_error("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input, "', which ",
-                     stage_name(func, s), " does not read");
+          user_error("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input, "' at '",
+                     staged.at_loop, "', which ", stage_name(func, s),
+                     " does not read; stage only the inputs its definition reads");
       }
     }
   }
