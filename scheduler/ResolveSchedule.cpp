@@ -95,7 +95,14 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   std::vector<std::string> now;
   for (const Dim &dim : site->schedule.stages.front().dims)
     now.push_back(dim.var);
-  if (now != schedule.mirrored_from)
+  // A consumer loop mapped (gpu_threads, unroll, ...) after compute_at left
+  // a serial copy here. (The producer may still change its own copies.)
+  bool remapped = false;
+  for (const Dim &mine : func.schedule.stages.front().dims)
+    for (const Dim &theirs : site->schedule.stages.front().dims)
+      remapped |= mine.mirrored && mine.var == theirs.var && theirs.kind != ForKind::Serial &&
+                  (mine.kind != theirs.kind || mine.gpu_dim != theirs.gpu_dim);
+  if (now != schedule.mirrored_from || remapped)
     user_error("in schedule for '", func.name, "': '", site->name, "' was rescheduled after ", func.name,
                ".compute_at(", site->name, ", ", schedule.at_var, "); schedule '", site->name,
                "' fully first, then call compute_at");
