@@ -25,9 +25,12 @@ bool is_zero_sum(const FuncContents &func) {
 class CallsAnyFunc : public IRVisitor {
 public:
   bool found = false;
+  int calls_of_producer = 0;
+  std::string producer;
   using IRVisitor::visit;
   void visit(const Call *op) override {
     found |= op->call_type == CallType::Func;
+    calls_of_producer += op->call_type == CallType::Func && op->name == producer;
     IRVisitor::visit(op);
   }
 };
@@ -39,10 +42,14 @@ public:
   explicit Fold(const Environment &env) : env_(env) {}
   const FuncContents *producer = nullptr;
   Expr bias;
+  int folded = 0; ///< copies of acc(...) + b replaced by acc(...)
+  const Expr &folded_call() const { return folded_call_; }
 
 private:
   using IRMutator::visit;
   const Environment &env_;
+  std::string match_;
+  Expr folded_call_;
   const FuncContents *sum_call(const Expr &e) {
     const auto *call = e.as<Call>();
     if (!call || call->call_type != CallType::Func)
@@ -51,8 +58,13 @@ private:
     return func && is_zero_sum(*func) ? func : nullptr;
   }
   Expr visit(const Add *op, const Expr &self) override {
+    // gelu(x) reads x = acc + b more than once: every copy of the match folds.
+    if (producer && to_string(self) == match_) {
+      ++folded;
+      return folded_call_;
+    }
     if (producer)
-      return self;
+      return IRMutator::visit(op, self);
     for (auto [call, other] : {std::make_pair(op->a, op->b), std::make_pair(op->b, op->a)})
       if (const FuncContents *func = sum_call(call)) {
         CallsAnyFunc calls;
@@ -61,6 +73,9 @@ private:
           continue;
         producer = func;
         bias = other;
+        match_ = to_string(self);
+        folded_call_ = call;
+        ++folded;
         return call;
       }
     return IRMutator::visit(op, self);
@@ -78,6 +93,13 @@ void fold_bias_into_init(Environment &env) {
     if (!fold.producer)
       user_error("fold_bias_into_init on '", func.name, "': its definition ", to_string(func.pure.value),
                  " has no term acc(...) + b with acc a sum reduction that starts from 0.0f and b free of Func calls");
+    CallsAnyFunc reads;
+    reads.producer = fold.producer->name;
+    reads.visit_expr(value);
+    if (reads.calls_of_producer != fold.folded)
+      user_error("fold_bias_into_init on '", func.name, "': its definition ", to_string(func.pure.value), " reads '",
+                 fold.producer->name, "' outside ", to_string(fold.folded_call()), " + ", to_string(fold.bias),
+                 ", where the folded bias would be added too");
     std::vector<std::string> consumers = env.consumers_of(fold.producer->name);
     if (consumers.size() != 1)
       user_error("fold_bias_into_init on '", func.name, "': '", fold.producer->name,
