@@ -413,13 +413,30 @@ void CodeGenLLVM::visit(const Store *op) {
 
 void CodeGenLLVM::visit(const Allocate *op) {
   int64_t elements = 1;
+  bool constant_size = true;
   for (const Expr &extent : op->extents) {
     std::optional<int64_t> constant = as_const_int(extent);
-    if (!constant || *constant < 0)
-      internal_error("allocation '", op->name, "' has a non-constant extent at codegen");
-    elements *= *constant;
+    if (constant && *constant < 0)
+      internal_error("allocation '", op->name, "' has a negative extent at codegen");
+    constant_size &= constant.has_value();
+    elements *= constant.value_or(1);
   }
-  llvm::Value *storage = allocate_buffer(op, std::max<int64_t>(elements, 1));
+  llvm::Value *storage = nullptr;
+  if (constant_size) {
+    storage = allocate_buffer(op, std::max<int64_t>(elements, 1));
+  } else {
+    // A root Func's full buffer (M x N): sized by the parameters at run time.
+    if (op->memory != MemoryType::Heap)
+      internal_error("allocation '", op->name, "' has a non-constant extent at codegen, outside the heap");
+    llvm::Type *size_type = llvm::Type::getInt64Ty(context_);
+    llvm::Value *bytes = llvm::ConstantInt::get(size_type, std::max(1, op->type.bytes()));
+    for (const Expr &extent : op->extents)
+      bytes = builder_->CreateMul(bytes, builder_->CreateSExt(codegen(extent), size_type));
+    llvm::FunctionCallee malloc_fn =
+        module_.getOrInsertFunction("malloc", llvm::PointerType::getUnqual(context_), size_type);
+    storage = builder_->CreateCall(malloc_fn, {bytes}, op->name);
+    heap_buffers_.insert(storage);
+  }
   buffers_.push(op->name, storage);
   codegen(op->body);
   buffers_.pop(op->name);
