@@ -1,0 +1,109 @@
+#pragma once
+// The algorithm every example schedules: out = epilogue(A * B [+ bias]),
+// written once, with no schedule. A schedule (examples/Schedules.h) then
+// decides how it runs; it never changes what it computes.
+
+#include "runtime/Coalesce.h"
+
+#include <cstdint>
+
+namespace coalesce::examples {
+
+/// What runs after the reduction, on each element of A * B.
+enum class Epilogue { None, Bias, BiasRelu, BiasGelu, BiasGeluTanh };
+
+/// "none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh".
+inline const char *epilogue_name(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return "none";
+  case Epilogue::Bias:
+    return "bias";
+  case Epilogue::BiasRelu:
+    return "bias_relu";
+  case Epilogue::BiasGelu:
+    return "bias_gelu";
+  case Epilogue::BiasGeluTanh:
+    return "bias_gelu_tanh";
+  }
+  return "unknown";
+}
+
+/// True if the epilogue reads the bias (every epilogue but None).
+inline bool uses_bias(Epilogue e) { return e != Epilogue::None; }
+
+/// The algorithm: acc(i, j) = sum over k of A(i, k) * B(k, j), and
+/// out(i, j) = epilogue(acc(i, j) [+ bias(j)]). The handles share their
+/// definitions, so a copy of a Gemm schedules the same Funcs.
+struct Gemm {
+  Param M, N, K;
+  Input A, B, bias;
+  Var i, j;
+  RDom k;
+  Func acc, out;
+  Epilogue epilogue;
+};
+
+/// The epilogue applied to one accumulated value, as the algorithm writes it.
+inline Expr apply_epilogue(Epilogue e, const Expr &sum, const Expr &bias) {
+  switch (e) {
+  case Epilogue::None:
+    return sum;
+  case Epilogue::Bias:
+    return sum + bias;
+  case Epilogue::BiasRelu:
+    return relu(sum + bias);
+  case Epilogue::BiasGelu:
+    return gelu(sum + bias);
+  case Epilogue::BiasGeluTanh:
+    return gelu_tanh(sum + bias);
+  }
+  return sum;
+}
+
+/// The unscheduled algorithm: acc is the reduction, out the epilogue
+/// (for Epilogue::None, out(i, j) = acc(i, j)).
+inline Gemm make_gemm(Epilogue e) {
+  Param M("M"), N("N"), K("K");
+  Gemm g{M,
+         N,
+         K,
+         Input("A", Float(32), {M, K}),
+         Input("B", Float(32), {K, N}),
+         Input("bias", Float(32), {N}),
+         Var("i"),
+         Var("j"),
+         RDom(0, K, "k"),
+         Func("acc"),
+         Func("out"),
+         e};
+  g.acc(g.i, g.j) = 0.0f;
+  g.acc(g.i, g.j) += g.A(g.i, g.k) * g.B(g.k, g.j);
+  g.out(g.i, g.j) = apply_epilogue(e, g.acc(g.i, g.j), g.bias(g.j));
+  return g;
+}
+
+/// Inputs for one run: A (M x K), B (K x N) and bias (N), uniform in [-1, 1).
+struct GemmData {
+  Buffer a, b, bias;
+};
+
+/// Deterministic data: the same seed gives the same values on every machine.
+inline GemmData make_data(int M, int N, int K, uint32_t seed) {
+  GemmData data{Buffer({M, K}), Buffer({K, N}), Buffer({N})};
+  data.a.fill_random(seed);
+  data.b.fill_random(seed + 1);
+  data.bias.fill_random(seed + 2);
+  return data;
+}
+
+/// The named arguments of a run. The bias is passed only when the epilogue
+/// reads it: an argument the pipeline does not take is an error.
+inline Arguments gemm_arguments(const GemmData &data, int M, int N, int K, Epilogue e) {
+  Arguments args{{"A", data.a}, {"B", data.b}, {"M", M}, {"N", N}, {"K", K}};
+  if (uses_bias(e))
+    args.emplace("bias", data.bias);
+  return args;
+}
+
+} // namespace coalesce::examples
