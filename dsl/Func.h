@@ -82,9 +82,10 @@ public:
                         const VarOrRVar &ty, const VarOrRVar &rx, const VarOrRVar &ry, int tm,
                         int tn);
   /// Copies the tile of `input` that the loops inside `at_loop` read into
-  /// shared memory once per iteration of `at_loop`, cooperatively and guarded,
-  /// with a barrier before and after its use.
-  Stage &stage_in_shared(const Input &input, const VarOrRVar &at_loop);
+  /// shared memory once per iteration of `at_loop`, cooperatively, with a
+  /// barrier before and after its use; `layout` may transpose, pad or double
+  /// buffer the tile.
+  Stage &stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout = {});
   /// Accepts that this schedule changes the floating-point summation order.
   Stage &allow_reassociation();
   /// Accepts a term that is added once per reduction step (see DESIGN.md).

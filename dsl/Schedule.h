@@ -28,12 +28,25 @@ struct Dim {
   bool mirrored = false;
 };
 
+/// How a staged tile is laid out in shared memory.
+struct SharedLayout {
+  /// Store a 2-D tile as [dim1][dim0]: A's [m][k] tile becomes [k][m], so
+  /// that the inner product reads consecutive m (vector loads).
+  bool transposed = false;
+  /// Extra elements after each row of the tile, so that the copy's stores
+  /// (or the reads) of one warp fall in different banks.
+  int padding = 0;
+  /// Two tiles: each thread fetches its part of the next tile into registers
+  /// while the current one is used, then stores it; one barrier per step.
+  bool double_buffered = false;
+};
+
 /// A request to copy an input's tile into shared memory once per iteration
 /// of loop `at_loop` of this stage, and read it from there inside the loop.
 struct SharedStaging {
   std::string input;
   std::string at_loop;
-  bool double_buffer = false;
+  SharedLayout layout;
 };
 
 /// The schedule of one definition (the pure one, or one update).

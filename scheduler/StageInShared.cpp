@@ -7,6 +7,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -158,40 +159,49 @@ private:
   const std::map<std::string, Expr> &lets_;
 };
 
-Stmt copy_nest(const InputContents &input, const std::string &buffer, const Region &region, const ScanBody &scan,
-               const std::string &prefix) {
-  int64_t elements = 1;
-  for (int64_t e : region.extent)
-    elements *= e;
+// One staged input at one loop: where its tile starts and how it is laid
+// out in shared memory.
+struct StagedTile {
+  const InputContents *input;
+  SharedLayout layout;
+  Region region;
+  std::string buffer;
+  std::vector<int> order;              // shared dimension -> input dimension
+  std::vector<int64_t> shared_extents; // allocated, padding included
+  int64_t elements = 1;                // of the tile itself
+};
+
+// The cooperative copy loops: each thread handles elements e*T + t of the
+// tile in row-major order of the input (so that consecutive threads read
+// consecutive addresses); `make` builds the statement for one element from
+// its tile coordinates (input order) and its element loop variable.
+Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::string &prefix,
+                     const std::function<Stmt(const std::vector<Expr> &, const Expr &)> &make) {
   int64_t threads = 1;
-  for (const std::string &name : scan.thread_loops)
-    threads *= *as_const_int(scan.loops.at(name).extent);
   Expr thread = 0;
-  for (const std::string &name : scan.thread_loops)
-    thread = thread * static_cast<int>(*as_const_int(scan.loops.at(name).extent)) +
-             Variable::make(Int(32), prefix + name);
+  for (const std::string &name : scan.thread_loops) {
+    int extent = static_cast<int>(*as_const_int(scan.loops.at(name).extent));
+    threads *= extent;
+    thread = thread * extent + Variable::make(Int(32), prefix + name);
+  }
   std::string element = prefix + "e";
-  Expr flat = Variable::make(Int(32), element) * static_cast<int>(threads) + thread;
+  Expr element_var = Variable::make(Int(32), element);
   std::string flat_name = prefix + "flat";
   Expr flat_var = Variable::make(Int(32), flat_name);
-  // Row-major coordinates within the tile.
-  std::vector<Expr> coords(region.extent.size());
+  std::vector<Expr> coords(tile.region.extent.size());
   int64_t stride = 1;
-  for (size_t d = region.extent.size(); d-- > 0;) {
+  for (size_t d = coords.size(); d-- > 0;) {
     Expr c = stride == 1 ? flat_var : flat_var / static_cast<int>(stride);
-    coords[d] = d == 0 ? c : c % static_cast<int>(region.extent[d]);
-    stride *= region.extent[d];
+    coords[d] = d == 0 ? c : c % static_cast<int>(tile.region.extent[d]);
+    stride *= tile.region.extent[d];
   }
-  std::vector<Expr> source;
-  for (size_t d = 0; d < coords.size(); ++d)
-    source.push_back(simplify(region.min[d] + coords[d]));
-  auto input_ptr = std::make_shared<const InputContents>(input);
-  Stmt copy = Store::make(buffer, coords, Call::make(input.type, input.name, source, CallType::Input, nullptr, input_ptr));
-  if (elements % threads != 0)
-    copy = IfThenElse::make(flat_var < static_cast<int>(elements), copy);
-  copy = LetStmt::make(flat_name, flat, copy);
-  int64_t per_thread = (elements + threads - 1) / threads;
-  copy = For::make(element, 0, static_cast<int>(per_thread), per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial, copy);
+  Stmt copy = make(coords, element_var);
+  if (tile.elements % threads != 0)
+    copy = IfThenElse::make(flat_var < static_cast<int>(tile.elements), copy);
+  copy = LetStmt::make(flat_name, simplify(element_var * static_cast<int>(threads) + thread), copy);
+  int64_t per_thread = (tile.elements + threads - 1) / threads;
+  copy = For::make(element, 0, static_cast<int>(per_thread), per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial,
+                   copy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
     const LoopInfo &loop = scan.loops.at(*name);
     copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim);
@@ -199,57 +209,189 @@ Stmt copy_nest(const InputContents &input, const std::string &buffer, const Regi
   return copy;
 }
 
+int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan) {
+  int64_t threads = 1;
+  for (const std::string &name : scan.thread_loops)
+    threads *= *as_const_int(scan.loops.at(name).extent);
+  return (tile.elements + threads - 1) / threads;
+}
+
+// Shared-memory indices (buffer selector first when double buffered) for
+// tile coordinates given in input order.
+std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which) {
+  std::vector<Expr> indices;
+  if (tile.layout.double_buffered)
+    indices.push_back(which);
+  for (int d : tile.order)
+    indices.push_back(coords[d]);
+  return indices;
+}
+
+Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+  std::vector<Expr> source;
+  for (size_t d = 0; d < coords.size(); ++d)
+    source.push_back(simplify(substitute(shift, tile.region.min[d]) + coords[d]));
+  auto input = std::make_shared<const InputContents>(*tile.input);
+  return Call::make(input->type, input->name, source, CallType::Input, nullptr, input);
+}
+
+// Registers holding one thread's part of the next tile: [thread dims][e].
+std::vector<Expr> fetch_indices(const ScanBody &scan, const std::string &prefix, const Expr &element) {
+  std::vector<Expr> indices;
+  for (const std::string &name : scan.thread_loops)
+    indices.push_back(Variable::make(Int(32), prefix + name));
+  indices.push_back(element);
+  return indices;
+}
+
 class StageAtLoop : public IRMutator {
 public:
-  StageAtLoop(const std::string &loop, const InputContents &input, const std::string &stage)
-      : loop_(loop), input_(input), stage_(stage) {}
+  StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
+              const std::string &stage)
+      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage) {}
   bool found = false;
 
 private:
   using IRMutator::visit;
-  Stmt visit(const For *op, const Stmt &self) override {
-    if (op->name != loop_)
-      return IRMutator::visit(op, self);
-    found = true;
-    ScanBody scan;
-    scan.visit_stmt(op->body);
-    FindCalls finder(input_.name, scan.lets);
+  const std::string &loop_;
+  std::vector<SharedStaging> requests_;
+  const Environment &env_;
+  const std::string &stage_;
+
+  StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
+    StagedTile tile;
+    tile.input = env_.inputs.at(request.input).get();
+    tile.layout = request.layout;
+    tile.buffer = request.input + "_shared";
+    FindCalls finder(request.input, scan.lets);
     finder.visit_stmt(op->body);
     std::string short_loop = loop_.substr(loop_.rfind('.') + 1);
-    Region region;
-    for (size_t d = 0; d < input_.extents.size(); ++d) {
+    for (size_t d = 0; d < tile.input->extents.size(); ++d) {
       Expr base;
       int64_t extent = 0;
       for (const auto &call : finder.calls) {
         Expr call_base;
         int64_t call_extent;
         if (!affine_span(call[d], scan.loops, &call_base, &call_extent))
-          user_error("in schedule for ", stage_, ": cannot stage '", input_.name, "' in shared memory at '", short_loop,
-                     "': its coordinate ", to_string(call[d]), " is not an affine function of the loops inside '",
-                     short_loop, "' with constant coefficients");
+          user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
+                     short_loop, "': its coordinate ", to_string(call[d]),
+                     " is not an affine function of the loops inside '", short_loop, "' with constant coefficients");
         if (base.defined() && !is_const(simplify(base - call_base), 0))
-          user_error("in schedule for ", stage_, ": cannot stage '", input_.name, "' in shared memory at '", short_loop,
-                     "': it is read at tiles that start at different places (", to_string(base), " and ",
+          user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
+                     short_loop, "': it is read at tiles that start at different places (", to_string(base), " and ",
                      to_string(call_base), ")");
         base = call_base;
         extent = std::max(extent, call_extent);
       }
-      region.min.push_back(base);
-      region.extent.push_back(extent);
+      tile.region.min.push_back(base);
+      tile.region.extent.push_back(extent);
+      tile.elements *= extent;
     }
-    std::string buffer = input_.name + "_shared";
-    Stmt body = ReplaceCalls(input_.name, buffer, region, scan.lets).mutate(op->body);
-    Stmt copy = copy_nest(input_, buffer, region, scan, buffer + ".");
-    body = Block::make({copy, Barrier::make(), body, Barrier::make()});
-    std::vector<Expr> extents;
-    for (int64_t e : region.extent)
-      extents.push_back(static_cast<int>(e));
-    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
-    return Allocate::make(buffer, input_.type, MemoryType::Shared, extents, loop);
+    for (size_t d = 0; d < tile.input->extents.size(); ++d)
+      tile.order.push_back(static_cast<int>(d));
+    if (tile.layout.transposed)
+      std::swap(tile.order[0], tile.order[1]);
+    for (int d : tile.order)
+      tile.shared_extents.push_back(tile.region.extent[d]);
+    tile.shared_extents.back() += tile.layout.padding;
+    return tile;
   }
-  const std::string &loop_;
-  const InputContents &input_;
-  const std::string &stage_;
+
+  Stmt visit(const For *op, const Stmt &self) override {
+    if (op->name != loop_)
+      return IRMutator::visit(op, self);
+    found = true;
+    ScanBody scan;
+    scan.visit_stmt(op->body);
+    std::vector<StagedTile> tiles;
+    for (const SharedStaging &request : requests_)
+      tiles.push_back(plan_tile(request, op, scan));
+    bool double_buffered = std::any_of(tiles.begin(), tiles.end(), [](const StagedTile &t) { return t.layout.double_buffered; });
+    if (double_buffered && op->for_kind != ForKind::Serial)
+      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_.substr(loop_.rfind('.') + 1),
+                 "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
+
+    Expr loop_var = Variable::make(Int(32), op->name);
+    Expr which = simplify((loop_var - op->min) % 2);
+    Expr next_which = simplify((loop_var - op->min + 1) % 2);
+    Stmt body = op->body;
+    for (const StagedTile &tile : tiles) {
+      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
+      body = replace.mutate(body);
+      // The replaced loads index in input order: permute, add the selector.
+      body = PermuteLoads(tile, which).mutate(body);
+    }
+    std::vector<Stmt> prologue, fetches, stores, copies;
+    for (const StagedTile &tile : tiles) {
+      std::string prefix = tile.buffer + ".";
+      if (!tile.layout.double_buffered) {
+        copies.push_back(per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
+          return Store::make(tile.buffer, shared_indices(tile, c, which), source_value(tile, c, {}));
+        }));
+        continue;
+      }
+      std::map<std::string, Expr> first = {{op->name, op->min}}, next = {{op->name, loop_var + 1}};
+      prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
+        return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
+      }));
+      std::string fetch = tile.input->name + "_fetch";
+      fetches.push_back(per_thread_copy(tile, scan, prefix + "fetch.", [&](const std::vector<Expr> &c, const Expr &e) {
+        return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
+      }));
+      stores.push_back(per_thread_copy(tile, scan, prefix + "store.", [&](const std::vector<Expr> &c, const Expr &e) {
+        return Store::make(tile.buffer, shared_indices(tile, c, next_which),
+                           Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e)));
+      }));
+    }
+    Expr has_next = loop_var + 1 < op->min + op->extent;
+    Stmt new_body;
+    if (double_buffered) {
+      // Fetch the next tile while this one is used; store it after; one
+      // barrier makes it visible (the other buffer was last read before the
+      // previous iteration's barrier).
+      new_body = Block::make({copies.empty() ? Stmt() : Block::make({Block::make(copies), Barrier::make()}),
+                              IfThenElse::make(has_next, Block::make(fetches)), body,
+                              IfThenElse::make(has_next, Block::make(stores)), Barrier::make()});
+    } else {
+      new_body = Block::make({Block::make(copies), Barrier::make(), body, Barrier::make()});
+    }
+    Stmt result = For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of);
+    if (!prologue.empty())
+      result = Block::make({Block::make(prologue), Barrier::make(), result});
+    for (const StagedTile &tile : tiles) {
+      if (tile.layout.double_buffered) {
+        std::vector<Expr> fetch_extents;
+        for (const std::string &name : scan.thread_loops)
+          fetch_extents.push_back(scan.loops.at(name).extent);
+        fetch_extents.push_back(static_cast<int>(elements_per_thread(tile, scan)));
+        result = Allocate::make(tile.input->name + "_fetch", tile.input->type, MemoryType::Register, fetch_extents,
+                                result);
+      }
+      std::vector<Expr> extents;
+      if (tile.layout.double_buffered)
+        extents.push_back(2);
+      for (int64_t e : tile.shared_extents)
+        extents.push_back(static_cast<int>(e));
+      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);
+    }
+    return result;
+  }
+
+  // Loads of a staged buffer come out of ReplaceCalls in input order.
+  class PermuteLoads : public IRMutator {
+  public:
+    PermuteLoads(const StagedTile &tile, const Expr &which) : tile_(tile), which_(which) {}
+
+  private:
+    using IRMutator::visit;
+    Expr visit(const Load *op, const Expr &self) override {
+      if (op->buffer != tile_.buffer)
+        return IRMutator::visit(op, self);
+      return Load::make(op->type, op->buffer, shared_indices(tile_, op->indices, which_));
+    }
+    const StagedTile &tile_;
+    const Expr &which_;
+  };
 };
 
 } // namespace
@@ -257,15 +399,20 @@ private:
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
   Stmt result = s;
   for (const FuncContents &func : env.funcs)
-    for (size_t stage = 0; stage < func.schedule.stages.size(); ++stage)
-      for (const SharedStaging &staged : func.schedule.stages[stage].staged_inputs) {
-        std::string loop = str_cat(func.name, ".s", stage, ".", staged.at_loop);
+    for (size_t stage = 0; stage < func.schedule.stages.size(); ++stage) {
+      // All inputs staged at one loop share its copies and barriers.
+      std::map<std::string, std::vector<SharedStaging>> by_loop;
+      for (const SharedStaging &staged : func.schedule.stages[stage].staged_inputs)
+        by_loop[staged.at_loop].push_back(staged);
+      for (const auto &[at_loop, requests] : by_loop) {
+        std::string loop = str_cat(func.name, ".s", stage, ".", at_loop);
         std::string stage_name =
             stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
-        StageAtLoop pass(loop, *env.inputs.at(staged.input), stage_name);
+        StageAtLoop pass(loop, requests, env, stage_name);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }
+    }
   return result;
 }
 

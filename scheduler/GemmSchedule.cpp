@@ -1,0 +1,79 @@
+#include "scheduler/GemmSchedule.h"
+
+#include "dsl/Error.h"
+
+namespace coalesce {
+
+std::string GemmTiling::str() const {
+  return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
+                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "");
+}
+
+GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
+  GemmTiling large;
+  if (M <= 0 || N <= 0)
+    return large;
+  auto blocks = [&](int bm, int bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };
+  // Two resident blocks per multiprocessor is what the large tile's
+  // registers allow; below one full wave, halve the tile.
+  if (blocks(128, 128) >= sm_count)
+    return large;
+  GemmTiling medium = large;
+  medium.block_n = 64;
+  medium.threads_n = 8;
+  if (blocks(128, 64) >= sm_count)
+    return medium;
+  GemmTiling small = medium;
+  small.block_m = 64;
+  small.threads_m = 8;
+  return small;
+}
+
+void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
+                   const GemmTiling &t) {
+  if (t.block_m % t.threads_m || t.block_n % t.threads_n)
+    user_error("GEMM tiling ", t.str(), ": the block tile must be a multiple of the thread tile");
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
+  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks({bi, bj});
+  // Each thread owns register_m x register_n outputs. With 8 per direction
+  // they are two groups of 4, half a tile apart: thread t reads elements
+  // 4t..4t+3 of each half, so a warp reads consecutive 16-byte vectors.
+  auto thread_split = [&](const Var &whole, const Var &thread, const Var &reg, const Var &half, const Var &rest,
+                          int block, int threads) {
+    int per_thread = block / threads;
+    if (per_thread >= 8 && per_thread % 2 == 0) {
+      out.split(whole, half, rest, block / 2).split(rest, thread, reg, per_thread / 2);
+      return true;
+    }
+    out.split(whole, thread, reg, per_thread);
+    return false;
+  };
+  Var hi("hi"), hj("hj"), iir("iir"), jjr("jjr");
+  bool halves_i = thread_split(ii, ti, ri, hi, iir, t.block_m, t.threads_m);
+  bool halves_j = thread_split(jj, tj, rj, hj, jjr, t.block_n, t.threads_n);
+  std::vector<VarOrRVar> order = {ti, tj};
+  if (halves_i)
+    order.push_back(hi);
+  order.push_back(ri);
+  if (halves_j)
+    order.push_back(hj);
+  order.push_back(rj);
+  out.reorder(order).gpu_threads({ti, tj}).unroll(ri).unroll(rj);
+  if (halves_i)
+    out.unroll(hi);
+  if (halves_j)
+    out.unroll(hj);
+  out.fuse_epilogue(acc, bj);
+
+  RVar ko("ko"), ki("ki");
+  std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};
+  update_order.insert(update_order.end(), order.begin() + 2, order.end());
+  acc.update()
+      .split(k, ko, ki, t.k_step)
+      .reorder(update_order)
+      .unroll(ki)
+      .stage_in_shared(A, ko, SharedLayout{true, t.a_padding, t.double_buffered})
+      .stage_in_shared(B, ko, SharedLayout{false, 0, t.double_buffered});
+}
+
+} // namespace coalesce

@@ -1,0 +1,44 @@
+#pragma once
+// The default schedule for a GEMM with a fused epilogue, written only with
+// the schedule primitives a user has, and a shape-aware choice of its tile
+// sizes. The AOT tool, the main job and the benchmark use it.
+
+#include "dsl/Func.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coalesce {
+
+/// The knobs of the GEMM schedule.
+struct GemmTiling {
+  int block_m = 128, block_n = 128; ///< output tile per GPU block
+  int threads_m = 16, threads_n = 16; ///< threads per block in each direction
+  int k_step = 8;                   ///< reduction elements staged per step
+  bool double_buffered = true;      ///< fetch the next K step while computing
+  int a_padding = 4;                ///< padding of A's transposed tile rows
+
+  int register_m() const { return block_m / threads_m; }
+  int register_n() const { return block_n / threads_n; }
+  std::string str() const;
+};
+
+/// Picks tile sizes for an M x N x K problem on a GPU with `sm_count`
+/// multiprocessors: the largest tile that still gives every multiprocessor
+/// work, so small and ragged shapes are not left with idle SMs. Shapes that
+/// are unknown until run time (pass 0) get the large tile.
+GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 132);
+
+/// Schedules `out` (the epilogue, out(i, j) = f(acc(i, j), ...)) and `acc`
+/// (acc(i, j) = 0; acc(i, j) += A(i, k) * B(k, j)) for the GPU:
+///   - out's tile of block_m x block_n per GPU block, threads_m x threads_n
+///     threads, each with a register block split in two halves per
+///     direction 64 apart (so a warp's shared reads are consecutive);
+///   - acc computed on out's register tile (fuse_epilogue at the block loop);
+///   - K split by k_step; A staged transposed and padded, B staged as is,
+///     both double buffered; the k_step loop and the register block unrolled.
+/// The store of out happens once, after the K loop.
+void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
+                   const GemmTiling &tiling);
+
+} // namespace coalesce
