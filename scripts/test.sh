@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-exec ctest --test-dir build -j"$(nproc)" --output-on-failure
+exec ctest --test-dir build -j"$(nproc)" --output-on-failure --no-tests=error
