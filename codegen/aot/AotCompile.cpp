@@ -1,0 +1,122 @@
+#include "codegen/aot/AotCompile.h"
+
+#include "codegen/aot/LauncherSource.h"
+#include "dsl/Error.h"
+#include "runtime/Pipeline.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace coalesce {
+
+namespace {
+
+struct EmitName {
+  const char *name;
+  EmitKind kind;
+};
+
+const EmitName kEmitNames[] = {{"ptx", EmitKind::Ptx},
+                               {"header", EmitKind::Header},
+                               {"launcher", EmitKind::Launcher},
+                               {"loops", EmitKind::Loops},
+                               {"llvm", EmitKind::Llvm}};
+
+} // namespace
+
+std::vector<EmitKind> parse_emit_list(const std::string &comma_separated) {
+  std::vector<EmitKind> kinds;
+  std::stringstream list(comma_separated);
+  std::string item;
+  bool any = false;
+  while (std::getline(list, item, ',')) {
+    any = true;
+    const EmitName *match = nullptr;
+    for (const EmitName &known : kEmitNames)
+      if (item == known.name)
+        match = &known;
+    if (!match)
+      user_error("--emit=", comma_separated, ": unknown output '", item,
+                 "'; expected a comma-separated list of ptx, header, launcher, loops, llvm");
+    if (std::find(kinds.begin(), kinds.end(), match->kind) == kinds.end())
+      kinds.push_back(match->kind);
+  }
+  if (!any)
+    user_error("--emit is empty; expected a comma-separated list of ptx, header, launcher, "
+               "loops, llvm");
+  return kinds;
+}
+
+const char *emit_kinds_help() {
+  return "  ptx       NAME.ptx: the kernels' PTX\n"
+         "  header    NAME.h: the launcher's declaration and documentation\n"
+         "  launcher  NAME.cpp: the launcher, PTX embedded (needs only the CUDA Driver API)\n"
+         "  loops     NAME.loops.txt: the scheduled loop nest, as Coalesce prints it\n"
+         "  llvm      NAME.ll: the optimised LLVM IR the PTX is generated from\n";
+}
+
+std::string emitted_file_name(const std::string &name, EmitKind kind) {
+  switch (kind) {
+  case EmitKind::Ptx: return name + ".ptx";
+  case EmitKind::Header: return name + ".h";
+  case EmitKind::Launcher: return name + ".cpp";
+  case EmitKind::Loops: return name + ".loops.txt";
+  case EmitKind::Llvm: return name + ".ll";
+  }
+  internal_error("unknown EmitKind");
+}
+
+void check_output_name(const std::string &name) {
+  bool identifier = !name.empty() &&
+                    (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                    std::all_of(name.begin(), name.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                    });
+  if (!identifier)
+    user_error("--name=", name,
+               ": the name becomes the launcher function and the file names, so it must be a C "
+               "identifier (letters, digits and '_', not starting with a digit)");
+}
+
+std::vector<EmittedFile> compile_generator(Generator &generator, const AotRequest &request) {
+  check_output_name(request.name);
+  Pipeline pipeline(generator.build());
+
+  LauncherSpec spec;
+  bool needs_program = false;
+  for (EmitKind kind : request.emit)
+    needs_program |= kind == EmitKind::Ptx || kind == EmitKind::Header || kind == EmitKind::Launcher;
+  if (needs_program) {
+    spec.name = request.name;
+    spec.generator = request.generator_name;
+    spec.description = request.description;
+    spec.command_line = request.command_line;
+    spec.target = request.target;
+    spec.program = pipeline.gpu_program();
+    spec.ptx = pipeline.ptx(request.target);
+    for (const SizeParam *size : generator.sizes())
+      spec.sizes.push_back({size->name(), size->help(),
+                            size->fixed() ? std::optional<int>(size->value()) : std::nullopt});
+  }
+
+  std::vector<EmittedFile> files;
+  for (EmitKind kind : request.emit) {
+    std::string contents;
+    switch (kind) {
+    case EmitKind::Ptx: contents = spec.ptx; break;
+    case EmitKind::Header: contents = launcher_header(spec); break;
+    case EmitKind::Launcher: contents = launcher_source(spec); break;
+    case EmitKind::Loops:
+      contents = pipeline.loop_nest();
+      if (!contents.empty() && contents.back() != '\n')
+        contents += '\n';
+      break;
+    case EmitKind::Llvm: contents = pipeline.gpu_llvm_ir(request.target); break;
+    }
+    files.push_back({kind, emitted_file_name(request.name, kind), std::move(contents)});
+  }
+  return files;
+}
+
+} // namespace coalesce

@@ -1,0 +1,540 @@
+#include "codegen/aot/LauncherSource.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+namespace coalesce {
+
+namespace {
+
+// ------------------------------------------------------------ argument list
+
+/// One argument of the launcher, in signature order (the stream is last).
+struct LauncherArg {
+  std::string name;
+  const Argument *buffer = nullptr; ///< set for a buffer
+  LauncherSize size;                ///< for a size
+  bool is_buffer() const { return buffer != nullptr; }
+};
+
+const char *const kCppKeywords[] = {
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+    "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr",
+    "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+    "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+    "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+    "reinterpret_cast", "return", "short", "signed", "sizeof", "static", "static_assert",
+    "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try",
+    "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+    "wchar_t", "while", "xor", "xor_eq", "restrict", "std", "stream"};
+
+bool is_identifier(const std::string &name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool starts_with(const std::string &text, const std::string &prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool ends_with(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A buffer or size name must be usable as a parameter name of the launcher
+/// without shadowing what the launcher's body uses: its helpers (namespace
+/// coalesce_launcher), its locals (trailing _), std, the CUDA API (cu*, CU*)
+/// and the <cstdint> names (*_t, INT*_MAX).
+void check_argument_name(const std::string &name, const std::string &what) {
+  bool reserved = std::find(std::begin(kCppKeywords), std::end(kCppKeywords), name) !=
+                      std::end(kCppKeywords) ||
+                  starts_with(name, "coalesce") || starts_with(name, "cu") ||
+                  starts_with(name, "CU") || starts_with(name, "INT") || ends_with(name, "_") ||
+                  ends_with(name, "_t");
+  if (!is_identifier(name) || reserved)
+    user_error("the ", what, " '", name,
+               "' cannot name a parameter of the generated launcher: use a C identifier that is "
+               "not a C++ keyword, not 'stream' or 'std', does not start with 'coalesce', 'cu', "
+               "'CU' or 'INT', and does not end in '_' or '_t'");
+}
+
+std::vector<LauncherArg> launcher_args(const LauncherSpec &spec) {
+  std::vector<LauncherArg> args;
+  for (const Argument &arg : spec.program.args)
+    if (arg.is_buffer()) {
+      check_argument_name(arg.name, arg.is_output ? "output Func" : "input");
+      args.push_back({arg.name, &arg, {}});
+    }
+  for (const LauncherSize &size : spec.sizes) {
+    check_argument_name(size.name, "size");
+    args.push_back({size.name, nullptr, size});
+  }
+  for (const Argument &arg : spec.program.args) {
+    if (arg.is_buffer())
+      continue;
+    if (arg.type != Int(32))
+      user_error("scalar parameter '", arg.name, "' is ", arg.type,
+                 "; the launcher passes only i32 sizes");
+    bool listed = std::any_of(spec.sizes.begin(), spec.sizes.end(),
+                              [&](const LauncherSize &size) { return size.name == arg.name; });
+    if (listed)
+      continue;
+    check_argument_name(arg.name, "scalar parameter");
+    args.push_back({arg.name, nullptr, LauncherSize{arg.name, "", std::nullopt}});
+  }
+  for (size_t a = 0; a < args.size(); ++a)
+    for (size_t b = a + 1; b < args.size(); ++b)
+      if (args[a].name == args[b].name)
+        user_error("two arguments of the launcher are called '", args[a].name,
+                   "': rename the input, Func or size");
+  return args;
+}
+
+const LauncherArg *find_arg(const std::vector<LauncherArg> &args, const std::string &name) {
+  for (const LauncherArg &arg : args)
+    if (arg.name == name)
+      return &arg;
+  return nullptr;
+}
+
+// ------------------------------------------------------------- expressions
+
+/// `e`, an integer expression of the sizes (a grid extent, a buffer
+/// extent), as a C++ expression of type int64_t over the launcher's
+/// parameters. Division and remainder truncate, as in the kernels.
+std::string cpp_int(const Expr &e) {
+  auto binary = [](const auto *op, const char *symbol) {
+    return "(" + cpp_int(op->a) + " " + symbol + " " + cpp_int(op->b) + ")";
+  };
+  if (const auto *op = e.as<IntImm>())
+    return "int64_t(" + std::to_string(op->value) + ")";
+  if (const auto *op = e.as<Variable>()) {
+    if (op->variable_kind != VariableKind::Param)
+      internal_error("launcher expression mentions loop variable '", op->name, "'");
+    return "int64_t(" + op->name + ")";
+  }
+  if (const auto *op = e.as<Add>())
+    return binary(op, "+");
+  if (const auto *op = e.as<Sub>())
+    return binary(op, "-");
+  if (const auto *op = e.as<Mul>())
+    return binary(op, "*");
+  if (const auto *op = e.as<Div>())
+    return binary(op, "/");
+  if (const auto *op = e.as<Mod>())
+    return binary(op, "%");
+  if (const auto *op = e.as<Min>())
+    return "std::min(" + cpp_int(op->a) + ", " + cpp_int(op->b) + ")";
+  if (const auto *op = e.as<Max>())
+    return "std::max(" + cpp_int(op->a) + ", " + cpp_int(op->b) + ")";
+  if (const auto *op = e.as<LT>())
+    return binary(op, "<");
+  if (const auto *op = e.as<LE>())
+    return binary(op, "<=");
+  if (const auto *op = e.as<GT>())
+    return binary(op, ">");
+  if (const auto *op = e.as<GE>())
+    return binary(op, ">=");
+  if (const auto *op = e.as<EQ>())
+    return binary(op, "==");
+  if (const auto *op = e.as<NE>())
+    return binary(op, "!=");
+  if (const auto *op = e.as<And>())
+    return binary(op, "&&");
+  if (const auto *op = e.as<Or>())
+    return binary(op, "||");
+  if (const auto *op = e.as<Not>())
+    return "(!" + cpp_int(op->a) + ")";
+  if (const auto *op = e.as<Select>())
+    return "(" + cpp_int(op->condition) + " ? " + cpp_int(op->true_value) + " : " +
+           cpp_int(op->false_value) + ")";
+  if (const auto *op = e.as<Cast>(); op && op->type.is_int())
+    return cpp_int(op->value);
+  user_error("the launcher cannot compute '", to_string(e),
+             "' (a grid or buffer extent) from the sizes: only integer arithmetic of sizes is "
+             "supported");
+}
+
+/// "[M][K]"
+std::string extents_text(const Argument &buffer) {
+  std::string text;
+  for (const Expr &extent : buffer.extents)
+    text += "[" + to_string(extent) + "]";
+  return text.empty() ? "(a scalar)" : text;
+}
+
+/// "M*K", for messages about element counts.
+std::string elements_text(const Argument &buffer) {
+  std::string text;
+  for (const Expr &extent : buffer.extents)
+    text += (text.empty() ? "" : "*") + to_string(extent);
+  return text;
+}
+
+// ---------------------------------------------------------------- text
+
+/// `text` as adjacent C string literals, one per line of text.
+std::string string_literal_lines(const std::string &text, const std::string &indent) {
+  std::string out = indent + "\"";
+  for (size_t c = 0; c < text.size(); ++c) {
+    unsigned char ch = static_cast<unsigned char>(text[c]);
+    switch (ch) {
+    case '\\': out += "\\\\"; break;
+    case '"': out += "\\\""; break;
+    case '\t': out += "\\t"; break;
+    case '\r': out += "\\r"; break;
+    case '\n':
+      out += "\\n\"";
+      if (c + 1 < text.size())
+        out += "\n" + indent + "\"";
+      else
+        return out;
+      break;
+    default:
+      if (ch < 32 || ch >= 127) {
+        char octal[8];
+        std::snprintf(octal, sizeof(octal), "\\%03o", ch);
+        out += octal;
+      } else {
+        out += static_cast<char>(ch);
+      }
+    }
+  }
+  return out + "\"";
+}
+
+std::string upper_case(std::string text) {
+  for (char &c : text)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+/// "CUresult NAME(CUdeviceptr A, ..., int M, ..., CUstream stream)"
+std::string signature(const std::string &name, const std::vector<LauncherArg> &args) {
+  std::string text = "CUresult " + name + "(";
+  std::string indent(text.size(), ' ');
+  for (size_t a = 0; a < args.size(); ++a) {
+    text += (args[a].is_buffer() ? "CUdeviceptr " : "int ") + args[a].name + ",";
+    bool break_line = args[a].is_buffer() && a + 1 < args.size() && !args[a + 1].is_buffer();
+    text += break_line ? "\n" + indent : " ";
+  }
+  return text + "CUstream stream)";
+}
+
+std::string grid_text(const GpuKernel &kernel) {
+  return "(" + to_string(kernel.grid[0]) + ", " + to_string(kernel.grid[1]) + ", " +
+         to_string(kernel.grid[2]) + ")";
+}
+
+std::string block_text(const GpuKernel &kernel) {
+  return "(" + std::to_string(kernel.block[0]) + ", " + std::to_string(kernel.block[1]) + ", " +
+         std::to_string(kernel.block[2]) + ")";
+}
+
+std::string pad(const std::string &text, size_t width) {
+  return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
+}
+
+} // namespace
+
+std::string launcher_header(const LauncherSpec &spec) {
+  std::vector<LauncherArg> args = launcher_args(spec);
+  const std::string &name = spec.name;
+  std::ostringstream out;
+  out << "// " << name << ".h: generated by coalesce-aot from generator '" << spec.generator
+      << "'; do not edit.\n"
+      << "// " << spec.description << "\n"
+      << "// Regenerate with:\n"
+      << "//   " << spec.command_line << "\n"
+      << "//\n"
+      << "// " << name << "(...) launches the computation on `stream` (asynchronously; 0 is\n"
+      << "// the default stream) in the CUDA context current on the calling thread.\n"
+      << "//\n"
+      << "// Buffers, in argument order: device memory (CUdeviceptr), row-major (the last\n"
+      << "// index is contiguous, no padding between rows):\n";
+  size_t width = 0;
+  for (const LauncherArg &arg : args)
+    width = std::max(width, arg.name.size());
+  for (const LauncherArg &arg : args)
+    if (arg.is_buffer())
+      out << "//   " << pad(arg.name, width + 1) << (arg.buffer->is_output ? "output " : "input  ")
+          << arg.buffer->type << " " << extents_text(*arg.buffer) << "\n";
+  out << "// Sizes, in argument order after the buffers (each in [1, 2^30], and each buffer\n"
+      << "// under 2^31 elements, since the kernels index with 32-bit integers):\n";
+  for (const LauncherArg &arg : args) {
+    if (arg.is_buffer())
+      continue;
+    out << "//   " << pad(arg.name, width + 1)
+        << (arg.size.fixed ? "fixed at " + std::to_string(*arg.size.fixed) +
+                                 " (any other value is rejected)"
+                           : std::string("passed at run time"));
+    if (!arg.size.help.empty())
+      out << ": " << arg.size.help;
+    out << "\n";
+  }
+  out << "// Launches, in order, on `stream`:\n";
+  for (const GpuKernel &kernel : spec.program.kernels)
+    out << "//   kernel '" << kernel.name << "': grid " << grid_text(kernel) << " blocks of "
+        << block_text(kernel) << " threads, " << kernel.shared_bytes
+        << " bytes of static shared memory\n";
+  out << "// Target: " << spec.target.sm << ". The PTX (also in " << name
+      << ".ptx) is embedded in " << name << ".cpp and\n"
+      << "// JIT-compiled by the driver on first use; it needs a GPU of that architecture and a\n"
+      << "// CUDA 12 or newer driver.\n"
+      << "//\n"
+      << "// Returns CUDA_SUCCESS; CUDA_ERROR_INVALID_VALUE for a null pointer or a bad size;\n"
+      << "// CUDA_ERROR_INVALID_CONTEXT without a current context; else the driver's error from\n"
+      << "// loading or launching. " << name << "_error_message() says why, in words.\n"
+      << "// Errors in the kernels themselves surface at the next synchronisation.\n"
+      << "//\n"
+      << "// Build: the launcher needs only the CUDA Driver API (no LLVM, no Coalesce):\n"
+      << "//   g++ -std=c++17 -O2 -c " << name << ".cpp -I/usr/local/cuda/include\n"
+      << "//   g++ app.o " << name << ".o -L/usr/local/cuda/lib64 -lcuda\n"
+      << "// (link against /usr/local/cuda/lib64/stubs where no driver is installed), or in\n"
+      << "// CMake: find_package(CUDAToolkit), add " << name
+      << ".cpp to the target, link CUDA::cuda_driver.\n\n";
+
+  std::string guard = "COALESCE_AOT_" + upper_case(name) + "_H";
+  out << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+      << "#include <cuda.h>\n\n"
+      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+      << "/// Checks the arguments, loads the module if this is the first call, and\n"
+      << "/// launches the kernels on `stream` (see above).\n"
+      << signature(name, args) << ";\n\n"
+      << "/// Loads and JIT-compiles the module now instead of on the first launch (to\n"
+      << "/// keep that out of a timing); needs an initialised driver (cuInit).\n"
+      << "CUresult " << name << "_load(void);\n\n"
+      << "/// Why the last call of " << name << " or " << name
+      << "_load on this thread failed (\"\" if it succeeded).\n"
+      << "const char *" << name << "_error_message(void);\n\n"
+      << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n"
+      << "#endif // " << guard << "\n";
+  return out.str();
+}
+
+std::string launcher_source(const LauncherSpec &spec) {
+  std::vector<LauncherArg> args = launcher_args(spec);
+  const std::string &name = spec.name;
+  const std::string &sm = spec.target.sm;
+  const size_t kernels = spec.program.kernels.size();
+  COALESCE_INTERNAL_ASSERT(kernels > 0, "a GPU program without kernels");
+  std::ostringstream out;
+
+  out << "// " << name << ".cpp: generated by coalesce-aot from generator '" << spec.generator
+      << "'; do not edit.\n"
+      << "// The launcher declared in " << name << ".h, with the " << sm
+      << " PTX embedded. It needs only the\n"
+      << "// CUDA Driver API (cuda.h and libcuda) from CUDA 12 or newer.\n\n"
+      << "#include \"" << name << ".h\"\n\n"
+      << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n\n"
+      << "#if !defined(CUDA_VERSION) || CUDA_VERSION < 12000\n"
+      << "#error \"" << name << ".cpp needs cuda.h from CUDA 12 or newer (cuLibraryLoadData)\"\n"
+      << "#endif\n\n"
+      << "namespace {\nnamespace coalesce_launcher {\n\n"
+      << "// Every kernel, as PTX for " << sm << " (the same text as " << name << ".ptx).\n"
+      << "const char kPtx[] =\n"
+      << string_literal_lines(spec.ptx, "    ") << ";\n\n"
+      << "constexpr int kKernels = " << kernels << ";\n"
+      << "const char *const kKernelNames[kKernels] = {";
+  for (size_t k = 0; k < kernels; ++k)
+    out << (k ? ", " : "") << "\"" << spec.program.kernels[k].name << "\"";
+  out << "};\n\n";
+
+  out << R"cpp(// The loaded module, shared by every thread and context (a CUlibrary is
+// loaded into each context on first use there). A failed load is retried by
+// the next call.
+struct Module {
+  std::mutex mutex;
+  CUlibrary library = nullptr;
+  CUkernel kernels[kKernels] = {};
+};
+
+Module &module() {
+  static Module instance;
+  return instance;
+}
+
+// Why the last call on this thread failed.
+thread_local std::string last_error;
+
+CUresult fail(CUresult code, const std::string &why) {
+  last_error = ")cpp" << name << R"cpp(: " + why;
+  return code;
+}
+
+std::string describe(CUresult code) {
+  const char *error_name = nullptr;
+  const char *error_text = nullptr;
+  if (cuGetErrorName(code, &error_name) != CUDA_SUCCESS || !error_name)
+    return "CUDA error " + std::to_string(static_cast<int>(code));
+  std::string description = error_name;
+  if (cuGetErrorString(code, &error_text) == CUDA_SUCCESS && error_text)
+    description += std::string(" (") + error_text + ")";
+  return description;
+}
+
+// a * b for a, b >= 0, or INT64_MAX where that overflows.
+int64_t times(int64_t a, int64_t b) { return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b; }
+
+// The kernels, loading the module first if no call has yet.
+CUresult load(CUkernel *kernels) {
+  Module &loaded = module();
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  if (!loaded.library) {
+    char log[8192] = {0};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof(log)))};
+    CUlibrary library = nullptr;
+    CUresult status = cuLibraryLoadData(&library, kPtx, options, values, 2, nullptr, nullptr, 0);
+    if (status != CUDA_SUCCESS)
+      return fail(status, "cannot load the PTX (built for )cpp"
+      << sm << R"cpp(): " + describe(status) +
+                              (log[0] ? std::string("\n") + log : std::string()));
+    CUkernel found[kKernels] = {};
+    for (int k = 0; k < kKernels; ++k) {
+      status = cuLibraryGetKernel(&found[k], library, kKernelNames[k]);
+      if (status != CUDA_SUCCESS) {
+        cuLibraryUnload(library);
+        return fail(status, std::string("cannot find kernel '") + kKernelNames[k] +
+                                "' in the PTX: " + describe(status));
+      }
+    }
+    std::copy(found, found + kKernels, loaded.kernels);
+    loaded.library = library;
+  }
+  std::copy(loaded.kernels, loaded.kernels + kKernels, kernels);
+  return CUDA_SUCCESS;
+}
+
+} // namespace coalesce_launcher
+} // namespace
+
+)cpp";
+
+  out << "const char *" << name << "_error_message(void) {\n"
+      << "  return coalesce_launcher::last_error.c_str();\n}\n\n"
+      << "CUresult " << name << "_load(void) {\n"
+      << "  coalesce_launcher::last_error.clear();\n"
+      << "  CUkernel kernels_[coalesce_launcher::kKernels];\n"
+      << "  return coalesce_launcher::load(kernels_);\n}\n\n";
+
+  out << signature(name, args) << " {\n"
+      << "  coalesce_launcher::last_error.clear();\n\n"
+      << "  // Buffers: device pointers, none null.\n";
+  for (const LauncherArg &arg : args)
+    if (arg.is_buffer())
+      out << "  if (" << arg.name << " == 0)\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
+          << " is a null pointer\");\n";
+
+  out << "\n  // Sizes: positive, and those fixed when generating as generated.\n";
+  for (const LauncherArg &arg : args) {
+    if (arg.is_buffer())
+      continue;
+    const std::string &size = arg.name;
+    out << "  if (" << size << " <= 0)\n"
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << size << " = \" + std::to_string("
+        << size << ") + \": sizes must be at least 1\");\n"
+        << "  if (" << size << " > (1 << 30))\n"
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << size << " = \" + std::to_string("
+        << size << ") + \": sizes are at most 2^30, since the kernels compute loop bounds in 32 bits\");\n";
+    if (arg.size.fixed) {
+      std::string fixed = std::to_string(*arg.size.fixed);
+      out << "  if (" << size << " != " << fixed << ")\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << size << " = \" + std::to_string("
+          << size << ") + \", but this launcher was generated for " << size << " = " << fixed
+          << " (--" << size << "=" << fixed << "); regenerate without --" << size
+          << " to pass any " << size << "\");\n";
+    }
+  }
+
+  out << "\n  // The kernels index every buffer with 32-bit integers.\n";
+  for (const LauncherArg &arg : args) {
+    if (!arg.is_buffer() || arg.buffer->extents.empty())
+      continue;
+    std::string elements = cpp_int(arg.buffer->extents[0]);
+    for (size_t d = 1; d < arg.buffer->extents.size(); ++d)
+      elements = "coalesce_launcher::times(" + elements + ", " + cpp_int(arg.buffer->extents[d]) + ")";
+    std::string local = arg.name + "_elements_";
+    out << "  const int64_t " << local << " = " << elements << ";\n"
+        << "  if (" << local << " > INT32_MAX)\n"
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "
+        << elements_text(*arg.buffer) << " = \" + std::to_string(" << local
+        << ") + \" elements; the kernels index with 32-bit integers (at most 2147483647)\");\n";
+  }
+
+  out << "\n  // The grid of each kernel, from the sizes.\n";
+  for (size_t k = 0; k < kernels; ++k) {
+    const GpuKernel &kernel = spec.program.kernels[k];
+    std::string grid = "grid" + std::to_string(k) + "_";
+    out << "  const int64_t " << grid << "[3] = {" << cpp_int(kernel.grid[0]) << ",\n"
+        << "                               " << cpp_int(kernel.grid[1]) << ",\n"
+        << "                               " << cpp_int(kernel.grid[2]) << "};\n"
+        << "  if (" << grid << "[0] < 1 || " << grid << "[0] > INT32_MAX || " << grid
+        << "[1] < 1 || " << grid << "[1] > 65535 ||\n"
+        << "      " << grid << "[2] < 1 || " << grid << "[2] > 65535)\n"
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"kernel '" << kernel.name
+        << "' would need a grid of (\" + std::to_string(" << grid
+        << "[0]) + \", \" +\n"
+        << "                std::to_string(" << grid << "[1]) + \", \" + std::to_string(" << grid
+        << "[2]) + \") blocks, beyond what a GPU launches\");\n";
+  }
+
+  out << R"cpp(
+  CUcontext context_ = nullptr;
+  CUresult status_ = cuCtxGetCurrent(&context_);
+  if (status_ != CUDA_SUCCESS)
+    return coalesce_launcher::fail(status_, "no CUDA context: " + coalesce_launcher::describe(status_) +
+                             " (call cuInit and make a context current first)");
+  if (!context_)
+    return coalesce_launcher::fail(CUDA_ERROR_INVALID_CONTEXT,
+                "no CUDA context is current on this thread (make one current first, e.g. with "
+                "cuDevicePrimaryCtxRetain and cuCtxSetCurrent)");
+  CUkernel kernels_[coalesce_launcher::kKernels];
+  status_ = coalesce_launcher::load(kernels_);
+  if (status_ != CUDA_SUCCESS)
+    return status_;
+
+)cpp";
+
+  out << "  // The kernels' parameters, in the program's order: buffers, then i32 scalars.\n";
+  std::string params;
+  for (const Argument &arg : spec.program.args) {
+    if (arg.is_buffer()) {
+      params += (params.empty() ? "" : ", ") + ("&" + arg.name);
+      continue;
+    }
+    const LauncherArg *size = find_arg(args, arg.name);
+    COALESCE_INTERNAL_ASSERT(size != nullptr, "no launcher argument for scalar ", arg.name);
+    out << "  int32_t " << arg.name << "_value_ = " << arg.name << ";\n";
+    params += (params.empty() ? "" : ", ") + ("&" + arg.name + "_value_");
+  }
+  out << "  void *params_[] = {" << params << "};\n";
+
+  for (size_t k = 0; k < kernels; ++k) {
+    const GpuKernel &kernel = spec.program.kernels[k];
+    std::string grid = "grid" + std::to_string(k) + "_";
+    out << "\n  status_ = cuLaunchKernel(reinterpret_cast<CUfunction>(kernels_[" << k << "]),\n"
+        << "                           unsigned(" << grid << "[0]), unsigned(" << grid
+        << "[1]), unsigned(" << grid << "[2]),\n"
+        << "                           " << kernel.block[0] << ", " << kernel.block[1] << ", "
+        << kernel.block[2] << ", 0, stream, params_, nullptr);\n"
+        << "  if (status_ != CUDA_SUCCESS)\n"
+        << "    return coalesce_launcher::fail(status_, \"cannot launch kernel '" << kernel.name
+        << "': \" + coalesce_launcher::describe(status_));\n";
+  }
+  out << "  return CUDA_SUCCESS;\n}\n";
+  return out.str();
+}
+
+} // namespace coalesce

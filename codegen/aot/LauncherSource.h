@@ -1,0 +1,47 @@
+#pragma once
+// The C++ the ahead-of-time tool writes next to the PTX: NAME.h, declaring a
+// typed launcher, and NAME.cpp, defining it with the PTX embedded. The
+// launcher depends only on the CUDA Driver API (cuda.h, libcuda): no LLVM,
+// no Coalesce headers.
+
+#include "codegen/GpuTarget.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// A size argument of the launcher: a run-time scalar of the program, or a
+/// size fixed when generating, which the launcher checks it is passed.
+struct LauncherSize {
+  std::string name;
+  std::string help;
+  std::optional<int> fixed;
+};
+
+/// Everything the launcher and its header say.
+struct LauncherSpec {
+  std::string name;         ///< the launcher function, and the files' base name
+  std::string generator;    ///< the generator it came from
+  std::string description;  ///< the generator's one-line description
+  std::string command_line; ///< the flags that regenerate it
+  GpuTarget target;
+  GpuProgram program;
+  std::string ptx;
+  /// The launcher's size arguments in order; scalars of the program not
+  /// listed are appended in the program's order.
+  std::vector<LauncherSize> sizes;
+};
+
+/// NAME.h: the launcher's declaration, documented (buffers, shapes,
+/// row-major layout, argument order, grid and block, errors, how to build).
+std::string launcher_header(const LauncherSpec &spec);
+
+/// NAME.cpp: the launcher. It loads the embedded PTX once per process
+/// (lazily, under a mutex), checks its arguments, computes the grid from the
+/// sizes and launches each kernel on the caller's stream.
+std::string launcher_source(const LauncherSpec &spec);
+
+} // namespace coalesce

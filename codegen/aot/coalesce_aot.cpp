@@ -1,0 +1,88 @@
+// coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
+// `gemm`: out = activation(A B + bias), f32, row-major. Its main is
+// aot_main.cpp; its schedule is GemmSchedule.cpp.
+//
+//   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
+//   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
+//   coalesce-aot --emit=loops
+
+#include "codegen/aot/GemmSchedule.h"
+#include "codegen/aot/Generator.h"
+#include "dsl/Activations.h"
+
+namespace coalesce {
+namespace {
+
+enum class Activation { None, Relu, Gelu, GeluTanh };
+
+Expr activate(Activation activation, const Expr &x) {
+  switch (activation) {
+  case Activation::None: return x;
+  case Activation::Relu: return relu(x);
+  case Activation::Gelu: return gelu(x);
+  case Activation::GeluTanh: return gelu_tanh(x);
+  }
+  return x;
+}
+
+/// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
+/// K x N, bias has N elements, out is M x N, all row-major.
+class GemmGenerator : public Generator {
+public:
+  SizeParam M{this, "M", "rows of A and of out"};
+  SizeParam N{this, "N", "columns of B and of out; elements of bias"};
+  SizeParam K{this, "K", "columns of A and rows of B (the reduction)"};
+  GeneratorParam<bool> bias{this, "bias", true,
+                            "add bias[j] to column j of the product, before the activation"};
+  EnumParam<Activation> activation{
+      this,
+      "activation",
+      Activation::Gelu,
+      {{"none", Activation::None},
+       {"relu", Activation::Relu},
+       {"gelu", Activation::Gelu},
+       {"gelu_tanh", Activation::GeluTanh}},
+      "the epilogue: none; relu; gelu, exact (erf), as PyTorch's default; gelu_tanh, the tanh "
+      "approximation"};
+  GeneratorParam<int> tile_m{this, "tile-m", 64, "rows of out per thread block", 1, 256};
+  GeneratorParam<int> tile_n{this, "tile-n", 64, "columns of out per thread block", 1, 256};
+  GeneratorParam<int> reg_m{this, "reg-m", 4,
+                            "rows of out per thread, in registers (threads per block: "
+                            "tile-m/reg-m by tile-n/reg-n, 16 x 16 by default)",
+                            1, 16};
+  GeneratorParam<int> reg_n{this, "reg-n", 4, "columns of out per thread, in registers", 1, 16};
+  GeneratorParam<int> k_step{this, "k-step", 8,
+                             "elements of K staged in shared memory per step", 1, 64};
+
+  Func build() override {
+    Input A("A", Float(32), {M, K}), B("B", Float(32), {K, N});
+    std::optional<Input> bias_vector;
+    if (bias)
+      bias_vector = Input("bias", Float(32), {N});
+    Var i("i"), j("j");
+    RDom k(0, K, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * B(k, j);
+    Expr sum = acc(i, j);
+    if (bias_vector)
+      sum = sum + (*bias_vector)(j);
+    out(i, j) = activate(activation, sum);
+
+    GemmScheduleOptions options;
+    options.tile_m = tile_m;
+    options.tile_n = tile_n;
+    options.reg_m = reg_m;
+    options.reg_n = reg_n;
+    options.k_step = k_step;
+    apply_default_schedule(GemmAlgorithm{acc, out, A, B, bias_vector, i, j, k}, options);
+    return out;
+  }
+};
+
+} // namespace
+} // namespace coalesce
+
+COALESCE_REGISTER_GENERATOR(coalesce::GemmGenerator, "gemm",
+                            "GEMM with an optional bias and activation: out = activation(A B + "
+                            "bias), f32, row-major");

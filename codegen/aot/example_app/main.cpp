@@ -1,0 +1,165 @@
+// An application using a kernel that coalesce-aot generated ahead of time:
+// out = gelu(A B + bias), f32, row-major. It needs only the generated
+// gemm_bias_gelu.h/.cpp and the CUDA Driver API; see CMakeLists.txt for how
+// to generate, build and run it.
+//
+// For each shape it fills A, B and bias with random numbers, runs the
+// launcher, and compares a few hundred sampled outputs (the corners among
+// them) with a double-precision reference on the CPU. It prints the largest
+// relative error, |got - want| / max(|want|, 1), and the time per launch, and
+// exits with status 1 if any sample is off by more than 1e-3.
+//
+//   example_app            # a set of shapes, square and ragged
+//   example_app M N K      # one shape
+
+#include "gemm_bias_gelu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace {
+
+const double kTolerance = 1e-3;
+
+/// Exits with the driver's description of `status` unless it is success.
+void check(CUresult status, const char *what) {
+  if (status == CUDA_SUCCESS)
+    return;
+  const char *name = "?";
+  cuGetErrorName(status, &name);
+  std::fprintf(stderr, "%s failed: %s\n", what, name);
+  std::exit(2);
+}
+
+/// A device buffer of `count` floats, freed at scope exit.
+struct DeviceFloats {
+  explicit DeviceFloats(size_t count) : bytes(count * sizeof(float)) {
+    check(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  }
+  ~DeviceFloats() { cuMemFree(ptr); }
+  DeviceFloats(const DeviceFloats &) = delete;
+  DeviceFloats &operator=(const DeviceFloats &) = delete;
+  CUdeviceptr ptr = 0;
+  size_t bytes;
+};
+
+std::vector<float> random_floats(size_t count, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = uniform(engine);
+  return values;
+}
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+/// Runs one shape; returns true if every sample matches.
+bool run_shape(int M, int N, int K, CUstream stream) {
+  std::vector<float> a = random_floats(size_t(M) * K, 1), b = random_floats(size_t(K) * N, 2),
+                     bias = random_floats(N, 3), out(size_t(M) * N, NAN);
+  DeviceFloats a_dev(a.size()), b_dev(b.size()), bias_dev(bias.size()), out_dev(out.size());
+  check(cuMemcpyHtoD(a_dev.ptr, a.data(), a_dev.bytes), "cuMemcpyHtoD");
+  check(cuMemcpyHtoD(b_dev.ptr, b.data(), b_dev.bytes), "cuMemcpyHtoD");
+  check(cuMemcpyHtoD(bias_dev.ptr, bias.data(), bias_dev.bytes), "cuMemcpyHtoD");
+  check(cuMemsetD32(out_dev.ptr, 0x7fc00000u, out.size()), "cuMemsetD32"); // NaN: unwritten shows
+
+  CUresult status = gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream);
+  if (status != CUDA_SUCCESS) {
+    std::fprintf(stderr, "gemm_bias_gelu: %s\n", gemm_bias_gelu_error_message());
+    return false;
+  }
+  check(cuStreamSynchronize(stream), "the kernel");
+  check(cuMemcpyDtoH(out.data(), out_dev.ptr, out_dev.bytes), "cuMemcpyDtoH");
+
+  // Samples: the four corners, then random points.
+  std::vector<std::pair<int, int>> samples = {{0, 0}, {0, N - 1}, {M - 1, 0}, {M - 1, N - 1}};
+  std::mt19937 engine(4);
+  for (int s = 0; s < 300; ++s)
+    samples.emplace_back(int(engine() % unsigned(M)), int(engine() % unsigned(N)));
+  double max_error = 0;
+  int bad = 0;
+  for (auto [i, j] : samples) {
+    double sum = 0;
+    for (int k = 0; k < K; ++k)
+      sum += double(a[size_t(i) * K + k]) * double(b[size_t(k) * N + j]);
+    double want = gelu(sum + bias[j]);
+    double got = out[size_t(i) * N + j];
+    double error = std::fabs(got - want) / std::max(std::fabs(want), 1.0);
+    if (!(error <= kTolerance)) { // also catches NaN
+      if (++bad <= 5)
+        std::printf("  out[%d][%d] = %.7g, want %.7g\n", i, j, got, want);
+      error = std::isnan(error) ? INFINITY : error;
+    }
+    max_error = std::max(max_error, error);
+  }
+
+  // Time: the mean of 20 launches after a warm-up.
+  CUevent start, stop;
+  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  const int launches = 20;
+  check(cuEventRecord(start, stream), "cuEventRecord");
+  for (int r = 0; r < launches; ++r)
+    check(gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream),
+          "gemm_bias_gelu");
+  check(cuEventRecord(stop, stream), "cuEventRecord");
+  check(cuEventSynchronize(stop), "the timed kernels");
+  float ms = 0;
+  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  double per_launch_ms = ms / launches;
+  double tflops = 2.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
+
+  std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, max rel error %.2e, %8.4f ms, %6.2f TFLOP/s  %s\n",
+              M, N, K, samples.size(), max_error, per_launch_ms, tflops, bad ? "MISMATCH" : "ok");
+  return bad == 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::vector<int>> shapes = {
+      {1024, 1024, 1024}, {127, 129, 131}, {1, 1, 1}, {4096, 4096, 4096}, {2048, 768, 3072}};
+  if (argc == 4) {
+    shapes = {{std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3])}};
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: %s [M N K]\n", argv[0]);
+    return 2;
+  }
+
+  check(cuInit(0), "cuInit");
+  CUdevice device;
+  check(cuDeviceGet(&device, 0), "cuDeviceGet");
+  char name[256] = {0};
+  check(cuDeviceGetName(name, sizeof(name), device), "cuDeviceGetName");
+  CUcontext context;
+  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  std::printf("device: %s\n", name);
+
+  // Load (JIT-compile) the module up front, and show how errors read.
+  if (gemm_bias_gelu_load() != CUDA_SUCCESS) {
+    std::fprintf(stderr, "%s\n", gemm_bias_gelu_error_message());
+    return 2;
+  }
+  CUresult rejected = gemm_bias_gelu(0, 0, 0, 0, 0, 1, 1, nullptr);
+  std::printf("a bad call returns %d: %s\n", int(rejected), gemm_bias_gelu_error_message());
+  if (rejected != CUDA_ERROR_INVALID_VALUE)
+    return 1;
+
+  CUstream stream;
+  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  bool all_ok = true;
+  for (const std::vector<int> &shape : shapes)
+    all_ok &= run_shape(shape[0], shape[1], shape[2], stream);
+  cuStreamDestroy(stream);
+  cuDevicePrimaryCtxRelease(device);
+  std::printf("%s\n", all_ok ? "all shapes match the reference" : "MISMATCH");
+  return all_ok ? 0 : 1;
+}

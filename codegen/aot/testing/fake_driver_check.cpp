@@ -1,0 +1,198 @@
+// Checks a generated launcher without a GPU: this file stands in for the
+// CUDA driver (it defines the few cu* functions the launcher calls and
+// records what it asks for), then calls the launcher with good and bad
+// arguments. tests/test_aot.cpp compiles it with the launcher that
+//   coalesce-aot --name=gemm_check --bias=true --activation=relu --K=96
+// writes, runs it, and expects exit status 0. Each failed check prints a line.
+
+#include "gemm_check.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fake {
+
+CUcontext current = reinterpret_cast<CUcontext>(uintptr_t(0x100));
+CUresult load_result = CUDA_SUCCESS;
+std::atomic<int> loads{0};
+std::atomic<int> launches{0};
+std::string ptx;
+std::vector<std::string> kernel_names;
+std::mutex mutex; // guards last
+
+struct Launch {
+  CUfunction kernel = nullptr;
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+  unsigned shared = 0;
+  CUstream stream = nullptr;
+  CUdeviceptr buffers[4] = {0, 0, 0, 0};
+  int32_t scalars[2] = {0, 0};
+} last;
+
+const CUlibrary kLibrary = reinterpret_cast<CUlibrary>(uintptr_t(0x200));
+const CUkernel kKernel = reinterpret_cast<CUkernel>(uintptr_t(0x300));
+
+} // namespace fake
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *context) {
+  *context = fake::current;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *options,
+                                   void **values, unsigned int option_count,
+                                   CUlibraryOption *, void **, unsigned int) {
+  ++fake::loads;
+  std::this_thread::yield(); // widen the window for a racing second load
+  if (fake::load_result != CUDA_SUCCESS) {
+    for (unsigned o = 0; o < option_count; ++o)
+      if (options[o] == CU_JIT_ERROR_LOG_BUFFER)
+        std::strcpy(static_cast<char *>(values[o]), "ptxas fatal: the fake JIT log");
+    return fake::load_result;
+  }
+  fake::ptx = static_cast<const char *>(code);
+  *library = fake::kLibrary;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name) {
+  if (library != fake::kLibrary)
+    return CUDA_ERROR_INVALID_HANDLE;
+  fake::kernel_names.push_back(name);
+  *kernel = fake::kKernel;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction kernel, unsigned int grid_x, unsigned int grid_y,
+                                unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                                unsigned int block_z, unsigned int shared, CUstream stream,
+                                void **params, void **) {
+  ++fake::launches;
+  fake::Launch launch;
+  launch.kernel = kernel;
+  launch.grid[0] = grid_x, launch.grid[1] = grid_y, launch.grid[2] = grid_z;
+  launch.block[0] = block_x, launch.block[1] = block_y, launch.block[2] = block_z;
+  launch.shared = shared;
+  launch.stream = stream;
+  for (int b = 0; b < 4; ++b)
+    launch.buffers[b] = *static_cast<CUdeviceptr *>(params[b]);
+  for (int s = 0; s < 2; ++s)
+    launch.scalars[s] = *static_cast<int32_t *>(params[4 + s]);
+  std::lock_guard<std::mutex> lock(fake::mutex);
+  fake::last = launch;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult, const char **name) {
+  *name = "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult, const char **text) {
+  *text = "a fake driver error";
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char *what, int line) {
+  if (!ok) {
+    std::printf("FAIL line %d: %s (message: '%s')\n", line, what, gemm_check_error_message());
+    ++failures;
+  }
+}
+#define CHECK(condition) check((condition), #condition, __LINE__)
+
+bool message_has(const char *text) { return std::strstr(gemm_check_error_message(), text); }
+
+const CUdeviceptr A = 0x1000, B = 0x2000, bias = 0x3000, out = 0x4000;
+const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
+
+} // namespace
+
+int main() {
+  // Bad arguments fail before the driver is touched.
+  CHECK(gemm_check(0, B, bias, out, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("A is a null pointer"));
+  CHECK(gemm_check(A, B, bias, 0, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("out is a null pointer"));
+  CHECK(gemm_check(A, B, bias, out, 0, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("M = 0"));
+  CHECK(gemm_check(A, B, bias, out, 100, -5, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("N = -5"));
+  CHECK(gemm_check(A, B, bias, out, 100, 200, 95, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("generated for K = 96"));
+  CHECK(gemm_check(A, B, bias, out, 1 << 30, 1 << 20, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("32-bit"));
+  CHECK(gemm_check(A, B, bias, out, (1 << 30) + 1, 1, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("2^30"));
+  CHECK(fake::loads == 0 && fake::launches == 0);
+
+  // No current context.
+  fake::current = nullptr;
+  CHECK(gemm_check(A, B, bias, out, 100, 200, 96, stream) == CUDA_ERROR_INVALID_CONTEXT);
+  CHECK(message_has("no CUDA context"));
+  fake::current = reinterpret_cast<CUcontext>(uintptr_t(0x100));
+
+  // A failed load reports the JIT log, and the next call tries again.
+  fake::load_result = CUDA_ERROR_INVALID_PTX;
+  CHECK(gemm_check(A, B, bias, out, 100, 200, 96, stream) == CUDA_ERROR_INVALID_PTX);
+  CHECK(message_has("the fake JIT log") && message_has("sm_90a"));
+  CHECK(fake::loads == 1 && fake::launches == 0);
+  fake::load_result = CUDA_SUCCESS;
+
+  // Many threads launching at once, the first time: one load, every launch made.
+  std::vector<std::thread> threads;
+  std::atomic<int> successes{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int r = 0; r < 100; ++r)
+        if (gemm_check(A, B, bias, out, 64, 64, 96, stream) == CUDA_SUCCESS)
+          ++successes;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  CHECK(successes == 800 && fake::launches == 800 && fake::loads == 2);
+
+  // A good launch: grid from the sizes, the block of the schedule, the
+  // parameters in the kernel's order (buffers, then the run-time sizes M, N
+  // sorted by name; K is a constant), on the caller's stream.
+  CHECK(gemm_check(A, B, bias, out, 100, 200, 96, stream) == CUDA_SUCCESS);
+  CHECK(gemm_check_error_message()[0] == '\0');
+  CHECK(fake::loads == 2 && fake::launches == 801);
+  CHECK(fake::ptx.find(".target sm_90a") != std::string::npos);
+  CHECK(fake::ptx.find(".entry out(") != std::string::npos);
+  CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "out");
+  CHECK(fake::last.kernel == reinterpret_cast<CUfunction>(fake::kKernel));
+  CHECK(fake::last.grid[0] == 4 && fake::last.grid[1] == 2 && fake::last.grid[2] == 1);
+  CHECK(fake::last.block[0] == 16 && fake::last.block[1] == 16 && fake::last.block[2] == 1);
+  CHECK(fake::last.shared == 0 && fake::last.stream == stream);
+  CHECK(fake::last.buffers[0] == A && fake::last.buffers[1] == B);
+  CHECK(fake::last.buffers[2] == bias && fake::last.buffers[3] == out);
+  CHECK(fake::last.scalars[0] == 100 && fake::last.scalars[1] == 200);
+
+  // Ragged sizes round the grid up; the module is not loaded again.
+  CHECK(gemm_check(A, B, bias, out, 129, 1, 96, stream) == CUDA_SUCCESS);
+  CHECK(fake::last.grid[0] == 1 && fake::last.grid[1] == 3);
+  CHECK(fake::loads == 2 && fake::launches == 802);
+
+  CHECK(gemm_check_load() == CUDA_SUCCESS && fake::loads == 2);
+
+  if (failures) {
+    std::printf("%d launcher checks failed\n", failures);
+    return 1;
+  }
+  std::printf("launcher checks passed\n");
+  return 0;
+}

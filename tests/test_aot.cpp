@@ -1,0 +1,430 @@
+// The ahead-of-time tool, run as a user runs it: good invocations write
+// NAME.ptx (which ptxas accepts), NAME.h and NAME.cpp (which g++ compiles
+// and links against the CUDA driver's stub library, without LLVM or
+// Coalesce); bad ones exit non-zero, say why, and write nothing. The
+// generated launcher is also run against a stand-in driver
+// (codegen/aot/testing/fake_driver_check.cpp). The parts that need ptxas or
+// g++ skip themselves, saying so, where those are missing.
+
+#include "codegen/GpuTarget.h"
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace coalesce;
+
+namespace {
+
+const std::string kTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot";
+const std::string kExampleTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot-example";
+const std::string kAotSources = COALESCE_SOURCE_DIR "/codegen/aot";
+
+/// A fresh, empty directory, removed with its contents at scope exit.
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "coalesce-aot-test-XXXXXX").string();
+    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
+    REQUIRE_MESSAGE(!path.empty(), "cannot create a temporary directory");
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  /// The names of what the directory holds, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const fs::directory_entry &entry : fs::directory_iterator(path))
+      names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  std::string operator/(const std::string &name) const { return (path / name).string(); }
+  fs::path path;
+};
+
+std::string quote(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+  bool contains(const std::string &text) const {
+    return out.find(text) != std::string::npos || err.find(text) != std::string::npos;
+  }
+};
+
+/// Runs a shell command in `directory`, capturing stdout and stderr
+/// (elsewhere, so that `directory` holds only what the command writes).
+Result run(const std::string &command, const fs::path &directory) {
+  TempDir logs;
+  std::string line = "cd " + quote(directory.string()) + " && " + command + " >" +
+                     quote(logs / "out") + " 2>" + quote(logs / "err");
+  int raw = std::system(line.c_str());
+  Result result;
+  result.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  result.out = read_file(logs / "out");
+  result.err = read_file(logs / "err");
+  return result;
+}
+
+Result run_tool(const std::string &tool, const std::string &args, const fs::path &directory) {
+  REQUIRE_MESSAGE(fs::exists(tool), tool, " is missing: build the coalesce-aot targets first");
+  return run(quote(tool) + " " + args, directory);
+}
+
+Result aot(const std::string &args, const fs::path &directory) {
+  return run_tool(kTool, args, directory);
+}
+
+bool have_program(const std::string &name) {
+  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string cuda_include() { return cuda_toolkit_path("include"); }
+std::string cuda_stubs() { return cuda_toolkit_path("lib64/stubs"); }
+
+/// g++ and the CUDA headers, to compile a launcher; else says why not.
+bool can_compile_launchers() {
+  if (!have_program("g++")) {
+    MESSAGE("skipped: no g++ to compile the generated launcher");
+    return false;
+  }
+  if (!fs::exists(cuda_include() + "/cuda.h")) {
+    MESSAGE("skipped: no ", cuda_include(), "/cuda.h to compile the generated launcher");
+    return false;
+  }
+  return true;
+}
+
+/// ptxas, to assemble generated PTX; else says why not.
+bool can_assemble() {
+  if (!ptxas_available())
+    MESSAGE("skipped: no ptxas to assemble the generated PTX");
+  return ptxas_available();
+}
+
+/// Compiles NAME.cpp (warnings are errors) and links it into a tiny main
+/// against the driver's stub library: it builds with the Driver API alone.
+void check_launcher_builds(const TempDir &dir, const std::string &name, const std::string &call) {
+  Result compiled = run("g++ -std=c++17 -O2 -Wall -Wextra -Werror -c " + name + ".cpp -I" +
+                            quote(cuda_include()) + " -o " + name + ".o",
+                        dir.path);
+  INFO(compiled.err);
+  REQUIRE(compiled.status == 0);
+  if (!fs::exists(cuda_stubs() + "/libcuda.so")) {
+    MESSAGE("skipped linking: no ", cuda_stubs(), "/libcuda.so");
+    return;
+  }
+  write_file(dir / "link_main.cpp",
+             "#include \"" + name + ".h\"\nint main() { return " + call + " == CUDA_SUCCESS; }\n");
+  Result linked = run("g++ -std=c++17 link_main.cpp " + name + ".o -I" + quote(cuda_include()) +
+                          " -L" + quote(cuda_stubs()) + " -lcuda -o link_main",
+                      dir.path);
+  INFO(linked.err);
+  CHECK(linked.status == 0);
+}
+
+} // namespace
+
+TEST_CASE("coalesce-aot --help documents every flag") {
+  TempDir dir;
+  Result help = aot("--help", dir.path);
+  CHECK(help.status == 0);
+  for (const char *flag :
+       {"--generator=", "--target=", "--name=", "--output-dir=", "--emit=", "-M ", "-N ", "-K ",
+        "--bias", "--activation=", "--tile-m=", "--tile-n=", "--reg-m=", "--reg-n=", "--k-step="}) {
+    INFO(flag);
+    CHECK(help.contains(flag));
+  }
+  for (const char *value : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "none|relu|gelu|gelu_tanh",
+                            "header", "launcher", "loops", "llvm", "passed at run time"}) {
+    INFO(value);
+    CHECK(help.contains(value));
+  }
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
+  struct Bad {
+    const char *args;
+    const char *message;
+  };
+  const Bad cases[] = {
+      {"--bogus", "Unknown command line argument '--bogus'"},
+      {"stray", "Unknown command line argument 'stray'"},
+      {"--M=0", "--M=0: a size must be positive"},
+      {"--M=abc", "--M=abc: not an integer"},
+      {"--K=-4", "--K=-4: a size must be positive"},
+      {"--N=3000000000", "--N=3000000000: not an integer"},
+      {"--N=2000000000", "at most 2^30"},
+      {"--activation=swish", "--activation=swish: expected one of none, relu, gelu, gelu_tanh"},
+      {"--bias=maybe", "--bias=maybe: expected true or false"},
+      {"--target=sm_75", "unknown GPU target 'sm_75': expected one of sm_80"},
+      {"--emit=asm", "--emit=asm: unknown output 'asm'"},
+      {"--name=9lives", "--name=9lives: the name becomes the launcher function"},
+      {"--generator=conv", "--generator=conv: no such generator; this tool has: gemm"},
+      {"--tile-m=64 --reg-m=3", "--tile-m=64 is not a multiple of --reg-m=3"},
+      {"--tile-n=512", "--tile-n=512: out of range"},
+      {"--k-step=0", "--k-step=0: out of range"},
+  };
+  for (const Bad &bad : cases) {
+    TempDir dir;
+    Result result = aot(std::string(bad.args) + " --output-dir=" + quote(dir / "out"), dir.path);
+    INFO(bad.args, "\nstderr: ", result.err);
+    CHECK(result.status == 1);
+    CHECK(result.err.find(bad.message) != std::string::npos);
+    CHECK(dir.entries().empty()); // not even the output directory
+  }
+}
+
+TEST_CASE("an unwritable output directory is an error, and nothing is written") {
+  TempDir dir;
+  write_file(dir / "a_file", "not a directory\n");
+  Result under_file = aot("--output-dir=" + quote(dir / "a_file/sub"), dir.path);
+  CHECK(under_file.status == 1);
+  CHECK(under_file.contains("cannot create the directory"));
+  Result is_file = aot("--output-dir=" + quote(dir / "a_file"), dir.path);
+  CHECK(is_file.status == 1);
+  CHECK(is_file.contains("exists and is not a directory"));
+  Result empty = aot("--output-dir=", dir.path);
+  CHECK(empty.status == 1);
+  CHECK(dir.entries() == std::vector<std::string>{"a_file"});
+  CHECK(read_file(dir / "a_file") == "not a directory\n");
+
+  if (geteuid() != 0) { // root writes anywhere
+    fs::create_directory(dir / "read_only");
+    fs::permissions(dir / "read_only", fs::perms::owner_read | fs::perms::owner_exec);
+    Result read_only = aot("--output-dir=" + quote(dir / "read_only"), dir.path);
+    CHECK(read_only.status == 1);
+    CHECK(read_only.contains("cannot write"));
+    fs::permissions(dir / "read_only", fs::perms::owner_all);
+    CHECK(fs::is_empty(dir / "read_only"));
+  }
+}
+
+TEST_CASE("a failed run leaves earlier outputs untouched") {
+  TempDir dir;
+  write_file(dir / "gemm.h", "an older header\n");
+  Result result = aot("--activation=swish --output-dir=.", dir.path);
+  CHECK(result.status == 1);
+  CHECK(dir.entries() == std::vector<std::string>{"gemm.h"});
+  CHECK(read_file(dir / "gemm.h") == "an older header\n");
+}
+
+TEST_CASE("gemm: PTX that ptxas accepts, a documented header, a launcher that needs only the driver") {
+  TempDir dir;
+  Result result = aot("--name=gemm_bias_gelu --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  CHECK(dir.entries() ==
+        std::vector<std::string>{"gemm_bias_gelu.cpp", "gemm_bias_gelu.h", "gemm_bias_gelu.ptx"});
+
+  std::string header = read_file(dir / "gemm_bias_gelu.h");
+  CHECK(header.find("CUresult gemm_bias_gelu(CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, "
+                    "CUdeviceptr out,") != std::string::npos);
+  CHECK(header.find("int M, int N, int K, CUstream stream);") != std::string::npos);
+  CHECK(header.find("const char *gemm_bias_gelu_error_message(void);") != std::string::npos);
+  for (const char *doc : {"row-major", "A    input  f32 [M][K]", "out  output f32 [M][N]",
+                          "M    passed at run time", "grid (ceil(N/64), ceil(M/64), 1)",
+                          "(16, 16, 1) threads", "Target: sm_90a", "g++ -std=c++17",
+                          "--activation=gelu", "--bias=true"}) {
+    INFO(doc);
+    CHECK(header.find(doc) != std::string::npos);
+  }
+
+  // The launcher includes its header, the standard library and nothing else.
+  std::string launcher = read_file(dir / "gemm_bias_gelu.cpp");
+  std::istringstream lines(launcher);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("#include", 0) == 0) {
+      INFO(line);
+      CHECK((line == "#include \"gemm_bias_gelu.h\"" || line == "#include <algorithm>" ||
+             line == "#include <cstdint>" || line == "#include <mutex>" ||
+             line == "#include <string>"));
+    }
+  CHECK(launcher.find("cuLibraryLoadData") != std::string::npos);
+
+  std::string ptx = read_file(dir / "gemm_bias_gelu.ptx");
+  CHECK(ptx.find(".target sm_90a") != std::string::npos);
+  if (can_assemble()) {
+    PtxasResult assembled = assemble_ptx(ptx, parse_gpu_target("sm_90a"));
+    REQUIRE(assembled.find("out") != nullptr);
+    CHECK(!assembled.find("out")->spills());
+  }
+  if (can_compile_launchers())
+    check_launcher_builds(dir, "gemm_bias_gelu", "gemm_bias_gelu(0, 0, 0, 0, 1, 1, 1, 0)");
+}
+
+TEST_CASE("gemm: sizes given when generating are constants the launcher checks") {
+  TempDir dir;
+  Result result = aot("--M=1000 --N=512 --K=256 --bias=false --activation=relu --target=sm_80 "
+                      "--name=gemm_relu --output-dir=generated",
+                      dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  CHECK(result.out.find("wrote generated/gemm_relu.h") != std::string::npos);
+  std::string header = read_file(dir / "generated/gemm_relu.h");
+  CHECK(header.find("CUresult gemm_relu(CUdeviceptr A, CUdeviceptr B, CUdeviceptr out,") !=
+        std::string::npos);
+  CHECK(header.find("int M, int N, int K, CUstream stream);") != std::string::npos);
+  CHECK(header.find("fixed at 1000 (any other value is rejected)") != std::string::npos);
+  CHECK(header.find("grid (8, 16, 1)") != std::string::npos);
+  CHECK(header.find("CUdeviceptr bias") == std::string::npos);
+  std::string launcher = read_file(dir / "generated/gemm_relu.cpp");
+  CHECK(launcher.find("if (K != 256)") != std::string::npos);
+  CHECK(launcher.find("void *params_[] = {&A, &B, &out};") != std::string::npos);
+
+  std::string ptx = read_file(dir / "generated/gemm_relu.ptx");
+  CHECK(ptx.find(".target sm_80") != std::string::npos);
+  CHECK(ptx.find(".param .u32") == std::string::npos); // no run-time sizes
+  if (can_assemble())
+    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_80")).find("out") != nullptr);
+  if (can_compile_launchers()) {
+    TempDir build;
+    for (const char *file : {"gemm_relu.h", "gemm_relu.cpp"})
+      fs::copy_file(dir / (std::string("generated/") + file), build / file);
+    check_launcher_builds(build, "gemm_relu", "gemm_relu(0, 0, 0, 1000, 512, 256, 0)");
+  }
+}
+
+TEST_CASE("gemm: every activation, with and without bias, and a larger tile assemble") {
+  const bool assemble = can_assemble();
+  for (const char *activation : {"none", "relu", "gelu", "gelu_tanh"})
+    for (const char *bias : {"true", "false"}) {
+      TempDir dir;
+      std::string args = std::string("--emit=ptx --activation=") + activation + " --bias=" + bias;
+      Result result = aot(args, dir.path);
+      INFO(args, "\n", result.err);
+      REQUIRE(result.status == 0);
+      CHECK(result.out.find(".entry out(") != std::string::npos);
+      CHECK(dir.entries().empty());
+      if (assemble)
+        CHECK(assemble_ptx(result.out, parse_gpu_target("sm_90a")).find("out") != nullptr);
+    }
+  TempDir dir;
+  Result large = aot("--emit=header --tile-m=128 --tile-n=128 --reg-m=8 --reg-n=8", dir.path);
+  INFO(large.err);
+  CHECK(large.status == 0);
+  CHECK(large.out.find("grid (ceil(N/128), ceil(M/128), 1) blocks of (16, 16, 1) threads") !=
+        std::string::npos);
+}
+
+TEST_CASE("--emit=loops, llvm and ptx print to stdout and write nothing") {
+  TempDir dir;
+  Result loops = aot("--emit=loops", dir.path);
+  CHECK(loops.status == 0);
+  CHECK(loops.out.find("reduction of acc") != std::string::npos);
+  CHECK(loops.out.find("gpu_block") != std::string::npos);
+  Result llvm_ir = aot("--emit=llvm", dir.path);
+  CHECK(llvm_ir.status == 0);
+  CHECK(llvm_ir.out.find("define ") != std::string::npos);
+  CHECK(llvm_ir.out.find("nvptx64") != std::string::npos);
+  Result ptx = aot("--emit=ptx --target=sm_89", dir.path);
+  CHECK(ptx.status == 0);
+  CHECK(ptx.out.find(".target sm_89") != std::string::npos);
+  Result two = aot("--emit=loops,header", dir.path);
+  CHECK(two.status == 0);
+  CHECK(two.out.find("// ===== gemm.loops.txt =====") != std::string::npos);
+  CHECK(two.out.find("// ===== gemm.h =====") != std::string::npos);
+  CHECK(dir.entries().empty());
+
+  Result files = aot("--emit=loops,llvm --output-dir=.", dir.path);
+  CHECK(files.status == 0);
+  CHECK(dir.entries() == std::vector<std::string>{"gemm.ll", "gemm.loops.txt"});
+  CHECK(read_file(dir / "gemm.loops.txt").find("reduction of acc") != std::string::npos);
+}
+
+TEST_CASE("the launcher checks its arguments, loads the module once and launches right") {
+  if (!can_compile_launchers())
+    return;
+  TempDir dir;
+  Result generated = aot("--name=gemm_check --bias=true --activation=relu --K=96 --output-dir=.",
+                         dir.path);
+  REQUIRE(generated.status == 0);
+  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" +
+                         quote(cuda_include()) + " " +
+                         quote(kAotSources + "/testing/fake_driver_check.cpp") +
+                         " gemm_check.cpp -o fake_driver_check",
+                     dir.path);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  Result checked = run("./fake_driver_check", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(checked.out.find("launcher checks passed") != std::string::npos);
+}
+
+TEST_CASE("a user's generator file makes a tool: coalesce-aot-example") {
+  TempDir dir;
+  Result help = run_tool(kExampleTool, "--help", dir.path);
+  CHECK(help.status == 0);
+  CHECK(help.contains("bias_activation"));
+  CHECK(help.contains("--block-cols="));
+  CHECK(help.contains("--rows"));
+
+  Result bad = run_tool(kExampleTool, "--block-rows=32 --block-cols=64 --output-dir=.", dir.path);
+  CHECK(bad.status == 1);
+  CHECK(bad.contains("over 1024 threads per block"));
+  CHECK(dir.entries().empty());
+
+  Result result = run_tool(kExampleTool, "--cols=1024 --activation=relu --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "bias_activation.h");
+  CHECK(header.find("CUresult bias_activation(CUdeviceptr X, CUdeviceptr bias, CUdeviceptr out,") !=
+        std::string::npos);
+  CHECK(header.find("int rows, int cols, CUstream stream);") != std::string::npos);
+  CHECK(header.find("grid (32, ceil(rows/8), 1) blocks of (32, 8, 1) threads") !=
+        std::string::npos);
+  if (can_assemble())
+    CHECK(assemble_ptx(read_file(dir / "bias_activation.ptx"), parse_gpu_target("sm_90a"))
+              .find("out") != nullptr);
+  if (can_compile_launchers())
+    check_launcher_builds(dir, "bias_activation", "bias_activation(0, 0, 0, 1, 1024, 0)");
+}
+
+TEST_CASE("the example app builds against a generated launcher") {
+  if (!can_compile_launchers())
+    return;
+  if (!fs::exists(cuda_stubs() + "/libcuda.so")) {
+    MESSAGE("skipped: no ", cuda_stubs(), "/libcuda.so to link the example app against");
+    return;
+  }
+  TempDir dir;
+  REQUIRE(aot("--name=gemm_bias_gelu --bias=true --activation=gelu --output-dir=.", dir.path)
+              .status == 0);
+  Result built = run("g++ -std=c++17 -O2 -Wall -Wextra -Werror -I. -I" + quote(cuda_include()) +
+                         " " + quote(kAotSources + "/example_app/main.cpp") +
+                         " gemm_bias_gelu.cpp -L" + quote(cuda_stubs()) + " -lcuda -o example_app",
+                     dir.path);
+  INFO(built.err);
+  CHECK(built.status == 0);
+}
