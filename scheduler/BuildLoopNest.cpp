@@ -7,7 +7,9 @@
 #include "scheduler/Simplify.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 
 namespace coalesce {
 
@@ -193,9 +195,11 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   for (const auto &[name, value] : plan.aliases)
     depth[name] = -1;
 
-  auto wrap_level = [&](Stmt inner, int level) {
+  // `unguarded`: reduction splits whose tail this copy of the loops never
+  // reaches (see the partition below), so their guard is left out.
+  auto wrap_level = [&](Stmt inner, int level, const std::set<std::string> &unguarded) {
     for (const Split &split : plan.guarded)
-      if (depth_of(split.old_var) == level) {
+      if (depth_of(split.old_var) == level && !unguarded.count(split.old_var)) {
         Expr min = plan.min.count(split.old_var) ? plan.min[split.old_var] : Expr(0);
         inner = IfThenElse::make(Variable::make(Int(32), split.old_var) < min + plan.extent[split.old_var], inner);
       }
@@ -209,9 +213,11 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
     return inner;
   };
 
-  for (int d = static_cast<int>(plan.dims.size()) - 1; d >= 0; --d) {
+  std::function<Stmt(size_t, const std::set<std::string> &)> build_level = [&](size_t d,
+                                                                             const std::set<std::string> &unguarded) {
+    if (d == plan.dims.size())
+      return wrap_level(body, static_cast<int>(d) - 1, unguarded);
     const Dim &dim = plan.dims[d];
-    body = wrap_level(body, d);
     Expr extent = plan.extent[dim.var];
     COALESCE_INTERNAL_ASSERT(extent.defined(), "no extent for loop '", dim.var, "'");
     bool unsplit_rvar = plan.min.count(dim.var) != 0;
@@ -222,12 +228,32 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
       user_error("in schedule for '", func.name, "': cannot make loop '", short_name, "' ",
                  for_kind_name(dim.kind), ": its extent ", to_string(extent),
                  " is not a constant; split it by a constant factor and map the inner loop");
-    body = For::make(dim.var, min, extent, dim.kind, body, dim.gpu_dim, dim.is_rvar ? func.name : "");
-  }
-  body = wrap_level(body, -1);
+    std::string reduction_of = dim.is_rvar ? func.name : "";
+    Stmt loops;
+    // A serial reduction loop whose split leaves a tail runs in two parts:
+    // the full steps without the tail guard, then the last, partial step
+    // with it. The steady state then has no branch per element.
+    const Split *tail = nullptr;
+    for (const Split &split : plan.guarded)
+      if (split.is_rvar && split.outer == dim.var && dim.kind == ForKind::Serial && !unguarded.count(split.old_var))
+        tail = &split;
+    if (tail) {
+      std::set<std::string> steady = unguarded;
+      steady.insert(tail->old_var);
+      Expr full_steps = simplify(plan.extent[tail->old_var] / tail->factor);
+      loops = Block::make({For::make(dim.var, 0, full_steps, dim.kind, build_level(d + 1, steady), dim.gpu_dim,
+                                     reduction_of),
+                           For::make(dim.var, full_steps, simplify(extent - full_steps), dim.kind,
+                                     build_level(d + 1, unguarded), dim.gpu_dim, reduction_of)});
+    } else {
+      loops = For::make(dim.var, min, extent, dim.kind, build_level(d + 1, unguarded), dim.gpu_dim, reduction_of);
+    }
+    return wrap_level(loops, static_cast<int>(d) - 1, unguarded);
+  };
+  Stmt nest = build_level(0, {});
   for (const auto &[name, value] : plan.aliases)
-    body = LetStmt::make(name, value, body);
-  return body;
+    nest = LetStmt::make(name, value, nest);
+  return nest;
 }
 
 Stmt build_func(const Environment &env, const FuncContents &func) {

@@ -394,6 +394,37 @@ private:
   };
 };
 
+// A reduction loop split into steady state and tail is staged twice; its
+// two copies share one set of buffers.
+class MergeSiblingAllocations : public IRMutator {
+  using IRMutator::visit;
+  static bool same(const Allocate *a, const Allocate *b) {
+    if (a->name != b->name || a->type != b->type || a->memory != b->memory || a->extents.size() != b->extents.size())
+      return false;
+    for (size_t d = 0; d < a->extents.size(); ++d)
+      if (to_string(a->extents[d]) != to_string(b->extents[d]))
+        return false;
+    return true;
+  }
+  Stmt visit(const Block *op, const Stmt &self) override {
+    std::vector<Stmt> merged;
+    for (const Stmt &s : op->stmts) {
+      const Allocate *previous = merged.empty() ? nullptr : merged.back().as<Allocate>();
+      const Allocate *current = s.as<Allocate>();
+      if (previous && current && same(previous, current)) {
+        merged.back() = Allocate::make(previous->name, previous->type, previous->memory, previous->extents,
+                                       Block::make({previous->body, current->body}));
+        continue;
+      }
+      merged.push_back(s);
+    }
+    std::vector<Stmt> result;
+    for (const Stmt &s : merged)
+      result.push_back(mutate(s));
+    return Block::make(result);
+  }
+};
+
 } // namespace
 
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
@@ -413,7 +444,7 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }
     }
-  return result;
+  return MergeSiblingAllocations().mutate(result);
 }
 
 } // namespace coalesce
