@@ -40,6 +40,9 @@ public:
       // "kernel" entry is auto-upgraded to it), and takes the launch bound
       // as a function attribute that the backend prints as `.maxntid`.
       function->setCallingConv(llvm::CallingConv::PTX_Kernel);
+      // ptxas caps registers so that this many blocks fit on one SM.
+      if (kernel.min_blocks_per_sm > 0)
+        function->addFnAttr("nvvm.minctasm", std::to_string(kernel.min_blocks_per_sm));
       function->addFnAttr("nvvm.maxntid", str_cat(kernel.block[0], ",", kernel.block[1], ",",
                                                   kernel.block[2]));
     }

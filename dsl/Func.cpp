@@ -438,6 +438,13 @@ Func &Func::fuse_epilogue(const Func &producer, const VarOrRVar &loop) {
   return *this;
 }
 
+Func &Func::gpu_min_blocks_per_sm(int blocks) {
+  if (blocks < 1 || blocks > 32)
+    user_error("gpu_min_blocks_per_sm of '", name(), "' is ", blocks, "; it must be between 1 and 32");
+  contents_->schedule.min_blocks_per_sm = blocks;
+  return *this;
+}
+
 Func &Func::fold_bias_into_init() {
   contents_->schedule.bias_folded_into = "requested";
   return *this;

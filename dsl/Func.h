@@ -158,6 +158,10 @@ public:
   /// of 0 and drops the addition. b is added once either way; only the
   /// rounding order changes (b first instead of last).
   Func &fold_bias_into_init();
+  /// Asks the GPU compiler to fit `blocks` blocks of this (output) Func's
+  /// kernels on each multiprocessor; it caps registers per thread to fit.
+  /// 256 threads x 130 registers leaves room for one block, x 128 for two.
+  Func &gpu_min_blocks_per_sm(int blocks);
 
 private:
   std::shared_ptr<FuncContents> contents_;

@@ -80,6 +80,9 @@ struct FuncSchedule {
   std::vector<Expr> bounds;
   /// out = f(acc + b): start acc's reduction from b instead of adding b after it.
   std::string bias_folded_into;
+  /// For the output: blocks of its kernels each multiprocessor should hold
+  /// at once (0: whatever the register use allows).
+  int min_blocks_per_sm = 0;
 };
 
 } // namespace coalesce

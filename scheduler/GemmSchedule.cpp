@@ -64,6 +64,10 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (halves_j)
     out.unroll(hj);
   out.fuse_epilogue(acc, bj);
+  // 256 threads with an 8x8 block want about 128 registers each: ask for two
+  // blocks per SM, or a few registers more would leave room for only one.
+  if (t.threads_m * t.threads_n >= 256)
+    out.gpu_min_blocks_per_sm(2);
 
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};

@@ -111,6 +111,7 @@ GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget) {
   for (GpuKernel &kernel : program.kernels) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
+    kernel.min_blocks_per_sm = env.output().schedule.min_blocks_per_sm;
     for (Expr &extent : kernel.grid)
       extent = simplify(extent);
   }

@@ -45,6 +45,7 @@ struct GpuKernel {
   std::array<int, 3> block{{1, 1, 1}}; ///< threads per dimension
   int threads() const { return block[0] * block[1] * block[2]; }
   int shared_bytes = 0;
+  int min_blocks_per_sm = 0; ///< 0: no request
 };
 
 /// A pipeline lowered for the GPU: kernels launched in order, each taking
