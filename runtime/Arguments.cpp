@@ -28,11 +28,16 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
   BoundArguments bound;
   std::string expected;
   for (const Argument &arg : args)
-    expected += (expected.empty() ? "" : ", ") + arg.name;
+    if (!arg.is_output)
+      expected += (expected.empty() ? "" : ", ") + arg.name;
   for (const auto &[name, value] : given) {
     bool known = false;
-    for (const Argument &arg : args)
+    for (const Argument &arg : args) {
       known |= arg.name == name && !arg.is_output;
+      if (arg.name == name && arg.is_output)
+        user_error("'", name, "' is the pipeline's output; pass its buffer as the output argument of realize, "
+                   "not among the inputs and parameters");
+    }
     if (!known)
       user_error("unknown argument '", name, "'; the pipeline takes: ", expected);
   }
