@@ -160,12 +160,12 @@ TEST_CASE("coalesce-aot --help documents every flag") {
   for (const char *flag :
        {"--generator=", "--target=", "--name=", "--output-dir=", "--emit=", "-M ", "-N ", "-K ",
         "--bias", "--activation=", "--tile-m=", "--tile-n=", "--reg-m=", "--reg-n=", "--k-step="}) {
-    INFO(flag);
+    INFO(std::string(flag));
     CHECK(help.contains(flag));
   }
   for (const char *value : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "none|relu|gelu|gelu_tanh",
                             "header", "launcher", "loops", "llvm", "passed at run time"}) {
-    INFO(value);
+    INFO(std::string(value));
     CHECK(help.contains(value));
   }
   CHECK(dir.entries().empty());
@@ -197,7 +197,7 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
   for (const Bad &bad : cases) {
     TempDir dir;
     Result result = aot(std::string(bad.args) + " --output-dir=" + quote(dir / "out"), dir.path);
-    INFO(bad.args, "\nstderr: ", result.err);
+    INFO(std::string(bad.args), "\nstderr: ", result.err);
     CHECK(result.status == 1);
     CHECK(result.err.find(bad.message) != std::string::npos);
     CHECK(dir.entries().empty()); // not even the output directory
@@ -255,7 +255,7 @@ TEST_CASE("gemm: PTX that ptxas accepts, a documented header, a launcher that ne
                           "M    passed at run time", "grid (ceil(N/64), ceil(M/64), 1)",
                           "(16, 16, 1) threads", "Target: sm_90a", "g++ -std=c++17",
                           "--activation=gelu", "--bias=true"}) {
-    INFO(doc);
+    INFO(std::string(doc));
     CHECK(header.find(doc) != std::string::npos);
   }
 
