@@ -1,0 +1,468 @@
+// coalesce-gpu-check: every GPU schedule of the project, checked on the GPU.
+//
+//   - every GPU-mapped catalog schedule (examples/Schedules.h) and the tuned
+//     default (schedule_gemm with default_gemm_tiling for the shape, bias +
+//     exact GELU) against a double-precision reference on the CPU at 1x1x1,
+//     127x129x131 and 1024^3 (every row where the shape is small, every 7th
+//     row and the last at 1024^3), tolerance 1e-5;
+//   - the tuned default and two catalog schedules (fused_gelu_128x128 and the
+//     GEMM-only shared_staged; every schedule with --full) against cuBLAS at
+//     4093x4091x4097 and 8192x11008x4096, tolerance 1e-4: SGEMM for a GEMM
+//     alone, the cuBLAS chain (SGEMM, then bias + erf GELU) for bias + GELU,
+//     SGEMM then the epilogue on the host for the other epilogues;
+//   - every fused epilogue schedule at K = 1 and K = 3 (67 x 45) against the
+//     unfused chain in float on the CPU, tolerance 1e-5.
+//
+// The output is poisoned (every byte 0xFF, a NaN) before each run; then every
+// element is read back and must be finite, and the poison just past the
+// output must be intact (nothing written past the end). The inputs are drawn
+// once on the host (uniform in [-1, 1)) into pools sized for the largest
+// shape and uploaded once; a shape reads the leading elements of each pool.
+//
+// Without a GPU it prints "no GPU: <reason>; skipping" and exits 0.
+// --sanitizer-case runs the tuned default once at 131x133x67 on buffers of
+// exactly the right size, for compute-sanitizer. Exit status: 0 when every
+// check passed, 1 when one failed, 2 for a bad command line.
+
+#include "bench/reference/CublasReference.h"
+#include "examples/Reference.h"
+#include "examples/Schedules.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+#include "scheduler/GemmSchedule.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+constexpr double kToleranceDouble = 1e-5; // vs the double reference and the unfused chain
+constexpr double kToleranceCublas = 1e-4; // vs cuBLAS FP32
+/// Above this many multiply-adds the CPU reference samples every 7th row.
+constexpr double kFullReferenceMacs = 1 << 27;
+constexpr int kSampleStride = 7;
+/// Floats past the output whose poison must survive a run.
+constexpr size_t kGuardFloats = 1 << 16;
+
+struct Shape {
+  int M, N, K;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+  size_t mk() const { return size_t(M) * K; }
+  size_t kn() const { return size_t(K) * N; }
+  size_t mn() const { return size_t(M) * N; }
+};
+
+const std::vector<Shape> kReferenceShapes = {{1, 1, 1}, {127, 129, 131}, {1024, 1024, 1024}};
+const std::vector<Shape> kCublasShapes = {{4093, 4091, 4097}, {8192, 11008, 4096}};
+const std::vector<Shape> kChainShapes = {{67, 45, 1}, {67, 45, 3}};
+const Shape kSanitizerShape{131, 133, 67};
+/// The catalog schedules that also run at the cuBLAS shapes (all with --full).
+const std::vector<std::string> kBigCatalog = {"fused_gelu_128x128", "shared_staged"};
+
+// ------------------------------------------------------------------ schedules
+
+/// A schedule under check: a catalog entry, or the tuned default, whose tile
+/// sizes depend on the shape (one pipeline per distinct tiling).
+struct Candidate {
+  std::string name;
+  Epilogue epilogue;
+  std::optional<ExampleSchedule> catalog; // empty: the tuned default
+};
+
+class Pipelines {
+public:
+  /// The pipeline for `c` at `s`, compiled and loaded on first use.
+  const GpuExecutable &executable(const Candidate &c, const Shape &s, std::string *detail) {
+    std::string key = c.name;
+    Gemm gemm = make_gemm(c.epilogue);
+    if (c.catalog) {
+      c.catalog->apply(gemm);
+    } else {
+      GemmTiling tiling = default_gemm_tiling(s.M, s.N, s.K, gpu::Device::get().sm_count());
+      key += "/" + tiling.str();
+      *detail = tiling.str();
+      schedule_gemm(gemm.out, gemm.acc, gemm.A, gemm.B, gemm.i, gemm.j, gemm.k, tiling);
+    }
+    std::unique_ptr<Pipeline> &pipeline = pipelines_[key];
+    if (!pipeline)
+      pipeline = std::make_unique<Pipeline>(gemm.out);
+    return pipeline->gpu_executable(target_for_current_device());
+  }
+
+private:
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+std::vector<Candidate> gpu_candidates() {
+  std::vector<Candidate> candidates{{"default", Epilogue::BiasGelu, std::nullopt}};
+  for (const ExampleSchedule &s : example_schedules())
+    if (s.maps_to_gpu)
+      candidates.push_back({s.name, s.epilogue, s});
+  return candidates;
+}
+
+// ------------------------------------------------------------------- results
+
+struct Row {
+  std::string schedule, shape, vs;
+  double error = 0;
+  bool pass = false;
+};
+
+std::vector<Row> g_rows;
+
+void record(const Candidate &c, const Shape &s, const std::string &vs, double error, size_t not_finite,
+            size_t guard_damage, double ms, const std::string &detail, const std::string &failure = "") {
+  double tolerance = vs.rfind("cuBLAS", 0) == 0 ? kToleranceCublas : kToleranceDouble;
+  bool pass = failure.empty() && not_finite == 0 && guard_damage == 0 && error <= tolerance;
+  std::string name = c.name + " (" + epilogue_name(c.epilogue) + ")";
+  std::printf("check %-34s %-16s vs %-24s ", name.c_str(), s.str().c_str(), vs.c_str());
+  if (!failure.empty())
+    std::printf("ERROR: %s", failure.c_str());
+  else
+    std::printf("rel error %.3g (tol %.0e), %zu not finite, %zu past-end writes, %.3f ms", error, tolerance,
+                not_finite, guard_damage, ms);
+  if (!detail.empty())
+    std::printf(" [%s]", detail.c_str());
+  std::printf(": %s\n", pass ? "ok" : "FAIL");
+  std::fflush(stdout);
+  g_rows.push_back({name, s.str(), vs, failure.empty() ? error : std::numeric_limits<double>::infinity(), pass});
+}
+
+// ---------------------------------------------------------------- device data
+
+/// Copies `count` floats from device memory at `ptr` (DeviceBuffer::download
+/// copies whole buffers only).
+void download_floats(CUdeviceptr ptr, size_t count, float *host) {
+  if (count)
+    gpu::cu_check(gpu::driver().memcpy_dtoh(host, ptr, count * sizeof(float)), "cuMemcpyDtoH of ", count,
+                  " floats");
+}
+
+struct DeviceData {
+  std::vector<float> a, b, bias; // host pools, uniform in [-1, 1)
+  gpu::DeviceBuffer a_dev, b_dev, bias_dev, out_dev, tmp_dev, ref_dev;
+  std::vector<float> out; // host copy of the output
+};
+
+std::vector<float> random_pool(size_t count, uint32_t seed) {
+  Buffer buffer({static_cast<int>(count)});
+  buffer.fill_random(seed);
+  return std::move(buffer.values());
+}
+
+/// Runs `exe` at `s` on the pooled buffers into a poisoned output, reads the
+/// whole output back into data.out, counts elements that are not finite and
+/// poisoned floats past the output that were overwritten.
+double run_once(const GpuExecutable &exe, const Shape &s, DeviceData &data, size_t *not_finite, size_t *guard) {
+  std::vector<CUdeviceptr> pointers;
+  for (const Argument &arg : exe.program().args) {
+    if (!arg.is_buffer())
+      pointers.push_back(0);
+    else if (arg.is_output)
+      pointers.push_back(data.out_dev.ptr());
+    else if (arg.name == "A")
+      pointers.push_back(data.a_dev.ptr());
+    else if (arg.name == "B")
+      pointers.push_back(data.b_dev.ptr());
+    else if (arg.name == "bias")
+      pointers.push_back(data.bias_dev.ptr());
+    else
+      user_error("unexpected pipeline argument '", arg.name, "'");
+  }
+  data.out_dev.fill_bytes(0xFF);
+  gpu::EventTimer timer;
+  timer.start();
+  exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
+  timer.stop();
+  gpu::synchronize();
+  double ms = timer.elapsed_ms();
+  download_floats(data.out_dev.ptr(), s.mn(), data.out.data());
+  *not_finite = 0;
+  for (size_t n = 0; n < s.mn(); ++n)
+    *not_finite += std::isfinite(data.out[n]) ? 0 : 1;
+  size_t capacity = data.out_dev.bytes() / sizeof(float);
+  size_t guard_count = std::min(kGuardFloats, capacity - s.mn());
+  std::vector<uint32_t> guard_bits(guard_count);
+  if (guard_count)
+    gpu::cu_check(gpu::driver().memcpy_dtoh(guard_bits.data(), data.out_dev.ptr() + s.mn() * sizeof(float),
+                                            guard_count * sizeof(float)),
+                  "cuMemcpyDtoH of the guard");
+  *guard = 0;
+  for (uint32_t bits : guard_bits)
+    *guard += bits == 0xFFFFFFFFu ? 0 : 1;
+  return ms;
+}
+
+// ----------------------------------------------------------------- references
+
+/// Sums in double for the sampled rows of `s` (all columns), from the pools.
+struct DoubleSums {
+  std::vector<int> rows;
+  std::vector<double> sums; // rows.size() x N
+};
+
+DoubleSums double_sums(const DeviceData &data, const Shape &s) {
+  DoubleSums result;
+  int stride = double(s.M) * s.N * s.K > kFullReferenceMacs ? kSampleStride : 1;
+  for (int r = 0; r < s.M; r += stride)
+    result.rows.push_back(r);
+  if (result.rows.back() != s.M - 1)
+    result.rows.push_back(s.M - 1);
+  result.sums.assign(result.rows.size() * s.N, 0.0);
+  for (size_t r = 0; r < result.rows.size(); ++r) {
+    double *row = &result.sums[r * s.N];
+    for (int k = 0; k < s.K; ++k) {
+      double a = data.a[size_t(result.rows[r]) * s.K + k];
+      const float *b = &data.b[size_t(k) * s.N];
+      for (int j = 0; j < s.N; ++j)
+        row[j] += a * b[j];
+    }
+  }
+  return result;
+}
+
+/// ||out - ref|| / ||ref|| over the sampled rows, ref = epilogue(sum + bias) in double.
+double error_vs_double(const DeviceData &data, const Shape &s, const DoubleSums &ref, Epilogue e) {
+  double diff = 0, norm = 0;
+  for (size_t r = 0; r < ref.rows.size(); ++r)
+    for (int j = 0; j < s.N; ++j) {
+      double want = reference_epilogue<double>(e, ref.sums[r * s.N + j], data.bias[j]);
+      double got = data.out[size_t(ref.rows[r]) * s.N + j];
+      diff += (got - want) * (got - want);
+      norm += want * want;
+    }
+  if (!std::isfinite(diff))
+    return std::numeric_limits<double>::infinity();
+  return norm == 0 ? (diff == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::sqrt(diff / norm);
+}
+
+/// ||a - b|| / ||b|| over `count` floats; infinity if either has a NaN.
+double error_vs_floats(const float *a, const float *b, size_t count) {
+  double diff = 0, norm = 0;
+  for (size_t n = 0; n < count; ++n) {
+    double d = double(a[n]) - double(b[n]);
+    diff += d * d;
+    norm += double(b[n]) * b[n];
+  }
+  if (!std::isfinite(diff) || !std::isfinite(norm))
+    return std::numeric_limits<double>::infinity();
+  return norm == 0 ? (diff == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::sqrt(diff / norm);
+}
+
+/// The cuBLAS result for epilogue `e` at `s`, on the host: SGEMM, then the
+/// erf GELU kernel of the chain for bias + GELU, else the epilogue on the host.
+std::vector<float> cublas_reference(DeviceData &data, const Shape &s, Epilogue e, std::string *how) {
+  std::vector<float> ref(s.mn());
+  data.ref_dev.fill_bytes(0xFF);
+  const float *A = data.a_dev.as<float>(), *B = data.b_dev.as<float>(), *bias = data.bias_dev.as<float>();
+  if (e == Epilogue::BiasGelu) {
+    reference::chain(s.M, s.N, s.K, A, B, bias, data.tmp_dev.as<float>(), data.ref_dev.as<float>());
+    *how = "cuBLAS chain";
+  } else {
+    reference::sgemm(s.M, s.N, s.K, A, B, data.ref_dev.as<float>());
+    *how = e == Epilogue::None ? "cuBLAS sgemm" : "cuBLAS sgemm+host epi";
+  }
+  gpu::synchronize();
+  download_floats(data.ref_dev.ptr(), s.mn(), ref.data());
+  if (e != Epilogue::None && e != Epilogue::BiasGelu)
+    for (size_t n = 0; n < ref.size(); ++n)
+      ref[n] = reference_epilogue<float>(e, ref[n], data.bias[n % s.N]);
+  size_t bad = 0;
+  for (float v : ref)
+    bad += std::isfinite(v) ? 0 : 1;
+  if (bad)
+    user_error("the cuBLAS reference has ", bad, " values that are not finite");
+  return ref;
+}
+
+GemmData gemm_data(const DeviceData &data, const Shape &s) {
+  GemmData g{Buffer({s.M, s.K}), Buffer({s.K, s.N}), Buffer({s.N})};
+  std::copy(data.a.begin(), data.a.begin() + s.mk(), g.a.values().begin());
+  std::copy(data.b.begin(), data.b.begin() + s.kn(), g.b.values().begin());
+  std::copy(data.bias.begin(), data.bias.begin() + s.N, g.bias.values().begin());
+  return g;
+}
+
+// ------------------------------------------------------------------ the check
+
+/// Runs one candidate at one shape and records the comparison `compare` makes.
+template <typename Compare>
+void check(Pipelines &pipelines, const Candidate &c, const Shape &s, DeviceData &data, const std::string &vs,
+           Compare compare) {
+  std::string detail;
+  try {
+    const GpuExecutable &exe = pipelines.executable(c, s, &detail);
+    size_t not_finite = 0, guard = 0;
+    double ms = run_once(exe, s, data, &not_finite, &guard);
+    record(c, s, vs, compare(), not_finite, guard, ms, detail);
+  } catch (const std::exception &error) {
+    record(c, s, vs, 0, 0, 0, 0, detail, error.what());
+  }
+}
+
+int sanitizer_case() {
+  const Shape s = kSanitizerShape;
+  Candidate c{"default", Epilogue::BiasGelu, std::nullopt};
+  std::printf("coalesce-gpu-check --sanitizer-case: the tuned default (bias + GELU) once at %s, exact-size buffers\n",
+              s.str().c_str());
+  DeviceData data;
+  data.a = random_pool(s.mk(), 1);
+  data.b = random_pool(s.kn(), 2);
+  data.bias = random_pool(s.N, 3);
+  data.a_dev = gpu::DeviceBuffer(s.mk() * sizeof(float));
+  data.b_dev = gpu::DeviceBuffer(s.kn() * sizeof(float));
+  data.bias_dev = gpu::DeviceBuffer(s.N * sizeof(float));
+  data.out_dev = gpu::DeviceBuffer(s.mn() * sizeof(float));
+  data.a_dev.upload(data.a);
+  data.b_dev.upload(data.b);
+  data.bias_dev.upload(data.bias);
+  data.out.resize(s.mn());
+  Pipelines pipelines;
+  DoubleSums sums = double_sums(data, s);
+  check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
+  return g_rows.back().pass ? 0 : 1;
+}
+
+int full_check(bool full) {
+  auto started = std::chrono::steady_clock::now();
+  gpu::Device &device = gpu::Device::get();
+  std::printf("coalesce-gpu-check on %s (%d SMs), target %s\n", device.name().c_str(), device.sm_count(),
+              target_for_current_device().sm.c_str());
+
+  std::vector<Shape> all = kReferenceShapes;
+  all.insert(all.end(), kCublasShapes.begin(), kCublasShapes.end());
+  all.insert(all.end(), kChainShapes.begin(), kChainShapes.end());
+  size_t max_mk = 0, max_kn = 0, max_mn = 0;
+  int max_n = 0;
+  for (const Shape &s : all) {
+    max_mk = std::max(max_mk, s.mk());
+    max_kn = std::max(max_kn, s.kn());
+    max_mn = std::max(max_mn, s.mn());
+    max_n = std::max(max_n, s.N);
+  }
+  DeviceData data;
+  data.a = random_pool(max_mk, 1);
+  data.b = random_pool(max_kn, 2);
+  data.bias = random_pool(max_n, 3);
+  data.a_dev = gpu::DeviceBuffer(max_mk * sizeof(float));
+  data.b_dev = gpu::DeviceBuffer(max_kn * sizeof(float));
+  data.bias_dev = gpu::DeviceBuffer(max_n * sizeof(float));
+  data.out_dev = gpu::DeviceBuffer((max_mn + kGuardFloats) * sizeof(float));
+  data.tmp_dev = gpu::DeviceBuffer(max_mn * sizeof(float));
+  data.ref_dev = gpu::DeviceBuffer(max_mn * sizeof(float));
+  data.a_dev.upload(data.a);
+  data.b_dev.upload(data.b);
+  data.bias_dev.upload(data.bias);
+  data.out.resize(max_mn);
+
+  std::vector<Candidate> candidates = gpu_candidates();
+  Pipelines pipelines;
+
+  std::printf("\n== against the double reference on the CPU (every GPU schedule) ==\n");
+  for (const Shape &s : kReferenceShapes) {
+    DoubleSums sums = double_sums(data, s);
+    std::string vs = sums.rows.size() == size_t(s.M) ? "double (all rows)"
+                                                      : "double (" + std::to_string(sums.rows.size()) + " rows)";
+    for (const Candidate &c : candidates)
+      check(pipelines, c, s, data, vs, [&] { return error_vs_double(data, s, sums, c.epilogue); });
+  }
+
+  std::printf("\n== against cuBLAS (%s) ==\n",
+              full ? "every GPU schedule (--full)" : "the tuned default, fused_gelu_128x128 and shared_staged; "
+                                                     "--full for every GPU schedule");
+  for (const Shape &s : kCublasShapes) {
+    std::map<Epilogue, std::vector<float>> refs;
+    std::map<Epilogue, std::string> hows;
+    for (const Candidate &c : candidates) {
+      if (!full && c.catalog && std::find(kBigCatalog.begin(), kBigCatalog.end(), c.name) == kBigCatalog.end())
+        continue;
+      if (!refs.count(c.epilogue)) {
+        try {
+          // One reference held at a time: the largest is 360 MB.
+          refs.clear();
+          refs[c.epilogue] = cublas_reference(data, s, c.epilogue, &hows[c.epilogue]);
+        } catch (const std::exception &error) {
+          record(c, s, "cuBLAS", 0, 0, 0, 0, "", std::string("reference: ") + error.what());
+          continue;
+        }
+      }
+      const std::vector<float> &ref = refs[c.epilogue];
+      check(pipelines, c, s, data, hows[c.epilogue],
+            [&] { return error_vs_floats(data.out.data(), ref.data(), s.mn()); });
+    }
+  }
+
+  std::printf("\n== K = 1 and K = 3 against the unfused chain on the CPU (every fused epilogue) ==\n");
+  for (const Shape &s : kChainShapes) {
+    GemmData host = gemm_data(data, s);
+    for (const Candidate &c : candidates) {
+      if (c.epilogue == Epilogue::None)
+        continue;
+      Buffer chain = unfused_chain(host, s.M, s.N, s.K, c.epilogue);
+      check(pipelines, c, s, data, "unfused chain",
+            [&] { return error_vs_floats(data.out.data(), chain.data(), s.mn()); });
+    }
+  }
+
+  size_t failures = 0;
+  std::printf("\n| schedule | shape | vs | rel error | pass |\n|---|---|---|---|---|\n");
+  for (const Row &r : g_rows) {
+    failures += r.pass ? 0 : 1;
+    std::printf("| %s | %s | %s | %.2e | %s |\n", r.schedule.c_str(), r.shape.c_str(), r.vs.c_str(), r.error,
+                r.pass ? "ok" : "FAIL");
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("\n%zu checks, %zu failed (%.1f s)\n", g_rows.size(), failures, seconds);
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool sanitizer = false, full = false;
+  for (int a = 1; a < argc; ++a) {
+    std::string arg = argv[a];
+    if (arg == "--sanitizer-case") {
+      sanitizer = true;
+    } else if (arg == "--full") {
+      full = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::printf("usage: coalesce-gpu-check [--full | --sanitizer-case]\n"
+                  "Checks every GPU schedule on the GPU against a double reference on the CPU, cuBLAS\n"
+                  "and the unfused chain; --full runs every schedule at the large cuBLAS shapes too;\n"
+                  "--sanitizer-case runs the tuned default once at %s for compute-sanitizer.\n",
+                  kSanitizerShape.str().c_str());
+      return 0;
+    } else {
+      std::fprintf(stderr, "coalesce-gpu-check: unknown argument '%s' (see --help)\n", arg.c_str());
+      return 2;
+    }
+  }
+  std::string why_not;
+  if (!gpu::gpu_available(&why_not)) {
+    std::printf("no GPU: %s; skipping\n", why_not.c_str());
+    return 0;
+  }
+  try {
+    return sanitizer ? sanitizer_case() : full_check(full);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "coalesce-gpu-check: error: %s\n", error.what());
+  }
+  return 1;
+}

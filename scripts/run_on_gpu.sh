@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Checks everything on the GPU machine in one go. Run there, from the root of
+# the working tree, with gpu_bundle/coalesce-gpu.tar.gz built beforehand on the
+# development machine (bash scripts/build_gpu_bundle.sh) and carried along:
+#
+#   bash scripts/run_on_gpu.sh [--bench]
+#
+# Steps, each logged, each run even when an earlier one failed:
+#   tests      every bin/test_* (doctest; GPU parts run when there is a GPU)
+#              and every bin/lesson_*, in parallel
+#   gpu-check  coalesce-gpu-check: every GPU schedule against a double
+#              reference, cuBLAS and the unfused chain
+#   memcheck   compute-sanitizer --tool memcheck  on coalesce-gpu-check --sanitizer-case
+#   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
+#   aot        coalesce-aot generates a fused gemm + bias + GELU launcher; the
+#              standalone codegen/aot/example_app is built against it with
+#              cmake and g++ (no LLVM) and run
+#   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
+#   bench      only with --bench, if bench/run_benchmarks.sh exists
+#
+# Logs go to $OUT (or ./gpu_logs when OUT is unset): tests.log, gpu_check.log
+# (with both sanitizer runs), aot.log, main.log, summary.txt; with --bench,
+# bench/run_benchmarks.sh writes its own files to $OUT/bench. A table
+# (step | status | key figure) is printed last. Exit status 1 when a step
+# failed; a step that cannot run here (no GPU, no compute-sanitizer) is
+# "skipped", not a failure.
+#
+# Environment: COALESCE_GPU_BUNDLE (the tarball; default
+# gpu_bundle/coalesce-gpu.tar.gz), COALESCE_STEP_TIMEOUT (seconds per step,
+# default 600), CUDA_ROOT (default /usr/local/cuda).
+#
+# The test programs look for the sources and the AOT tools at the absolute
+# paths of the tree they were built in (COALESCE_SOURCE_DIR / _BINARY_DIR).
+# Where that path does not exist here, it is recreated as a folder of links
+# into this tree, with the bundle's coalesce-aot (and coalesce-aot-example,
+# when the bundle has it) linked where the build put them.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tree=$PWD
+
+usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+bench=0
+for arg in "$@"; do
+  case $arg in
+    --bench) bench=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run_on_gpu: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+bundle=${COALESCE_GPU_BUNDLE:-$tree/gpu_bundle/coalesce-gpu.tar.gz}
+logs=${OUT:-$tree/gpu_logs}
+step_timeout=${COALESCE_STEP_TIMEOUT:-600}
+cuda=${CUDA_ROOT:-/usr/local/cuda}
+mkdir -p "$logs"
+if [ ! -f "$bundle" ]; then
+  echo "run_on_gpu: $bundle is missing: build it with 'bash scripts/build_gpu_bundle.sh' and carry gpu_bundle" >&2
+  exit 1
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/coalesce-gpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+tar -C "$work" -xzf "$bundle" || { echo "run_on_gpu: cannot extract $bundle" >&2; exit 1; }
+bin=$work/bin
+export PATH="$cuda/bin:$PATH"
+system_ld_path=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH="$bin:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+steps=() statuses=() figures=()
+record() { # step status figure
+  steps+=("$1") statuses+=("$2") figures+=("$3")
+  printf '>> %-10s %-12s %s\n' "$1" "$2" "$3"
+}
+# The status of a command from its exit code.
+status_of() {
+  case $1 in
+    0) echo pass ;;
+    124 | 137) echo "TIMEOUT" ;;
+    *) echo "FAIL (rc $1)" ;;
+  esac
+}
+run_logged() { # log command...: appends the command's output to log, returns its status
+  local log=$1
+  shift
+  echo "\$ $*" >>"$log"
+  timeout -k 10 "$step_timeout" "$@" >>"$log" 2>&1
+}
+
+{
+  echo "run_on_gpu: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1 ||
+    echo "nvidia-smi: not available"
+  echo "bundle: $bundle ($(stat -c %s "$bundle") bytes), $(ls "$bin" | wc -l) files"
+} | tee "$logs/summary.txt"
+
+# ------------------------------------------------------------------- tests
+# Recreate the build tree's absolute paths the test programs were compiled with.
+aot_tool_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '/codegen/aot/coalesce-aot$' || true)
+aot_src_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '^/.*/codegen/aot$' || true)
+src_dir=${aot_src_path%/codegen/aot}
+bin_dir=${aot_tool_path%/codegen/aot/coalesce-aot}
+test_dir=$tree/tests
+if [ -n "$src_dir" ] && [ -n "$bin_dir" ]; then
+  if [ "$(realpath -m "$src_dir")" != "$tree" ]; then
+    if [ ! -e "$src_dir" ] || [ -f "$src_dir/.coalesce-gpu-links" ]; then
+      mkdir -p "$src_dir" && touch "$src_dir/.coalesce-gpu-links" && {
+        for entry in "$tree"/* "$tree"/.[!.]*; do
+          [ -e "$entry" ] && [ "$(basename "$entry")" != .git ] && ln -sfn "$entry" "$src_dir/$(basename "$entry")"
+        done
+      } || echo "run_on_gpu: cannot create $src_dir: test_golden and test_aot will miss their files" >&2
+    else
+      echo "run_on_gpu: $src_dir exists and is not this tree: test_golden and test_aot read it" >&2
+    fi
+  fi
+  if [ -d "$src_dir/tests" ]; then test_dir=$src_dir/tests; fi
+  # The build folder under a linked tree would be a link into it: make it a real folder.
+  [ -L "$bin_dir" ] && rm -f "$bin_dir"
+  if mkdir -p "$bin_dir/codegen/aot" 2>/dev/null; then
+    for tool in coalesce-aot coalesce-aot-example; do
+      [ -x "$bin/$tool" ] && [ ! -e "$bin_dir/codegen/aot/$tool" -o -L "$bin_dir/codegen/aot/$tool" ] &&
+        ln -sfn "$bin/$tool" "$bin_dir/codegen/aot/$tool"
+    done
+  fi
+fi
+
+tests_log=$logs/tests.log
+: >"$tests_log"
+mkdir -p "$work/test-logs"
+programs=()
+for program in "$bin"/test_* "$bin"/lesson_*; do
+  [ -x "$program" ] && programs+=("$program")
+done
+for program in "${programs[@]}"; do
+  name=$(basename "$program")
+  (
+    cd "$test_dir" && timeout -k 10 "$step_timeout" "$program" >"$work/test-logs/$name.log" 2>&1
+    echo $? >"$work/test-logs/$name.rc"
+  ) &
+done
+wait
+failed_programs=() cases_passed=0 cases_failed=0
+for program in "${programs[@]}"; do
+  name=$(basename "$program")
+  rc=$(cat "$work/test-logs/$name.rc" 2>/dev/null || echo 1)
+  { echo "===== $name: $(status_of "$rc")"; cat "$work/test-logs/$name.log"; echo; } >>"$tests_log"
+  [ "$rc" = 0 ] || failed_programs+=("$name")
+  line=$(grep -a '^\[doctest\] test cases:' "$work/test-logs/$name.log" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")
+    f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")
+    cases_passed=$((cases_passed + p)) cases_failed=$((cases_failed + f))
+  fi
+done
+figure="${#programs[@]} programs, $((${#programs[@]} - ${#failed_programs[@]})) ok; doctest cases $cases_passed passed, $cases_failed failed"
+[ ${#failed_programs[@]} -gt 0 ] && figure+="; failed: ${failed_programs[*]}"
+if [ ${#programs[@]} -eq 0 ]; then
+  record tests "FAIL" "no test programs in the bundle"
+elif [ ${#failed_programs[@]} -eq 0 ]; then
+  record tests pass "$figure"
+else
+  record tests FAIL "$figure"
+fi
+
+# --------------------------------------------------------------- gpu-check
+check_log=$logs/gpu_check.log
+: >"$check_log"
+check=$bin/coalesce-gpu-check
+if [ ! -x "$check" ]; then
+  record gpu-check FAIL "coalesce-gpu-check is not in the bundle (cuBLAS reference not built?)"
+  record memcheck skipped "no coalesce-gpu-check"
+  record racecheck skipped "no coalesce-gpu-check"
+else
+  echo "===== coalesce-gpu-check" >>"$check_log"
+  run_logged "$check_log" "$check"
+  rc=$?
+  if grep -q '^no GPU:' "$check_log"; then
+    record gpu-check skipped "$(grep -m1 '^no GPU:' "$check_log")"
+  else
+    record gpu-check "$(status_of $rc)" "$(grep -E '^[0-9]+ checks, [0-9]+ failed' "$check_log" | tail -1)"
+  fi
+  sanitizer=$(command -v compute-sanitizer || true)
+  for tool in memcheck racecheck; do
+    if [ -z "$sanitizer" ]; then
+      record $tool skipped "compute-sanitizer not found"
+      continue
+    fi
+    echo "===== compute-sanitizer --tool $tool" >>"$check_log"
+    start_line=$(wc -l <"$check_log")
+    run_logged "$check_log" "$sanitizer" --tool "$tool" --error-exitcode 3 "$check" --sanitizer-case
+    rc=$?
+    section=$(tail -n +"$((start_line + 1))" "$check_log")
+    summary=$(grep -aE '(ERROR|RACECHECK) SUMMARY' <<<"$section" | tail -1 | sed 's/^========= //')
+    result=$(grep -aE '^check ' <<<"$section" | tail -1 | sed -E 's/.*: (ok|FAIL)$/result \1/')
+    if grep -q '^no GPU:' <<<"$section"; then
+      record $tool skipped "no GPU"
+    else
+      record $tool "$(status_of $rc)" "${summary:-no summary}; ${result:-no result}"
+    fi
+  done
+fi
+
+# --------------------------------------------------------------------- aot
+aot_log=$logs/aot.log
+: >"$aot_log"
+if [ ! -x "$bin/coalesce-aot" ]; then
+  record aot FAIL "coalesce-aot is not in the bundle"
+else
+  gen=$work/aot-generated app=$work/aot-app
+  mkdir -p "$gen"
+  aot_rc=0
+  run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu --output-dir="$gen" ||
+    aot_rc=$?
+  [ $aot_rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
+    -DCOALESCE_GENERATED_DIR="$gen" -DCUDAToolkit_ROOT="$cuda" || aot_rc=$?; }
+  [ $aot_rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || aot_rc=$?; }
+  llvm_note=""
+  if [ $aot_rc = 0 ]; then
+    # Run as a user would, without the bundle's libraries on the search path.
+    echo "\$ ldd example_app" >>"$aot_log"
+    LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" >>"$aot_log" 2>&1
+    if LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" | grep -qiE 'llvm|coalesce'; then llvm_note="; LINKS LLVM/COALESCE"; aot_rc=1; fi
+    run_logged "$aot_log" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || aot_rc=$?
+  fi
+  big=$(grep -aE '^M=4096 +N=4096' "$aot_log" | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/4096^3 \1 ms, \2 TFLOP\/s/')
+  verdict=$(grep -aE '^(all shapes match the reference|MISMATCH)$' "$aot_log" | tail -1)
+  record aot "$(status_of $aot_rc)" "${verdict:-no verdict}${big:+; $big}; no LLVM$llvm_note"
+fi
+
+# -------------------------------------------------------------------- main
+main_log=$logs/main.log
+: >"$main_log"
+if [ ! -x "$bin/coalesce-main" ]; then
+  record main skipped "coalesce-main is not in the bundle"
+else
+  run_logged "$main_log" "$bin/coalesce-main"
+  rc=$?
+  ratio=$(grep -a 'time ratio' "$main_log" | tail -1 | sed -E 's/.*: *([0-9.]+).*/coalesce\/cuBLAS chain \1/')
+  ours=$(grep -a 'coalesce (fused)' "$main_log" | tail -1 | sed -E 's/.*median +([0-9.]+) ms +([0-9.]+) TFLOP.*/\1 ms, \2 TFLOP\/s/')
+  verdict=$(grep -aE '^main job: ' "$main_log" | tail -1 | sed 's/^main job: //')
+  record main "$(status_of $rc)" "${verdict:-no verdict}${ours:+; $ours}${ratio:+; $ratio}"
+fi
+
+# ------------------------------------------------------------------- bench
+if [ $bench = 1 ]; then
+  if [ -f bench/run_benchmarks.sh ]; then
+    mkdir -p "$logs/bench"
+    OUT=$logs/bench timeout -k 10 "$step_timeout" bash bench/run_benchmarks.sh >"$work/bench.out" 2>&1
+    rc=$?
+    record bench "$(status_of $rc)" "logs in bench/; last line: $(grep -av '^ *$' "$work/bench.out" | tail -1 | cut -c1-80)"
+  else
+    record bench skipped "bench/run_benchmarks.sh not found"
+  fi
+fi
+
+# ------------------------------------------------------------------ summary
+failed=0
+{
+  echo
+  printf '| %-10s | %-12s | %s\n' step status "key figure"
+  printf '|%s|%s|%s\n' ------------ -------------- ----------------------------------------
+  for n in "${!steps[@]}"; do
+    printf '| %-10s | %-12s | %s\n' "${steps[$n]}" "${statuses[$n]}" "${figures[$n]}"
+  done
+} | tee -a "$logs/summary.txt"
+for status in "${statuses[@]}"; do
+  case $status in pass | skipped) ;; *) failed=$((failed + 1)) ;; esac
+done
+echo "run_on_gpu: $failed step(s) failed; logs in $logs" | tee -a "$logs/summary.txt"
+[ $failed = 0 ]
