@@ -46,6 +46,30 @@ void check_reassociation(const FuncContents &func, size_t s) {
                  ".update(", s - 1, ").allow_reassociation() if a different rounding is acceptable");
 }
 
+// Shared memory belongs to one GPU block and is filled by all its threads
+// together, so the staging loop must be inside every block loop and outside
+// every thread loop of the stage (a tile staged inside a thread loop would
+// be filled by each thread with its own values, racing on the GPU).
+void check_staging_loop(const FuncContents &func, size_t s, const SharedStaging &staged) {
+  const std::vector<Dim> &dims = func.schedule.stages[s].dims;
+  auto at = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == staged.at_loop; });
+  std::string request = str_cat("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input,
+                                "' at '", staged.at_loop, "', ");
+  if (at == dims.end())
+    user_error(request, "which is no longer a loop of ", stage_name(func, s),
+               " (it was split after staging); stage at one of the loops it was split into");
+  for (auto dim = dims.begin(); dim != dims.end(); ++dim) {
+    if (dim <= at && dim->kind == ForKind::GpuThread)
+      user_error(request, dim == at ? std::string("a loop") : "which is inside loop '" + dim->var + "'",
+                 " mapped to GPU threads: each thread would fill the block's one tile with its own values. "
+                 "Stage at a loop outside the thread loops (split the reduction and reorder its outer loop, 'ko' in "
+                 "reorder({ko, ti, tj, ki, ...}), outside them)");
+    if (dim >= at && dim->kind == ForKind::GpuBlock)
+      user_error(request, dim == at ? std::string("a loop") : "which is outside loop '" + dim->var + "'",
+                 " mapped to GPU blocks: shared memory belongs to one block; stage at a loop inside the block loops");
+  }
+}
+
 class ReadsInput : public IRVisitor {
 public:
   explicit ReadsInput(const std::string &name) : name_(name) {}
@@ -120,6 +144,7 @@ void resolve_schedule(Environment &env) {
       const StageSchedule &stage = func.schedule.stages[s];
       const Expr &value = s == 0 ? func.pure.value : func.updates[s - 1].value;
       for (const SharedStaging &staged : stage.staged_inputs) {
+        check_staging_loop(func, s, staged);
         ReadsInput reads(staged.input);
         reads.visit_expr(value);
         if (!reads.found)
