@@ -83,9 +83,10 @@ private:
   void visit(const Allocate *op) override {
     if (op->memory == MemoryType::Register || op->memory == MemoryType::Auto)
       registers.insert(op->name);
-    if (op->memory == MemoryType::Heap)
-      user_error("'", op->name, "' is computed at root, which on the GPU would need its own kernel and a buffer in "
-                 "global memory; compute it inside the output's kernel instead (compute_at or fuse_epilogue)");
+    if (op->memory == MemoryType::Heap) // root Funcs are rejected before; this one is inside a kernel
+      user_error("'", op->name, "' is computed inside the kernel but stored in heap memory, which a GPU kernel cannot "
+                 "allocate; store it in registers or shared memory (store_in), on a tile of constant size (compute it "
+                 "at a loop whose inner loops have constant extents)");
     if (op->memory == MemoryType::Shared) {
       int64_t elements = 1;
       for (const Expr &e : op->extents)
