@@ -556,6 +556,69 @@ TEST_CASE("stage_in_shared of an input the stage does not read is rejected") {
   CHECK_HAS(message, "does not read");
 }
 
+TEST_CASE("staging at a loop inside the thread loops is rejected") {
+  // Each thread would fill the block's one tile with its own rows of A:
+  // right when the threads run one by one, a race on the GPU.
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  g.acc.update().stage_in_shared(g.A, g.ki);
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "in schedule for 'acc' (update 0)");
+  CHECK_HAS(message, "stage_in_shared of 'A' at 'ki', which is inside loop 'ti' mapped to GPU threads");
+  CHECK_HAS(message, "Stage at a loop outside the thread loops");
+  CHECK_HAS(message, "reorder({ko, ti, tj, ki, ...})");
+}
+
+TEST_CASE("staging at a reduction loop left inside the thread loops is rejected") {
+  Gemm g;
+  g.out.tile(g.i, g.j, g.bi, g.bj, g.ii, g.jj, 64, 64)
+      .gpu_blocks({g.bi, g.bj})
+      .register_block(g.ii, g.jj, g.ti, g.tj, g.ri, g.rj, 4, 4)
+      .gpu_threads({g.ti, g.tj});
+  g.out.fuse_epilogue(g.acc, g.bj);
+  g.acc.update().split(g.k, g.ko, g.ki, 8).stage_in_shared(g.A, g.ko); // no reorder: ko is inside ti, tj
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "stage_in_shared of 'A' at 'ko', which is inside loop 'ti' mapped to GPU threads");
+}
+
+TEST_CASE("staging at a thread loop is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  g.out.pure().stage_in_shared(g.bias, g.ti);
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "in schedule for 'out'");
+  CHECK_HAS(message, "stage_in_shared of 'bias' at 'ti', a loop mapped to GPU threads");
+}
+
+TEST_CASE("staging at a block loop is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  g.out.pure().stage_in_shared(g.bias, g.bj);
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "in schedule for 'out'");
+  CHECK_HAS(message, "stage_in_shared of 'bias' at 'bj', a loop mapped to GPU blocks");
+  CHECK_HAS(message, "shared memory belongs to one block");
+}
+
+TEST_CASE("splitting a loop after staging at it is rejected") {
+  Gemm g;
+  g.acc.update().stage_in_shared(g.A, g.k).split(g.k, g.ko, g.ki, 8);
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "in schedule for 'acc' (update 0)");
+  CHECK_HAS(message, "stage_in_shared of 'A' at 'k', which is no longer a loop");
+  CHECK_HAS(message, "split after staging");
+}
+
+TEST_CASE("a tile stored in heap memory inside a GPU kernel is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  g.acc.store_in(MemoryType::Heap);
+  CHECK_NOTHROW(lower(g.out)); // fine on the CPU
+  std::string message = user_error_of([&] { lower_for_gpu(g.out); });
+  CHECK_HAS(message, "'acc' is computed inside the kernel but stored in heap memory");
+  CHECK_HAS(message, "store it in registers or shared memory");
+}
+
 TEST_CASE("staging one input twice is rejected") {
   Gemm g;
   g.schedule_fused(64, 4, 8);
