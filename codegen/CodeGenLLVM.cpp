@@ -143,6 +143,14 @@ llvm::Value *CodeGenLLVM::emit_target_intrinsic(const Call *op) {
 
 void CodeGenLLVM::emit_barrier() {}
 
+void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type) {
+  llvm::Type *element = llvm_type_of(type);
+  llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
+  builder_->CreateAlignedStore(builder_->CreateAlignedLoad(element, source, align), destination, align);
+}
+
+void CodeGenLLVM::emit_async_wait() {}
+
 llvm::Value *CodeGenLLVM::allocate_buffer(const Allocate *op, int64_t elements) {
   llvm::Type *element = llvm_type_of(op->type);
   int64_t bytes = elements * std::max(1, op->type.bytes());
@@ -384,6 +392,11 @@ void CodeGenLLVM::visit(const Load *op) {
 void CodeGenLLVM::visit(const Call *op) {
   if (op->call_type != CallType::Intrinsic)
     internal_error("call to '", op->name, "' reached codegen: lowering replaces them by loads");
+  if (op->name == "async_wait") {
+    emit_async_wait();
+    value_ = builder_->getInt32(0);
+    return;
+  }
   if (!is_math_intrinsic(op->name)) {
     value_ = emit_target_intrinsic(op);
     return;
@@ -405,6 +418,14 @@ void CodeGenLLVM::visit(const Let *op) {
 void CodeGenLLVM::visit(const For *op) { emit_for(op); }
 
 void CodeGenLLVM::visit(const Store *op) {
+  const auto *async = op->value.as<Call>();
+  if (async && async->call_type == CallType::Intrinsic && async->name == "async_load") {
+    const auto *load = async->args.size() == 1 ? async->args[0].as<Load>() : nullptr;
+    COALESCE_INTERNAL_ASSERT(load, "async_load of something other than a load");
+    emit_async_copy(buffer_element(op->buffer, op->indices, load->type),
+                    buffer_element(load->buffer, load->indices, load->type), load->type);
+    return;
+  }
   llvm::Value *value = codegen(op->value);
   llvm::Value *address = buffer_element(op->buffer, op->indices, op->value.type());
   builder_->CreateAlignedStore(value, address,

@@ -56,6 +56,12 @@ protected:
   /// Makes every thread of a block wait. A no-op on the host.
   virtual void emit_barrier();
 
+  /// Copies one element from `source` to `destination` without waiting for
+  /// it (a Store of async_load(...)); the base copies at once.
+  virtual void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type);
+  /// Waits for this thread's async copies (async_wait()); the base has none.
+  virtual void emit_async_wait();
+
   /// Storage for `elements` values of `op->type`. The base ignores the memory
   /// type: one entry-block alloca, or malloc'd memory (freed by
   /// release_buffer) when it is too large for a thread's stack.

@@ -81,6 +81,22 @@ protected:
     return CodeGenLLVM::emit_target_intrinsic(op);
   }
 
+  // cp.async (sm_80+): global to shared without passing through registers,
+  // so the copy of the next tile overlaps the arithmetic on this one.
+  void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type) override {
+    if (type.bytes() != 4)
+      return CodeGenLLVM::emit_async_copy(destination, source, type);
+    llvm::Value *shared = builder_->CreateAddrSpaceCast(destination, builder_->getPtrTy(kSharedAddressSpace));
+    llvm::Value *global = builder_->CreateAddrSpaceCast(source, builder_->getPtrTy(1));
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{shared, global});
+  }
+
+  void emit_async_wait() override {
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{});
+  }
+
   void emit_barrier() override {
     // bar.sync 0, as __syncthreads(); llvm.nvvm.barrier0 is its old name.
     builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},

@@ -39,6 +39,10 @@ struct SharedLayout {
   /// Two tiles: each thread fetches its part of the next tile into registers
   /// while the current one is used, then stores it; one barrier per step.
   bool double_buffered = false;
+  /// With double buffering: copy the next tile straight into the other
+  /// buffer with asynchronous copies (cp.async on the GPU) instead of through
+  /// registers, and wait for them before the barrier.
+  bool async_copy = true;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration

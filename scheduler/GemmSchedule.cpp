@@ -76,8 +76,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
       .split(k, ko, ki, t.k_step)
       .reorder(update_order)
       .unroll(ki)
-      .stage_in_shared(A, ko, SharedLayout{true, t.a_padding, t.double_buffered})
-      .stage_in_shared(B, ko, SharedLayout{false, 0, t.double_buffered});
+      .stage_in_shared(A, ko, SharedLayout{true, t.a_padding, t.double_buffered, t.async_copy})
+      .stage_in_shared(B, ko, SharedLayout{false, 0, t.double_buffered, t.async_copy});
 }
 
 } // namespace coalesce

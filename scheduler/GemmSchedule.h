@@ -16,6 +16,7 @@ struct GemmTiling {
   int threads_m = 16, threads_n = 16; ///< threads per block in each direction
   int k_step = 8;                   ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
+  bool async_copy = true;           ///< ... with cp.async, not through registers
   int a_padding = 4;                ///< padding of A's transposed tile rows
 
   int register_m() const { return block_m / threads_m; }

@@ -334,6 +334,15 @@ private:
       prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
         return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
       }));
+      if (tile.layout.async_copy) {
+        // Straight into the other buffer: it was last read before the
+        // previous iteration's barrier.
+        fetches.push_back(per_thread_copy(tile, scan, prefix + "next.", [&](const std::vector<Expr> &c, const Expr &) {
+          Expr copy = Call::make(tile.input->type, "async_load", {source_value(tile, c, next)}, CallType::Intrinsic);
+          return Store::make(tile.buffer, shared_indices(tile, c, next_which), copy);
+        }));
+        continue;
+      }
       std::string fetch = tile.input->name + "_fetch";
       fetches.push_back(per_thread_copy(tile, scan, prefix + "fetch.", [&](const std::vector<Expr> &c, const Expr &e) {
         return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
@@ -349,9 +358,11 @@ private:
       // Fetch the next tile while this one is used; store it after; one
       // barrier makes it visible (the other buffer was last read before the
       // previous iteration's barrier).
+      Stmt wait = Evaluate::make(Call::make(Int(32), "async_wait", {}, CallType::Intrinsic));
       new_body = Block::make({copies.empty() ? Stmt() : Block::make({Block::make(copies), Barrier::make()}),
                               IfThenElse::make(has_next, Block::make(fetches)), body,
-                              IfThenElse::make(has_next, Block::make(stores)), Barrier::make()});
+                              stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)),
+                              wait, Barrier::make()});
     } else {
       new_body = Block::make({Block::make(copies), Barrier::make(), body, Barrier::make()});
     }
@@ -359,7 +370,7 @@ private:
     if (!prologue.empty())
       result = Block::make({Block::make(prologue), Barrier::make(), result});
     for (const StagedTile &tile : tiles) {
-      if (tile.layout.double_buffered) {
+      if (tile.layout.double_buffered && !tile.layout.async_copy) {
         std::vector<Expr> fetch_extents;
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
