@@ -191,6 +191,23 @@ TEST_CASE("simplify keeps a GPU loop of extent one") {
   CHECK(to_string(simplify(s)) == "for t in gpu_thread.x(0, 1):\n  buf[t] = 1.0f\n");
 }
 
+TEST_CASE("simplify substitutes a loop of extent one only where its variable is in scope") {
+  // The inner loop rebinds x: its uses are the inner loop's, not the outer one's.
+  Expr x = int_var("x");
+  Stmt s = For::make("x", 3, 1, ForKind::Serial,
+                     Block::make({Store::make("buf", {x}, 1.0f),
+                                  For::make("x", 0, int_var("N"), ForKind::Serial, Store::make("buf", {x + 1}, 2.0f))}));
+  CHECK(to_string(simplify(s)) == "buf[3] = 1.0f\n"
+                                  "for x in serial(0, N):\n"
+                                  "  buf[x + 1] = 2.0f\n");
+  Stmt let = LetStmt::make("y", 7, Block::make({Store::make("buf", {int_var("y")}, 1.0f),
+                                                 LetStmt::make("y", int_var("N") * 2,
+                                                               Store::make("buf", {int_var("y")}, 2.0f))}));
+  CHECK(to_string(simplify(let)) == "buf[7] = 1.0f\n"
+                                    "let y = N*2\n"
+                                    "buf[y] = 2.0f\n");
+}
+
 // ---------------------------------------------------------- unroll_loops
 
 TEST_CASE("unroll_loops repeats the body with the loop variable a constant") {
