@@ -31,7 +31,7 @@ done
 strip --strip-unneeded "$staging"/bin/* 2>/dev/null || true
 # The executables look for libcoalesce next to themselves.
 for program in "$staging"/bin/*; do
-  case "$program" in *.so*) ;; *) patchelf --set-rpath '$ORIGIN' "$program" 2>/dev/null || true ;; esac
+  case "$program" in *.so*) ;; *) patchelf --set-rpath '$ORIGIN:/usr/local/cuda/lib64' "$program" 2>/dev/null || true ;; esac
 done
 # Extra programs built outside CMake (e.g. probes) can be dropped into
 # $staging/bin before this point by the caller via COALESCE_BUNDLE_EXTRA.
