@@ -27,7 +27,9 @@
 #
 # Environment: COALESCE_GPU_BUNDLE (the tarball; default
 # gpu_bundle/coalesce-gpu.tar.gz), COALESCE_STEP_TIMEOUT (seconds per step,
-# default 600), CUDA_ROOT (default /usr/local/cuda).
+# default 600), CUDA_ROOT (default /usr/local/cuda), COALESCE_GPU_CHECK_ARGS
+# (extra flags for coalesce-gpu-check, e.g. --full: every schedule at the
+# large shapes).
 #
 # The test programs look for the sources and the AOT tools at the absolute
 # paths of the tree they were built in (COALESCE_SOURCE_DIR / _BINARY_DIR).
@@ -170,7 +172,8 @@ if [ ! -x "$check" ]; then
   record racecheck skipped "no coalesce-gpu-check"
 else
   echo "===== coalesce-gpu-check" >>"$check_log"
-  run_logged "$check_log" "$check"
+  # shellcheck disable=SC2086 # the flags are words
+  run_logged "$check_log" "$check" ${COALESCE_GPU_CHECK_ARGS:-}
   rc=$?
   if grep -q '^no GPU:' "$check_log"; then
     record gpu-check skipped "$(grep -m1 '^no GPU:' "$check_log")"
