@@ -21,7 +21,7 @@ cmake --build "$build" -j"$(nproc)"
 rm -rf "$staging" "$bundle"
 mkdir -p "$staging/bin" "$bundle"
 cp "$build/libcoalesce.so" "$staging/bin/"
-for program in "$build"/tests/test_* "$build"/bench/coalesce-* "$build"/examples/lesson_* "$build"/codegen/aot/coalesce-aot; do
+for program in "$build"/tests/test_* "$build"/bench/coalesce-* "$build"/examples/lesson_* "$build"/codegen/aot/coalesce-aot "$build"/codegen/aot/coalesce-aot-example; do
   [ -f "$program" ] && [ -x "$program" ] && cp "$program" "$staging/bin/"
 done
 # Google Benchmark ships only as a shared library on Debian.
