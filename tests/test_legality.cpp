@@ -619,6 +619,39 @@ TEST_CASE("a tile stored in heap memory inside a GPU kernel is rejected") {
   CHECK_HAS(message, "store it in registers or shared memory");
 }
 
+TEST_CASE("staging with negative padding is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  SharedLayout layout;
+  layout.padding = -1;
+  std::string message = user_error_of([&] { g.acc.update().stage_in_shared(g.A, g.ko, layout); });
+  CHECK_HAS(message, "in schedule for 'acc' (update 0)");
+  CHECK_HAS(message, "stage_in_shared of 'A' with padding -1");
+  CHECK_HAS(message, "padding must be zero or positive");
+}
+
+TEST_CASE("staging a one-dimensional input transposed is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false);
+  SharedLayout layout;
+  layout.transposed = true;
+  std::string message = user_error_of([&] { g.out.pure().stage_in_shared(g.bias, g.bj, layout); });
+  CHECK_HAS(message, "in schedule for 'out'");
+  CHECK_HAS(message, "stage_in_shared of 'bias' transposed, but it has 1 dimensions");
+  CHECK_HAS(message, "only 2-D tiles can be transposed");
+}
+
+TEST_CASE("double-buffered staging at a loop that is not serial is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8, false); // ki is unrolled
+  SharedLayout layout;
+  layout.double_buffered = true;
+  std::string message = user_error_of([&] { g.acc.update().stage_in_shared(g.A, g.ki, layout); });
+  CHECK_HAS(message, "in schedule for 'acc' (update 0)");
+  CHECK_HAS(message, "double-buffered stage_in_shared at 'ki', which is unrolled");
+  CHECK_HAS(message, "double buffering needs a serial loop");
+}
+
 TEST_CASE("staging one input twice is rejected") {
   Gemm g;
   g.schedule_fused(64, 4, 8);
