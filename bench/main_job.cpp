@@ -18,6 +18,7 @@
 
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
+#include "scheduler/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 
@@ -78,20 +79,11 @@ struct FusedGemm {
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
-void apply_default_schedule(FusedGemm &g, const Shape & /*shape*/) {
-  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
-  RVar ko("ko"), ki("ki");
-  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64)
-      .gpu_blocks({bi, bj})
-      .register_block(ii, jj, ti, tj, ri, rj, 4, 4)
-      .gpu_threads({ti, tj});
-  g.out.fuse_epilogue(g.acc, bj);
-  g.acc.update()
-      .split(g.k, ko, ki, 8)
-      .reorder({ko, ti, tj, ki, ri, rj})
-      .unroll(ki)
-      .stage_in_shared(g.A, ko)
-      .stage_in_shared(g.B, ko);
+void apply_default_schedule(FusedGemm &g, const Shape &shape) {
+  // The library's shape-aware GEMM schedule (scheduler/GemmSchedule.h).
+  GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+  std::printf("schedule: %s\n", tiling.str().c_str());
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
 }
 
 // ------------------------------------------------------------ command line

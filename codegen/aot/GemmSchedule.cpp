@@ -12,21 +12,15 @@ void apply_default_schedule(const GemmAlgorithm &gemm, const GemmScheduleOptions
     user_error("--tile-n=", options.tile_n, " is not a multiple of --reg-n=", options.reg_n,
                ": each thread computes reg-n columns of the tile");
 
-  Func acc = gemm.acc, out = gemm.out;
-  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
-  RVar ko("ko"), ki("ki");
-
-  out.tile(gemm.i, gemm.j, bi, bj, ii, jj, options.tile_m, options.tile_n)
-      .gpu_blocks({bi, bj})
-      .register_block(ii, jj, ti, tj, ri, rj, options.reg_m, options.reg_n)
-      .gpu_threads({ti, tj});
-  out.fuse_epilogue(acc, bj);
-  acc.update()
-      .split(gemm.k, ko, ki, options.k_step)
-      .reorder({ko, ti, tj, ki, ri, rj})
-      .unroll(ki)
-      .stage_in_shared(gemm.A, ko)
-      .stage_in_shared(gemm.B, ko);
+  // The library's GEMM schedule (scheduler/GemmSchedule.h) with these knobs:
+  // double-buffered shared staging, register blocks, the fused epilogue.
+  GemmTiling tiling;
+  tiling.block_m = options.tile_m;
+  tiling.block_n = options.tile_n;
+  tiling.threads_m = options.tile_m / options.reg_m;
+  tiling.threads_n = options.tile_n / options.reg_n;
+  tiling.k_step = options.k_step;
+  schedule_gemm(gemm.out, gemm.acc, gemm.A, gemm.B, gemm.i, gemm.j, gemm.k, tiling);
 }
 
 } // namespace coalesce

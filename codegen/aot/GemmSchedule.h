@@ -4,6 +4,7 @@
 // (GemmAlgorithm) is fixed, the schedule is this file's business.
 
 #include "dsl/Func.h"
+#include "scheduler/GemmSchedule.h"
 
 #include <optional>
 
@@ -21,9 +22,9 @@ struct GemmAlgorithm {
 
 /// The schedule's knobs; the gemm generator's flags set them.
 struct GemmScheduleOptions {
-  int tile_m = 64, tile_n = 64; ///< elements of out per thread block
-  int reg_m = 4, reg_n = 4;     ///< elements of out per thread, kept in registers
-  int k_step = 8;               ///< K elements of A and B staged in shared memory per step
+  int tile_m = 128, tile_n = 128; ///< elements of out per thread block
+  int reg_m = 8, reg_n = 8;       ///< elements of out per thread, kept in registers
+  int k_step = 16;                ///< K elements of A and B staged in shared memory per step
 };
 
 /// Schedules `gemm` for the GPU: a tile_m x tile_n tile of out per block,

@@ -44,14 +44,18 @@ public:
        {"gelu_tanh", Activation::GeluTanh}},
       "the epilogue: none; relu; gelu, exact (erf), as PyTorch's default; gelu_tanh, the tanh "
       "approximation"};
-  GeneratorParam<int> tile_m{this, "tile-m", 64, "rows of out per thread block", 1, 256};
-  GeneratorParam<int> tile_n{this, "tile-n", 64, "columns of out per thread block", 1, 256};
-  GeneratorParam<int> reg_m{this, "reg-m", 4,
+  GeneratorParam<int> tile_m{this, "tile-m", 0,
+                             "rows of out per thread block; 0 (default): chosen from the shape, "
+                             "128 when the shape is left to run time",
+                             0, 256};
+  GeneratorParam<int> tile_n{this, "tile-n", 0, "columns of out per thread block; 0: chosen from the shape",
+                             0, 256};
+  GeneratorParam<int> reg_m{this, "reg-m", 8,
                             "rows of out per thread, in registers (threads per block: "
                             "tile-m/reg-m by tile-n/reg-n, 16 x 16 by default)",
                             1, 16};
-  GeneratorParam<int> reg_n{this, "reg-n", 4, "columns of out per thread, in registers", 1, 16};
-  GeneratorParam<int> k_step{this, "k-step", 8,
+  GeneratorParam<int> reg_n{this, "reg-n", 8, "columns of out per thread, in registers", 1, 16};
+  GeneratorParam<int> k_step{this, "k-step", 16,
                              "elements of K staged in shared memory per step", 1, 64};
 
   Func build() override {
@@ -70,8 +74,11 @@ public:
     out(i, j) = activate(activation, sum);
 
     GemmScheduleOptions options;
-    options.tile_m = tile_m;
-    options.tile_n = tile_n;
+    // The library's shape-aware choice unless the tile is given.
+    GemmTiling chosen = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
+                                            K.fixed() ? K.value() : 0);
+    options.tile_m = tile_m > 0 ? static_cast<int>(tile_m) : chosen.block_m;
+    options.tile_n = tile_n > 0 ? static_cast<int>(tile_n) : chosen.block_n;
     options.reg_m = reg_m;
     options.reg_n = reg_n;
     options.k_step = k_step;
