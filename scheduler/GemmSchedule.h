@@ -14,7 +14,7 @@ namespace coalesce {
 struct GemmTiling {
   int block_m = 128, block_n = 128; ///< output tile per GPU block
   int threads_m = 16, threads_n = 16; ///< threads per block in each direction
-  int k_step = 16;                  ///< reduction elements staged per step
+  int k_step = 8;                   ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
   bool async_copy = true;           ///< ... with cp.async, not through registers
   int a_padding = 4;                ///< padding of A's transposed tile rows

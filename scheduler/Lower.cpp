@@ -9,6 +9,7 @@
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/FoldBiasIntoInit.h"
 #include "scheduler/FuseGpuThreadLoops.h"
+#include "scheduler/HoistLoads.h"
 #include "scheduler/InferDomain.h"
 #include "scheduler/InlineFuncs.h"
 #include "scheduler/ResolveSchedule.h"
@@ -24,6 +25,10 @@
 namespace coalesce {
 
 namespace {
+
+// Stores between a fragment's read and its first use: one step of an 8x8
+// register block, so the next step's fragment loads overlap this step's FMAs.
+constexpr int kLoadLookahead = 64;
 
 void log(const char *pass, const Stmt &s) {
   static const bool dump = [] {
@@ -72,6 +77,9 @@ Stmt finish(Stmt s, const std::vector<Argument> &args) {
   log("unroll_loops", s);
   s = simplify(s);
   log("simplify", s);
+  // After simplification, so that equal loads print (and match) alike.
+  s = hoist_loads(s, kLoadLookahead);
+  log("hoist_loads", s);
   s = strip_stage_prefixes(s);
   log("strip_stage_prefixes", s);
   return s;

@@ -1,5 +1,6 @@
 #include "scheduler/Simplify.h"
 
+#include "dsl/IREquality.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -18,9 +19,8 @@ struct Linear {
   int64_t constant = 0;
 
   void add(const Expr &term, int64_t coefficient) {
-    std::string key = to_string(term);
     for (auto &[existing, c] : terms)
-      if (to_string(existing) == key) {
+      if (equal(existing, term)) {
         c += coefficient;
         return;
       }

@@ -24,7 +24,7 @@ struct GemmAlgorithm {
 struct GemmScheduleOptions {
   int tile_m = 128, tile_n = 128; ///< elements of out per thread block
   int reg_m = 8, reg_n = 8;       ///< elements of out per thread, kept in registers
-  int k_step = 16;                ///< K elements of A and B staged in shared memory per step
+  int k_step = 8;                 ///< K elements of A and B staged in shared memory per step
 };
 
 /// Schedules `gemm` for the GPU: a tile_m x tile_n tile of out per block,

@@ -55,7 +55,7 @@ public:
                             "tile-m/reg-m by tile-n/reg-n, 16 x 16 by default)",
                             1, 16};
   GeneratorParam<int> reg_n{this, "reg-n", 8, "columns of out per thread, in registers", 1, 16};
-  GeneratorParam<int> k_step{this, "k-step", 16,
+  GeneratorParam<int> k_step{this, "k-step", 8,
                              "elements of K staged in shared memory per step", 1, 64};
 
   Func build() override {
