@@ -16,27 +16,13 @@
 #include <cmath>
 #include <string>
 
+#include "ErrorCapture.h"
+
 using namespace coalesce;
 
 namespace {
 
-// Runs `body`, which must raise a UserError, and returns its message.
-template <typename Body> std::string user_error_of(Body body) {
-  try {
-    body();
-  } catch (const InternalError &e) {
-    FAIL("an internal error instead of a user error: " << e.what());
-  } catch (const UserError &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    FAIL("an exception that is not a UserError: " << e.what());
-  }
-  FAIL("no error was raised");
-  return "";
-}
-
-#define CHECK_HAS(message, text)                                                                   \
-  CHECK_MESSAGE((message).find(text) != std::string::npos, "message: " << (message) << "\nlacks: " << (text))
+using testing::user_error_of;
 
 // C = relu(A*B + bias) as two Funcs: the reduction `acc` and the epilogue `out`.
 struct Gemm {
