@@ -8,12 +8,19 @@
 #include "scheduler/Substitute.h"
 
 #include <algorithm>
+#include <regex>
 #include <functional>
 #include <map>
 
 namespace coalesce {
 
 namespace {
+
+// An expression as the user wrote its names: "acc.s1.ko" reads "ko".
+std::string readable(const Expr &e) {
+  static const std::regex qualifier("[A-Za-z_][A-Za-z0-9_]*\\.s[0-9]+\\.");
+  return std::regex_replace(to_string(e), qualifier, "");
+}
 
 struct LoopInfo {
   Expr min, extent;
@@ -274,12 +281,12 @@ private:
         int64_t call_extent;
         if (!affine_span(call[d], scan.loops, &call_base, &call_extent))
           user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
-                     short_loop, "': its coordinate ", to_string(call[d]),
+                     short_loop, "': its coordinate ", readable(call[d]),
                      " is not an affine function of the loops inside '", short_loop, "' with constant coefficients");
         if (base.defined() && !is_const(simplify(base - call_base), 0))
           user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
-                     short_loop, "': it is read at tiles that start at different places (", to_string(base), " and ",
-                     to_string(call_base), ")");
+                     short_loop, "': it is read at tiles that start at different places (", readable(base), " and ",
+                     readable(call_base), ")");
         base = call_base;
         extent = std::max(extent, call_extent);
       }

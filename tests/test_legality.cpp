@@ -762,3 +762,31 @@ TEST_CASE("the epilogue verifier accepts a reduction's own store and an epilogue
   fused.schedule_fused(64, 4, 8);
   CHECK_NOTHROW(lower(fused.out));
 }
+
+TEST_CASE("gpu_min_blocks_per_sm on a Func other than the output is rejected") {
+  Gemm g;
+  g.schedule_fused(64, 4, 8);
+  g.acc.gpu_min_blocks_per_sm(2);
+  std::string message = user_error_of([&] { lower(g.out); });
+  CHECK_HAS(message, "'acc'");
+  CHECK_HAS(message, "gpu_min_blocks_per_sm");
+  CHECK_HAS(message, "not the output");
+  std::string range = user_error_of([&] { g.out.gpu_min_blocks_per_sm(0); });
+  CHECK_HAS(range, "between 1 and 32");
+}
+
+TEST_CASE("staging an input read at non-affine coordinates names the loops as the user wrote them") {
+  Gemm g;
+  Func skewed("skewed");
+  skewed(g.i, g.j) = 0.0f;
+  skewed(g.i, g.j) += g.A(g.i, g.k * 2 % 7) * g.B(g.k, g.j);
+  Func result("result");
+  result(g.i, g.j) = skewed(g.i, g.j);
+  result.tile(g.i, g.j, g.bi, g.bj, g.ii, g.jj, 8, 8);
+  skewed.compute_at(result, g.bj);
+  skewed.update().split(g.k, g.ko, g.ki, 4).reorder({g.ko, g.ii, g.jj, g.ki}).stage_in_shared(g.A, g.ko);
+  std::string message = user_error_of([&] { lower(result); });
+  CHECK_HAS(message, "cannot stage 'A' in shared memory at 'ko'");
+  CHECK_HAS(message, "(ko*8 + ki*2) % 7");
+  CHECK(message.find(".s1.") == std::string::npos);
+}
