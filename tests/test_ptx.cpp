@@ -4,6 +4,7 @@
 // Register counts and the schedule-to-PTX time are reported, not asserted.
 
 #include "examples/Schedules.h"
+#include "scheduler/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -52,5 +53,37 @@ TEST_CASE("a CPU-only catalog schedule is refused for the GPU with a user error"
     INFO("schedule '", schedule.name, "'");
     Pipeline pipeline(scheduled_gemm(schedule).out);
     CHECK_THROWS_AS(pipeline.ptx(), UserError);
+  }
+}
+
+// The tuned default (scheduler/GemmSchedule.h) at each tiling the shape-aware
+// choice can make: double-buffered cp.async staging, hoisted fragments, two
+// blocks per SM requested for 256 threads. It must fit without spills.
+TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, without spills") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  struct Shape { int64_t M, N, K; } shapes[] = {{4096, 4096, 4096}, {2048, 1024, 512}, {1024, 1024, 1024}};
+  for (const Shape &shape : shapes) {
+    GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
+    Pipeline pipeline(g.out);
+    for (std::string sm : {"sm_90a", "sm_80"}) {
+      INFO(tiling.str(), " for ", sm);
+      GpuTarget target = parse_gpu_target(sm);
+      const std::string &ptx = pipeline.ptx(target);
+      CHECK(ptx.find("cp.async") != std::string::npos);
+      PtxasResult assembled = pipeline.assemble(target);
+      REQUIRE(assembled.kernels.size() == 1);
+      const KernelResources &kernel = assembled.kernels.front();
+      MESSAGE(tiling.str(), " ", sm, ": ", kernel.registers, " registers, ", kernel.shared_bytes,
+              " B shared, schedule to PTX in ", pipeline.last_ptx_compile_ms(), " ms");
+      CHECK_FALSE(kernel.spills());
+      CHECK(kernel.stack_frame_bytes == 0);
+      if (tiling.threads_m * tiling.threads_n >= 256)
+        CHECK(kernel.registers <= 128);
+    }
   }
 }
