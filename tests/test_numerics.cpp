@@ -5,6 +5,7 @@
 
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
+#include "scheduler/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -110,4 +111,46 @@ TEST_CASE("relative_error fails on an unwritten element and on a wrong shape") {
   CHECK(count_nan(out) == 1);
   CHECK_FALSE(relative_error(out, ref) < kTolerance);
   CHECK_FALSE(relative_error(Buffer({5, 7}), ref) < kTolerance);
+}
+
+// The tuned default (scheduler/GemmSchedule.h), which the main job, the AOT
+// tool and the benchmark use, at each tiling the shape-aware choice makes and
+// with both ways of double buffering (cp.async-style copies and registers):
+// against the double reference at ragged shapes (K not a multiple of the
+// K step, so the peeled tail runs), and at K = 1 / K = 3 against the chain.
+TEST_CASE("the default GEMM schedule matches the reference at ragged shapes and the K=1/K=3 pair") {
+  GemmTiling large = default_gemm_tiling(4096, 4096, 4096);
+  GemmTiling small = default_gemm_tiling(1024, 1024, 1024);
+  GemmTiling through_registers = large;
+  through_registers.async_copy = false;
+  GemmTiling k16 = large;
+  k16.k_step = 16;
+  const Shape shapes[] = {{1, 1, 1}, {127, 129, 131}, {96, 200, 40}, {130, 67, 9}};
+  for (const GemmTiling &tiling : {large, small, through_registers, k16}) {
+    for (Epilogue e : {Epilogue::BiasGelu, Epilogue::BiasRelu}) {
+      INFO(tiling.str(), ", ", epilogue_name(e));
+      Gemm g = make_gemm(e);
+      schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
+      Pipeline pipeline(g.out);
+      auto run = [&](const GemmData &data, Shape shape) {
+        Buffer out({shape.M, shape.N});
+        out.poison();
+        pipeline.realize_on_cpu(gemm_arguments(data, shape.M, shape.N, shape.K, e), out);
+        return out;
+      };
+      for (Shape shape : shapes) {
+        INFO("shape ", shape.M, "x", shape.N, "x", shape.K);
+        GemmData data = make_data(shape.M, shape.N, shape.K, 77);
+        Buffer out = run(data, shape);
+        CHECK(count_nan(out) == 0);
+        CHECK(relative_error(out, reference(data, shape.M, shape.N, shape.K, e)) < kTolerance);
+      }
+      for (int K : {1, 3}) {
+        Shape shape{67, 45, K};
+        INFO("K = ", K);
+        GemmData data = make_data(shape.M, shape.N, K, 5);
+        CHECK(relative_error(run(data, shape), unfused_chain(data, shape.M, shape.N, K, e)) < kTolerance);
+      }
+    }
+  }
 }
