@@ -92,9 +92,11 @@ struct StagePlan {
   std::vector<std::pair<std::string, Expr>> aliases;
 };
 
-Expr divides_hint(const Expr &extent, int factor) {
+// True when `factor` provably divides `extent` (both constant), so the split
+// leaves no tail to guard.
+bool divides(const Expr &extent, int factor) {
   auto value = as_const_int(extent);
-  return value && *value % factor == 0 ? Expr(1) : Expr();
+  return value && *value % factor == 0;
 }
 
 StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s) {
@@ -145,13 +147,13 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
     if (split.is_rvar || !at_site)
       plan.splits.push_back(Split{own(split.old_var), own(split.outer), own(split.inner), split.factor, split.is_rvar});
   for (const Split &split : plan.splits) {
+    // Every split variable descends from a pure or reduction variable whose
+    // extent is known, and splits come in the order they were applied.
     Expr old_extent = plan.extent[split.old_var];
-    if (!old_extent.defined())
-      old_extent = Variable::make(Int(32), split.old_var + ".extent"); // consumer-owned; never a loop here
+    COALESCE_INTERNAL_ASSERT(old_extent.defined(), "split of '", split.old_var, "' before its extent is known");
     plan.extent[split.outer] = simplify(ceil_div(old_extent, split.factor));
     plan.extent[split.inner] = split.factor;
-    bool needs_guard = !divides_hint(old_extent, split.factor).defined();
-    if (needs_guard && (split.is_rvar || !at_site))
+    if (!divides(old_extent, split.factor) && (split.is_rvar || !at_site))
       plan.guarded.push_back(split);
   }
   for (const Dim &dim : stage.dims) {
