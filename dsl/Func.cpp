@@ -434,6 +434,16 @@ Func &Func::bound(const Var &var, Expr extent) {
 }
 
 Func &Func::fuse_epilogue(const Func &producer, const VarOrRVar &loop) {
+  // Name the mistake from the epilogue's side: `loop` must be one of this
+  // Func's loops, never one of the producer's reduction loops.
+  const auto &stages = producer.contents()->schedule.stages;
+  for (size_t s = 1; s < stages.size(); ++s)
+    for (const Dim &dim : stages[s].dims)
+      if (dim.is_rvar && dim.var == loop.name)
+        user_error("in schedule for '", name(), "': fuse_epilogue(", producer.name(), ", ", loop.name, "): '",
+                   loop.name, "' is a reduction loop of '", producer.name(), "', where '", producer.name(),
+                   "' holds partial sums; the epilogue must run after the reduction: pass a loop of '", name(),
+                   "' (its block loop, say), on whose tile '", producer.name(), "' is then computed");
   Func(producer.contents()).compute_at(*this, loop).store_in(MemoryType::Register);
   return *this;
 }

@@ -101,9 +101,10 @@ TEST_CASE("fuse_epilogue at a reduction loop is rejected") {
   Gemm g;
   g.acc.update().split(g.k, g.ko, g.ki, 8);
   std::string message = user_error_of([&] { g.out.fuse_epilogue(g.acc, g.ko); });
-  CHECK_HAS(message, "'acc'");
-  CHECK_HAS(message, "'ko'");
-  CHECK_HAS(message, "not a loop of 'out'");
+  CHECK_HAS(message, "in schedule for 'out'");
+  CHECK_HAS(message, "'ko' is a reduction loop of 'acc'");
+  CHECK_HAS(message, "partial sums");
+  CHECK_HAS(message, "pass a loop of 'out'");
 }
 
 TEST_CASE("a producer computed inside its consumer's reduction loop is rejected") {
