@@ -420,29 +420,10 @@ void CodeGenLLVM::visit(const For *op) { emit_for(op); }
 void CodeGenLLVM::visit(const Store *op) {
   const auto *async = op->value.as<Call>();
   if (async && async->call_type == CallType::Intrinsic && async->name == "async_load") {
-    // async_load(load) copies; async_load(load, inside, fill) copies where
-    // `inside` holds and stores `fill` elsewhere (a padded tile's tail).
-    const auto *load = async->args.empty() ? nullptr : async->args[0].as<Load>();
-    COALESCE_INTERNAL_ASSERT(load && (async->args.size() == 1 || async->args.size() == 3),
-                             "async_load takes a load, or a load, a condition and a fill value");
-    llvm::Value *destination = buffer_element(op->buffer, op->indices, load->type);
-    if (async->args.size() == 1) {
-      emit_async_copy(destination, buffer_element(load->buffer, load->indices, load->type), load->type);
-      return;
-    }
-    llvm::Value *inside = codegen(async->args[1]);
-    llvm::Value *fill = codegen(async->args[2]);
-    llvm::BasicBlock *copy = llvm::BasicBlock::Create(context_, "async_copy", function_);
-    llvm::BasicBlock *pad = llvm::BasicBlock::Create(context_, "async_pad", function_);
-    llvm::BasicBlock *done = llvm::BasicBlock::Create(context_, "async_done", function_);
-    builder_->CreateCondBr(inside, copy, pad);
-    builder_->SetInsertPoint(copy);
-    emit_async_copy(destination, buffer_element(load->buffer, load->indices, load->type), load->type);
-    builder_->CreateBr(done);
-    builder_->SetInsertPoint(pad);
-    builder_->CreateAlignedStore(fill, destination, module_.getDataLayout().getABITypeAlign(fill->getType()));
-    builder_->CreateBr(done);
-    builder_->SetInsertPoint(done);
+    const auto *load = async->args.size() == 1 ? async->args[0].as<Load>() : nullptr;
+    COALESCE_INTERNAL_ASSERT(load, "async_load of something other than a load");
+    emit_async_copy(buffer_element(op->buffer, op->indices, load->type),
+                    buffer_element(load->buffer, load->indices, load->type), load->type);
     return;
   }
   llvm::Value *value = codegen(op->value);

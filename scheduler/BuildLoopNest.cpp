@@ -4,7 +4,6 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
-#include "scheduler/PaddedReductionTail.h"
 #include "scheduler/Simplify.h"
 
 #include <algorithm>
@@ -253,12 +252,7 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
     }
     return wrap_level(loops, static_cast<int>(d) - 1, unguarded);
   };
-  // A sum of two staged inputs pads its K tail with exact zeros instead
-  // (scheduler/PaddedReductionTail.h): no guard, no second loop.
-  std::set<std::string> padded;
-  if (auto tail = padded_reduction_tail(func, s))
-    padded.insert(plan.prefix + tail->reduction_var);
-  Stmt nest = build_level(0, padded);
+  Stmt nest = build_level(0, {});
   for (const auto &[name, value] : plan.aliases)
     nest = LetStmt::make(name, value, nest);
   return nest;

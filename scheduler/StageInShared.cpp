@@ -4,7 +4,6 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
-#include "scheduler/PaddedReductionTail.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
@@ -12,7 +11,6 @@
 #include <regex>
 #include <functional>
 #include <map>
-#include <optional>
 
 namespace coalesce {
 
@@ -178,10 +176,6 @@ struct StagedTile {
   std::vector<int> order;              // shared dimension -> input dimension
   std::vector<int64_t> shared_extents; // allocated, padding included
   int64_t elements = 1;                // of the tile itself
-  // Past the end of the reduction, elements read as `pad_fill` instead
-  // (scheduler/PaddedReductionTail.h); pad_dim < 0: no padding.
-  int pad_dim = -1;
-  Expr pad_end, pad_fill;
 };
 
 // The cooperative copy loops: each thread handles elements e*T + t of the
@@ -248,32 +242,6 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
   return Call::make(input->type, input->name, source, CallType::Input, nullptr, input);
 }
 
-// Whether an element lies before the end of the reduction (padded tiles).
-Expr inside_reduction(const StagedTile &tile, const std::vector<Expr> &coords,
-                      const std::map<std::string, Expr> &shift) {
-  Expr k = simplify(substitute(shift, tile.region.min[tile.pad_dim]) + coords[tile.pad_dim]);
-  return k < tile.pad_end;
-}
-
-// The value a copy stores: the input, or the padding past the reduction's end.
-Expr copied_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
-  Expr value = source_value(tile, coords, shift);
-  if (tile.pad_dim < 0)
-    return value;
-  return select(inside_reduction(tile, coords, shift), value, tile.pad_fill);
-}
-
-// The same for an asynchronous copy: async_load(source[, inside, fill]).
-Expr async_copied_value(const StagedTile &tile, const std::vector<Expr> &coords,
-                        const std::map<std::string, Expr> &shift) {
-  std::vector<Expr> args = {source_value(tile, coords, shift)};
-  if (tile.pad_dim >= 0) {
-    args.push_back(inside_reduction(tile, coords, shift));
-    args.push_back(tile.pad_fill);
-  }
-  return Call::make(tile.input->type, "async_load", args, CallType::Intrinsic);
-}
-
 // Registers holding one thread's part of the next tile: [thread dims][e].
 std::vector<Expr> fetch_indices(const ScanBody &scan, const std::string &prefix, const Expr &element) {
   std::vector<Expr> indices;
@@ -286,8 +254,8 @@ std::vector<Expr> fetch_indices(const ScanBody &scan, const std::string &prefix,
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, std::optional<PaddedTail> tail)
-      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), tail_(std::move(tail)) {}
+              const std::string &stage)
+      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage) {}
   bool found = false;
 
 private:
@@ -296,7 +264,6 @@ private:
   std::vector<SharedStaging> requests_;
   const Environment &env_;
   const std::string &stage_;
-  std::optional<PaddedTail> tail_; ///< padding of the reduction tail, when it applies here
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
@@ -334,12 +301,6 @@ private:
     for (int d : tile.order)
       tile.shared_extents.push_back(tile.region.extent[d]);
     tile.shared_extents.back() += tile.layout.padding;
-    if (tail_ && (request.input == tail_->negative_input || request.input == tail_->positive_input)) {
-      bool negative = request.input == tail_->negative_input;
-      tile.pad_dim = negative ? tail_->negative_dim : tail_->positive_dim;
-      tile.pad_end = simplify(tail_->min + tail_->extent);
-      tile.pad_fill = FloatImm::make(tile.input->type, negative ? -0.0 : 0.0);
-    }
     return tile;
   }
 
@@ -372,25 +333,26 @@ private:
       std::string prefix = tile.buffer + ".";
       if (!tile.layout.double_buffered) {
         copies.push_back(per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
-          return Store::make(tile.buffer, shared_indices(tile, c, which), copied_value(tile, c, {}));
+          return Store::make(tile.buffer, shared_indices(tile, c, which), source_value(tile, c, {}));
         }));
         continue;
       }
       std::map<std::string, Expr> first = {{op->name, op->min}}, next = {{op->name, loop_var + 1}};
       prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
-        return Store::make(tile.buffer, shared_indices(tile, c, 0), copied_value(tile, c, first));
+        return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
       }));
       if (tile.layout.async_copy) {
         // Straight into the other buffer: it was last read before the
         // previous iteration's barrier.
         fetches.push_back(per_thread_copy(tile, scan, prefix + "next.", [&](const std::vector<Expr> &c, const Expr &) {
-          return Store::make(tile.buffer, shared_indices(tile, c, next_which), async_copied_value(tile, c, next));
+          Expr copy = Call::make(tile.input->type, "async_load", {source_value(tile, c, next)}, CallType::Intrinsic);
+          return Store::make(tile.buffer, shared_indices(tile, c, next_which), copy);
         }));
         continue;
       }
       std::string fetch = tile.input->name + "_fetch";
       fetches.push_back(per_thread_copy(tile, scan, prefix + "fetch.", [&](const std::vector<Expr> &c, const Expr &e) {
-        return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), copied_value(tile, c, next));
+        return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
       }));
       stores.push_back(per_thread_copy(tile, scan, prefix + "store.", [&](const std::vector<Expr> &c, const Expr &e) {
         return Store::make(tile.buffer, shared_indices(tile, c, next_which),
@@ -495,10 +457,7 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
         std::string loop = str_cat(func.name, ".s", stage, ".", at_loop);
         std::string stage_name =
             stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
-        std::optional<PaddedTail> tail = padded_reduction_tail(func, stage);
-        if (tail && tail->at_loop != at_loop)
-          tail.reset();
-        StageAtLoop pass(loop, requests, env, stage_name, tail);
+        StageAtLoop pass(loop, requests, env, stage_name);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }
