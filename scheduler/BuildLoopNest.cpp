@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 
 #include <algorithm>
@@ -14,8 +15,6 @@
 namespace coalesce {
 
 namespace {
-
-std::string stage_prefix(const std::string &func, size_t stage) { return str_cat(func, ".s", stage, "."); }
 
 // Reduction variables and their domains, as the definition wrote them.
 class FindRVarDomains : public IRVisitor {

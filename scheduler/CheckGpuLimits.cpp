@@ -3,6 +3,7 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 
 #include <map>
 #include <set>
@@ -11,8 +12,6 @@ namespace coalesce {
 
 namespace {
 
-std::string short_name(const std::string &qualified) { return qualified.substr(qualified.rfind('.') + 1); }
-std::string owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
 
 class Check : public IRVisitor {
 public:
@@ -31,8 +30,8 @@ private:
 
   void end_kernel() {
     if (shared_bytes_ > budget_.shared_bytes) {
-      std::string site = largest_site_ ? str_cat(", staged at loop '", short_name(largest_site_->name), "'") : "";
-      user_error(largest_site_ ? str_cat("in schedule for '", owner(largest_site_->name), "': ") : std::string(),
+      std::string site = largest_site_ ? str_cat(", staged at loop '", loop_short_name(largest_site_->name), "'") : "";
+      user_error(largest_site_ ? str_cat("in schedule for '", loop_owner(largest_site_->name), "': ") : std::string(),
                  "the kernel's shared memory, ", shared_bytes_, " bytes, is over the budget of ",
                  budget_.shared_bytes, " bytes per block; the largest buffer is '", largest_shared_, "' (",
                  largest_bytes_, " bytes", site, "); stage smaller tiles (smaller block tiles or a smaller split of ",
@@ -67,13 +66,13 @@ private:
     bool new_kernel = op->for_kind == ForKind::GpuBlock && gpu_loops_.empty();
     for (const For *outer : gpu_loops_) {
       if (op->for_kind == ForKind::GpuBlock && outer->for_kind == ForKind::GpuThread)
-        user_error("in schedule for '", owner(op->name), "': loop '", short_name(op->name),
-                   "' is mapped to GPU blocks inside thread loop '", short_name(outer->name),
-                   "'; block loops must enclose thread loops: reorder so that '", short_name(op->name),
-                   "' is outside '", short_name(outer->name), "'");
+        user_error("in schedule for '", loop_owner(op->name), "': loop '", loop_short_name(op->name),
+                   "' is mapped to GPU blocks inside thread loop '", loop_short_name(outer->name),
+                   "'; block loops must enclose thread loops: reorder so that '", loop_short_name(op->name),
+                   "' is outside '", loop_short_name(outer->name), "'");
       if (op->for_kind == outer->for_kind && op->gpu_dim == outer->gpu_dim)
-        user_error("in schedule for '", owner(op->name), "': loops '", short_name(outer->name), "' and '",
-                   short_name(op->name), "' are both mapped to GPU ",
+        user_error("in schedule for '", loop_owner(op->name), "': loops '", loop_short_name(outer->name), "' and '",
+                   loop_short_name(op->name), "' are both mapped to GPU ",
                    op->for_kind == ForKind::GpuBlock ? "block" : "thread", " dimension ", "xyz"[op->gpu_dim],
                    "; map nested loops in one gpu_blocks/gpu_threads call");
     }
@@ -83,7 +82,7 @@ private:
         if (outer->for_kind == ForKind::GpuThread)
           threads *= *as_const_int(outer->extent);
       if (threads > budget_.max_threads_per_block)
-        user_error("in schedule for '", owner(op->name), "': the thread loops down to '", short_name(op->name),
+        user_error("in schedule for '", loop_owner(op->name), "': the thread loops down to '", loop_short_name(op->name),
                    "' make ", threads, " threads per block, more than the limit of ", budget_.max_threads_per_block,
                    "; use smaller thread tiles or give each thread a larger register block");
       thread_vars_.insert(op->name);
@@ -132,7 +131,7 @@ private:
             bool thread = var && threads.count(var->name);
             per_dim[d] = per_dim.count(d) ? per_dim[d] && thread : thread;
             if (var && !loop_of_dim.count(d))
-              loop_of_dim[d] = short_name(var->name);
+              loop_of_dim[d] = loop_short_name(var->name);
           }
         }
       } dims(op->name, op);

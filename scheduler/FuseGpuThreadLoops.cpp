@@ -3,6 +3,7 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 
 #include <map>
 #include <set>
@@ -11,8 +12,6 @@ namespace coalesce {
 
 namespace {
 
-std::string short_name(const std::string &qualified) { return qualified.substr(qualified.rfind('.') + 1); }
-std::string owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
 
 Expr gpu_index(const char *kind, int dim) {
   return Call::make(Int(32), str_cat(kind, ".", "xyz"[dim]), {}, CallType::Intrinsic);
@@ -35,7 +34,7 @@ private:
 
   void visit(const For *op) override {
     if (op->for_kind == ForKind::GpuBlock)
-      user_error("in schedule for '", owner(op->name), "': loop '", short_name(op->name),
+      user_error("in schedule for '", loop_owner(op->name), "': loop '", loop_short_name(op->name),
                  "' is mapped to GPU blocks but is not among the outermost loops of its kernel; make the block loops "
                  "the outermost loops");
     if (op->for_kind != ForKind::GpuThread)
@@ -43,9 +42,9 @@ private:
     int extent = static_cast<int>(*as_const_int(op->extent));
     auto first = first_loop_of_dim.find(op->gpu_dim);
     if (first != first_loop_of_dim.end() && block[op->gpu_dim] != extent)
-      user_error("the thread loops of one kernel must agree on each dimension: '", short_name(first->second), "' of '",
-                 owner(first->second), "' has ", block[op->gpu_dim], " threads in ", "xyz"[op->gpu_dim], " but '",
-                 short_name(op->name), "' of '", owner(op->name), "' has ", extent,
+      user_error("the thread loops of one kernel must agree on each dimension: '", loop_short_name(first->second), "' of '",
+                 loop_owner(first->second), "' has ", block[op->gpu_dim], " threads in ", "xyz"[op->gpu_dim], " but '",
+                 loop_short_name(op->name), "' of '", loop_owner(op->name), "' has ", extent,
                  "; give them the same thread tiling");
     first_loop_of_dim.emplace(op->gpu_dim, op->name);
     block[op->gpu_dim] = extent;
@@ -172,7 +171,7 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
   if (block_loops.empty()) {
     const auto *loop = nest.as<For>();
     user_error("on the GPU, each loop nest of the output must start with loops mapped to GPU blocks; ",
-               loop ? str_cat("loop '", short_name(loop->name), "' of '", owner(loop->name), "' is ",
+               loop ? str_cat("loop '", loop_short_name(loop->name), "' of '", loop_owner(loop->name), "' is ",
                               for_kind_name(loop->for_kind), ": map it with gpu_blocks")
                     : std::string("a statement runs outside every loop"));
   }

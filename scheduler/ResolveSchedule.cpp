@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,9 +11,6 @@ namespace coalesce {
 
 namespace {
 
-std::string stage_name(const FuncContents &func, size_t stage) {
-  return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
-}
 
 // The loops a reduction variable was split into, in the order that keeps
 // its summation order: every loop from the outer half before any from the
@@ -39,7 +37,7 @@ void check_reassociation(const FuncContents &func, size_t s) {
       actual.push_back(dim.var);
   for (size_t n = 0; n < expected.size() && n < actual.size(); ++n)
     if (expected[n] != actual[n])
-      user_error("in schedule for ", stage_name(func, s), ": reduction loop '", actual[n],
+      user_error("in schedule for ", stage_description(func, s), ": reduction loop '", actual[n],
                  "' is ordered outside '", expected[n],
                  "', which changes the order in which the reduction is summed, and with it the floating-point "
                  "result. Keep '", expected[n], "' outside '", actual[n], "', or call ", func.name,
@@ -53,10 +51,10 @@ void check_reassociation(const FuncContents &func, size_t s) {
 void check_staging_loop(const FuncContents &func, size_t s, const SharedStaging &staged) {
   const std::vector<Dim> &dims = func.schedule.stages[s].dims;
   auto at = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == staged.at_loop; });
-  std::string request = str_cat("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input,
+  std::string request = str_cat("in schedule for ", stage_description(func, s), ": stage_in_shared of '", staged.input,
                                 "' at '", staged.at_loop, "', ");
   if (at == dims.end())
-    user_error(request, "which is no longer a loop of ", stage_name(func, s),
+    user_error(request, "which is no longer a loop of ", stage_description(func, s),
                " (it was split after staging); stage at one of the loops it was split into");
   for (auto dim = dims.begin(); dim != dims.end(); ++dim) {
     if (dim <= at && dim->kind == ForKind::GpuThread)
@@ -151,8 +149,8 @@ void resolve_schedule(Environment &env) {
         ReadsInput reads(staged.input);
         reads.visit_expr(value);
         if (!reads.found)
-          user_error("in schedule for ", stage_name(func, s), ": stage_in_shared of '", staged.input, "' at '",
-                     staged.at_loop, "', which ", stage_name(func, s),
+          user_error("in schedule for ", stage_description(func, s), ": stage_in_shared of '", staged.input, "' at '",
+                     staged.at_loop, "', which ", stage_description(func, s),
                      " does not read; stage only the inputs its definition reads");
       }
     }

@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
@@ -272,7 +273,7 @@ private:
     tile.buffer = request.input + "_shared";
     FindCalls finder(request.input, scan.lets);
     finder.visit_stmt(op->body);
-    std::string short_loop = loop_.substr(loop_.rfind('.') + 1);
+    std::string short_loop = loop_short_name(loop_);
     for (size_t d = 0; d < tile.input->extents.size(); ++d) {
       Expr base;
       int64_t extent = 0;
@@ -315,7 +316,7 @@ private:
       tiles.push_back(plan_tile(request, op, scan));
     bool double_buffered = std::any_of(tiles.begin(), tiles.end(), [](const StagedTile &t) { return t.layout.double_buffered; });
     if (double_buffered && op->for_kind != ForKind::Serial)
-      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_.substr(loop_.rfind('.') + 1),
+      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_),
                  "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
 
     Expr loop_var = Variable::make(Int(32), op->name);
@@ -454,9 +455,8 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
       for (const SharedStaging &staged : func.schedule.stages[stage].staged_inputs)
         by_loop[staged.at_loop].push_back(staged);
       for (const auto &[at_loop, requests] : by_loop) {
-        std::string loop = str_cat(func.name, ".s", stage, ".", at_loop);
-        std::string stage_name =
-            stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
+        std::string loop = stage_prefix(func.name, stage) + at_loop;
+        std::string stage_name = stage_description(func, stage);
         StageAtLoop pass(loop, requests, env, stage_name);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");

@@ -1,17 +1,13 @@
 #include "scheduler/StripStagePrefixes.h"
 
 #include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
 
 #include <map>
 
 namespace coalesce {
 
 namespace {
-std::string strip(const std::string &name) {
-  // Qualified names look like func.sN.var; staged copies like A_shared.var.
-  size_t last = name.rfind('.');
-  return last == std::string::npos ? name : name.substr(last + 1);
-}
 
 // Binds each qualified name to its short name, unless that would shadow a
 // different enclosing binding, in which case the name keeps its qualifier
@@ -24,7 +20,7 @@ class Strip : public IRMutator {
   template <typename Rebuild> Stmt bind(const std::string &qualified, Rebuild rebuild) {
     if (qualified.find('.') == std::string::npos)
       return rebuild(qualified);
-    std::string name = strip(qualified);
+    std::string name = loop_short_name(qualified);
     auto enclosing = owner_of_short_.find(name);
     if (enclosing != owner_of_short_.end() && enclosing->second != qualified) {
       name = qualified;

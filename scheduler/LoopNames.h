@@ -1,0 +1,30 @@
+#pragma once
+// How lowering names loops: a stage's loop variable `ko` of Func `acc`'s
+// update 0 is "acc.s1.ko" until strip_stage_prefixes, so that nests of
+// different Funcs never capture each other's names. The passes that build,
+// find and report loops share these few rules.
+
+#include "dsl/Error.h"
+#include "dsl/Func.h"
+
+#include <string>
+
+namespace coalesce {
+
+/// "acc.s1." : the prefix of every loop variable of stage `stage` of `func`.
+inline std::string stage_prefix(const std::string &func, size_t stage) { return str_cat(func, ".s", stage, "."); }
+
+/// "ko" for "acc.s1.ko" (and for copies' names like "A_shared.acc.s1.ko").
+inline std::string loop_short_name(const std::string &qualified) {
+  return qualified.substr(qualified.rfind('.') + 1);
+}
+
+/// "acc" for "acc.s1.ko": the Func whose loop it is.
+inline std::string loop_owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
+
+/// "'acc'" or "'acc' (update 0)", as messages name a stage.
+inline std::string stage_description(const FuncContents &func, size_t stage) {
+  return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");
+}
+
+} // namespace coalesce
