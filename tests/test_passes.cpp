@@ -488,10 +488,11 @@ TEST_CASE("build_loop_nest guards the output store by both ragged extents") {
   CHECK(count_lines(nest, "if j < N:") == 1);
 }
 
-TEST_CASE("build_loop_nest leaves out guards where constant extents divide") {
-  Input A("A", Float(32), {64, 32}), B("B", Float(32), {32, 128});
+// An M x 128 x K GEMM with constant extents: 16 x 32 tiles, K split by 8.
+std::string constant_shape_nest(int M, int K) {
+  Input A("A", Float(32), {M, K}), B("B", Float(32), {K, 128});
   Var i("i"), j("j"), bi("bi"), bj("bj"), ti("ti"), tj("tj");
-  RDom k(0, 32, "k");
+  RDom k(0, K, "k");
   RVar ko("ko"), ki("ki");
   Func acc("acc"), out("out");
   acc(i, j) = 0.0f;
@@ -500,7 +501,11 @@ TEST_CASE("build_loop_nest leaves out guards where constant extents divide") {
   out.tile(i, j, bi, bj, ti, tj, 16, 32).gpu_blocks({bi, bj}).gpu_threads({ti, tj});
   out.fuse_epilogue(acc, bj);
   acc.update().split(k, ko, ki, 8);
-  std::string nest = to_string(lower_loop_nest(out));
+  return to_string(lower_loop_nest(out));
+}
+
+TEST_CASE("build_loop_nest leaves out guards where constant extents divide") {
+  std::string nest = constant_shape_nest(64, 32);
   CHECK(nest.find("if ") == std::string::npos);
   CHECK(nest.find("for bi in gpu_block.y(0, 4):") != std::string::npos);
   CHECK(nest.find("for bj in gpu_block.x(0, 4):") != std::string::npos);
@@ -508,18 +513,7 @@ TEST_CASE("build_loop_nest leaves out guards where constant extents divide") {
 }
 
 TEST_CASE("build_loop_nest guards a constant extent that does not divide") {
-  Input A("A", Float(32), {60, 30}), B("B", Float(32), {30, 128});
-  Var i("i"), j("j"), bi("bi"), bj("bj"), ti("ti"), tj("tj");
-  RDom k(0, 30, "k");
-  RVar ko("ko"), ki("ki");
-  Func acc("acc"), out("out");
-  acc(i, j) = 0.0f;
-  acc(i, j) += A(i, k) * B(k, j);
-  out(i, j) = relu(acc(i, j));
-  out.tile(i, j, bi, bj, ti, tj, 16, 32).gpu_blocks({bi, bj}).gpu_threads({ti, tj});
-  out.fuse_epilogue(acc, bj);
-  acc.update().split(k, ko, ki, 8);
-  std::vector<Line> nest = lines_of(to_string(lower_loop_nest(out)));
+  std::vector<Line> nest = lines_of(constant_shape_nest(60, 30));
   CHECK(count_lines(nest, "if i < 60:") == 1);
   CHECK(count_lines(nest, "if k < 30:") == 1);
   CHECK(count_lines(nest, "if j < ") == 0); // 128 = 4 * 32
