@@ -1,4 +1,5 @@
 #include "codegen/CodeGenHost.h"
+#include "dsl/IRVisitor.h"
 
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/OptimizeModule.h"
@@ -98,6 +99,21 @@ llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   return std::move(*builder);
 }
 
+// Whether the nest holds warp MMA statements. With LLVM's vectorizers on,
+// the double-buffered MMA nest computed wrong values on the host (the same
+// nest is right with them off, and so is its non-MMA twin); until that is
+// understood, such functions are optimized without them. Only host speed is
+// affected, never a GPU kernel.
+bool has_warp_mma(const Stmt &body) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const WarpMma *) override { found = true; }
+  } finder;
+  finder.visit_stmt(body);
+  return finder.found;
+}
+
 /// Emits, verifies and (when asked) optimizes `func` into a new module.
 std::unique_ptr<llvm::Module> build_module(const LoweredFunc &func, llvm::LLVMContext &context,
                                            bool optimize) {
@@ -112,7 +128,7 @@ std::unique_ptr<llvm::Module> build_module(const LoweredFunc &func, llvm::LLVMCo
   codegen.emit(func);
   verify_module(*module, "host");
   if (optimize)
-    optimize_module(*module, **machine, /*vectorize=*/true);
+    optimize_module(*module, **machine, /*vectorize=*/!has_warp_mma(func.body));
   return module;
 }
 

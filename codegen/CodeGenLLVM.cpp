@@ -143,10 +143,41 @@ llvm::Value *CodeGenLLVM::emit_target_intrinsic(const Call *op) {
 
 void CodeGenLLVM::emit_barrier() {}
 
-void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type) {
+void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type,
+                                  llvm::Value *in_bounds) {
   llvm::Type *element = llvm_type_of(type);
   llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
-  builder_->CreateAlignedStore(builder_->CreateAlignedLoad(element, source, align), destination, align);
+  llvm::Value *value = builder_->CreateAlignedLoad(element, source, align);
+  if (in_bounds) // the source address is clamped into the input, so the read is safe
+    value = builder_->CreateSelect(in_bounds, value, llvm::Constant::getNullValue(element));
+  builder_->CreateAlignedStore(value, destination, align);
+}
+
+void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
+  // For each of this lane's 4 elements, in register order: the sum over the
+  // instruction's k steps, in order.
+  std::vector<Stmt> elements;
+  for (int v = 0; v < 4; ++v) {
+    Expr row = op->lane / 4 + 8 * (v / 2), column = (op->lane % 4) * 2 + v % 2;
+    Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update);
+    elements.push_back(LetStmt::make(
+        kMmaRow, row,
+        LetStmt::make(kMmaColumn, column,
+                      LetStmt::make(kMmaFragRow, v / 2, LetStmt::make(kMmaFragColumn, v % 2, steps)))));
+  }
+  codegen(Block::make(elements));
+}
+
+llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
+  llvm::Type *i32 = builder_->getInt32Ty();
+  llvm::Value *bits = builder_->CreateBitCast(x, i32);
+  // Adding half of the dropped 13 bits to the magnitude rounds to nearest,
+  // ties away; infinities and NaNs (exponent all ones) stay as they are.
+  llvm::Value *rounded = builder_->CreateAnd(builder_->CreateAdd(bits, builder_->getInt32(0x1000)),
+                                             builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
+  llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
+  llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
+  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, rounded), x->getType());
 }
 
 void CodeGenLLVM::emit_async_wait() {}
@@ -397,6 +428,10 @@ void CodeGenLLVM::visit(const Call *op) {
     value_ = builder_->getInt32(0);
     return;
   }
+  if (op->name == "round_to_tf32") {
+    value_ = round_to_tf32(codegen(op->args.at(0)));
+    return;
+  }
   if (!is_math_intrinsic(op->name)) {
     value_ = emit_target_intrinsic(op);
     return;
@@ -420,10 +455,11 @@ void CodeGenLLVM::visit(const For *op) { emit_for(op); }
 void CodeGenLLVM::visit(const Store *op) {
   const auto *async = op->value.as<Call>();
   if (async && async->call_type == CallType::Intrinsic && async->name == "async_load") {
-    const auto *load = async->args.size() == 1 ? async->args[0].as<Load>() : nullptr;
-    COALESCE_INTERNAL_ASSERT(load, "async_load of something other than a load");
+    const auto *load = async->args.empty() ? nullptr : async->args[0].as<Load>();
+    COALESCE_INTERNAL_ASSERT(load && async->args.size() <= 2, "async_load of something other than a load");
+    llvm::Value *in_bounds = async->args.size() == 2 ? codegen(async->args[1]) : nullptr;
     emit_async_copy(buffer_element(op->buffer, op->indices, load->type),
-                    buffer_element(load->buffer, load->indices, load->type), load->type);
+                    buffer_element(load->buffer, load->indices, load->type), load->type, in_bounds);
     return;
   }
   llvm::Value *value = codegen(op->value);
@@ -499,5 +535,7 @@ void CodeGenLLVM::visit(const LetStmt *op) {
 void CodeGenLLVM::visit(const Barrier *) { emit_barrier(); }
 
 void CodeGenLLVM::visit(const Evaluate *op) { codegen(op->value); }
+
+void CodeGenLLVM::visit(const WarpMma *op) { emit_warp_mma(op); }
 
 } // namespace coalesce

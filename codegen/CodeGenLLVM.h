@@ -58,9 +58,19 @@ protected:
 
   /// Copies one element from `source` to `destination` without waiting for
   /// it (a Store of async_load(...)); the base copies at once.
-  virtual void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type);
+  /// With `in_bounds` (else null), an element outside the input is written
+  /// as 0 and `source` is not read.
+  virtual void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *in_bounds);
   /// Waits for this thread's async copies (async_wait()); the base has none.
   virtual void emit_async_wait();
+
+  /// One lane's part of a warp MMA (see WarpMma). The base runs it as its
+  /// definition says, element by element, as the host does.
+  virtual void emit_warp_mma(const WarpMma *op);
+
+  /// f32 rounded to tf32 (10 mantissa bits, to nearest, ties away from 0,
+  /// as cvt.rna.tf32.f32), as an f32.
+  llvm::Value *round_to_tf32(llvm::Value *x);
 
   /// Storage for `elements` values of `op->type`. The base ignores the memory
   /// type: one entry-block alloca, or malloc'd memory (freed by
@@ -109,10 +119,11 @@ protected:
   COALESCE_FOR_EACH_EXPR(COALESCE_CODEGEN_VISIT) COALESCE_FOR_EACH_STMT(COALESCE_CODEGEN_VISIT)
 #undef COALESCE_CODEGEN_VISIT
 
-private:
-  llvm::Value *emit_cast(Type from, Type to, llvm::Value *value);
   llvm::Value *buffer_element(const std::string &buffer, const std::vector<Expr> &indices,
                               Type element_type);
+
+private:
+  llvm::Value *emit_cast(Type from, Type to, llvm::Value *value);
   void bind_arguments(llvm::Function *function, const std::vector<Argument> &args);
 };
 

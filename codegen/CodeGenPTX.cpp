@@ -83,13 +83,94 @@ protected:
 
   // cp.async (sm_80+): global to shared without passing through registers,
   // so the copy of the next tile overlaps the arithmetic on this one.
-  void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type) override {
+  void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *in_bounds) override {
     if (type.bytes() != 4)
-      return CodeGenLLVM::emit_async_copy(destination, source, type);
+      return CodeGenLLVM::emit_async_copy(destination, source, type, in_bounds);
     llvm::Value *shared = builder_->CreateAddrSpaceCast(destination, builder_->getPtrTy(kSharedAddressSpace));
     llvm::Value *global = builder_->CreateAddrSpaceCast(source, builder_->getPtrTy(1));
-    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4, llvm::ArrayRef<llvm::Type *>{},
-                              llvm::ArrayRef<llvm::Value *>{shared, global});
+    if (!in_bounds) {
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4, llvm::ArrayRef<llvm::Type *>{},
+                                llvm::ArrayRef<llvm::Value *>{shared, global});
+      return;
+    }
+    // The source-size form: 0 bytes read means the element is zero-filled.
+    llvm::Value *bytes = builder_->CreateSelect(in_bounds, builder_->getInt32(4), builder_->getInt32(0));
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{shared, global, bytes});
+  }
+
+  // The 32 lanes' parts of a WarpMma are one mma.sync: each lane gathers its
+  // fragments of A and B (the elements the instruction's layout assigns to
+  // it, not the ones it accumulates), passes its 4 accumulators and gets
+  // them back. Row-major A (m x k), column-major B (k x n), as .row.col says.
+  void emit_warp_mma(const WarpMma *op) override {
+    const auto *store = op->update.as<Store>();
+    const auto *add = store ? store->value.as<Add>() : nullptr;
+    const auto *mul = add ? add->b.as<Mul>() : nullptr;
+    COALESCE_INTERNAL_ASSERT(mul, "warp MMA update is not acc + a * b");
+    bool tf32 = op->kind == MmaKind::TF32_m16n8k8;
+    llvm::Value *lane = codegen(op->lane);
+    llvm::Value *group = builder_->CreateLShr(lane, 2), *thread = builder_->CreateAnd(lane, 3);
+    auto plus = [&](llvm::Value *v, int c) { return builder_->CreateAdd(v, builder_->getInt32(c)); };
+    auto times2 = [&](llvm::Value *v) { return builder_->CreateShl(v, 1); };
+    // The operand at (m, n, k): the expression with the element bound.
+    auto element = [&](const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k) {
+      variables_.push(kMmaRow, m);
+      variables_.push(kMmaColumn, n);
+      variables_.push(kMmaStep, k);
+      llvm::Value *value = codegen(operand);
+      variables_.pop(kMmaStep);
+      variables_.pop(kMmaColumn);
+      variables_.pop(kMmaRow);
+      return value;
+    };
+    // One 32-bit register: a tf32 value, or two 16-bit values at k and k + 1
+    // (the lower k in the low half).
+    auto reg = [&](const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k) -> llvm::Value * {
+      const Expr inner = unwrap(operand);
+      if (tf32)
+        return builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {element(inner, m, n, k)});
+      auto bits16 = [&](llvm::Value *v) {
+        return builder_->CreateZExt(builder_->CreateBitCast(v, builder_->getInt16Ty()), builder_->getInt32Ty());
+      };
+      llvm::Value *low = bits16(element(inner, m, n, k)), *high = bits16(element(inner, m, n, plus(k, 1)));
+      return builder_->CreateOr(low, builder_->CreateShl(high, 16));
+    };
+    llvm::Value *zero = builder_->getInt32(0);
+    std::vector<llvm::Value *> args;
+    // A: rows g and g + 8; k from 2t (bf16/f16: pairs, then + 8) or t (tf32: then + 4).
+    for (int r = 0; r < 4; ++r) {
+      llvm::Value *m = r % 2 ? plus(group, 8) : group;
+      llvm::Value *k = tf32 ? (r / 2 ? plus(thread, 4) : thread) : (r / 2 ? plus(times2(thread), 8) : times2(thread));
+      args.push_back(reg(a_of(mul), m, zero, k));
+    }
+    // B: column g; k as for A's first two registers.
+    for (int r = 0; r < 2; ++r) {
+      llvm::Value *k = tf32 ? (r ? plus(thread, 4) : thread) : (r ? plus(times2(thread), 8) : times2(thread));
+      args.push_back(reg(b_of(mul), zero, group, k));
+    }
+    // C: this lane's 4 accumulators, at constant register indices.
+    std::vector<llvm::Value *> addresses;
+    for (int v = 0; v < 4; ++v) {
+      variables_.push(kMmaFragRow, builder_->getInt32(v / 2));
+      variables_.push(kMmaFragColumn, builder_->getInt32(v % 2));
+      std::vector<Expr> index = store->indices;
+      addresses.push_back(buffer_element(store->buffer, index, Float(32)));
+      variables_.pop(kMmaFragColumn);
+      variables_.pop(kMmaFragRow);
+      args.push_back(builder_->CreateLoad(builder_->getFloatTy(), addresses.back()));
+    }
+    if (op->kind == MmaKind::F16_m16n8k16) {
+      auto *half2 = llvm::FixedVectorType::get(builder_->getHalfTy(), 2);
+      for (int r = 0; r < 6; ++r)
+        args[r] = builder_->CreateBitCast(args[r], half2);
+    }
+    llvm::Intrinsic::ID id = op->kind == MmaKind::BF16_m16n8k16  ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
+                             : op->kind == MmaKind::F16_m16n8k16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                                                 : llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
+    llvm::Value *result = builder_->CreateIntrinsic(id, {}, args);
+    for (unsigned v = 0; v < 4; ++v)
+      builder_->CreateStore(builder_->CreateExtractValue(result, {v}), addresses[v]);
   }
 
   void emit_async_wait() override {
@@ -137,6 +218,20 @@ protected:
   }
 
 private:
+  // The factor of a WarpMma's product that reads A: the one that depends on
+  // the row (mma.m), which tensorize_mma puts first.
+  static const Expr &a_of(const Mul *mul) { return mul->a; }
+  static const Expr &b_of(const Mul *mul) { return mul->b; }
+  // The operand as it is stored: a 16-bit value without its widening to
+  // f32, an f32 without its rounding to tf32 (the instruction does both).
+  static Expr unwrap(const Expr &operand) {
+    if (const auto *cast = operand.as<Cast>())
+      return cast->value;
+    if (const auto *call = operand.as<Call>(); call && call->name == "round_to_tf32")
+      return call->args.at(0);
+    return operand;
+  }
+
   // The runtime looks kernels up by name, so the name must survive into the
   // PTX unchanged: a valid PTX identifier that the backend will not rename.
   static void check_kernel_name(const std::string &name) {

@@ -159,7 +159,7 @@ void Stage::check_new_name(const std::string &var, const char *primitive) const 
   const StageSchedule &stage = schedule();
   bool used = std::any_of(stage.dims.begin(), stage.dims.end(), [&](const Dim &d) { return d.var == var; });
   for (const Split &split : stage.splits)
-    used |= split.old_var == var;
+    used |= split.old_var == var || split.outer == var || split.inner == var;
   for (const std::string &pure : func_->pure_vars)
     used |= pure == var;
   if (used)
@@ -392,6 +392,8 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
       if (dim.is_rvar)
         dims.push_back(dim);
     stage.dims = dims;
+    // The consumer's fragment layout comes with its loops, for mma().
+    stage.mma_layout = consumer_pure.mma_layout;
   }
   mine.placement = Placement::At;
   mine.placement_set = true;

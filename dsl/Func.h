@@ -81,6 +81,27 @@ public:
   Stage &register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &tx,
                         const VarOrRVar &ty, const VarOrRVar &rx, const VarOrRVar &ry, int tm,
                         int tn);
+  /// The inverse of split: `outer` (directly outside `inner`) and `inner`
+  /// (made by a split, so of constant extent f) become one loop `fused` in
+  /// [0, extent(outer) * f), with outer = fused / f and inner = fused % f.
+  Stage &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+  /// Lays the tile of loops x and y (each made by a split, x outside y) out
+  /// for warp-level MMA instructions of `kind`: each warp computes a
+  /// warp_m x warp_n part, as (warp_m / 16) x (warp_n / 8) instruction
+  /// tiles, and each of its 32 lanes owns 4 elements of every instruction
+  /// tile (the accumulator fragment layout). Makes the loops
+  ///   warp (gpu thread y), lane (gpu thread x), mma_i, mma_j, frag_i, frag_j
+  /// (unrolled) in place of x and y. The producer computed here (by
+  /// fuse_epilogue) then maps its reduction with mma().
+  Stage &mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
+                  const Var &lane, const Var &mma_i, const Var &mma_j, const Var &frag_i, const Var &frag_j);
+  /// For a reduction computed on a consumer's mma_tile: splits reduction
+  /// loop k into ko (steps of k_step) and k_step / mma_k instruction steps
+  /// kk, and runs each step of every instruction tile as one warp MMA
+  /// instruction. The instruction sums inside a step in its own order, so
+  /// the stage must also allow_reassociation(); a ragged K needs the
+  /// operands staged with zero_fill.
+  Stage &mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step);
   /// Copies the tile of `input` that the loops inside `at_loop` read into
   /// shared memory once per iteration of `at_loop`, cooperatively, with a
   /// barrier before and after its use; `layout` may transpose, pad or double
@@ -135,6 +156,9 @@ public:
   Func &register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &tx,
                        const VarOrRVar &ty, const VarOrRVar &rx, const VarOrRVar &ry, int tm,
                        int tn);
+  Func &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+  Func &mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
+                 const Var &lane, const Var &mma_i, const Var &mma_j, const Var &frag_i, const Var &frag_j);
 
   /// Computes this Func inside loop `loop` of `consumer`, on the consumer's
   /// tile: every stage of this Func runs over the consumer's loops below

@@ -173,4 +173,10 @@ Stmt Barrier::make() { return Stmt(std::make_shared<const Barrier>()); }
 
 Stmt Evaluate::make(Expr value) { return Stmt(std::make_shared<const Evaluate>(std::move(value))); }
 
+Stmt WarpMma::make(MmaKind kind, Expr lane, Stmt update) {
+  COALESCE_INTERNAL_ASSERT(kind != MmaKind::None && lane.defined() && update.as<Store>(),
+                           "a warp MMA needs an instruction, a lane and one store");
+  return Stmt(std::make_shared<const WarpMma>(kind, std::move(lane), std::move(update)));
+}
+
 } // namespace coalesce

@@ -18,7 +18,31 @@ namespace coalesce {
   X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Load) X(Call) X(Let)
 
 #define COALESCE_FOR_EACH_STMT(X)                                                                  \
-  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate)
+  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma)
+
+/// The warp-level tensor-core instructions a schedule can map a reduction
+/// onto: D (16 x 8, f32) += A (16 x k) * B (k x 8), executed by one warp.
+enum class MmaKind : uint8_t {
+  None,
+  BF16_m16n8k16, ///< bf16 operands, f32 accumulator
+  F16_m16n8k16,  ///< f16 operands, f32 accumulator
+  TF32_m16n8k8,  ///< f32 operands rounded to tf32 (10-bit mantissa, nearest, ties away)
+};
+const char *mma_kind_name(MmaKind kind);
+int mma_m(MmaKind kind); ///< rows of the instruction's tile (16)
+int mma_n(MmaKind kind); ///< columns (8)
+int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32)
+
+/// The names WarpMma binds in its update: the element's row and column in
+/// the instruction's tile and the step of its reduction. A '.' keeps them
+/// apart from every user name.
+inline const char *const kMmaRow = "mma.m";
+inline const char *const kMmaColumn = "mma.n";
+inline const char *const kMmaStep = "mma.k";
+/// ... and, in the accumulator's index, which of this lane's fragment
+/// registers the element is: row half (0 or 1) and column (0 or 1).
+inline const char *const kMmaFragRow = "mma.fi";
+inline const char *const kMmaFragColumn = "mma.fj";
 
 enum class IRNodeKind : uint8_t {
 #define COALESCE_KIND(name) name,
@@ -292,6 +316,25 @@ struct Evaluate : BaseStmtNode {
   explicit Evaluate(Expr v) : BaseStmtNode(node_kind), value(std::move(v)) {}
   const Expr value;
   static Stmt make(Expr value);
+};
+
+/// One lane's part of a warp-wide tensor-core instruction. For each element
+/// (mma.m, mma.n) of the 16 x 8 tile that this lane owns (rows lane / 4 and
+/// lane / 4 + 8, columns 2 (lane % 4) and 2 (lane % 4) + 1: the accumulator
+/// fragment layout), `update` runs for mma.k in [0, mma_k(kind)), in order.
+/// `update` is `acc[...] = acc[...] + a * b`, where a reads A's element
+/// (mma.m, mma.k), b reads B's element (mma.k, mma.n), and acc's index names
+/// the element's register by mma.fi = mma.m / 8 and mma.fj = mma.n % 2. The host runs it
+/// as written; the GPU runs the 32 lanes' parts as one instruction, which
+/// sums each step in its own order (the schedule allowed reassociation).
+struct WarpMma : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::WarpMma;
+  WarpMma(MmaKind k, Expr l, Stmt u)
+      : BaseStmtNode(node_kind), kind(k), lane(std::move(l)), update(std::move(u)) {}
+  const MmaKind kind;
+  const Expr lane;
+  const Stmt update;
+  static Stmt make(MmaKind kind, Expr lane, Stmt update);
 };
 
 } // namespace coalesce

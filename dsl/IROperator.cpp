@@ -126,7 +126,7 @@ public:
 private:
   using IRVisitor::visit;
   void visit(const Variable *op) override { found |= op->name == name_; }
-  const std::string &name_;
+  const std::string name_; // by value: callers pass temporaries
 };
 } // namespace
 

@@ -230,6 +230,13 @@ private:
     print(op->value);
     out_ << "\n";
   }
+  void visit(const WarpMma *op) override {
+    line_start();
+    out_ << "warp_mma " << mma_kind_name(op->kind) << ", lane ";
+    print(op->lane);
+    out_ << ", for each element (mma.m, mma.n) of its fragment, for mma.k:\n";
+    nested(op->update);
+  }
 };
 
 } // namespace

@@ -95,6 +95,10 @@ void IRVisitor::visit(const LetStmt *op) {
 }
 void IRVisitor::visit(const Barrier *) {}
 void IRVisitor::visit(const Evaluate *op) { visit_expr(op->value); }
+void IRVisitor::visit(const WarpMma *op) {
+  visit_expr(op->lane);
+  visit_stmt(op->update);
+}
 
 // ------------------------------------------------------------------- mutator
 
@@ -247,6 +251,13 @@ Stmt IRMutator::visit(const Barrier *, const Stmt &self) { return self; }
 Stmt IRMutator::visit(const Evaluate *op, const Stmt &self) {
   Expr value = mutate(op->value);
   return value.same_as(op->value) ? self : Evaluate::make(value);
+}
+Stmt IRMutator::visit(const WarpMma *op, const Stmt &self) {
+  Expr lane = mutate(op->lane);
+  Stmt update = mutate(op->update);
+  if (lane.same_as(op->lane) && update.same_as(op->update))
+    return self;
+  return WarpMma::make(op->kind, lane, update);
 }
 
 } // namespace coalesce

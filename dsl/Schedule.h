@@ -15,6 +15,10 @@ struct Split {
   std::string old_var, outer, inner;
   int factor = 1;
   bool is_rvar = false;
+  /// The inverse: `outer` and `inner` (of extent `factor`) become one loop
+  /// `old_var` in [0, extent(outer) * factor), with outer = old / factor and
+  /// inner = old % factor.
+  bool is_fuse = false;
 };
 
 /// One loop of a stage, after splits.
@@ -43,6 +47,11 @@ struct SharedLayout {
   /// buffer with asynchronous copies (cp.async on the GPU) instead of through
   /// registers, and wait for them before the barrier.
   bool async_copy = true;
+  /// Elements of the tile outside the input are 0 instead of the nearest
+  /// edge value (clamping), so a tile that overhangs the end of a reduction
+  /// adds nothing: what a tensor-core step, which cannot be guarded per
+  /// element, needs at a ragged K.
+  bool zero_fill = false;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration
@@ -51,6 +60,25 @@ struct SharedStaging {
   std::string input;
   std::string at_loop;
   SharedLayout layout;
+};
+
+/// The loops a consumer's mma_tile made, as their user names. Every lane of a
+/// warp owns the tile elements (row, column) = (8 frag_i + lane / 4,
+/// 2 (lane % 4) + frag_j) of each 16 x 8 instruction tile (mma_i, mma_j) of
+/// its warp's tile: the fragment layout of the accumulator registers.
+struct MmaLayout {
+  MmaKind kind = MmaKind::None;
+  std::string warp, lane, mma_i, mma_j, frag_i, frag_j;
+  int warp_m = 0, warp_n = 0; ///< the tile of one warp
+  int warps_m = 0, warps_n = 0;
+};
+
+/// A reduction stage mapped onto warp MMA instructions: the loops k_inner
+/// (the instruction's depth), frag_i and frag_j become one instruction per
+/// (mma_i, mma_j) and k step.
+struct MmaRequest {
+  MmaKind kind = MmaKind::None;
+  std::string k_inner; ///< the reduction loop of extent mma_k(kind)
 };
 
 /// The schedule of one definition (the pure one, or one update).
@@ -66,6 +94,10 @@ struct StageSchedule {
   /// The user means a term that does not depend on the reduction variable to
   /// be added once per reduction step (`f += g(r) + c` adds c extent times).
   bool allow_reduction_invariant_terms = false;
+  /// Pure stage: the fragment layout made by mma_tile.
+  MmaLayout mma_layout;
+  /// Update stage: the reduction mapped onto MMA instructions.
+  MmaRequest mma;
 };
 
 /// Where a Func is computed.

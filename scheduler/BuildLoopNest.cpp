@@ -73,7 +73,7 @@ private:
   const Environment &env_;
   const FuncContents &func_;
   size_t stage_;
-  const std::string &prefix_;
+  const std::string prefix_; // by value: callers pass temporaries
   const std::vector<Expr> &self_indices_;
 };
 
@@ -136,7 +136,7 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
     };
     for (const Split &split : consumer_stage.splits)
       plan.splits.push_back(Split{map_name(split.old_var), map_name(split.outer), map_name(split.inner),
-                                  split.factor, false});
+                                  split.factor, false, split.is_fuse});
     for (size_t p = 0; p < consumer.pure_vars.size(); ++p)
       if (std::find(outer.begin(), outer.end(), consumer.pure_vars[p]) != outer.end())
         plan.aliases.emplace_back(own(func.pure_vars[p]),
@@ -144,8 +144,16 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
   }
   for (const Split &split : stage.splits)
     if (split.is_rvar || !at_site)
-      plan.splits.push_back(Split{own(split.old_var), own(split.outer), own(split.inner), split.factor, split.is_rvar});
+      plan.splits.push_back(Split{own(split.old_var), own(split.outer), own(split.inner), split.factor, split.is_rvar, split.is_fuse});
   for (const Split &split : plan.splits) {
+    if (split.is_fuse) {
+      // Both halves exist before they are fused; the inner one has the
+      // constant extent `factor`.
+      Expr outer_extent = plan.extent[split.outer];
+      COALESCE_INTERNAL_ASSERT(outer_extent.defined(), "fuse of '", split.outer, "' before its extent is known");
+      plan.extent[split.old_var] = simplify(outer_extent * split.factor);
+      continue;
+    }
     // Every split variable descends from a pure or reduction variable whose
     // extent is known, and splits come in the order they were applied.
     Expr old_extent = plan.extent[split.old_var];
@@ -191,8 +199,14 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   };
   // Splits applied later define the variables earlier ones use, so they
   // come first here.
-  for (auto split = plan.splits.rbegin(); split != plan.splits.rend(); ++split)
+  for (auto split = plan.splits.rbegin(); split != plan.splits.rend(); ++split) {
+    if (split->is_fuse) {
+      // The fused loop defines both halves.
+      depth[split->outer] = depth[split->inner] = depth_of(split->old_var);
+      continue;
+    }
     depth[split->old_var] = std::max(depth_of(split->outer), depth_of(split->inner));
+  }
   for (const auto &[name, value] : plan.aliases)
     depth[name] = -1;
 
@@ -204,8 +218,14 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
         Expr min = plan.min.count(split.old_var) ? plan.min[split.old_var] : Expr(0);
         inner = IfThenElse::make(Variable::make(Int(32), split.old_var) < min + plan.extent[split.old_var], inner);
       }
+    // Fuses come after the splits whose loops they fuse, so their lets wrap
+    // (define) the variables the split lets below read.
     for (const Split &split : plan.splits)
-      if (depth_of(split.old_var) == level) {
+      if (split.is_fuse && depth_of(split.old_var) == level) {
+        Expr fused = Variable::make(Int(32), split.old_var);
+        inner = LetStmt::make(split.inner, fused % split.factor, inner);
+        inner = LetStmt::make(split.outer, fused / split.factor, inner);
+      } else if (!split.is_fuse && depth_of(split.old_var) == level) {
         Expr old = Variable::make(Int(32), split.outer) * split.factor + Variable::make(Int(32), split.inner);
         if (plan.min.count(split.old_var) && !is_const(plan.min[split.old_var], 0))
           old = old + plan.min[split.old_var];
@@ -281,7 +301,7 @@ private:
     Stmt body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
     return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
   }
-  const std::string &loop_;
+  const std::string loop_; // by value: callers pass temporaries
   Stmt produce_;
   const FuncContents &func_;
   MemoryType memory_;

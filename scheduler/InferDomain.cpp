@@ -23,7 +23,7 @@ private:
         return;
       }
   }
-  const std::string &var_;
+  const std::string var_; // by value: callers pass temporaries
 };
 } // namespace
 

@@ -4,6 +4,7 @@
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
+#include "scheduler/CheckMma.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
@@ -16,6 +17,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
 #include "scheduler/StripStagePrefixes.h"
+#include "scheduler/TensorizeMma.h"
 #include "scheduler/UnrollLoops.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
 
@@ -48,6 +50,7 @@ Environment prepare(const Func &output) {
   check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
   resolve_schedule(env);  // where each Func is computed; reduction order kept
   inline_funcs(env);      // needs placements
+  check_mma(env);         // after inlining: the update is what the instruction computes
   fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
   infer_domain(env);
   return env;
@@ -63,6 +66,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   log("stage_inputs_in_shared", s);
   s = clamp_input_loads(s);
   log("clamp_input_loads", s);
+  // On every target, so the CPU runs the statement the GPU runs.
+  s = tensorize_mma(s, env);
+  log("tensorize_mma", s);
   verify_epilogue_placement(s, env);
   check_gpu_limits(s, budget);
   s = simplify(s);

@@ -80,7 +80,7 @@ private:
     }
     return simplify(e);
   }
-  const std::string &input_;
+  const std::string input_; // by value: callers pass temporaries
   const std::map<std::string, Expr> &lets_;
 };
 
@@ -115,6 +115,16 @@ bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner
       var = mul->a;
       coefficient *= *as_const_int(mul->b);
     }
+    // A loop variable, or its quotient or remainder by a constant (how a
+    // fused loop's halves read it: lane / 4, warp % 2).
+    int64_t divisor = 0, modulus = 0;
+    if (const auto *div = var.as<Div>(); div && as_const_int(div->b) && *as_const_int(div->b) > 0) {
+      divisor = *as_const_int(div->b);
+      var = div->a;
+    } else if (const auto *mod = var.as<Mod>(); mod && as_const_int(mod->b) && *as_const_int(mod->b) > 0) {
+      modulus = *as_const_int(mod->b);
+      var = mod->a;
+    }
     const auto *variable = var.as<Variable>();
     auto loop = variable ? inner.find(variable->name) : inner.end();
     if (loop == inner.end()) {
@@ -125,9 +135,19 @@ bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner
       continue;
     }
     auto min = as_const_int(loop->second.min), extent = as_const_int(loop->second.extent);
-    if (!min || !extent)
+    if (!min || !extent || ((divisor || modulus) && *min < 0))
       return false;
-    int64_t a = coefficient * *min, b = coefficient * (*min + *extent - 1);
+    int64_t first = *min, last = *min + *extent - 1;
+    if (divisor) {
+      first /= divisor;
+      last /= divisor;
+    } else if (modulus) {
+      first = *extent >= modulus ? 0 : first % modulus;
+      last = *extent >= modulus ? modulus - 1 : last % modulus;
+      if (first > last)
+        first = 0, last = modulus - 1;
+    }
+    int64_t a = coefficient * first, b = coefficient * last;
     low += std::min(a, b);
     high += std::max(a, b);
   }
@@ -235,12 +255,49 @@ std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr>
   return indices;
 }
 
-Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+std::vector<Expr> source_coords(const StagedTile &tile, const std::vector<Expr> &coords,
+                                const std::map<std::string, Expr> &shift) {
   std::vector<Expr> source;
   for (size_t d = 0; d < coords.size(); ++d)
     source.push_back(simplify(substitute(shift, tile.region.min[d]) + coords[d]));
+  return source;
+}
+
+// The input's element at the tile coordinates (clamped into the input by
+// clamp_input_loads later).
+Expr source_read(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
   auto input = std::make_shared<const InputContents>(*tile.input);
-  return Call::make(input->type, input->name, source, CallType::Input, nullptr, input);
+  return Call::make(input->type, input->name, source_coords(tile, coords, shift), CallType::Input, nullptr, input);
+}
+
+// Whether the tile element lies inside the input (for zero_fill).
+Expr source_in_bounds(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+  std::vector<Expr> source = source_coords(tile, coords, shift);
+  Expr inside;
+  for (size_t d = 0; d < source.size(); ++d) {
+    Expr within = 0 <= source[d] && source[d] < tile.input->extents[d];
+    inside = inside.defined() ? (inside && within) : within;
+  }
+  return simplify(inside);
+}
+
+// What the tile holds at the coordinates: the input's element, or 0 past
+// the input's end when the layout asks for zero_fill.
+Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+  Expr read = source_read(tile, coords, shift);
+  if (!tile.layout.zero_fill)
+    return read;
+  Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
+  return Select::make(source_in_bounds(tile, coords, shift), read, zero);
+}
+
+// An asynchronous copy of the element (async_load(read[, in_bounds]): with
+// zero_fill, an element outside the input is written as 0 without reading).
+Expr async_source(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+  std::vector<Expr> args = {source_read(tile, coords, shift)};
+  if (tile.layout.zero_fill)
+    args.push_back(source_in_bounds(tile, coords, shift));
+  return Call::make(tile.input->type, "async_load", args, CallType::Intrinsic);
 }
 
 // Registers holding one thread's part of the next tile: [thread dims][e].
@@ -261,10 +318,10 @@ public:
 
 private:
   using IRMutator::visit;
-  const std::string &loop_;
+  const std::string loop_; // by value: callers pass temporaries
   std::vector<SharedStaging> requests_;
   const Environment &env_;
-  const std::string &stage_;
+  const std::string stage_; // by value: callers pass temporaries
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
@@ -346,8 +403,7 @@ private:
         // Straight into the other buffer: it was last read before the
         // previous iteration's barrier.
         fetches.push_back(per_thread_copy(tile, scan, prefix + "next.", [&](const std::vector<Expr> &c, const Expr &) {
-          Expr copy = Call::make(tile.input->type, "async_load", {source_value(tile, c, next)}, CallType::Intrinsic);
-          return Store::make(tile.buffer, shared_indices(tile, c, next_which), copy);
+          return Store::make(tile.buffer, shared_indices(tile, c, next_which), async_source(tile, c, next));
         }));
         continue;
       }

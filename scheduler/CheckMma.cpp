@@ -1,0 +1,175 @@
+#include "scheduler/CheckMma.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
+#include "scheduler/LoopNames.h"
+
+#include <algorithm>
+
+namespace coalesce {
+
+namespace {
+
+// The operand type an instruction multiplies.
+Type operand_type(MmaKind kind) {
+  switch (kind) {
+  case MmaKind::BF16_m16n8k16: return BFloat(16);
+  case MmaKind::F16_m16n8k16: return Float(16);
+  default: return Float(32);
+  }
+}
+
+// `e` without a widening to f32 around it (how a 16-bit input is read in f32
+// arithmetic).
+Expr unwiden(const Expr &e) {
+  if (const auto *cast = e.as<Cast>(); cast && cast->type == Float(32))
+    return cast->value;
+  return e;
+}
+
+bool is_var(const Expr &e, const std::string &name) {
+  const auto *var = e.as<Variable>();
+  return var && var->name == name;
+}
+
+struct Context {
+  const Environment &env;
+  const FuncContents &func;
+  size_t s;
+  std::string where() const { return str_cat("in schedule for ", stage_description(func, s), ": mma: "); }
+};
+
+// The update must be acc(i, j) + A(i, k) * B(k, j) (in either order of the
+// factors): the one computation an MMA instruction performs.
+MmaOperands match_update(const Context &c, MmaKind kind) {
+  const FuncContents &func = c.func;
+  const Definition &update = func.updates[c.s - 1];
+  std::string shape = str_cat(func.name, "(i, j) + A(i, k) * B(k, j)");
+  auto reject = [&](const std::string &why) {
+    user_error(c.where(), "the update ", func.name, "(...) = ", to_string(update.value), " ", why,
+               "; a warp MMA computes exactly ", shape, " with A and B inputs of type ", operand_type(kind),
+               " and an f32 accumulator");
+  };
+  if (func.type != Float(32))
+    reject(str_cat("accumulates in ", func.type));
+  if (func.pure_vars.size() != 2)
+    reject("is not two-dimensional");
+  const std::vector<std::string> &rvars = func.schedule.stages[c.s].reduction_vars;
+  if (rvars.size() != 1)
+    reject("does not reduce over exactly one variable");
+  const auto *add = update.value.as<Add>();
+  const auto *self = add ? add->a.as<Call>() : nullptr;
+  if (!self || self->name != func.name || !is_var(self->args[0], func.pure_vars[0]) ||
+      !is_var(self->args[1], func.pure_vars[1]))
+    reject("is not the running value plus one term");
+  const auto *mul = add->b.as<Mul>();
+  if (!mul)
+    reject("adds a term that is not one product");
+  const auto *x = unwiden(mul->a).as<Call>(), *y = unwiden(mul->b).as<Call>();
+  if (!x || !y || x->call_type != CallType::Input || y->call_type != CallType::Input)
+    reject("multiplies something other than two inputs");
+  const std::string &i = func.pure_vars[0], &j = func.pure_vars[1], &k = rvars[0];
+  auto is_a = [&](const Call *call) { return call->args.size() == 2 && is_var(call->args[0], i) && is_var(call->args[1], k); };
+  auto is_b = [&](const Call *call) { return call->args.size() == 2 && is_var(call->args[0], k) && is_var(call->args[1], j); };
+  if (!(is_a(x) && is_b(y)) && !(is_a(y) && is_b(x)))
+    reject(str_cat("does not read its inputs as A(", i, ", ", k, ") and B(", k, ", ", j, ")"));
+  const Call *a = is_a(x) && is_b(y) ? x : y, *b = a == x ? y : x;
+  for (const Call *operand : {a, b})
+    if (operand->type != operand_type(kind))
+      user_error(c.where(), mma_kind_name(kind), " multiplies ", operand_type(kind), " values, but input '",
+                 operand->name, "' is ", operand->type, "; declare it as ", operand_type(kind),
+                 " or choose the instruction for ", operand->type,
+                 operand->type == Float(32) ? " (tf32 m16n8k8, which rounds the inputs to tf32)" : "");
+  return MmaOperands{a->name, b->name};
+}
+
+void check_loops(const Context &c, const MmaLayout &layout, const MmaRequest &request) {
+  const StageSchedule &stage = c.func.schedule.stages[c.s];
+  const std::vector<Dim> &dims = stage.dims;
+  std::vector<std::string> tail = {layout.frag_i, layout.frag_j, request.k_inner};
+  bool intact = dims.size() >= tail.size();
+  for (size_t n = 0; intact && n < tail.size(); ++n)
+    intact = dims[dims.size() - tail.size() + n].var == tail[n];
+  if (!intact)
+    user_error(c.where(), "the loops '", tail[0], "', '", tail[1], "' and '", tail[2],
+               "' must stay the innermost, in this order: one instruction computes them together; do not reorder "
+               "them after mma()");
+  auto find = [&](const std::string &name) {
+    return std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == name; });
+  };
+  auto lane = find(layout.lane), warp = find(layout.warp);
+  if (lane == dims.end() || warp == dims.end() || lane->kind != ForKind::GpuThread || lane->gpu_dim != 0 ||
+      warp->kind != ForKind::GpuThread || warp->gpu_dim != 1 || lane > find(layout.frag_i))
+    user_error(c.where(), "the loops '", layout.lane, "' (GPU thread x) and '", layout.warp,
+               "' (GPU thread y) that mma_tile made must stay mapped as it mapped them, outside the instruction's "
+               "loops: the fragment layout depends on which lane holds which element");
+  if (!c.func.schedule.stages[c.s].allow_reassociation)
+    user_error(c.where(), "a ", mma_kind_name(request.kind), " instruction sums the products of each k step in its "
+               "own order, which changes the floating-point result; call ", c.func.name, ".update(", c.s - 1,
+               ").allow_reassociation() to accept that");
+}
+
+// The consumer the fragment layout came from must still have it, with the
+// same loops, and this Func must be computed on its tile above the warps.
+void check_consumer(const Context &c, const MmaLayout &layout) {
+  const FuncSchedule &schedule = c.func.schedule;
+  const FuncContents *consumer =
+      schedule.placement == Placement::At ? c.env.find(schedule.at_func) : nullptr;
+  const MmaLayout *theirs = consumer ? &consumer->schedule.stages.front().mma_layout : nullptr;
+  if (!theirs || theirs->kind != layout.kind || theirs->warp != layout.warp || theirs->lane != layout.lane ||
+      theirs->frag_i != layout.frag_i || theirs->frag_j != layout.frag_j || theirs->mma_i != layout.mma_i ||
+      theirs->mma_j != layout.mma_j)
+    user_error(c.where(), "'", c.func.name, "' must be computed (fuse_epilogue) on the tile of the consumer whose "
+               "mma_tile made its loops, and stay there; it is ",
+               consumer ? str_cat("computed at '", consumer->name, "', whose tile has no matching mma_tile")
+                        : std::string("not computed at a consumer's loop"));
+}
+
+// A K that the k step may not divide leaves a last step that overhangs the
+// inputs; an instruction cannot skip its elements, so they must read as 0.
+void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
+  const StageSchedule &stage = c.func.schedule.stages[c.s];
+  int k_step = 0;
+  for (const Split &split : stage.splits)
+    if (split.is_rvar && split.old_var == stage.reduction_vars.front())
+      k_step = split.factor;
+  Expr extent;
+  for (const auto &[name, input] : c.env.inputs)
+    if (name == operands.a)
+      extent = input->extents[1];
+  auto constant = as_const_int(extent);
+  if (constant && k_step && *constant % k_step == 0)
+    return;
+  for (const std::string &input : {operands.a, operands.b}) {
+    auto staged = std::find_if(stage.staged_inputs.begin(), stage.staged_inputs.end(),
+                               [&](const SharedStaging &s) { return s.input == input; });
+    if (staged == stage.staged_inputs.end() || !staged->layout.zero_fill)
+      user_error(c.where(), "the reduction's extent ", to_string(extent), " may not be a multiple of the k step ",
+                 k_step, ", and an instruction cannot skip the elements past its end; stage '", input,
+                 "' in shared memory with SharedLayout::zero_fill, so they read as 0");
+  }
+}
+
+} // namespace
+
+MmaOperands mma_operands(const FuncContents &func, size_t stage) {
+  Environment unused;
+  Context c{unused, func, stage};
+  return match_update(c, func.schedule.stages[stage].mma.kind);
+}
+
+void check_mma(const Environment &env) {
+  for (const FuncContents &func : env.funcs)
+    for (size_t s = 1; s < func.schedule.stages.size(); ++s) {
+      const StageSchedule &stage = func.schedule.stages[s];
+      if (stage.mma.kind == MmaKind::None)
+        continue;
+      Context c{env, func, s};
+      MmaOperands operands = match_update(c, stage.mma.kind);
+      check_consumer(c, stage.mma_layout);
+      check_loops(c, stage.mma_layout, stage.mma);
+      check_ragged_reduction(c, operands);
+    }
+}
+
+} // namespace coalesce

@@ -1,0 +1,34 @@
+#pragma once
+// The tensor-core GEMM schedule: the same algorithm as GemmSchedule.h
+// (acc(i, j) = 0; acc(i, j) += A(i, k) * B(k, j); out = f(acc, ...)), with
+// the reduction mapped onto warp MMA instructions, written only with the
+// schedule primitives a user has.
+
+#include "dsl/Func.h"
+
+#include <string>
+
+namespace coalesce {
+
+/// The knobs of the tensor-core GEMM schedule.
+struct MmaTiling {
+  MmaKind kind = MmaKind::BF16_m16n8k16;
+  int block_m = 128, block_n = 128; ///< output tile per GPU block
+  int warp_m = 64, warp_n = 32;     ///< output tile per warp (8 warps for 128 x 128)
+  int k_step = 32;                  ///< reduction elements staged per step
+  bool double_buffered = true;      ///< fetch the next K step while computing
+  int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
+
+  int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
+  std::string str() const;
+};
+
+/// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
+/// block, laid out by mma_tile in warp tiles; acc computed on it
+/// (fuse_epilogue), its reduction mapped by mma() in steps of k_step, A and
+/// B staged row-major in shared memory with zero_fill (so any K is exact),
+/// double buffered. The epilogue runs once, on the accumulator fragments.
+void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
+                       const RDom &k, const MmaTiling &tiling);
+
+} // namespace coalesce

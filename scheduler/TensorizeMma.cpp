@@ -1,0 +1,174 @@
+#include "scheduler/TensorizeMma.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/CheckMma.h"
+#include "scheduler/LoopNames.h"
+#include "scheduler/Simplify.h"
+#include "scheduler/Substitute.h"
+
+#include <map>
+
+namespace coalesce {
+
+namespace {
+
+// True if `e` reads buffer `name` (an input, or its staged copy).
+class ReadsBuffer : public IRVisitor {
+public:
+  explicit ReadsBuffer(std::string name) : name_(std::move(name)) {}
+  bool found = false;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Load *op) override {
+    found |= op->buffer == name_ || op->buffer == name_ + "_shared";
+    IRVisitor::visit(op);
+  }
+  std::string name_;
+};
+
+bool reads(const Expr &e, const std::string &input) {
+  ReadsBuffer finder(input);
+  finder.visit_expr(e);
+  return finder.found;
+}
+
+// `e` with every let in `lets` substituted, to a fixed point (lets refer to
+// lets), so that it mentions loop variables only.
+Expr expand(Expr e, const std::map<std::string, Expr> &lets) {
+  for (int depth = 0; depth < 32; ++depth) {
+    Expr next = substitute(lets, e);
+    if (next.same_as(e))
+      return e;
+    e = next;
+  }
+  internal_error("lets nest deeper than 32 in an MMA operand");
+}
+
+struct MmaStage {
+  const FuncContents *func;
+  size_t index;
+  std::string prefix;
+  MmaOperands operands;
+};
+
+class Tensorize : public IRMutator {
+public:
+  explicit Tensorize(std::vector<MmaStage> stages) : stages_(std::move(stages)) {}
+  int replaced = 0;
+
+private:
+  using IRMutator::visit;
+  std::vector<MmaStage> stages_;
+  std::map<std::string, Expr> lets_; // every let around the current node
+
+  Stmt visit(const LetStmt *op, const Stmt &self) override {
+    auto saved = lets_.find(op->name) == lets_.end() ? Expr() : lets_[op->name];
+    lets_[op->name] = op->value;
+    Stmt result = IRMutator::visit(op, self);
+    if (saved.defined())
+      lets_[op->name] = saved;
+    else
+      lets_.erase(op->name);
+    return result;
+  }
+
+  Stmt visit(const For *op, const Stmt &self) override {
+    for (const MmaStage &stage : stages_) {
+      const MmaLayout &layout = stage.func->schedule.stages[stage.index].mma_layout;
+      if (op->name == stage.prefix + layout.frag_i)
+        return replace(self, stage);
+    }
+    return IRMutator::visit(op, self);
+  }
+
+  // frag_i { frag_j { kt { [if k < K] acc = acc + a * b } } }, with lets at
+  // each level, becomes one WarpMma.
+  Stmt replace(const Stmt &frag_i, const MmaStage &stage) {
+    const StageSchedule &schedule = stage.func->schedule.stages[stage.index];
+    const MmaLayout &layout = schedule.mma_layout;
+    MmaKind kind = schedule.mma.kind;
+    std::map<std::string, Expr> lets = lets_;
+    std::vector<std::string> expected = {stage.prefix + layout.frag_i, stage.prefix + layout.frag_j,
+                                         stage.prefix + schedule.mma.k_inner};
+    std::vector<int64_t> extents = {2, 2, mma_k(kind)};
+    Stmt s = frag_i;
+    size_t level = 0;
+    const Store *store = nullptr;
+    while (!store) {
+      if (const auto *loop = s.as<For>()) {
+        COALESCE_INTERNAL_ASSERT(level < expected.size() && loop->name == expected[level] &&
+                                     is_const(loop->min, 0) && as_const_int(loop->extent) == extents[level],
+                                 "unexpected loop '", loop->name, "' in the MMA nest");
+        ++level;
+        s = loop->body;
+      } else if (const auto *let = s.as<LetStmt>()) {
+        lets[let->name] = let->value;
+        s = let->body;
+      } else if (const auto *guard = s.as<IfThenElse>()) {
+        // The reduction's tail guard: check_mma made sure the operands are
+        // zero past the end, so the overhanging products add 0.
+        COALESCE_INTERNAL_ASSERT(!guard->else_case.defined(), "MMA nest with an else branch");
+        s = guard->then_case;
+      } else {
+        store = s.as<Store>();
+        COALESCE_INTERNAL_ASSERT(store, "the MMA nest holds something other than one store: ", s);
+      }
+    }
+    COALESCE_INTERNAL_ASSERT(level == expected.size(), "MMA nest without its three loops");
+    const auto *add = store->value.as<Add>();
+    const auto *mul = add ? add->b.as<Mul>() : nullptr;
+    COALESCE_INTERNAL_ASSERT(mul && add->a.as<Load>(), "MMA store is not acc + a * b: ", store->value);
+
+    // The element (mma.m, mma.n) of the instruction tile and step mma.k, as
+    // the loops the instruction replaces: frag_i = m / 8, frag_j = n % 2,
+    // lane = (m % 8) * 4 + n / 2 (which lane owns it), k_inner = k.
+    Expr m = Variable::make(Int(32), kMmaRow), n = Variable::make(Int(32), kMmaColumn);
+    Expr k = Variable::make(Int(32), kMmaStep);
+    std::map<std::string, Expr> element = {{expected[0], Variable::make(Int(32), kMmaFragRow)},
+                                           {expected[1], Variable::make(Int(32), kMmaFragColumn)}};
+    std::map<std::string, Expr> operand = {{expected[0], m / 8}, {expected[1], n % 2}};
+    operand[stage.prefix + layout.lane] = (m % 8) * 4 + n / 2;
+    operand[expected[2]] = k;
+    auto operand_value = [&](const Expr &e) { return simplify(substitute(operand, expand(e, lets))); };
+    Expr x = operand_value(mul->a), y = operand_value(mul->b);
+    Expr a = reads(x, stage.operands.a) ? x : y, b = a.same_as(x) ? y : x;
+    COALESCE_INTERNAL_ASSERT(reads(a, stage.operands.a) && reads(b, stage.operands.b),
+                             "MMA operands do not read '", stage.operands.a, "' and '", stage.operands.b, "'");
+    if (kind == MmaKind::TF32_m16n8k8) {
+      // The instruction sees its f32 operands rounded to tf32; so does the
+      // host, which runs this statement as written.
+      a = Call::make(Float(32), "round_to_tf32", {a}, CallType::Intrinsic);
+      b = Call::make(Float(32), "round_to_tf32", {b}, CallType::Intrinsic);
+    }
+    std::vector<Expr> indices;
+    for (const Expr &index : store->indices)
+      indices.push_back(simplify(substitute(element, expand(index, lets))));
+    Expr acc = Load::make(Float(32), store->buffer, indices);
+    // A first: the GPU back end gathers the factors' fragments by position.
+    Stmt update = Store::make(store->buffer, indices, Add::make(acc, Mul::make(a, b)));
+    ++replaced;
+    return WarpMma::make(kind, Variable::make(Int(32), stage.prefix + layout.lane), update);
+  }
+};
+
+} // namespace
+
+Stmt tensorize_mma(const Stmt &s, const Environment &env) {
+  std::vector<MmaStage> stages;
+  for (const FuncContents &func : env.funcs)
+    for (size_t index = 1; index < func.schedule.stages.size(); ++index)
+      if (func.schedule.stages[index].mma.kind != MmaKind::None)
+        stages.push_back(MmaStage{&func, index, stage_prefix(func.name, index), mma_operands(func, index)});
+  if (stages.empty())
+    return s;
+  Tensorize pass(stages);
+  Stmt result = pass.mutate(s);
+  COALESCE_INTERNAL_ASSERT(pass.replaced > 0, "no MMA nest found for a stage mapped by mma()");
+  return result;
+}
+
+} // namespace coalesce
