@@ -1,6 +1,11 @@
 // coalesce-main: the fused GEMM + bias + GELU end to end (scripts/main_job.sh).
 //
-//   out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j))     FP32, row-major
+//   out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j))     row-major
+//
+// A, B and out are FP32, or with --dtype=bf16|f16 that 16-bit type (bias
+// stays FP32). The arithmetic is FP32 either way: the 16-bit inputs are
+// widened exactly and the same FP32 schedule runs (FFMA, no tensor cores),
+// and the result is rounded once to the output type.
 //
 // 1. declares the algorithm and its schedule and prints the loop nest;
 // 2. compiles it to PTX for sm_90a, reporting the schedule-to-PTX time and
@@ -52,25 +57,34 @@ constexpr Shape kGpuShape{4096, 4096, 4096};
 constexpr Shape kCpuShape{256, 320, 200}; // ragged: no dimension a multiple of the tiles
 constexpr double kWarmupMs = 300;
 constexpr int kTimedIterations = 50;
-/// ||ours - ref|| / ||ref|| above this fails the run (FP32 sums of K products).
-constexpr double kTolerance = 1e-4;
+/// ||ours - ref|| / ||ref|| above this fails the run: FP32 sums of K
+/// products; for a 16-bit output, twice its rounding (half an ulp is 2^-9
+/// of the value for bf16, 2^-11 for f16).
+double tolerance_for(Type out) {
+  if (out == BFloat(16))
+    return 0x1p-8;
+  if (out == Float(16))
+    return 0x1p-10;
+  return 1e-4;
+}
 
 // ---------------------------------------------------------------- algorithm
 
-/// The algorithm, written once; the schedule is applied separately.
+/// The algorithm, written once; the schedule is applied separately. A, B
+/// and out have element type `dtype`; a 16-bit A and B are widened to FP32
+/// by the arithmetic, and the FP32 result is rounded once to out's type.
 struct FusedGemm {
   Param M{"M"}, N{"N"}, K{"K"};
-  Input A{"A", Float(32), {M, K}};
-  Input B{"B", Float(32), {K, N}};
+  Input A, B;
   Input bias{"bias", Float(32), {N}};
   Var i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Func acc{"acc"}, out{"out"};
 
-  FusedGemm() {
+  explicit FusedGemm(Type dtype) : A("A", dtype, {M, K}), B("B", dtype, {K, N}) {
     acc(i, j) = 0.0f;
     acc(i, j) += A(i, k) * B(k, j);
-    out(i, j) = gelu(acc(i, j) + bias(j));
+    out(i, j) = cast(dtype, gelu(acc(i, j) + bias(j)));
   }
 };
 
@@ -91,16 +105,27 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape) {
 struct Options {
   Shape shape = kGpuShape;
   bool shape_given = false;
+  Type dtype = Float(32);
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
   std::fprintf(stderr,
                "coalesce-main: %s\n"
-               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>]\n"
-               "  (each a positive integer; also --M=<rows>; default 4096 each on the GPU,\n"
-               "   256 x 320 x 200 on the CPU)\n",
+               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16]\n"
+               "  (each size a positive integer; also --M=<rows>; default 4096 each on the GPU,\n"
+               "   256 x 320 x 200 on the CPU; --dtype: the element type of A, B and out, default f32)\n",
                message.c_str());
   std::exit(2);
+}
+
+Type parse_dtype(const std::string &text) {
+  if (text == "f32")
+    return Float(32);
+  if (text == "bf16")
+    return BFloat(16);
+  if (text == "f16")
+    return Float(16);
+  usage_error("bad value '" + text + "' for --dtype: expected f32, bf16 or f16");
 }
 
 int parse_extent(const std::string &flag, const std::string &text) {
@@ -117,10 +142,12 @@ Options parse_options(int argc, char **argv) {
   for (int a = 1; a < argc; ++a) {
     std::string arg = argv[a];
     if (arg == "-h" || arg == "--help") {
-      std::printf("usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>]\n"
+      std::printf("usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16]\n"
                   "Runs the fused GEMM + bias + GELU: prints its loop nest and ptxas report,\n"
                   "then times it against the cuBLAS chain on the GPU, or checks it on the CPU\n"
-                  "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n");
+                  "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n"
+                  "--dtype=bf16|f16 makes A, B and out 16-bit (bias stays f32); the arithmetic\n"
+                  "stays FP32, on the exactly widened inputs.\n");
       std::exit(0);
     }
     std::string flag = arg, value;
@@ -131,12 +158,16 @@ Options parse_options(int argc, char **argv) {
     }
     int *target = flag == "--M" ? &options.shape.M : flag == "--N" ? &options.shape.N
                                                      : flag == "--K" ? &options.shape.K : nullptr;
-    if (!target)
+    if (!target && flag != "--dtype")
       usage_error("unknown argument '" + arg + "'");
     if (equals == std::string::npos) {
       if (a + 1 >= argc)
         usage_error("missing value after " + flag);
       value = argv[++a];
+    }
+    if (!target) {
+      options.dtype = parse_dtype(value);
+      continue;
     }
     *target = parse_extent(flag, value);
     options.shape_given = true;
@@ -158,12 +189,12 @@ struct Comparison {
   size_t not_finite = 0;
 };
 
-Comparison compare(const float *ours, const std::vector<double> &reference, const std::vector<int> &rows, int N) {
+Comparison compare(const Buffer &ours, const std::vector<double> &reference, const std::vector<int> &rows, int N) {
   Comparison result;
   double difference = 0, norm = 0;
   for (size_t r = 0; r < rows.size(); ++r)
     for (int j = 0; j < N; ++j) {
-      double value = ours[static_cast<size_t>(rows[r]) * N + j];
+      double value = ours.get(static_cast<size_t>(rows[r]) * N + j);
       double expected = reference[r * N + j];
       if (!std::isfinite(value)) {
         ++result.not_finite;
@@ -177,33 +208,43 @@ Comparison compare(const float *ours, const std::vector<double> &reference, cons
   return result;
 }
 
-/// gelu(A * B + bias) in double for the given rows (all columns).
+/// The elements of `buffer` as floats (16-bit values widened exactly).
+std::vector<float> widened(const Buffer &buffer) {
+  std::vector<float> values(buffer.size());
+  for (size_t n = 0; n < values.size(); ++n)
+    values[n] = buffer.get(n);
+  return values;
+}
+
+/// gelu(A * B + bias) in double for the given rows (all columns), from the
+/// inputs' exact values.
 std::vector<double> double_reference(const Buffer &A, const Buffer &B, const Buffer &bias, const std::vector<int> &rows,
                                      const Shape &s) {
   std::vector<double> result(rows.size() * s.N);
   std::vector<double> row(s.N);
+  const std::vector<float> B_values = widened(B);
   for (size_t r = 0; r < rows.size(); ++r) {
     std::fill(row.begin(), row.end(), 0.0);
     for (int k = 0; k < s.K; ++k) {
-      double a = A(rows[r], k);
-      const float *b = B.data() + static_cast<size_t>(k) * s.N;
+      double a = A.at(rows[r], k);
+      const float *b = B_values.data() + static_cast<size_t>(k) * s.N;
       for (int j = 0; j < s.N; ++j)
         row[j] += a * b[j];
     }
     for (int j = 0; j < s.N; ++j) {
-      double x = row[j] + bias.data()[j];
+      double x = row[j] + bias.get(j);
       result[r * s.N + j] = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     }
   }
   return result;
 }
 
-bool report_check(const char *what, const Comparison &c) {
-  bool ok = c.relative_error <= kTolerance;
+bool report_check(const char *what, const Comparison &c, double tolerance) {
+  bool ok = c.relative_error <= tolerance;
   if (c.not_finite)
     std::printf("  %-44s %zu values not finite (unwritten or NaN): FAIL\n", what, c.not_finite);
   else
-    std::printf("  %-44s relative error %.3g (tolerance %.0e): %s\n", what, c.relative_error, kTolerance,
+    std::printf("  %-44s relative error %.3g (tolerance %.0e): %s\n", what, c.relative_error, tolerance,
                 ok ? "ok" : "FAIL");
   return ok;
 }
@@ -286,21 +327,23 @@ void print_timing(const char *what, const Timing &t, const Shape &s) {
               tflops(s, t.median), t.min, t.max, t.warmup_runs);
 }
 
-int run_on_gpu(Pipeline &pipeline, const Shape &s) {
+int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype) {
   gpu::Device &device = gpu::Device::get();
   GpuTarget target = target_for_current_device();
   std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm.c_str(), shape_text(s).c_str());
   const GpuExecutable &executable = pipeline.gpu_executable(target);
 
-  Buffer A({s.M, s.K}), B({s.K, s.N}), bias({s.N}), out({s.M, s.N});
+  const double tolerance = tolerance_for(dtype);
+  Buffer A({s.M, s.K}, dtype), B({s.K, s.N}, dtype), bias({s.N}), out({s.M, s.N}, dtype);
   A.fill_random(1);
   B.fill_random(2);
   bias.fill_random(3);
-  gpu::DeviceBuffer A_dev(A.size() * sizeof(float)), B_dev(B.size() * sizeof(float)),
-      bias_dev(bias.size() * sizeof(float)), out_dev(out.size() * sizeof(float));
-  A_dev.upload(A.values());
-  B_dev.upload(B.values());
-  bias_dev.upload(bias.values());
+  // By bytes: a bf16/f16 element is 2.
+  gpu::DeviceBuffer A_dev(A.size_in_bytes()), B_dev(B.size_in_bytes()), bias_dev(bias.size_in_bytes()),
+      out_dev(out.size_in_bytes());
+  A_dev.upload(A.raw_data(), A.size_in_bytes());
+  B_dev.upload(B.raw_data(), B.size_in_bytes());
+  bias_dev.upload(bias.raw_data(), bias.size_in_bytes());
   // Writing twice the L2 evicts what earlier iterations left there.
   gpu::DeviceBuffer flush(static_cast<size_t>(std::max<int64_t>(device.l2_bytes(), 1 << 20)) * 2);
 
@@ -322,11 +365,12 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s) {
   std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
   auto ours = [&] { executable.launch(pointers, params); };
 
-  // Correctness first: poison the output (NaN), run once, read every element.
+  // Correctness first: poison the output (NaN in every type), run once, read
+  // every element.
   out_dev.fill_bytes(0xFF);
   ours();
   gpu::synchronize();
-  out_dev.download(out.values());
+  out_dev.download(out.raw_data(), out.size_in_bytes());
 
   bool ok = true;
   std::vector<int> sampled_rows;
@@ -335,15 +379,27 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s) {
   sampled_rows.erase(std::unique(sampled_rows.begin(), sampled_rows.end()), sampled_rows.end());
   std::printf("checks:\n");
   ok &= report_check(("ours vs double reference (" + std::to_string(sampled_rows.size()) + " rows)").c_str(),
-                     compare(out.data(), double_reference(A, B, bias, sampled_rows, s), sampled_rows, s.N));
+                     compare(out, double_reference(A, B, bias, sampled_rows, s), sampled_rows, s.N), tolerance);
 
   Timing ours_timing = time_on_gpu(ours, flush);
 
 #ifdef COALESCE_HAVE_CUBLAS
+  // The chain is FP32 (SGEMM): for 16-bit inputs it runs on FP32 copies of
+  // the same (exactly widened) values.
+  gpu::DeviceBuffer A32_dev, B32_dev;
+  if (dtype != Float(32)) {
+    std::printf("  (the cuBLAS chain runs SGEMM on FP32 copies of the %s inputs)\n", dtype.str().c_str());
+    A32_dev = gpu::DeviceBuffer(A.size() * sizeof(float));
+    B32_dev = gpu::DeviceBuffer(B.size() * sizeof(float));
+    A32_dev.upload(widened(A));
+    B32_dev.upload(widened(B));
+  }
+  gpu::DeviceBuffer &A_chain = dtype == Float(32) ? A_dev : A32_dev;
+  gpu::DeviceBuffer &B_chain = dtype == Float(32) ? B_dev : B32_dev;
   gpu::DeviceBuffer C_tmp(out.size() * sizeof(float)), ref_dev(out.size() * sizeof(float));
   auto chain = [&] {
-    reference::chain(s.M, s.N, s.K, A_dev.as<float>(), B_dev.as<float>(), bias_dev.as<float>(), C_tmp.as<float>(),
-                     ref_dev.as<float>());
+    reference::chain(s.M, s.N, s.K, A_chain.as<float>(), B_chain.as<float>(), bias_dev.as<float>(),
+                     C_tmp.as<float>(), ref_dev.as<float>());
   };
   ref_dev.fill_bytes(0xFF);
   chain();
@@ -355,7 +411,7 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s) {
     for (int r = 0; r < s.M; ++r)
       all_rows[r] = r;
     std::vector<double> ref_values(ref.values().begin(), ref.values().end());
-    ok &= report_check("ours vs cuBLAS chain (every element)", compare(out.data(), ref_values, all_rows, s.N));
+    ok &= report_check("ours vs cuBLAS chain (every element)", compare(out, ref_values, all_rows, s.N), tolerance);
   }
   Timing chain_timing = time_on_gpu(chain, flush);
 #endif
@@ -374,9 +430,9 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s) {
 
 // ------------------------------------------------------------------- CPU run
 
-int run_on_cpu(Pipeline &pipeline, const Shape &s) {
+int run_on_cpu(Pipeline &pipeline, const Shape &s, Type dtype) {
   std::printf("\n== CPU run: %s ==\n", shape_text(s).c_str());
-  Buffer A({s.M, s.K}), B({s.K, s.N}), bias({s.N}), out({s.M, s.N});
+  Buffer A({s.M, s.K}, dtype), B({s.K, s.N}, dtype), bias({s.N}), out({s.M, s.N}, dtype);
   A.fill_random(1);
   B.fill_random(2);
   bias.fill_random(3);
@@ -390,7 +446,7 @@ int run_on_cpu(Pipeline &pipeline, const Shape &s) {
     rows[r] = r;
   std::printf("checks:\n");
   bool ok = report_check("ours vs double reference (every element)",
-                         compare(out.data(), double_reference(A, B, bias, rows, s), rows, s.N));
+                         compare(out, double_reference(A, B, bias, rows, s), rows, s.N), tolerance_for(dtype));
   return ok ? 0 : 1;
 }
 
@@ -399,20 +455,23 @@ int run_main_job(const Options &options) {
   bool have_gpu = gpu::gpu_available(&why_no_gpu);
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
-  FusedGemm gemm;
+  FusedGemm gemm(options.dtype);
   apply_default_schedule(gemm, shape);
   Pipeline pipeline(gemm.out);
-  std::printf("coalesce-main: out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j)), FP32, %s\n",
+  std::string types = options.dtype == Float(32)
+                          ? std::string("FP32")
+                          : "A, B and out " + options.dtype.str() + ", bias and arithmetic FP32";
+  std::printf("coalesce-main: out(i, j) = gelu(sum_k A(i, k) * B(k, j) + bias(j)), %s, %s\n", types.c_str(),
               shape_text(shape).c_str());
   std::printf("\n== loop nest ==\n%s", pipeline.loop_nest().c_str());
 
   bool ptx_ok = report_ptx(pipeline);
   int status;
   if (have_gpu) {
-    status = run_on_gpu(pipeline, shape);
+    status = run_on_gpu(pipeline, shape, options.dtype);
   } else {
     std::printf("\nno GPU: %s; running on the CPU\n", why_no_gpu.c_str());
-    status = run_on_cpu(pipeline, shape);
+    status = run_on_cpu(pipeline, shape, options.dtype);
   }
   if (!ptx_ok)
     status = 1;

@@ -2,6 +2,7 @@
 #include "dsl/IRVisitor.h"
 
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/HostFloatConversions.h"
 #include "codegen/OptimizeModule.h"
 #include "dsl/Error.h"
 
@@ -57,6 +58,15 @@ public:
   }
 
 protected:
+  // bf16/f16 as i16 bits with inline conversions: see HostFloatConversions.h.
+  bool narrow_floats_as_bits() const override { return true; }
+  llvm::Value *emit_widen(Type from, llvm::Value *value) override {
+    return emit_host_widen(*builder_, from, value);
+  }
+  llvm::Value *emit_narrow(Type to, llvm::Value *value) override {
+    return emit_host_narrow(*builder_, to, value);
+  }
+
   llvm::FunctionCallee math_function(const std::string &name, Type type) override {
     if (type != Float(32))
       internal_error("host math function '", name, "' of ", type, ": only f32 is supported");

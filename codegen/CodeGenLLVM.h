@@ -39,7 +39,8 @@ public:
   llvm::Function *emit_function(const std::string &name, const std::vector<Argument> &args,
                                 const Stmt &body, llvm::GlobalValue::LinkageTypes linkage);
 
-  /// The LLVM type of a Coalesce scalar type.
+  /// The LLVM type of a Coalesce scalar type (a bf16/f16 is `bfloat`/`half`,
+  /// or i16 bits where the target says narrow_floats_as_bits()).
   llvm::Type *llvm_type_of(Type type) const;
 
 protected:
@@ -48,6 +49,15 @@ protected:
   /// The function that computes the float math intrinsic `name` (erf, exp,
   /// tanh, sqrt, abs) on one value of `type`.
   virtual llvm::FunctionCallee math_function(const std::string &name, Type type) = 0;
+
+  /// True if bf16/f16 values are i16 bits in this target's code, converted
+  /// by emit_widen/emit_narrow (the host), rather than `bfloat`/`half`.
+  virtual bool narrow_floats_as_bits() const { return false; }
+  /// A bf16/f16 value (`from`) as an exact f32. The base: fpext.
+  virtual llvm::Value *emit_widen(Type from, llvm::Value *value);
+  /// An f32 value rounded to the nearest bf16/f16 (`to`), ties to even. The
+  /// base: fptrunc (the NVPTX backend's cvt.rn.bf16.f32 / cvt.rn.f16.f32).
+  virtual llvm::Value *emit_narrow(Type to, llvm::Value *value);
 
   /// An intrinsic call that is not float math (the GPU indices). The base has
   /// none: reaching it is a compiler bug.

@@ -82,7 +82,9 @@ protected:
   }
 
   // cp.async (sm_80+): global to shared without passing through registers,
-  // so the copy of the next tile overlaps the arithmetic on this one.
+  // so the copy of the next tile overlaps the arithmetic on this one. It
+  // copies 4, 8 or 16 bytes; a 2-byte (bf16/f16) element is copied with a
+  // plain load and store instead, which the staging barriers order the same.
   void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *in_bounds) override {
     if (type.bytes() != 4)
       return CodeGenLLVM::emit_async_copy(destination, source, type, in_bounds);

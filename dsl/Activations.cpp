@@ -12,18 +12,23 @@ void check_float(const Expr &x, const char *name) {
 }
 } // namespace
 
-Expr relu(const Expr &x) {
-  check_float(x, "relu");
+// Each activation widens a bf16/f16 argument to f32 first (the arithmetic
+// rule), so its constants are f32 too.
+Expr relu(const Expr &input) {
+  check_float(input, "relu");
+  Expr x = widen_narrow_float(input);
   return max(x, make_zero(x.type()));
 }
 
-Expr gelu(const Expr &x) {
-  check_float(x, "gelu");
+Expr gelu(const Expr &input) {
+  check_float(input, "gelu");
+  Expr x = widen_narrow_float(input);
   return make_const(x.type(), 0.5) * x * (make_one(x.type()) + erf(x * make_const(x.type(), 0.70710678118654752)));
 }
 
-Expr gelu_tanh(const Expr &x) {
-  check_float(x, "gelu_tanh");
+Expr gelu_tanh(const Expr &input) {
+  check_float(input, "gelu_tanh");
+  Expr x = widen_narrow_float(input);
   Expr cube = x * x * x;
   Expr inner = make_const(x.type(), 0.79788456080286536) * (x + make_const(x.type(), 0.044715) * cube);
   return make_const(x.type(), 0.5) * x * (make_one(x.type()) + tanh(inner));

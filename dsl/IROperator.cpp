@@ -10,9 +10,13 @@ namespace {
 // Lets a user write `x + 1` or `0.5f * x` with an f32 `x`: an integer
 // immediate next to a float becomes a float immediate. Any other mismatch is
 // the user's to resolve with an explicit cast.
+// A bf16/f16 operand is widened to f32 first (the arithmetic rule), so
+// bf16 * bf16 is an f32 product and bf16 + f32 needs no cast.
 void match_types(Expr &a, Expr &b, const char *op) {
   if (!a.defined() || !b.defined())
     user_error("operator ", op, " used with an undefined expression");
+  a = widen_narrow_float(a);
+  b = widen_narrow_float(b);
   if (a.type() == b.type())
     return;
   if (a.type().is_float() && b.as<IntImm>()) {
@@ -34,7 +38,12 @@ Expr operator-(Expr a, Expr b) { match_types(a, b, "-"); return Sub::make(a, b);
 Expr operator*(Expr a, Expr b) { match_types(a, b, "*"); return Mul::make(a, b); }
 Expr operator/(Expr a, Expr b) { match_types(a, b, "/"); return Div::make(a, b); }
 Expr operator%(Expr a, Expr b) { match_types(a, b, "%"); return Mod::make(a, b); }
-Expr operator-(Expr a) { return make_zero(a.type()) - a; }
+Expr operator-(Expr a) {
+  if (!a.defined())
+    user_error("unary - of an undefined expression");
+  a = widen_narrow_float(a);
+  return make_zero(a.type()) - a;
+}
 Expr operator<(Expr a, Expr b) { match_types(a, b, "<"); return LT::make(a, b); }
 Expr operator<=(Expr a, Expr b) { match_types(a, b, "<="); return LE::make(a, b); }
 Expr operator>(Expr a, Expr b) { match_types(a, b, ">"); return GT::make(a, b); }
@@ -71,15 +80,30 @@ Expr select(Expr condition, Expr true_value, Expr false_value) {
 Expr cast(Type type, Expr value) {
   if (!value.defined())
     user_error("cast of an undefined expression");
+  if (type.is_float() && type != Float(32) && !type.is_narrow_float())
+    user_error("cast to ", type, ": the float types are Float(32), Float(16) (IEEE half) and BFloat(16)");
   if (value.type() == type)
     return value;
+  // Code generation converts 16-bit floats to and from f32 only: any other
+  // pairing goes through f32, which holds every bf16, f16 and (rounded
+  // once) i32 value, so no value is rounded twice.
+  if ((type.is_narrow_float() || value.type().is_narrow_float()) && type != Float(32) &&
+      value.type() != Float(32))
+    return Cast::make(type, Cast::make(Float(32), value));
   return Cast::make(type, value);
+}
+
+Expr widen_narrow_float(Expr value) {
+  if (value.defined() && value.type().is_narrow_float())
+    return Cast::make(Float(32), std::move(value));
+  return value;
 }
 
 namespace {
 Expr float_intrinsic(const char *name, Expr x) {
   if (!x.defined())
     user_error(name, "() of an undefined expression");
+  x = widen_narrow_float(x);
   if (x.as<IntImm>())
     x = FloatImm::make(Float(32), static_cast<double>(x.as<IntImm>()->value));
   if (!x.type().is_float())

@@ -27,8 +27,14 @@ Expr operator!(Expr a);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr condition, Expr true_value, Expr false_value);
-/// Converts `value` to `type` (f32 <-> i32 today; f16/bf16 later).
+/// Converts `value` to `type`. f32 -> bf16/f16 rounds to nearest even (the
+/// only way a value becomes 16-bit); bf16/f16 -> f32 is exact. Conversions
+/// between a 16-bit float and anything but f32 go through f32.
 Expr cast(Type type, Expr value);
+/// The arithmetic rule: a bf16/f16 value becomes Cast(f32, value) (exact);
+/// any other value is returned as it is. Every operator applies it to its
+/// operands, so arithmetic on 16-bit inputs runs in f32.
+Expr widen_narrow_float(Expr value);
 Expr exp(Expr x);
 Expr erf(Expr x);
 Expr tanh(Expr x);

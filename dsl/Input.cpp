@@ -6,6 +6,9 @@
 namespace coalesce {
 
 Input::Input(std::string name, Type type, std::vector<Expr> extents) {
+  if (type != Float(32) && type != Float(16) && type != BFloat(16) && type != Int(32))
+    user_error("Input '", name, "' has element type ", type,
+               "; an input holds Float(32), Float(16) (IEEE half), BFloat(16) or Int(32) elements");
   if (extents.empty())
     user_error("Input '", name, "' needs at least one extent");
   for (size_t d = 0; d < extents.size(); ++d) {

@@ -1,7 +1,8 @@
 #pragma once
-// Scalar types of values in the algorithm and the IR. f32 is what the
-// kernels use today; the codes admit f16, bf16 and i32 without changing any
-// node or pass.
+// Scalar types of values in the algorithm and the IR. Float(32) is the type
+// of all arithmetic; Float(16) (IEEE half) and BFloat(16) (bfloat16: f32's
+// exponent, 7 mantissa bits) are storage types for inputs and outputs, which
+// arithmetic widens to f32 (docs/schedule_language.md, "Element types").
 
 #include <cstdint>
 #include <ostream>
@@ -17,6 +18,8 @@ struct Type {
   bool is_float() const { return code == Code::Float || code == Code::BFloat; }
   bool is_int() const { return code == Code::Int || code == Code::UInt; }
   bool is_bool() const { return code == Code::Bool; }
+  /// f16 or bf16: a float that arithmetic widens to f32 before using it.
+  bool is_narrow_float() const { return is_float() && bits == 16; }
   int bytes() const { return bits / 8; }
   bool operator==(const Type &other) const { return code == other.code && bits == other.bits; }
   bool operator!=(const Type &other) const { return !(*this == other); }

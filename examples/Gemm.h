@@ -34,7 +34,8 @@ inline bool uses_bias(Epilogue e) { return e != Epilogue::None; }
 
 /// The algorithm: acc(i, j) = sum over k of A(i, k) * B(k, j), and
 /// out(i, j) = epilogue(acc(i, j) [+ bias(j)]). The handles share their
-/// definitions, so a copy of a Gemm schedules the same Funcs.
+/// definitions, so a copy of a Gemm schedules the same Funcs. A and B have
+/// element type `in`, out has `out_type`; acc and bias are f32.
 struct Gemm {
   Param M, N, K;
   Input A, B, bias;
@@ -42,6 +43,7 @@ struct Gemm {
   RDom k;
   Func acc, out;
   Epilogue epilogue;
+  Type in = Float(32), out_type = Float(32);
 };
 
 /// The epilogue applied to one accumulated value, as the algorithm writes it.
@@ -62,35 +64,41 @@ inline Expr apply_epilogue(Epilogue e, const Expr &sum, const Expr &bias) {
 }
 
 /// The unscheduled algorithm: acc is the reduction, out the epilogue
-/// (for Epilogue::None, out(i, j) = acc(i, j)).
-inline Gemm make_gemm(Epilogue e) {
+/// (for Epilogue::None, out(i, j) = acc(i, j)). With bf16/f16 inputs the
+/// products and the sum are f32 (each input widened exactly, as tensor
+/// cores do); a bf16/f16 output rounds the finished f32 value once.
+inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32)) {
   Param M("M"), N("N"), K("K");
   Gemm g{M,
          N,
          K,
-         Input("A", Float(32), {M, K}),
-         Input("B", Float(32), {K, N}),
+         Input("A", in, {M, K}),
+         Input("B", in, {K, N}),
          Input("bias", Float(32), {N}),
          Var("i"),
          Var("j"),
          RDom(0, K, "k"),
          Func("acc"),
          Func("out"),
-         e};
+         e,
+         in,
+         out};
   g.acc(g.i, g.j) = 0.0f;
   g.acc(g.i, g.j) += g.A(g.i, g.k) * g.B(g.k, g.j);
-  g.out(g.i, g.j) = apply_epilogue(e, g.acc(g.i, g.j), g.bias(g.j));
+  g.out(g.i, g.j) = cast(out, apply_epilogue(e, g.acc(g.i, g.j), g.bias(g.j)));
   return g;
 }
 
-/// Inputs for one run: A (M x K), B (K x N) and bias (N), uniform in [-1, 1).
+/// Inputs for one run: A (M x K), B (K x N) and bias (N), uniform in [-1, 1)
+/// (each value exactly representable in its buffer's type).
 struct GemmData {
   Buffer a, b, bias;
 };
 
 /// Deterministic data: the same seed gives the same values on every machine.
-inline GemmData make_data(int M, int N, int K, uint32_t seed) {
-  GemmData data{Buffer({M, K}), Buffer({K, N}), Buffer({N})};
+/// A and B have element type `in`; the bias is f32.
+inline GemmData make_data(int M, int N, int K, uint32_t seed, Type in = Float(32)) {
+  GemmData data{Buffer({M, K}, in), Buffer({K, N}, in), Buffer({N})};
   data.a.fill_random(seed);
   data.b.fill_random(seed + 1);
   data.bias.fill_random(seed + 2);

@@ -16,6 +16,17 @@ std::string shape_text(const std::vector<int64_t> &shape) {
   return text;
 }
 
+// How a user spells `type` in C++.
+std::string type_constructor(Type type) {
+  if (type == BFloat(16))
+    return "BFloat(16)";
+  if (type == Float(16))
+    return "Float(16)";
+  if (type == Float(32))
+    return "Float(32)";
+  return type.str();
+}
+
 std::string extents_text(const std::vector<Expr> &extents) {
   std::string text;
   for (size_t d = 0; d < extents.size(); ++d)
@@ -66,10 +77,19 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     bound.inputs.push_back(arg.is_output ? nullptr : buffer);
     if (!buffer) {
       bound.elements.push_back(0);
+      bound.bytes.push_back(0);
       continue;
     }
-    if (arg.type != Float(32))
-      user_error("buffer '", arg.name, "' has element type ", arg.type, "; only f32 buffers can be passed today");
+    bool bufferable = arg.type == Float(32) || arg.type == BFloat(16) || arg.type == Float(16);
+    if (!bufferable)
+      user_error("buffer '", arg.name, "' is declared with element type ", arg.type,
+                 ", which no Buffer holds; declare it as Float(32), BFloat(16) or Float(16)");
+    if (buffer->type() != arg.type)
+      user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' holds ", buffer->type(),
+                 " elements but the pipeline declares '", arg.name, "' as ", arg.type,
+                 (arg.is_output ? " (the type of the output Func's definition)" : " (the Input's type)"),
+                 "; make it with Buffer(shape, ", type_constructor(arg.type), ")",
+                 arg.is_output ? "" : " and fill it with set(), which rounds each value to that type");
     std::vector<int64_t> needed;
     for (const Expr &extent : arg.extents) {
       int64_t value = evaluate_int(extent, bound.params);
@@ -85,6 +105,7 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     if (buffer->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
       user_error("buffer '", arg.name, "' has ", buffer->size(), " elements, more than i32 indexing allows");
     bound.elements.push_back(buffer->size());
+    bound.bytes.push_back(buffer->size_in_bytes());
   }
   return bound;
 }

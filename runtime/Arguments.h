@@ -1,7 +1,7 @@
 #pragma once
 // Binding a call's named buffers and parameters to a lowered function's
 // arguments, with every check a user's mistake needs: a missing or unknown
-// name, a wrong shape, a null pointer, a size that overflows i32 indexing.
+// name, a wrong element type or shape, a size that overflows i32 indexing.
 
 #include "runtime/Buffer.h"
 #include "scheduler/LoweredFunc.h"
@@ -34,6 +34,7 @@ struct BoundArguments {
   std::map<std::string, int64_t> params;
   std::vector<const Buffer *> inputs; ///< per argument; nullptr for scalars and the output
   std::vector<size_t> elements;       ///< per argument: buffer size in elements
+  std::vector<size_t> bytes;          ///< per argument: buffer size in bytes (0 for scalars)
 };
 
 /// Checks `given` (plus the output buffer) against `args` and returns them in

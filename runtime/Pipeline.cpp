@@ -54,9 +54,9 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
   for (size_t a = 0; a < lowered.args.size(); ++a) {
     const Argument &arg = lowered.args[a];
     if (arg.is_output) {
-      slots.push_back(output.data());
+      slots.push_back(output.raw_data());
     } else if (arg.is_buffer()) {
-      slots.push_back(const_cast<float *>(bound.inputs[a]->data()));
+      slots.push_back(const_cast<void *>(bound.inputs[a]->raw_data()));
     } else {
       scalars[a] = static_cast<int32_t>(bound.params.at(arg.name));
       slots.push_back(&scalars[a]);
@@ -92,16 +92,17 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
       pointers.push_back(0);
       continue;
     }
-    device.emplace_back(bound.elements[a] * sizeof(float));
+    // By bytes: a bf16/f16 buffer holds 2 per element.
+    device.emplace_back(bound.bytes[a]);
     if (arg.is_output)
       output_index = a;
     else
-      device.back().upload(bound.inputs[a]->data(), bound.elements[a] * sizeof(float));
+      device.back().upload(bound.inputs[a]->raw_data(), bound.bytes[a]);
     pointers.push_back(device.back().ptr());
   }
   executable.launch(pointers, bound.params);
   gpu::synchronize();
-  device[output_index].download(output.data(), output.size() * sizeof(float));
+  device[output_index].download(output.raw_data(), output.size_in_bytes());
 }
 
 Device Pipeline::realize(const Arguments &args, Buffer &output, std::string *note) {

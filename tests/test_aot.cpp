@@ -337,6 +337,59 @@ TEST_CASE("gemm: every activation, with and without bias, and a larger tile asse
         std::string::npos);
 }
 
+TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launcher's signature") {
+  const bool assemble = can_assemble();
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "gemm_bf16.h");
+  // A 16-bit buffer's pointer is a CUdeviceptr typedef named for what it holds.
+  CHECK(header.find("typedef CUdeviceptr coalesce_bf16_deviceptr;") != std::string::npos);
+  CHECK(header.find("CUresult gemm_bf16(coalesce_bf16_deviceptr A, coalesce_bf16_deviceptr B, CUdeviceptr bias, "
+                    "coalesce_bf16_deviceptr out,") != std::string::npos);
+  for (const char *doc : {"A    input  bf16 [M][K]", "B    input  bf16 [K][N]", "bias input  f32 [N]",
+                          "out  output bf16 [M][N]", "--dtype=bf16", "--out-dtype=bf16"})
+    CHECK_MESSAGE(header.find(doc) != std::string::npos, "the header lacks: " << doc);
+  std::string ptx = read_file(dir / "gemm_bf16.ptx");
+  CHECK(ptx.find("cvt.rn.bf16.f32") != std::string::npos);
+  CHECK(ptx.find("ld.global.nc.b16") != std::string::npos);
+  if (assemble)
+    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out") != nullptr);
+  if (have_program("g++"))
+    check_launcher_builds(dir, "gemm_bf16", "gemm_bf16(0, 0, 0, 0, 1, 1, 1, 0)");
+
+  Result f16 = aot("--emit=ptx,header --dtype=f16 --out-dtype=f16 --target=sm_80 --name=gemm_f16 --output-dir=.",
+                   dir.path);
+  INFO(f16.err);
+  REQUIRE(f16.status == 0);
+  std::string f16_ptx = read_file(dir / "gemm_f16.ptx");
+  CHECK(f16_ptx.find("cvt.rn.f16.f32") != std::string::npos);
+  CHECK(read_file(dir / "gemm_f16.h").find("coalesce_f16_deviceptr A") != std::string::npos);
+  if (assemble)
+    CHECK(assemble_ptx(f16_ptx, parse_gpu_target("sm_80")).find("out") != nullptr);
+
+  // Mixed: 16-bit inputs, f32 output; the f32 default keeps CUdeviceptr.
+  Result mixed = aot("--emit=header --dtype=f16", dir.path);
+  CHECK(mixed.out.find("coalesce_f16_deviceptr A, coalesce_f16_deviceptr B, CUdeviceptr bias, CUdeviceptr out")
+        != std::string::npos);
+  Result plain = aot("--emit=header", dir.path);
+  CHECK(plain.out.find("CUresult gemm(CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, CUdeviceptr out,") !=
+        std::string::npos);
+  CHECK(plain.out.find("typedef") == std::string::npos);
+}
+
+TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
+  for (const char *flag : {"--dtype=f64", "--out-dtype=int8", "--dtype=", "--out-dtype=BF16"}) {
+    TempDir dir;
+    Result result = aot(std::string(flag) + " --output-dir=out", dir.path);
+    INFO(flag, "\n", result.err);
+    CHECK(result.status == 1);
+    CHECK(result.contains(std::string(flag) + ": expected one of f32, bf16, f16"));
+    CHECK(dir.entries().empty());
+  }
+}
+
 TEST_CASE("--emit=loops, llvm and ptx print to stdout and write nothing") {
   TempDir dir;
   Result loops = aot("--emit=loops", dir.path);

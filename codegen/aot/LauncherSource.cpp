@@ -219,12 +219,49 @@ std::string upper_case(std::string text) {
   return text;
 }
 
+/// The C type of a device pointer to elements of `type`: CUdeviceptr for
+/// f32; for a 16-bit float, a typedef of CUdeviceptr named after what it
+/// points to (declared in the header by element_typedefs()).
+std::string device_pointer_type(Type type) {
+  if (type == BFloat(16))
+    return "coalesce_bf16_deviceptr";
+  if (type == Float(16))
+    return "coalesce_f16_deviceptr";
+  if (type != Float(32))
+    user_error("buffer of element type ", type, ": a launcher passes f32, bf16 and f16 buffers only");
+  return "CUdeviceptr";
+}
+
+/// The typedefs for the 16-bit buffers among `args`, guarded so that two
+/// generated headers can be included together.
+std::string element_typedefs(const std::vector<LauncherArg> &args) {
+  bool bf16 = false, f16 = false;
+  for (const LauncherArg &arg : args)
+    if (arg.is_buffer()) {
+      bf16 |= arg.buffer->type == BFloat(16);
+      f16 |= arg.buffer->type == Float(16);
+    }
+  std::string text;
+  if (bf16)
+    text += "/// Device memory holding bfloat16 elements: 2 bytes each, the upper half of an\n"
+            "/// IEEE f32 (a uint16_t on the host). A CUdeviceptr, named for what it holds.\n"
+            "#ifndef COALESCE_AOT_BF16_DEVICEPTR\n#define COALESCE_AOT_BF16_DEVICEPTR\n"
+            "typedef CUdeviceptr coalesce_bf16_deviceptr;\n#endif\n\n";
+  if (f16)
+    text += "/// Device memory holding IEEE half (f16) elements: 2 bytes each (a uint16_t on\n"
+            "/// the host). A CUdeviceptr, named for what it holds.\n"
+            "#ifndef COALESCE_AOT_F16_DEVICEPTR\n#define COALESCE_AOT_F16_DEVICEPTR\n"
+            "typedef CUdeviceptr coalesce_f16_deviceptr;\n#endif\n\n";
+  return text;
+}
+
 /// "CUresult NAME(CUdeviceptr A, ..., int M, ..., CUstream stream)"
 std::string signature(const std::string &name, const std::vector<LauncherArg> &args) {
   std::string text = "CUresult " + name + "(";
   std::string indent(text.size(), ' ');
   for (size_t a = 0; a < args.size(); ++a) {
-    text += (args[a].is_buffer() ? "CUdeviceptr " : "int ") + args[a].name + ",";
+    text += (args[a].is_buffer() ? device_pointer_type(args[a].buffer->type) + " " : std::string("int ")) +
+            args[a].name + ",";
     bool break_line = args[a].is_buffer() && a + 1 < args.size() && !args[a + 1].is_buffer();
     text += break_line ? "\n" + indent : " ";
   }
@@ -308,6 +345,7 @@ std::string launcher_header(const LauncherSpec &spec) {
   out << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <cuda.h>\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+      << element_typedefs(args)
       << "/// Checks the arguments, loads the module if this is the first call, and\n"
       << "/// launches the kernels on `stream` (see above).\n"
       << signature(name, args) << ";\n\n"

@@ -1,14 +1,20 @@
 // coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
-// `gemm`: out = activation(A B + bias), f32, row-major. Its main is
-// aot_main.cpp; its schedule is GemmSchedule.cpp.
+// `gemm`: out = activation(A B + bias), row-major; A and B f32, bf16 or f16
+// (--dtype), out f32, bf16 or f16 (--out-dtype), the bias and all arithmetic
+// f32. Its main is aot_main.cpp; its schedule is GemmSchedule.cpp.
 //
 //   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
+//   coalesce-aot --dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=generated
 //   coalesce-aot --emit=loops
 
 #include "codegen/aot/GemmSchedule.h"
 #include "codegen/aot/Generator.h"
 #include "dsl/Activations.h"
+#include "dsl/IROperator.h"
+
+#include <utility>
+#include <vector>
 
 namespace coalesce {
 namespace {
@@ -25,8 +31,14 @@ Expr activate(Activation activation, const Expr &x) {
   return x;
 }
 
+/// The element types a buffer of the generated launcher can have.
+const std::vector<std::pair<std::string, Type>> kElementTypes = {
+    {"f32", Float(32)}, {"bf16", BFloat(16)}, {"f16", Float(16)}};
+
 /// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
-/// K x N, bias has N elements, out is M x N, all row-major.
+/// K x N, bias has N elements, out is M x N, all row-major. bf16/f16 inputs
+/// are widened exactly to f32 and the sum is f32 (as on tensor cores); a
+/// bf16/f16 output is the finished f32 value rounded to nearest even.
 class GemmGenerator : public Generator {
 public:
   SizeParam M{this, "M", "rows of A and of out"};
@@ -44,6 +56,12 @@ public:
        {"gelu_tanh", Activation::GeluTanh}},
       "the epilogue: none; relu; gelu, exact (erf), as PyTorch's default; gelu_tanh, the tanh "
       "approximation"};
+  EnumParam<Type> dtype{this, "dtype", Float(32), kElementTypes,
+                        "the element type of A and B: f32; bf16 (bfloat16); f16 (IEEE half). The "
+                        "products and the sum are f32 whatever it is; the bias is always f32"};
+  EnumParam<Type> out_dtype{this, "out-dtype", Float(32), kElementTypes,
+                            "the element type of out: f32; bf16 or f16 (the f32 result rounded to "
+                            "nearest even)"};
   GeneratorParam<int> tile_m{this, "tile-m", 0,
                              "rows of out per thread block; 0 (default): chosen from the shape, "
                              "128 when the shape is left to run time",
@@ -59,7 +77,7 @@ public:
                              "elements of K staged in shared memory per step", 1, 64};
 
   Func build() override {
-    Input A("A", Float(32), {M, K}), B("B", Float(32), {K, N});
+    Input A("A", dtype, {M, K}), B("B", dtype, {K, N});
     std::optional<Input> bias_vector;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});
@@ -71,7 +89,7 @@ public:
     Expr sum = acc(i, j);
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
-    out(i, j) = activate(activation, sum);
+    out(i, j) = cast(out_dtype, activate(activation, sum));
 
     GemmScheduleOptions options;
     // The library's shape-aware choice unless the tile is given.
@@ -92,4 +110,4 @@ public:
 
 COALESCE_REGISTER_GENERATOR(coalesce::GemmGenerator, "gemm",
                             "GEMM with an optional bias and activation: out = activation(A B + "
-                            "bias), f32, row-major");
+                            "bias), row-major; A and B f32, bf16 or f16, out f32, bf16 or f16");

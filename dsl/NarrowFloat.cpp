@@ -1,0 +1,70 @@
+#include "dsl/NarrowFloat.h"
+
+#include <cstring>
+
+namespace coalesce {
+
+namespace {
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+float float_of(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+} // namespace
+
+float bf16_bits_to_float(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t float_to_bf16_bits(float value) {
+  uint32_t bits = bits_of(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) // NaN: truncating could make it an infinity
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  // Adding 0x7FFF plus the lowest kept bit rounds the dropped half to
+  // nearest, ties to even; a carry into the exponent is the right answer
+  // (up to the next binade, or to infinity).
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// The two half conversions follow F. Giesen's branch-light formulation
+// ("half_to_float" and "float_to_half_fast3_rtne"): an f32 addition does the
+// rounding of subnormals, so it is exact under round-to-nearest-even.
+float f16_bits_to_float(uint16_t bits) {
+  const uint32_t shifted_exponent = 0x7C00u << 13;
+  uint32_t out = (bits & 0x7FFFu) << 13; // exponent and mantissa in place
+  uint32_t exponent = out & shifted_exponent;
+  out += (127u - 15u) << 23; // rebias
+  if (exponent == shifted_exponent) {
+    out += (128u - 16u) << 23; // infinity or NaN: the f32 exponent is all ones
+  } else if (exponent == 0) {
+    out += 1u << 23; // zero or subnormal: renormalise by subtracting 2^-14
+    out = bits_of(float_of(out) - float_of(113u << 23));
+  }
+  return float_of(out | (static_cast<uint32_t>(bits & 0x8000u) << 16));
+}
+
+uint16_t float_to_f16_bits(float value) {
+  uint32_t bits = bits_of(value);
+  uint32_t sign = bits & 0x80000000u;
+  bits ^= sign;
+  uint32_t out;
+  if (bits >= (127u + 16u) << 23) { // |value| >= 2^16, infinity or NaN
+    out = bits > 0x7F800000u ? 0x7E00u : 0x7C00u;
+  } else if (bits < 113u << 23) { // below 2^-14: an f16 subnormal or zero
+    // Adding 0.5 aligns the 10 kept bits at the bottom of the mantissa; the
+    // f32 addition rounds them, to nearest even.
+    const uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    out = bits_of(float_of(bits) + float_of(magic)) - magic;
+  } else {
+    uint32_t odd = (bits >> 13) & 1u;
+    bits += ((15u - 127u) << 23) + 0xFFFu + odd; // rebias, and round to nearest even
+    out = bits >> 13; // a carry past 30 exponent values gives 0x7C00, infinity
+  }
+  return static_cast<uint16_t>(out | (sign >> 16));
+}
+
+} // namespace coalesce
