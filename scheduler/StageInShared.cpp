@@ -80,7 +80,7 @@ private:
     }
     return simplify(e);
   }
-  const std::string &input_;
+  const std::string input_; // a copy: a caller may pass a temporary, and a reference would dangle
   const std::map<std::string, Expr> &lets_;
 };
 
@@ -261,10 +261,10 @@ public:
 
 private:
   using IRMutator::visit;
-  const std::string &loop_;
+  const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   std::vector<SharedStaging> requests_;
   const Environment &env_;
-  const std::string &stage_;
+  const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
