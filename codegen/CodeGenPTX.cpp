@@ -168,10 +168,10 @@ std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target) {
   if (!nvptx)
     internal_error("this LLVM has no NVPTX backend: ", error);
   std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
-      triple, target.sm, target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
+      triple, target.sm(), target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
-    internal_error("cannot create the NVPTX target machine for ", target.sm);
+    internal_error("cannot create the NVPTX target machine for ", target.sm());
   return machine;
 }
 

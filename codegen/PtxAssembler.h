@@ -32,7 +32,7 @@ struct PtxasResult {
   const KernelResources *find(const std::string &kernel) const;
 };
 
-/// Assembles `ptx` with `ptxas -arch=<target.sm> -v`. An assembler error
+/// Assembles `ptx` with `ptxas -arch=<target.sm()> -v`. An assembler error
 /// (bad PTX, wrong target) is a UserError carrying ptxas's message; a
 /// missing ptxas is a UserError saying where it was looked for.
 PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target);
