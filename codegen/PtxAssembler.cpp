@@ -1,5 +1,6 @@
 #include "codegen/PtxAssembler.h"
 
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -57,7 +58,7 @@ int to_int(const std::ssub_match &match) { return std::stoi(match.str()); }
 
 const KernelResources *PtxasResult::find(const std::string &kernel) const {
   for (const KernelResources &resources : kernels)
-    if (resources.name == kernel)
+    if (resources.name == kernel_symbol(kernel))
       return &resources;
   return nullptr;
 }

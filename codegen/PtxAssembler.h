@@ -28,7 +28,8 @@ struct PtxasResult {
   std::vector<KernelResources> kernels; ///< in the order ptxas reports them
   std::string cubin;                    ///< the assembled binary (SASS, ELF)
   std::string log;                      ///< ptxas's -v output, verbatim
-  /// The report for `kernel`, or nullptr if ptxas did not mention it.
+  /// The report for GpuKernel `kernel` ("out", reported under its symbol
+  /// "coalesce_out"), or nullptr if ptxas did not mention it.
   const KernelResources *find(const std::string &kernel) const;
 };
 

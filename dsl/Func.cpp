@@ -344,7 +344,7 @@ Stage &Stage::allow_reduction_invariant_terms() {
 // ---------------------------------------------------------------------- Func
 
 Func::Func(std::string name) : contents_(std::make_shared<FuncContents>()) {
-  Var check(name); // the same identifier rules as a Var
+  check_identifier(name, "Func");
   contents_->name = std::move(name);
 }
 

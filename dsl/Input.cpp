@@ -2,10 +2,12 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/Var.h"
 
 namespace coalesce {
 
 Input::Input(std::string name, Type type, std::vector<Expr> extents) {
+  check_identifier(name, "Input");
   if (extents.empty())
     user_error("Input '", name, "' needs at least one extent");
   for (size_t d = 0; d < extents.size(); ++d) {

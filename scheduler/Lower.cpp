@@ -4,6 +4,7 @@
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
+#include "scheduler/CheckNames.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
@@ -45,6 +46,7 @@ void log(const char *pass, const Stmt &s) {
 // The front end's checks and rewrites, on private copies of the Funcs.
 Environment prepare(const Func &output) {
   Environment env = make_environment(output);
+  check_names(env);       // every user name denotes one thing; reserved names are not taken
   check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
   resolve_schedule(env);  // where each Func is computed; reduction order kept
   inline_funcs(env);      // needs placements

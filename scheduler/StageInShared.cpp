@@ -270,7 +270,7 @@ private:
     StagedTile tile;
     tile.input = env_.inputs.at(request.input).get();
     tile.layout = request.layout;
-    tile.buffer = request.input + "_shared";
+    tile.buffer = staging_buffer_name(request.input);
     FindCalls finder(request.input, scan.lets);
     finder.visit_stmt(op->body);
     std::string short_loop = loop_short_name(loop_);
@@ -351,7 +351,7 @@ private:
         }));
         continue;
       }
-      std::string fetch = tile.input->name + "_fetch";
+      std::string fetch = fetch_buffer_name(tile.input->name);
       fetches.push_back(per_thread_copy(tile, scan, prefix + "fetch.", [&](const std::vector<Expr> &c, const Expr &e) {
         return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
       }));
@@ -383,7 +383,7 @@ private:
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
         fetch_extents.push_back(static_cast<int>(elements_per_thread(tile, scan)));
-        result = Allocate::make(tile.input->name + "_fetch", tile.input->type, MemoryType::Register, fetch_extents,
+        result = Allocate::make(fetch_buffer_name(tile.input->name), tile.input->type, MemoryType::Register, fetch_extents,
                                 result);
       }
       std::vector<Expr> extents;

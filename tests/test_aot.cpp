@@ -324,7 +324,7 @@ TEST_CASE("gemm: every activation, with and without bias, and a larger tile asse
       Result result = aot(args, dir.path);
       INFO(args, "\n", result.err);
       REQUIRE(result.status == 0);
-      CHECK(result.out.find(".entry out(") != std::string::npos);
+      CHECK(result.out.find(".entry coalesce_out(") != std::string::npos);
       CHECK(dir.entries().empty());
       if (assemble)
         CHECK(assemble_ptx(result.out, parse_gpu_target("sm_90a")).find("out") != nullptr);

@@ -270,3 +270,120 @@ TEST_CASE("relu on the GPU is the NaN-propagating max") {
   const std::string &ptx = pipeline.ptx();
   CHECK(ptx.find("max.NaN.f32") != std::string::npos);
 }
+
+// ------------------------------------------------------------ 1: names
+
+TEST_CASE("a Var, RDom or split loop named like a Param, Input or Func is rejected, naming both") {
+  {
+    Param M("M"), N("N"), K("K");
+    Input A("A", Float(32), {M, K}), B("B", Float(32), {K, N});
+    Var i("i"), j("j");
+    RDom r(0, K, "K");
+    Func acc("acc");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, r) * B(r, j);
+    std::string message = user_error_of([&] { lower_loop_nest(acc); });
+    CHECK_HAS(message, "the RDom 'K' of Func 'acc' has the name of the Param 'K'");
+    CHECK_HAS(message, "unique among the pipeline's Params, Inputs, Funcs, Vars, RDoms and loops");
+  }
+  {
+    Param M("M"), N("N");
+    Input A("A", Float(32), {M, N});
+    Var i("i"), j("N");
+    Func out("out");
+    out(i, j) = A(i, j);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "the Var 'N' of Func 'out' has the name of the Param 'N'");
+  }
+  {
+    Param M("M"), K("K");
+    Input A("A", Float(32), {M});
+    Var i("i"), yi("yi"), named_k("K");
+    Func out("out");
+    out(i) = A(i) * cast(Float(32), K);
+    out.split(i, named_k, yi, 4);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "the loop 'K' of Func 'out' has the name of the Param 'K'");
+  }
+  {
+    Param M("M");
+    Input A("A", Float(32), {M});
+    Var i("i"), a("A");
+    Func out("out");
+    out(a) = A(a);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "the Var 'A' of Func 'out' has the name of the Input 'A'");
+  }
+}
+
+TEST_CASE("a Func named like a staging buffer is rejected") {
+  Gemm g("B_shared");
+  g.schedule_fused();
+  std::string message = user_error_of([&] { lower_loop_nest(g.out); });
+  CHECK_HAS(message, "'B_shared' is the Func 'B_shared', but Coalesce names the shared-memory copy of Input 'B'");
+  CHECK_HAS(message, "rename the Func 'B_shared'");
+}
+
+TEST_CASE("names are ASCII identifiers that start with a letter, for every kind") {
+  CHECK_HAS(user_error_of([] { Func("_"); }), "invalid Func name '_'");
+  CHECK_HAS(user_error_of([] { Func("__nv_erff"); }), "starts with a letter");
+  CHECK_HAS(user_error_of([] { Input("in put", Float(32), {4}); }), "invalid Input name 'in put'");
+  CHECK_HAS(user_error_of([] { Var("x.y"); }), "ASCII letters (a-z, A-Z), digits (0-9) and '_'");
+  CHECK_HAS(user_error_of([] { RDom(0, 4, "_k"); }), "invalid RVar name '_k'");
+  CHECK_HAS(user_error_of([] { Param("\xc3\xa9t\xc3\xa9"); }), "invalid Param name");
+}
+
+TEST_CASE("a Param named like a compiler temporary keeps its value") {
+  // The staging copy's per-thread index is a let named flat; a Param of
+  // that name used to be hidden by it inside the copy.
+  Param M("M"), N("N"), K("flat");
+  Input A("A", Float(32), {M, K}), B("B", Float(32), {K, N}), bias("bias", Float(32), {N});
+  Var i("i"), j("j"), bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj"), e("e");
+  RDom k(0, K, "k");
+  RVar ko("ko"), ki("ki");
+  Func acc("acc"), out("out");
+  acc(i, j) = 0.0f;
+  acc(i, j) += A(i, k) * B(k, j);
+  out(i, j) = relu(acc(i, j) + bias(j));
+  out.tile(i, j, bi, bj, ii, jj, 16, 16).gpu_blocks({bi, bj}).register_block(ii, jj, ti, tj, ri, rj, 2, 2)
+      .gpu_threads({ti, tj});
+  out.fuse_epilogue(acc, bj);
+  acc.update().split(k, ko, ki, 4).reorder({ko, ti, tj, ki, ri, rj}).unroll(ki);
+  acc.update().stage_in_shared(A, ko).stage_in_shared(B, ko);
+  const int m = 21, n = 19, kk = 9;
+  Buffer a = filled({m, kk}, 1), b = filled({kk, n}, 2), c = filled({n}, 3), o({m, n});
+  Pipeline(out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", c}, {"M", m}, {"N", n}, {"flat", kk}}, o);
+  CHECK(max_difference(o, reference(a, b, c, m, n, kk)) < 1e-4f);
+}
+
+TEST_CASE("an output named like a C library function the generated code calls still computes its own values") {
+  for (const char *name : {"tanhf", "erff", "expf", "malloc", "free"}) {
+    INFO(name);
+    Param M("M"), N("N");
+    Input A("A", Float(32), {M, N});
+    Var i("i"), j("j");
+    Func tmp("tmp"), out(name);
+    tmp(i, j) = A(i, j) * 2.0f;
+    tmp.compute_root(); // a heap buffer: malloc and free are called
+    out(i, j) = gelu_tanh(tmp(i, j)) + gelu(tmp(i, j)) + exp(tmp(i, j));
+    Buffer a = filled({3, 5}, 1), o({3, 5});
+    Pipeline(out).realize_on_cpu({{"A", a}, {"M", 3}, {"N", 5}}, o);
+    for (size_t e = 0; e < o.size(); ++e) {
+      float x = a.data()[e] * 2.0f;
+      float want = 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))) +
+                   0.5f * x * (1.0f + std::erf(x * 0.70710678f)) + std::exp(x);
+      CHECK(std::fabs(o.data()[e] - want) < 1e-4f * (1.0f + std::fabs(want)));
+    }
+  }
+}
+
+TEST_CASE("kernel and host symbols are derived from the Func name, never equal to it") {
+  for (const char *name : {"WARP_SZ", "erff", "sm_90a", "ptr"}) {
+    INFO(name);
+    Gemm g(name);
+    g.schedule_fused();
+    Pipeline pipeline(g.out);
+    const std::string &ptx = pipeline.ptx();
+    CHECK(ptx.find(".entry coalesce_" + std::string(name) + "(") != std::string::npos);
+    CHECK(ptx.find(".entry " + std::string(name) + "(") == std::string::npos);
+    if (ptxas_available()) // a rejected PTX is a UserError here
+      CHECK(pipeline.assemble().find(name) != nullptr);
+  }
+}

@@ -1,5 +1,6 @@
 #include "codegen/aot/LauncherSource.h"
 
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/Limits.h"
@@ -348,7 +349,7 @@ std::string launcher_source(const LauncherSpec &spec) {
       << "constexpr int kKernels = " << kernels << ";\n"
       << "const char *const kKernelNames[kKernels] = {";
   for (size_t k = 0; k < kernels; ++k)
-    out << (k ? ", " : "") << "\"" << spec.program.kernels[k].name << "\"";
+    out << (k ? ", " : "") << "\"" << kernel_symbol(spec.program.kernels[k].name) << "\"";
   out << "};\n\n";
 
   out << R"cpp(// The loaded module, shared by every thread and context (a CUlibrary is
