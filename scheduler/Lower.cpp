@@ -4,6 +4,7 @@
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
+#include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckNames.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
@@ -52,6 +53,7 @@ Environment prepare(const Func &output) {
   inline_funcs(env);      // needs placements
   fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
   infer_domain(env);
+  check_input_reads(env); // needs the domain
   return env;
 }
 

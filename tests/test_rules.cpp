@@ -387,3 +387,41 @@ TEST_CASE("kernel and host symbols are derived from the Func name, never equal t
       CHECK(pipeline.assemble().find(name) != nullptr);
   }
 }
+
+// ------------------------------------------- 7: reads inside the extents
+
+TEST_CASE("an Input read past its extent is rejected with the bound it exceeds") {
+  Param M("M"), N("N");
+  Input A("A", Float(32), {M, N}), bias("bias", Float(32), {N});
+  Var i("i"), j("j");
+  {
+    Func out("out");
+    out(i, j) = A(i, j) + bias(j + 1);
+    std::string message = user_error_of([&] { lower_loop_nest(out); });
+    CHECK_HAS(message, "'out' reads bias(j + 1): coordinate 0 of 'bias', j + 1 (j in [0, N)), reaches N");
+    CHECK_HAS(message, "not provably below the extent N of 'bias'");
+  }
+  {
+    Func out("out");
+    out(i, j) = A(i, j) + bias(j - 1);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "can be as low as -1, below 0");
+  }
+  {
+    Func out("out");
+    out(i, j) = A(i, j) * A(j, i); // N may exceed M
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "reaches N - 1, which is not provably below the extent M");
+  }
+  {
+    Func out("out");
+    out(i, j) = A(i, j * j);
+    out.bound(i, M).bound(j, N);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(out); }), "is not provably inside the extent [0, N) of 'A'");
+  }
+  {
+    // In range: a shift inside a bound() domain, and a reduction's domain.
+    Func out("out");
+    out(i, j) = A(i, j + 1) + bias(j + 1);
+    out.bound(i, M).bound(j, N - 1);
+    CHECK_NOTHROW(lower_loop_nest(out));
+  }
+}

@@ -36,6 +36,15 @@ const char *const kCppKeywords[] = {
     "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
     "wchar_t", "while", "xor", "xor_eq", "restrict", "std", "stream"};
 
+} // namespace
+
+bool is_cpp_keyword(const std::string &name) {
+  return std::find(std::begin(kCppKeywords), std::end(kCppKeywords), name) != std::end(kCppKeywords) &&
+         name != "std" && name != "stream";
+}
+
+namespace {
+
 bool is_identifier(const std::string &name) {
   if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
     return false;
