@@ -260,7 +260,7 @@ double tflops(const Shape &s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 
 /// Prints the PTX step; false if PTX could not be produced.
 bool report_ptx(Pipeline &pipeline) {
   GpuTarget target; // sm_90a
-  std::printf("\n== PTX for %s ==\n", target.sm.c_str());
+  std::printf("\n== PTX for %s ==\n", target.sm().c_str());
   try {
     const std::string &ptx = pipeline.ptx(target);
     std::printf("schedule to PTX: %.1f ms (lowering, LLVM IR, optimization, NVPTX), %zu bytes of PTX\n",
@@ -330,7 +330,7 @@ void print_timing(const char *what, const Timing &t, const Shape &s) {
 int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype) {
   gpu::Device &device = gpu::Device::get();
   GpuTarget target = target_for_current_device();
-  std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm.c_str(), shape_text(s).c_str());
+  std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm().c_str(), shape_text(s).c_str());
   const GpuExecutable &executable = pipeline.gpu_executable(target);
 
   const double tolerance = tolerance_for(dtype);

@@ -4,6 +4,7 @@
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/HostFloatConversions.h"
 #include "codegen/OptimizeModule.h"
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -33,13 +34,13 @@ public:
   /// noalias parameters into alias scopes.
   void emit(const LoweredFunc &func) {
     llvm::Function *body =
-        emit_function(func.name + ".body", func.args, func.body, llvm::GlobalValue::InternalLinkage);
+        emit_function(host_symbol(func.name) + ".body", func.args, func.body, llvm::GlobalValue::InternalLinkage);
     body->addFnAttr(llvm::Attribute::AlwaysInline);
 
     llvm::Type *pointer = llvm::PointerType::getUnqual(context_);
     auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), {pointer}, false);
     llvm::Function *entry =
-        llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, func.name, module_);
+        llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, host_symbol(func.name), module_);
     entry->addFnAttr(llvm::Attribute::NoUnwind);
     llvm::Argument *arg_array = entry->getArg(0);
     arg_array->setName("args");
@@ -177,7 +178,7 @@ std::unique_ptr<HostKernel> compile_for_host(const LoweredFunc &func) {
   if (llvm::Error error = engine.addIRModule(
           llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     internal_error("the host JIT rejected '", func.name, "': ", llvm::toString(std::move(error)));
-  llvm::Expected<llvm::orc::ExecutorAddr> address = engine.lookup(func.name);
+  llvm::Expected<llvm::orc::ExecutorAddr> address = engine.lookup(host_symbol(func.name));
   if (!address)
     internal_error("the host JIT cannot find '", func.name, "': ",
                    llvm::toString(address.takeError()));

@@ -358,8 +358,10 @@ void CodeGenLLVM::visit(const Mod *op) {
 
 void CodeGenLLVM::visit(const Min *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  // IEEE 754-2019 minimum: a NaN operand gives NaN (as PyTorch's min and
+  // relu do), where minnum would drop it. One min.NaN.f32 on sm_80 and up.
   if (op->type.is_float()) {
-    value_ = builder_->CreateMinNum(a, b);
+    value_ = builder_->CreateMinimum(a, b);
     return;
   }
   llvm::Value *less = op->type.code == Type::Code::Int ? builder_->CreateICmpSLT(a, b)
@@ -369,8 +371,10 @@ void CodeGenLLVM::visit(const Min *op) {
 
 void CodeGenLLVM::visit(const Max *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  // IEEE 754-2019 maximum: NaN propagates, so relu(NaN) is NaN (as in
+  // PyTorch) on the host and the GPU alike (max.NaN.f32 on sm_80 and up).
   if (op->type.is_float()) {
-    value_ = builder_->CreateMaxNum(a, b);
+    value_ = builder_->CreateMaximum(a, b);
     return;
   }
   llvm::Value *greater = op->type.code == Type::Code::Int ? builder_->CreateICmpSGT(a, b)

@@ -3,6 +3,7 @@
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
@@ -32,9 +33,9 @@ public:
 
   void emit(const GpuProgram &program) {
     for (const GpuKernel &kernel : program.kernels) {
-      check_kernel_name(kernel.name);
+      check_kernel_name(kernel_symbol(kernel.name));
       kernel_ = &kernel;
-      llvm::Function *function = emit_function(kernel.name, program.args, kernel.body,
+      llvm::Function *function = emit_function(kernel_symbol(kernel.name), program.args, kernel.body,
                                                 llvm::GlobalValue::ExternalLinkage);
       // LLVM 22 marks kernels by calling convention (the old nvvm.annotations
       // "kernel" entry is auto-upgraded to it), and takes the launch bound
@@ -196,7 +197,7 @@ protected:
           module_, llvm::ArrayType::get(element, elements), false,
           llvm::GlobalValue::InternalLinkage,
           llvm::UndefValue::get(llvm::ArrayType::get(element, elements)),
-          kernel_->name + "_" + op->name, nullptr, llvm::GlobalValue::NotThreadLocal,
+          kernel_symbol(kernel_->name) + "_" + op->name, nullptr, llvm::GlobalValue::NotThreadLocal,
           kSharedAddressSpace);
       storage->setAlignment(llvm::Align(16));
       return storage;
@@ -265,10 +266,10 @@ std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target) {
   if (!nvptx)
     internal_error("this LLVM has no NVPTX backend: ", error);
   std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
-      triple, target.sm, target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
+      triple, target.sm(), target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
-    internal_error("cannot create the NVPTX target machine for ", target.sm);
+    internal_error("cannot create the NVPTX target machine for ", target.sm());
   return machine;
 }
 

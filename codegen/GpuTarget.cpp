@@ -12,11 +12,13 @@ const char *const kSupported[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
 
 const char *supported_gpu_targets() { return "sm_80, sm_86, sm_89, sm_90, sm_90a"; }
 
-GpuTarget parse_gpu_target(const std::string &sm) {
+GpuTarget GpuTarget::parse(const std::string &sm) {
   for (const char *name : kSupported)
     if (sm == name)
-      return GpuTarget{sm};
+      return GpuTarget(sm);
   user_error("unknown GPU target '", sm, "': expected one of ", supported_gpu_targets());
 }
+
+GpuTarget parse_gpu_target(const std::string &sm) { return GpuTarget::parse(sm); }
 
 } // namespace coalesce

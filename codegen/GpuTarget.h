@@ -3,13 +3,25 @@
 // runtime and command-line tools can name a target without LLVM.
 
 #include <string>
+#include <utility>
 
 namespace coalesce {
 
-/// An NVIDIA GPU architecture that Coalesce generates PTX for.
-struct GpuTarget {
+/// An NVIDIA GPU architecture that Coalesce generates PTX for. Only valid
+/// targets exist: the default (sm_90a) or one returned by parse(), which
+/// rejects an unsupported name with a UserError. An arbitrary `sm_XX` would
+/// reach LLVM's NVPTX backend, which aborts the process ("Cannot select") on
+/// instructions the architecture lacks instead of reporting an error.
+class GpuTarget {
+public:
+  /// sm_90a (Hopper).
+  GpuTarget() = default;
+  /// "sm_80", "sm_86", "sm_89", "sm_90" or "sm_90a"; anything else is a
+  /// UserError that lists the accepted names.
+  static GpuTarget parse(const std::string &sm);
+
   /// The `sm_XX` name, as ptxas and LLVM's NVPTX backend spell it.
-  std::string sm = "sm_90a";
+  const std::string &sm() const { return sm_; }
 
   /// The PTX ISA version to emit, times ten (80 = PTX 8.0). 8.0 is the lowest
   /// that admits sm_90a; ptxas 13.0 accepts it for every target we support,
@@ -17,13 +29,16 @@ struct GpuTarget {
   int ptx_version() const { return 80; }
   /// The LLVM subtarget feature that selects ptx_version(), e.g. "+ptx80".
   std::string ptx_feature() const { return "+ptx" + std::to_string(ptx_version()); }
+
+private:
+  explicit GpuTarget(std::string sm) : sm_(std::move(sm)) {}
+  std::string sm_ = "sm_90a";
 };
 
 /// The names parse_gpu_target accepts, for messages: "sm_80, sm_86, ...".
 const char *supported_gpu_targets();
 
-/// Parses "sm_80", "sm_86", "sm_89", "sm_90" or "sm_90a"; anything else is a
-/// UserError that lists the accepted names.
+/// GpuTarget::parse(sm).
 GpuTarget parse_gpu_target(const std::string &sm);
 
 } // namespace coalesce

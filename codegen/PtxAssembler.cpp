@@ -1,5 +1,6 @@
 #include "codegen/PtxAssembler.h"
 
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -57,7 +58,7 @@ int to_int(const std::ssub_match &match) { return std::stoi(match.str()); }
 
 const KernelResources *PtxasResult::find(const std::string &kernel) const {
   for (const KernelResources &resources : kernels)
-    if (resources.name == kernel)
+    if (resources.name == kernel_symbol(kernel))
       return &resources;
   return nullptr;
 }
@@ -118,7 +119,7 @@ PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target) {
     out << ptx;
   }
 
-  std::string arch = "-arch=" + target.sm;
+  std::string arch = "-arch=" + target.sm();
   llvm::StringRef args[] = {ptxas, arch, "-v", input.path, "-o", output.path};
   // ptxas writes its report and its errors to stderr; keep both, in order.
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log.path),
@@ -131,7 +132,7 @@ PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target) {
   if (status < 0)
     user_error("cannot run ", ptxas, ": ", launch_error);
   if (status != 0)
-    user_error("ptxas rejected the PTX for ", target.sm, " (exit status ", status, "):\n",
+    user_error("ptxas rejected the PTX for ", target.sm(), " (exit status ", status, "):\n",
                result.log);
   result.cubin = read_file(output.path);
   result.kernels = parse_ptxas_log(result.log);

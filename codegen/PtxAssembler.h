@@ -28,11 +28,12 @@ struct PtxasResult {
   std::vector<KernelResources> kernels; ///< in the order ptxas reports them
   std::string cubin;                    ///< the assembled binary (SASS, ELF)
   std::string log;                      ///< ptxas's -v output, verbatim
-  /// The report for `kernel`, or nullptr if ptxas did not mention it.
+  /// The report for GpuKernel `kernel` ("out", reported under its symbol
+  /// "coalesce_out"), or nullptr if ptxas did not mention it.
   const KernelResources *find(const std::string &kernel) const;
 };
 
-/// Assembles `ptx` with `ptxas -arch=<target.sm> -v`. An assembler error
+/// Assembles `ptx` with `ptxas -arch=<target.sm()> -v`. An assembler error
 /// (bad PTX, wrong target) is a UserError carrying ptxas's message; a
 /// missing ptxas is a UserError saying where it was looked for.
 PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target);

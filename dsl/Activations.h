@@ -6,7 +6,8 @@
 
 namespace coalesce {
 
-/// max(x, 0)
+/// max(x, 0), with NaN propagated: relu(NaN) is NaN, as in PyTorch (float max
+/// and min keep NaN on every target).
 Expr relu(const Expr &x);
 /// The exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), as PyTorch's default.
 Expr gelu(const Expr &x);

@@ -3,8 +3,10 @@
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/Limits.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
 
 namespace coalesce {
@@ -24,6 +26,26 @@ private:
       names.push_back(op->name);
   }
 };
+
+// Runs one schedule primitive all or nothing. A primitive may change a
+// schedule and then find a mistake (compute_at rewrites one stage's loops
+// before it checks the next); the caller catches the UserError and goes on,
+// so the schedules of every Func it may touch are restored before the error
+// leaves. Primitives that call others (tile, register_block, fuse_epilogue)
+// nest: the outermost restores all.
+template <typename Body>
+auto all_or_nothing(std::initializer_list<std::shared_ptr<FuncContents>> funcs, Body body) -> decltype(body()) {
+  std::vector<std::pair<std::shared_ptr<FuncContents>, FuncSchedule>> saved;
+  for (const auto &func : funcs)
+    saved.emplace_back(func, func->schedule);
+  try {
+    return body();
+  } catch (...) {
+    for (auto &[func, schedule] : saved)
+      func->schedule = std::move(schedule);
+    throw;
+  }
+}
 
 std::string join_dims(const StageSchedule &stage) {
   std::string names;
@@ -58,7 +80,10 @@ void FuncRef::operator=(const Expr &value) {
     add_update(value);
     return;
   }
+  // Collected apart and stored only once every check passed, so that a
+  // rejected definition leaves the Func as it was.
   std::set<std::string> seen;
+  std::vector<std::string> pure_vars;
   for (const Expr &arg : args_) {
     const auto *var = arg.as<Variable>();
     if (!var || var->variable_kind != VariableKind::Loop)
@@ -66,7 +91,7 @@ void FuncRef::operator=(const Expr &value) {
                  func_->name, "(i, j) = ...; got ", func_->name, "(..., ", to_string(arg), ", ...)");
     if (!seen.insert(var->name).second)
       user_error("the pure definition of '", func_->name, "' uses Var '", var->name, "' twice");
-    func_->pure_vars.push_back(var->name);
+    pure_vars.push_back(var->name);
   }
   FindReductionVars rvars;
   rvars.visit_expr(value);
@@ -74,6 +99,7 @@ void FuncRef::operator=(const Expr &value) {
     user_error("the pure definition of '", func_->name, "' uses reduction variable '",
                rvars.names.front(), "': write the reduction as an update, ", func_->name,
                "(...) += ..., after an initial value");
+  func_->pure_vars = pure_vars;
   func_->type = value.type();
   func_->pure = Definition{args_, value};
   func_->defined = true;
@@ -168,85 +194,101 @@ void Stage::check_new_name(const std::string &var, const char *primitive) const 
 }
 
 Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, int factor) {
-  StageSchedule &stage = schedule();
-  size_t d = find_dim(old.name, "split");
-  if (factor <= 0)
-    user_error("in schedule for ", describe(), ": split of '", old.name, "' by ", factor,
-               "; the factor must be positive");
-  check_new_name(outer.name, "split");
-  check_new_name(inner.name, "split");
-  if (outer.name == inner.name)
-    user_error("in schedule for ", describe(), ": split of '", old.name, "' names both new loops '", outer.name, "'");
-  Dim old_dim = stage.dims[d];
-  if (old_dim.kind != ForKind::Serial)
-    user_error("in schedule for ", describe(), ": split of '", old.name, "', which is already marked ",
-               for_kind_name(old_dim.kind), "; split first, then map the new loops");
-  Dim outer_dim = old_dim, inner_dim = old_dim;
-  outer_dim.var = outer.name;
-  inner_dim.var = inner.name;
-  stage.dims[d] = inner_dim;
-  stage.dims.insert(stage.dims.begin() + d, outer_dim);
-  stage.splits.push_back(Split{old.name, outer.name, inner.name, factor, old_dim.is_rvar});
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    size_t d = find_dim(old.name, "split");
+    if (factor <= 0)
+      user_error("in schedule for ", describe(), ": split of '", old.name, "' by ", factor,
+                 "; the factor must be positive");
+    if (factor > kMaxExtent)
+      user_error("in schedule for ", describe(), ": split of '", old.name, "' by ", factor,
+                 "; split factors are at most ", kMaxExtentText,
+                 ", so that loop bounds computed in 32 bits cannot overflow");
+    check_new_name(outer.name, "split");
+    check_new_name(inner.name, "split");
+    if (outer.name == inner.name)
+      user_error("in schedule for ", describe(), ": split of '", old.name, "' names both new loops '", outer.name, "'");
+    Dim old_dim = stage.dims[d];
+    if (old_dim.kind != ForKind::Serial)
+      user_error("in schedule for ", describe(), ": split of '", old.name, "', which is already marked ",
+                 for_kind_name(old_dim.kind), "; split first, then map the new loops");
+    Dim outer_dim = old_dim, inner_dim = old_dim;
+    outer_dim.var = outer.name;
+    inner_dim.var = inner.name;
+    stage.dims[d] = inner_dim;
+    stage.dims.insert(stage.dims.begin() + d, outer_dim);
+    stage.splits.push_back(Split{old.name, outer.name, inner.name, factor, old_dim.is_rvar});
+    return *this;
+  });
 }
 
 Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                    const VarOrRVar &xi, const VarOrRVar &yi, int x_factor, int y_factor) {
-  split(x, xo, xi, x_factor);
-  split(y, yo, yi, y_factor);
-  return reorder({xo, yo, xi, yi});
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    split(x, xo, xi, x_factor);
+    split(y, yo, yi, y_factor);
+    return reorder({xo, yo, xi, yi});
+  });
 }
 
 Stage &Stage::reorder(const std::vector<VarOrRVar> &outermost_first) {
-  StageSchedule &stage = schedule();
-  std::vector<size_t> positions;
-  for (const VarOrRVar &var : outermost_first) {
-    size_t d = find_dim(var.name, "reorder");
-    if (std::find(positions.begin(), positions.end(), d) != positions.end())
-      user_error("in schedule for ", describe(), ": reorder names loop '", var.name, "' twice");
-    positions.push_back(d);
-  }
-  // The named loops take the slots they occupied, in the order given.
-  std::vector<size_t> slots = positions;
-  std::sort(slots.begin(), slots.end());
-  std::vector<Dim> dims = stage.dims;
-  for (size_t n = 0; n < slots.size(); ++n)
-    dims[slots[n]] = stage.dims[positions[n]];
-  stage.dims = dims;
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    std::vector<size_t> positions;
+    for (const VarOrRVar &var : outermost_first) {
+      size_t d = find_dim(var.name, "reorder");
+      if (std::find(positions.begin(), positions.end(), d) != positions.end())
+        user_error("in schedule for ", describe(), ": reorder names loop '", var.name, "' twice");
+      positions.push_back(d);
+    }
+    // The named loops take the slots they occupied, in the order given.
+    std::vector<size_t> slots = positions;
+    std::sort(slots.begin(), slots.end());
+    std::vector<Dim> dims = stage.dims;
+    for (size_t n = 0; n < slots.size(); ++n)
+      dims[slots[n]] = stage.dims[positions[n]];
+    stage.dims = dims;
+    return *this;
+  });
 }
 
 Stage &Stage::unroll(const VarOrRVar &var) {
-  StageSchedule &stage = schedule();
-  stage.dims[find_dim(var.name, "unroll")].kind = ForKind::Unrolled;
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    stage.dims[find_dim(var.name, "unroll")].kind = ForKind::Unrolled;
+    return *this;
+  });
 }
 
 Stage &Stage::vectorize(const VarOrRVar &var) {
-  StageSchedule &stage = schedule();
-  Dim &dim = stage.dims[find_dim(var.name, "vectorize")];
-  if (dim.is_rvar)
-    user_error("in schedule for ", describe(), ": cannot vectorize reduction loop '", var.name,
-               "': its iterations add into the same element; vectorize a pure loop");
-  dim.kind = ForKind::Vectorized;
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    Dim &dim = stage.dims[find_dim(var.name, "vectorize")];
+    if (dim.is_rvar)
+      user_error("in schedule for ", describe(), ": cannot vectorize reduction loop '", var.name,
+                 "': its iterations add into the same element; vectorize a pure loop");
+    dim.kind = ForKind::Vectorized;
+    return *this;
+  });
 }
 
 Stage &Stage::map_to_gpu(const std::vector<VarOrRVar> &vars, ForKind kind, const char *primitive) {
-  StageSchedule &stage = schedule();
-  if (vars.empty() || vars.size() > 3)
-    user_error("in schedule for ", describe(), ": ", primitive, " takes one to three loops, got ", vars.size());
-  for (size_t n = 0; n < vars.size(); ++n) {
-    Dim &dim = stage.dims[find_dim(vars[n].name, primitive)];
-    if (dim.is_rvar)
-      user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU ",
-                 kind == ForKind::GpuBlock ? "blocks" : "threads",
-                 ": parallel iterations would add into the same element at once; map a pure loop and keep '",
-                 dim.var, "' serial inside it");
-    dim.kind = kind;
-    dim.gpu_dim = static_cast<int>(vars.size() - 1 - n);
-  }
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    if (vars.empty() || vars.size() > 3)
+      user_error("in schedule for ", describe(), ": ", primitive, " takes one to three loops, got ", vars.size());
+    for (size_t n = 0; n < vars.size(); ++n) {
+      Dim &dim = stage.dims[find_dim(vars[n].name, primitive)];
+      if (dim.is_rvar)
+        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU ",
+                   kind == ForKind::GpuBlock ? "blocks" : "threads",
+                   ": parallel iterations would add into the same element at once; map a pure loop and keep '",
+                   dim.var, "' serial inside it");
+      dim.kind = kind;
+      dim.gpu_dim = static_cast<int>(vars.size() - 1 - n);
+    }
+    return *this;
+  });
 }
 
 Stage &Stage::gpu_blocks(const std::vector<VarOrRVar> &vars) { return map_to_gpu(vars, ForKind::GpuBlock, "gpu_blocks"); }
@@ -254,47 +296,55 @@ Stage &Stage::gpu_threads(const std::vector<VarOrRVar> &vars) { return map_to_gp
 
 Stage &Stage::register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &tx, const VarOrRVar &ty,
                              const VarOrRVar &rx, const VarOrRVar &ry, int tm, int tn) {
-  split(x, tx, rx, tm);
-  split(y, ty, ry, tn);
-  reorder({tx, ty, rx, ry});
-  unroll(rx);
-  return unroll(ry);
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    split(x, tx, rx, tm);
+    split(y, ty, ry, tn);
+    reorder({tx, ty, rx, ry});
+    unroll(rx);
+    return unroll(ry);
+  });
 }
 
 Stage &Stage::stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout) {
-  StageSchedule &stage = schedule();
-  size_t at = find_dim(at_loop.name, "stage_in_shared");
-  if (layout.padding < 0)
-    user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with padding ",
-               layout.padding, "; padding must be zero or positive");
-  if (layout.transposed && input.dimensions() != 2)
-    user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(),
-               "' transposed, but it has ", input.dimensions(), " dimensions; only 2-D tiles can be transposed");
-  if (layout.double_buffered && stage.dims[at].kind != ForKind::Serial)
-    user_error("in schedule for ", describe(), ": double-buffered stage_in_shared at '", at_loop.name,
-               "', which is ", for_kind_name(stage.dims[at].kind), "; double buffering needs a serial loop");
-  for (const SharedStaging &staged : stage.staged_inputs)
-    if (staged.input == input.name())
-      user_error("in schedule for ", describe(), ": '", input.name(), "' is already staged in shared memory at '",
-                 staged.at_loop, "'");
-  stage.staged_inputs.push_back(SharedStaging{input.name(), at_loop.name, layout});
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    size_t at = find_dim(at_loop.name, "stage_in_shared");
+    if (layout.padding < 0)
+      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with padding ",
+                 layout.padding, "; padding must be zero or positive");
+    if (layout.transposed && input.dimensions() != 2)
+      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(),
+                 "' transposed, but it has ", input.dimensions(), " dimensions; only 2-D tiles can be transposed");
+    if (layout.double_buffered && stage.dims[at].kind != ForKind::Serial)
+      user_error("in schedule for ", describe(), ": double-buffered stage_in_shared at '", at_loop.name,
+                 "', which is ", for_kind_name(stage.dims[at].kind), "; double buffering needs a serial loop");
+    for (const SharedStaging &staged : stage.staged_inputs)
+      if (staged.input == input.name())
+        user_error("in schedule for ", describe(), ": '", input.name(), "' is already staged in shared memory at '",
+                   staged.at_loop, "'");
+    stage.staged_inputs.push_back(SharedStaging{input.name(), at_loop.name, layout});
+    return *this;
+  });
 }
 
 Stage &Stage::allow_reassociation() {
-  schedule().allow_reassociation = true;
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    schedule().allow_reassociation = true;
+    return *this;
+  });
 }
 
 Stage &Stage::allow_reduction_invariant_terms() {
-  schedule().allow_reduction_invariant_terms = true;
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    schedule().allow_reduction_invariant_terms = true;
+    return *this;
+  });
 }
 
 // ---------------------------------------------------------------------- Func
 
 Func::Func(std::string name) : contents_(std::make_shared<FuncContents>()) {
-  Var check(name); // the same identifier rules as a Var
+  check_identifier(name, "Func");
   contents_->name = std::move(name);
 }
 
@@ -342,124 +392,140 @@ Func &Func::register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOrRV
 }
 
 Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
-  FuncSchedule &mine = contents_->schedule;
-  if (!contents_->defined || !consumer.contents_->defined)
-    user_error("compute_at of '", name(), "' at '", consumer.name(), "': define both Funcs before scheduling");
-  if (consumer.contents_ == contents_)
-    user_error("in schedule for '", name(), "': cannot compute '", name(), "' inside its own loop '", loop.name, "'");
-  // A reduction loop of the consumer is never a legal site: when the consumer
-  // is this Func's epilogue it would be inside this Func's... and when this Func
-  // is the epilogue of the consumer, it would see partial sums.
-  const FuncSchedule &theirs = consumer.contents_->schedule;
-  for (size_t s = 1; s < theirs.stages.size(); ++s)
-    for (const Dim &dim : theirs.stages[s].dims)
-      if (dim.var == loop.name && dim.is_rvar)
-        user_error("in schedule for '", name(), "': cannot compute '", name(), "' inside reduction loop '", loop.name,
-                   "' of '", consumer.name(), "': '", consumer.name(),
-                   "' holds only partial sums there, and an epilogue must run after the reduction; compute '",
-                   name(), "' at a pure loop of its consumer, or compute '", consumer.name(),
-                   "' at a loop of '", name(), "' instead");
-  const StageSchedule &consumer_pure = theirs.stages.front();
-  size_t at = consumer_pure.dims.size();
-  for (size_t d = 0; d < consumer_pure.dims.size(); ++d)
-    if (consumer_pure.dims[d].var == loop.name)
-      at = d;
-  if (at == consumer_pure.dims.size())
-    user_error("in schedule for '", name(), "': compute_at '", consumer.name(), "' loop '", loop.name,
-               "', which is not a loop of '", consumer.name(), "'s pure definition; its loops are: ",
-               join_dims(consumer_pure));
-  if (contents_->pure_vars.size() != consumer.contents_->pure_vars.size())
-    user_error("in schedule for '", name(), "': compute_at '", consumer.name(), "' needs both Funcs to have the same ",
-               "dimensions ('", name(), "' has ", contents_->pure_vars.size(), ", '", consumer.name(), "' has ",
-               consumer.contents_->pure_vars.size(), ")");
-  // Mirror the consumer's loops below `loop`: this Func computes one value
-  // per consumer point of the tile, so its pure loops are the consumer's.
-  std::vector<Dim> inner(consumer_pure.dims.begin() + at + 1, consumer_pure.dims.end());
-  for (Dim &dim : inner)
-    dim.mirrored = true;
-  mine.mirrored_from.clear();
-  for (const Dim &dim : consumer_pure.dims)
-    mine.mirrored_from.push_back(dim.var);
-  for (size_t s = 0; s < mine.stages.size(); ++s) {
-    StageSchedule &stage = mine.stages[s];
-    for (const Dim &dim : stage.dims)
-      if (!dim.is_rvar && (dim.kind != ForKind::Serial || !stage.splits.empty()) &&
-          std::find(contents_->pure_vars.begin(), contents_->pure_vars.end(), dim.var) == contents_->pure_vars.end())
-        user_error("in schedule for '", name(), "': compute_at after splitting its own pure loops; '", name(),
-                   "' takes the consumer's tiling at the site: split only its reduction loops");
-    std::vector<Dim> dims = inner;
-    for (const Dim &dim : stage.dims)
-      if (dim.is_rvar)
-        dims.push_back(dim);
-    stage.dims = dims;
-    // The consumer's fragment layout comes with its loops, for mma().
-    stage.mma_layout = consumer_pure.mma_layout;
-  }
-  mine.placement = Placement::At;
-  mine.placement_set = true;
-  mine.at_func = consumer.name();
-  mine.at_var = loop.name;
-  return *this;
+  return all_or_nothing({contents_, consumer.contents()}, [&]() -> Func & {
+    FuncSchedule &mine = contents_->schedule;
+    if (!contents_->defined || !consumer.contents_->defined)
+      user_error("compute_at of '", name(), "' at '", consumer.name(), "': define both Funcs before scheduling");
+    if (consumer.contents_ == contents_)
+      user_error("in schedule for '", name(), "': cannot compute '", name(), "' inside its own loop '", loop.name, "'");
+    // A reduction loop of the consumer is never a legal site: when the consumer
+    // is this Func's epilogue it would be inside this Func's... and when this Func
+    // is the epilogue of the consumer, it would see partial sums.
+    const FuncSchedule &theirs = consumer.contents_->schedule;
+    for (size_t s = 1; s < theirs.stages.size(); ++s)
+      for (const Dim &dim : theirs.stages[s].dims)
+        if (dim.var == loop.name && dim.is_rvar)
+          user_error("in schedule for '", name(), "': cannot compute '", name(), "' inside reduction loop '", loop.name,
+                     "' of '", consumer.name(), "': '", consumer.name(),
+                     "' holds only partial sums there, and an epilogue must run after the reduction; compute '",
+                     name(), "' at a pure loop of its consumer, or compute '", consumer.name(),
+                     "' at a loop of '", name(), "' instead");
+    const StageSchedule &consumer_pure = theirs.stages.front();
+    size_t at = consumer_pure.dims.size();
+    for (size_t d = 0; d < consumer_pure.dims.size(); ++d)
+      if (consumer_pure.dims[d].var == loop.name)
+        at = d;
+    if (at == consumer_pure.dims.size())
+      user_error("in schedule for '", name(), "': compute_at '", consumer.name(), "' loop '", loop.name,
+                 "', which is not a loop of '", consumer.name(), "'s pure definition; its loops are: ",
+                 join_dims(consumer_pure));
+    if (contents_->pure_vars.size() != consumer.contents_->pure_vars.size())
+      user_error("in schedule for '", name(), "': compute_at '", consumer.name(), "' needs both Funcs to have the same ",
+                 "dimensions ('", name(), "' has ", contents_->pure_vars.size(), ", '", consumer.name(), "' has ",
+                 consumer.contents_->pure_vars.size(), ")");
+    // Mirror the consumer's loops below `loop`: this Func computes one value
+    // per consumer point of the tile, so its pure loops are the consumer's.
+    std::vector<Dim> inner(consumer_pure.dims.begin() + at + 1, consumer_pure.dims.end());
+    for (Dim &dim : inner)
+      dim.mirrored = true;
+    mine.mirrored_from.clear();
+    for (const Dim &dim : consumer_pure.dims)
+      mine.mirrored_from.push_back(dim.var);
+    for (size_t s = 0; s < mine.stages.size(); ++s) {
+      StageSchedule &stage = mine.stages[s];
+      for (const Dim &dim : stage.dims)
+        if (!dim.is_rvar && (dim.kind != ForKind::Serial || !stage.splits.empty()) &&
+            std::find(contents_->pure_vars.begin(), contents_->pure_vars.end(), dim.var) == contents_->pure_vars.end())
+          user_error("in schedule for '", name(), "': compute_at after splitting its own pure loops; '", name(),
+                     "' takes the consumer's tiling at the site: split only its reduction loops");
+      std::vector<Dim> dims = inner;
+      for (const Dim &dim : stage.dims)
+        if (dim.is_rvar)
+          dims.push_back(dim);
+      stage.dims = dims;
+      // The consumer's fragment layout comes with its loops, for mma().
+      stage.mma_layout = consumer_pure.mma_layout;
+    }
+    mine.placement = Placement::At;
+    mine.placement_set = true;
+    mine.at_func = consumer.name();
+    mine.at_var = loop.name;
+    return *this;
+  });
 }
 
 Func &Func::compute_root() {
-  contents_->schedule.placement = Placement::Root;
-  contents_->schedule.placement_set = true;
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    contents_->schedule.placement = Placement::Root;
+    contents_->schedule.placement_set = true;
+    return *this;
+  });
 }
 
 Func &Func::compute_inline() {
-  if (has_updates())
-    user_error("cannot inline '", name(), "': it has update definitions (a reduction); compute it at a loop of its "
-               "consumer or at root");
-  contents_->schedule.placement = Placement::Inline;
-  contents_->schedule.placement_set = true;
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (has_updates())
+      user_error("cannot inline '", name(), "': it has update definitions (a reduction); compute it at a loop of its "
+                 "consumer or at root");
+    contents_->schedule.placement = Placement::Inline;
+    contents_->schedule.placement_set = true;
+    return *this;
+  });
 }
 
 Func &Func::store_in(MemoryType memory) {
-  contents_->schedule.memory = memory;
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    contents_->schedule.memory = memory;
+    return *this;
+  });
 }
 
 Func &Func::bound(const Var &var, Expr extent) {
-  auto &vars = contents_->pure_vars;
-  auto it = std::find(vars.begin(), vars.end(), var.name());
-  if (it == vars.end())
-    user_error("bound of '", name(), "' on '", var.name(), "', which is not one of its pure variables");
-  if (!extent.defined() || extent.type() != Int(32))
-    user_error("bound of '", name(), "' on '", var.name(), "' needs an i32 extent");
-  auto &bounds = contents_->schedule.bounds;
-  bounds.resize(vars.size());
-  bounds[it - vars.begin()] = std::move(extent);
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    auto &vars = contents_->pure_vars;
+    auto it = std::find(vars.begin(), vars.end(), var.name());
+    if (it == vars.end())
+      user_error("bound of '", name(), "' on '", var.name(), "', which is not one of its pure variables");
+    if (!extent.defined() || extent.type() != Int(32))
+      user_error("bound of '", name(), "' on '", var.name(), "' needs an i32 extent");
+    auto &bounds = contents_->schedule.bounds;
+    bounds.resize(vars.size());
+    bounds[it - vars.begin()] = std::move(extent);
+    return *this;
+  });
 }
 
 Func &Func::fuse_epilogue(const Func &producer, const VarOrRVar &loop) {
-  // Name the mistake from the epilogue's side: `loop` must be one of this
-  // Func's loops, never one of the producer's reduction loops.
-  const auto &stages = producer.contents()->schedule.stages;
-  for (size_t s = 1; s < stages.size(); ++s)
-    for (const Dim &dim : stages[s].dims)
-      if (dim.is_rvar && dim.var == loop.name)
-        user_error("in schedule for '", name(), "': fuse_epilogue(", producer.name(), ", ", loop.name, "): '",
-                   loop.name, "' is a reduction loop of '", producer.name(), "', where '", producer.name(),
-                   "' holds partial sums; the epilogue must run after the reduction: pass a loop of '", name(),
-                   "' (its block loop, say), on whose tile '", producer.name(), "' is then computed");
-  Func(producer.contents()).compute_at(*this, loop).store_in(MemoryType::Register);
-  return *this;
+  return all_or_nothing({contents_, producer.contents()}, [&]() -> Func & {
+    // Name the mistake from the epilogue's side: `loop` must be one of this
+    // Func's loops, never one of the producer's reduction loops.
+    const auto &stages = producer.contents()->schedule.stages;
+    for (size_t s = 1; s < stages.size(); ++s)
+      for (const Dim &dim : stages[s].dims)
+        if (dim.is_rvar && dim.var == loop.name)
+          user_error("in schedule for '", name(), "': fuse_epilogue(", producer.name(), ", ", loop.name, "): '",
+                     loop.name, "' is a reduction loop of '", producer.name(), "', where '", producer.name(),
+                     "' holds partial sums; the epilogue must run after the reduction: pass a loop of '", name(),
+                     "' (its block loop, say), on whose tile '", producer.name(), "' is then computed");
+    Func(producer.contents()).compute_at(*this, loop).store_in(MemoryType::Register);
+    return *this;
+  });
 }
 
 Func &Func::gpu_min_blocks_per_sm(int blocks) {
-  if (blocks < 1 || blocks > 32)
-    user_error("gpu_min_blocks_per_sm of '", name(), "' is ", blocks, "; it must be between 1 and 32");
-  contents_->schedule.min_blocks_per_sm = blocks;
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (blocks < 1 || blocks > 32)
+      user_error("gpu_min_blocks_per_sm of '", name(), "' is ", blocks, "; it must be between 1 and 32");
+    contents_->schedule.min_blocks_per_sm = blocks;
+    return *this;
+  });
 }
 
 Func &Func::fold_bias_into_init() {
-  contents_->schedule.bias_folded_into = "requested";
-  return *this;
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    contents_->schedule.bias_folded_into = "requested";
+    return *this;
+  });
 }
 
 } // namespace coalesce

@@ -150,7 +150,7 @@ public:
 private:
   using IRVisitor::visit;
   void visit(const Variable *op) override { found |= op->name == name_; }
-  const std::string name_; // by value: callers pass temporaries
+  const std::string name_; // a copy: a caller may pass a temporary, and a reference would dangle
 };
 } // namespace
 

@@ -2,10 +2,12 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/Var.h"
 
 namespace coalesce {
 
 Input::Input(std::string name, Type type, std::vector<Expr> extents) {
+  check_identifier(name, "Input");
   if (type != Float(32) && type != Float(16) && type != BFloat(16) && type != Int(32))
     user_error("Input '", name, "' has element type ", type,
                "; an input holds Float(32), Float(16) (IEEE half), BFloat(16) or Int(32) elements");

@@ -2,22 +2,26 @@
 
 #include "dsl/Error.h"
 
-#include <cctype>
 
 namespace coalesce {
 
 namespace {
-// Names become loop variables, buffer names and C identifiers in generated
-// launchers, so they must be identifiers.
+bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+} // namespace
+
+// Names become loop variables, buffer names, parts of PTX and host symbols
+// and C identifiers in generated launchers. A leading '_' is left to the
+// compiler and the C and CUDA libraries (_, __nv_erff), so a user name
+// starts with a letter.
 void check_identifier(const std::string &name, const char *what) {
-  bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  bool ok = !name.empty() && is_ascii_letter(name[0]);
   for (char c : name)
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    ok = ok && (is_ascii_letter(c) || is_ascii_digit(c) || c == '_');
   if (!ok)
     user_error("invalid ", what, " name '", name,
-               "': use letters, digits and '_', starting with a letter");
+               "': a name is ASCII letters (a-z, A-Z), digits (0-9) and '_', and starts with a letter");
 }
-} // namespace
 
 Var::Var(std::string name) : name_(std::move(name)) { check_identifier(name_, "Var"); }
 Var::operator Expr() const { return Variable::make(Int(32), name_); }

@@ -9,6 +9,10 @@
 
 namespace coalesce {
 
+/// Rejects a name that is not ASCII letters, digits and '_' starting with a
+/// letter; `what` ("Var", "Func", ...) names it in the message.
+void check_identifier(const std::string &name, const char *what);
+
 /// A pure variable: a coordinate of a Func, and later the name of a loop.
 class Var {
 public:

@@ -2,9 +2,10 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/Limits.h"
 #include "scheduler/EvaluateInt.h"
 
-#include <limits>
+#include <cstdint>
 
 namespace coalesce {
 
@@ -33,6 +34,28 @@ std::string extents_text(const std::vector<Expr> &extents) {
     text += (d ? " x " : "") + to_string(extents[d]);
   return text;
 }
+// The kernels read inputs while they write the output, in an order the
+// schedule chooses; an output that shares memory with an input would be read
+// after it was overwritten, differently for each schedule.
+void check_output_overlaps_no_input(const std::vector<Argument> &args, const BoundArguments &bound,
+                                    const Buffer &output) {
+  auto begin = [](const Buffer &b) { return reinterpret_cast<std::uintptr_t>(b.data()); };
+  auto end = [&](const Buffer &b) { return begin(b) + b.size() * sizeof(float); };
+  std::string output_name;
+  for (const Argument &arg : args)
+    if (arg.is_output)
+      output_name = arg.name;
+  for (size_t a = 0; a < args.size(); ++a) {
+    const Buffer *input = bound.inputs[a];
+    if (!input || input->size() == 0 || output.size() == 0)
+      continue;
+    if (begin(*input) < end(output) && begin(output) < end(*input))
+      user_error("the output buffer '", output_name, "' overlaps input buffer '", args[a].name,
+                 "' in memory; the output is written while the inputs are read, so pass an output buffer "
+                 "that shares no memory with any input");
+  }
+}
+
 } // namespace
 
 BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments &given, const Buffer &output) {
@@ -90,23 +113,34 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
                  (arg.is_output ? " (the type of the output Func's definition)" : " (the Input's type)"),
                  "; make it with Buffer(shape, ", type_constructor(arg.type), ")",
                  arg.is_output ? "" : " and fill it with set(), which rounds each value to that type");
+    // The limit is checked on the sizes the parameters give, before the
+    // buffer's own shape, and the element count in 64 bits, so that no
+    // product can wrap on the way.
     std::vector<int64_t> needed;
+    int64_t elements = 1;
     for (const Expr &extent : arg.extents) {
       int64_t value = evaluate_int(extent, bound.params);
       if (value <= 0)
         user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
                    "); extents must be positive");
+      if (value > kMaxExtent)
+        user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
+                   "); extents are at most ", kMaxExtentText, ", since the generated code indexes in 32 bits");
+      elements *= value; // at most 2^30 * 2^30 before the check below
+      if (elements > kMaxExtent)
+        user_error("buffer '", arg.name, "' would have ", extents_text(arg.extents), " = ", elements,
+                   needed.size() + 1 < arg.extents.size() ? " or more" : "", " elements; a buffer holds at most ",
+                   kMaxExtentText, " elements, since the generated code indexes in 32 bits");
       needed.push_back(value);
     }
     std::vector<int64_t> actual(buffer->shape().begin(), buffer->shape().end());
     if (actual != needed)
       user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' has shape ", shape_text(actual),
                  " but the pipeline needs ", extents_text(arg.extents), " = ", shape_text(needed));
-    if (buffer->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-      user_error("buffer '", arg.name, "' has ", buffer->size(), " elements, more than i32 indexing allows");
     bound.elements.push_back(buffer->size());
     bound.bytes.push_back(buffer->size_in_bytes());
   }
+  check_output_overlaps_no_input(args, bound, output);
   return bound;
 }
 

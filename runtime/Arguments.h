@@ -1,7 +1,8 @@
 #pragma once
 // Binding a call's named buffers and parameters to a lowered function's
 // arguments, with every check a user's mistake needs: a missing or unknown
-// name, a wrong element type or shape, a size that overflows i32 indexing.
+// name, a wrong element type or shape, a null pointer, an extent or element
+// count over kMaxExtent (dsl/Limits.h), an output buffer that overlaps an input.
 
 #include "runtime/Buffer.h"
 #include "scheduler/LoweredFunc.h"

@@ -1,5 +1,6 @@
 #include "runtime/GpuExecutable.h"
 
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "scheduler/EvaluateInt.h"
 
@@ -8,7 +9,7 @@ namespace coalesce {
 GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
     : program_(std::move(program)), module_(gpu::Module::load_ptx(ptx)) {
   for (const GpuKernel &kernel : program_.kernels)
-    functions_.push_back(module_.function(kernel.name));
+    functions_.push_back(module_.function(kernel_symbol(kernel.name)));
 }
 
 void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const {

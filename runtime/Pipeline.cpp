@@ -33,13 +33,13 @@ std::string Pipeline::gpu_llvm_ir(const GpuTarget &target, bool optimize) {
 }
 
 const std::string &Pipeline::ptx(const GpuTarget &target) {
-  auto it = ptx_.find(target.sm);
+  auto it = ptx_.find(target.sm());
   if (it != ptx_.end())
     return it->second;
   auto start = std::chrono::steady_clock::now();
   std::string code = compile_to_ptx(gpu_program(), target);
   last_ptx_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return ptx_[target.sm] = std::move(code);
+  return ptx_[target.sm()] = std::move(code);
 }
 
 PtxasResult Pipeline::assemble(const GpuTarget &target) { return assemble_ptx(ptx(target), target); }
@@ -66,12 +66,12 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
 }
 
 const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target) {
-  auto it = executables_.find(target.sm);
+  auto it = executables_.find(target.sm());
   if (it != executables_.end())
     return *it->second;
   gpu::Device::get(); // throws GpuUnavailable before any compiling
   const std::string &code = ptx(target);
-  return *(executables_[target.sm] = std::make_unique<GpuExecutable>(gpu_program(), code));
+  return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), code));
 }
 
 void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output) {

@@ -73,8 +73,8 @@ private:
   const Environment &env_;
   const FuncContents &func_;
   size_t stage_;
-  const std::string prefix_; // by value: callers pass temporaries
-  const std::vector<Expr> &self_indices_;
+  const std::string prefix_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const std::vector<Expr> self_indices_; // a copy, like prefix_
 };
 
 // What one stage's nest is made of, before it becomes statements.
@@ -301,7 +301,7 @@ private:
     Stmt body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
     return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
   }
-  const std::string loop_; // by value: callers pass temporaries
+  const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   Stmt produce_;
   const FuncContents &func_;
   MemoryType memory_;

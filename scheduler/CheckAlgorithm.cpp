@@ -35,7 +35,7 @@ private:
     IRVisitor::visit(op);
   }
   void visit(const Variable *op) override { uses_reduction_var |= op->variable_kind == VariableKind::Reduction; }
-  const std::string name_; // by value: callers pass temporaries
+  const std::string name_; // a copy: a caller may pass a temporary, and a reference would dangle
 };
 
 int calls_of(const Expr &e, const std::string &name) {

@@ -23,7 +23,7 @@ private:
         return;
       }
   }
-  const std::string var_; // by value: callers pass temporaries
+  const std::string var_; // a copy: a caller may pass a temporary, and a reference would dangle
 };
 } // namespace
 

@@ -22,6 +22,14 @@ inline std::string loop_short_name(const std::string &qualified) {
 /// "acc" for "acc.s1.ko": the Func whose loop it is.
 inline std::string loop_owner(const std::string &qualified) { return qualified.substr(0, qualified.find('.')); }
 
+/// "A_shared": the shared-memory copy of an Input staged by stage_in_shared.
+/// check_names reserves it, so no user name can be it.
+inline std::string staging_buffer_name(const std::string &input) { return input + "_shared"; }
+
+/// "A_fetch": the registers through which a double-buffered copy without
+/// async_copy passes the next tile. Reserved like staging_buffer_name.
+inline std::string fetch_buffer_name(const std::string &input) { return input + "_fetch"; }
+
 /// "'acc'" or "'acc' (update 0)", as messages name a stage.
 inline std::string stage_description(const FuncContents &func, size_t stage) {
   return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");

@@ -4,6 +4,8 @@
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
+#include "scheduler/CheckInputReads.h"
+#include "scheduler/CheckNames.h"
 #include "scheduler/CheckMma.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
@@ -47,12 +49,14 @@ void log(const char *pass, const Stmt &s) {
 // The front end's checks and rewrites, on private copies of the Funcs.
 Environment prepare(const Func &output) {
   Environment env = make_environment(output);
+  check_names(env);       // every user name denotes one thing; reserved names are not taken
   check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
   resolve_schedule(env);  // where each Func is computed; reduction order kept
   inline_funcs(env);      // needs placements
   check_mma(env);         // after inlining: the update is what the instruction computes
   fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
   infer_domain(env);
+  check_input_reads(env); // needs the domain
   return env;
 }
 

@@ -79,7 +79,7 @@ private:
     found |= op->call_type == CallType::Input && op->name == name_;
     IRVisitor::visit(op);
   }
-  const std::string name_; // by value: callers pass temporaries
+  const std::string name_; // a copy: a caller may pass a temporary, and a reference would dangle
 };
 
 void resolve_placement(Environment &env, FuncContents &func, bool is_output) {

@@ -80,7 +80,7 @@ private:
     }
     return simplify(e);
   }
-  const std::string input_; // by value: callers pass temporaries
+  const std::string input_; // a copy: a caller may pass a temporary, and a reference would dangle
   const std::map<std::string, Expr> &lets_;
 };
 
@@ -318,16 +318,16 @@ public:
 
 private:
   using IRMutator::visit;
-  const std::string loop_; // by value: callers pass temporaries
+  const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   std::vector<SharedStaging> requests_;
   const Environment &env_;
-  const std::string stage_; // by value: callers pass temporaries
+  const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
     tile.input = env_.inputs.at(request.input).get();
     tile.layout = request.layout;
-    tile.buffer = request.input + "_shared";
+    tile.buffer = staging_buffer_name(request.input);
     FindCalls finder(request.input, scan.lets);
     finder.visit_stmt(op->body);
     std::string short_loop = loop_short_name(loop_);
@@ -407,7 +407,7 @@ private:
         }));
         continue;
       }
-      std::string fetch = tile.input->name + "_fetch";
+      std::string fetch = fetch_buffer_name(tile.input->name);
       fetches.push_back(per_thread_copy(tile, scan, prefix + "fetch.", [&](const std::vector<Expr> &c, const Expr &e) {
         return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
       }));
@@ -439,7 +439,7 @@ private:
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
         fetch_extents.push_back(static_cast<int>(elements_per_thread(tile, scan)));
-        result = Allocate::make(tile.input->name + "_fetch", tile.input->type, MemoryType::Register, fetch_extents,
+        result = Allocate::make(fetch_buffer_name(tile.input->name), tile.input->type, MemoryType::Register, fetch_extents,
                                 result);
       }
       std::vector<Expr> extents;

@@ -4,15 +4,39 @@
 #include "scheduler/LoopNames.h"
 
 #include <map>
+#include <set>
 
 namespace coalesce {
 
 namespace {
 
+// The Params a statement reads: free names that no binding may take.
+class FindParams : public IRVisitor {
+public:
+  std::set<std::string> names;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Variable *op) override {
+    if (op->variable_kind == VariableKind::Param)
+      names.insert(op->name);
+  }
+};
+
 // Binds each qualified name to its short name, unless that would shadow a
-// different enclosing binding, in which case the name keeps its qualifier
-// (with '_' for '.').
+// different enclosing binding or a Param (the staging copy's `flat` next to
+// a Param named flat), in which case the name keeps its qualifier (with '_'
+// for '.'), and '_'s are appended while that too is taken.
 class Strip : public IRMutator {
+public:
+  explicit Strip(const std::set<std::string> &params) {
+    // A Param's "qualified" name is its own: it never equals a qualified
+    // loop name, so every loop or let of the same short name is renamed.
+    for (const std::string &param : params)
+      owner_of_short_[param] = param;
+  }
+
+private:
   using IRMutator::visit;
   std::map<std::string, std::string> chosen_;       // qualified -> printed
   std::map<std::string, std::string> owner_of_short_; // printed -> qualified, for enclosing bindings
@@ -26,6 +50,8 @@ class Strip : public IRMutator {
       name = qualified;
       for (char &c : name)
         c = c == '.' ? '_' : c;
+      while (owner_of_short_.count(name) && owner_of_short_[name] != qualified)
+        name += "_";
     }
     auto saved_choice = chosen_.find(qualified) == chosen_.end() ? std::string() : chosen_[qualified];
     auto saved_owner = owner_of_short_.count(name) ? owner_of_short_[name] : std::string();
@@ -65,6 +91,10 @@ class Strip : public IRMutator {
 };
 } // namespace
 
-Stmt strip_stage_prefixes(const Stmt &s) { return Strip().mutate(s); }
+Stmt strip_stage_prefixes(const Stmt &s) {
+  FindParams params;
+  params.visit_stmt(s);
+  return Strip(params.names).mutate(s);
+}
 
 } // namespace coalesce

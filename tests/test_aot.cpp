@@ -324,7 +324,7 @@ TEST_CASE("gemm: every activation, with and without bias, and a larger tile asse
       Result result = aot(args, dir.path);
       INFO(args, "\n", result.err);
       REQUIRE(result.status == 0);
-      CHECK(result.out.find(".entry out(") != std::string::npos);
+      CHECK(result.out.find(".entry coalesce_out(") != std::string::npos);
       CHECK(dir.entries().empty());
       if (assemble)
         CHECK(assemble_ptx(result.out, parse_gpu_target("sm_90a")).find("out") != nullptr);
@@ -482,4 +482,40 @@ TEST_CASE("the example app builds against a generated launcher") {
                      dir.path);
   INFO(built.err);
   CHECK(built.status == 0);
+}
+
+TEST_CASE("--name must be a C identifier the launcher can take: no keyword, main, cu* or CU*; nothing is written") {
+  const char *const bad[][2] = {
+      {"--name=9lives", "must be a C identifier"},
+      {"--name=_gemm", "must be a C identifier"},
+      {"--name=gemm__x", "names containing '__' are reserved"},
+      {"--name=class", "it is a C++ keyword"},
+      {"--name=return", "it is a C++ keyword"},
+      {"--name=main", "main is the program's entry point"},
+      {"--name=cuLaunchKernel", "belong to the CUDA Driver API"},
+      {"--name=cuda_gemm", "belong to the CUDA Driver API"},
+      {"--name=CUresult", "belong to the CUDA Driver API"},
+      {"--name=coalesce_launcher", "namespace of the launcher's helpers"},
+  };
+  for (const auto &[args, message] : bad) {
+    TempDir dir;
+    Result result = aot(std::string(args) + " --output-dir=" + quote(dir / "out"), dir.path);
+    INFO(args, "\nstderr: ", result.err);
+    CHECK(result.status == 1);
+    CHECK(result.contains(message));
+    CHECK(result.contains("nothing was written"));
+    CHECK(dir.entries().empty());
+  }
+}
+
+TEST_CASE("a run that fails while moving its files into place keeps none of them") {
+  TempDir dir;
+  // gemm.cpp, the last file moved, cannot replace a non-empty directory:
+  // gemm.ptx and gemm.h, already moved, must go again.
+  fs::create_directories(fs::path(dir / "gemm.cpp") / "inside");
+  Result result = aot("--output-dir=.", dir.path);
+  INFO(result.err);
+  CHECK(result.status == 1);
+  CHECK(result.contains("nothing of this run was kept"));
+  CHECK(dir.entries() == std::vector<std::string>{"gemm.cpp"});
 }

@@ -270,7 +270,7 @@ TEST_CASE("unknown GPU targets are rejected with the accepted list") {
 TEST_CASE("every supported GPU target is accepted") {
   for (const char *name : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}) {
     CAPTURE(name);
-    CHECK(parse_gpu_target(name).sm == name);
+    CHECK(parse_gpu_target(name).sm() == name);
   }
   CHECK(std::string(supported_gpu_targets()) == "sm_80, sm_86, sm_89, sm_90, sm_90a");
 }

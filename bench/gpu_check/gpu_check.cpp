@@ -356,7 +356,7 @@ int full_check(bool full) {
   auto started = std::chrono::steady_clock::now();
   gpu::Device &device = gpu::Device::get();
   std::printf("coalesce-gpu-check on %s (%d SMs), target %s\n", device.name().c_str(), device.sm_count(),
-              target_for_current_device().sm.c_str());
+              target_for_current_device().sm().c_str());
 
   std::vector<Shape> all = kReferenceShapes;
   all.insert(all.end(), kCublasShapes.begin(), kCublasShapes.end());

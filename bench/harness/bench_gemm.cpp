@@ -607,7 +607,7 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("gpu", device.name());
     benchmark::AddCustomContext("gpu_sm_count", std::to_string(device.sm_count()));
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(device.l2_bytes()));
-    benchmark::AddCustomContext("gpu_target", target_for_current_device().sm);
+    benchmark::AddCustomContext("gpu_target", target_for_current_device().sm());
     benchmark::AddCustomContext("l2_flush_bytes", std::to_string(flush_bytes));
     benchmark::AddCustomContext("protocol", "poisoned-output check vs cuBLAS (tol 1e-4), >=300 ms warm-up, " +
                                                 std::to_string(kMinTimedRuns) + ".." + std::to_string(kMaxTimedRuns) +

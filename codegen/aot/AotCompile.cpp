@@ -67,16 +67,33 @@ std::string emitted_file_name(const std::string &name, EmitKind kind) {
   internal_error("unknown EmitKind");
 }
 
+// The name becomes the launcher function NAME (and NAME_load,
+// NAME_error_message) next to the CUDA Driver API and the C and C++
+// libraries in the user's program, and the base of the file names. So it is
+// an identifier that C++ does not reserve (no keyword, no leading '_', no
+// "__"), not main, not in the Driver API's namespace (cu*, CU*) and not the
+// launcher's own helpers (coalesce_launcher).
 void check_output_name(const std::string &name) {
-  bool identifier = !name.empty() &&
-                    (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                    std::all_of(name.begin(), name.end(), [](char c) {
-                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  bool identifier = !name.empty() && letter(name[0]) && std::all_of(name.begin(), name.end(), [&](char c) {
+                      return letter(c) || (c >= '0' && c <= '9') || c == '_';
                     });
+  const char *why = nullptr;
   if (!identifier)
-    user_error("--name=", name,
-               ": the name becomes the launcher function and the file names, so it must be a C "
-               "identifier (letters, digits and '_', not starting with a digit)");
+    why = "it must be a C identifier: ASCII letters, digits and '_', starting with a letter";
+  else if (name.find("__") != std::string::npos)
+    why = "names containing '__' are reserved in C and C++";
+  else if (is_cpp_keyword(name))
+    why = "it is a C++ keyword";
+  else if (name == "main")
+    why = "main is the program's entry point";
+  else if (name.compare(0, 2, "cu") == 0 || name.compare(0, 2, "CU") == 0)
+    why = "names starting with cu or CU belong to the CUDA Driver API";
+  else if (name.compare(0, 17, "coalesce_launcher") == 0)
+    why = "coalesce_launcher is the namespace of the launcher's helpers";
+  if (why)
+    user_error("--name=", name, ": the name becomes the launcher function ", name.empty() ? "NAME" : name,
+               " and the file names, so it cannot be this: ", why, "; nothing was written");
 }
 
 std::vector<EmittedFile> compile_generator(Generator &generator, const AotRequest &request) {

@@ -1,7 +1,9 @@
 #include "codegen/aot/LauncherSource.h"
 
+#include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/Limits.h"
 
 #include <algorithm>
 #include <cctype>
@@ -33,6 +35,15 @@ const char *const kCppKeywords[] = {
     "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try",
     "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
     "wchar_t", "while", "xor", "xor_eq", "restrict", "std", "stream"};
+
+} // namespace
+
+bool is_cpp_keyword(const std::string &name) {
+  return std::find(std::begin(kCppKeywords), std::end(kCppKeywords), name) != std::end(kCppKeywords) &&
+         name != "std" && name != "stream";
+}
+
+namespace {
 
 bool is_identifier(const std::string &name) {
   if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
@@ -324,7 +335,7 @@ std::string launcher_header(const LauncherSpec &spec) {
     out << "//   kernel '" << kernel.name << "': grid " << grid_text(kernel) << " blocks of "
         << block_text(kernel) << " threads, " << kernel.shared_bytes
         << " bytes of static shared memory\n";
-  out << "// Target: " << spec.target.sm << ". The PTX (also in " << name
+  out << "// Target: " << spec.target.sm() << ". The PTX (also in " << name
       << ".ptx) is embedded in " << name << ".cpp and\n"
       << "// JIT-compiled by the driver on first use; it needs a GPU of that architecture and a\n"
       << "// CUDA 12 or newer driver.\n"
@@ -363,7 +374,7 @@ std::string launcher_header(const LauncherSpec &spec) {
 std::string launcher_source(const LauncherSpec &spec) {
   std::vector<LauncherArg> args = launcher_args(spec);
   const std::string &name = spec.name;
-  const std::string &sm = spec.target.sm;
+  const std::string &sm = spec.target.sm();
   const size_t kernels = spec.program.kernels.size();
   COALESCE_INTERNAL_ASSERT(kernels > 0, "a GPU program without kernels");
   std::ostringstream out;
@@ -385,7 +396,7 @@ std::string launcher_source(const LauncherSpec &spec) {
       << "constexpr int kKernels = " << kernels << ";\n"
       << "const char *const kKernelNames[kKernels] = {";
   for (size_t k = 0; k < kernels; ++k)
-    out << (k ? ", " : "") << "\"" << spec.program.kernels[k].name << "\"";
+    out << (k ? ", " : "") << "\"" << kernel_symbol(spec.program.kernels[k].name) << "\"";
   out << "};\n\n";
 
   out << R"cpp(// The loaded module, shared by every thread and context (a CUlibrary is
@@ -496,7 +507,8 @@ CUresult load(CUkernel *kernels) {
     }
   }
 
-  out << "\n  // The kernels index every buffer with 32-bit integers.\n";
+  out << "\n  // The kernels index every buffer with 32-bit integers: at most 2^30 elements\n"
+      << "  // (kMaxExtent in dsl/Limits.h), as the JIT checks.\n";
   for (const LauncherArg &arg : args) {
     if (!arg.is_buffer() || arg.buffer->extents.empty())
       continue;
@@ -505,10 +517,33 @@ CUresult load(CUkernel *kernels) {
       elements = "coalesce_launcher::times(" + elements + ", " + cpp_int(arg.buffer->extents[d]) + ")";
     std::string local = arg.name + "_elements_";
     out << "  const int64_t " << local << " = " << elements << ";\n"
-        << "  if (" << local << " > INT32_MAX)\n"
+        << "  if (" << local << " > " << kMaxExtent << ")\n"
         << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "
         << elements_text(*arg.buffer) << " = \" + std::to_string(" << local
-        << ") + \" elements; the kernels index with 32-bit integers (at most 2147483647)\");\n";
+        << ") + \" elements; the kernels index with 32-bit integers (at most 2^30 elements)\");\n";
+  }
+
+  // The kernels write the output while they read the inputs, in an order the
+  // schedule chooses: an output sharing memory with an input is rejected.
+  const LauncherArg *output = nullptr;
+  for (const LauncherArg &arg : args)
+    if (arg.is_buffer() && arg.buffer->is_output)
+      output = &arg;
+  if (output) {
+    out << "\n  // The output shares no memory with any input.\n";
+    auto end_of = [](const LauncherArg &arg) {
+      return "(" + arg.name + " + static_cast<CUdeviceptr>(" + arg.name + "_elements_) * " +
+             std::to_string(arg.buffer->type.bytes()) + ")";
+    };
+    for (const LauncherArg &arg : args) {
+      if (!arg.is_buffer() || arg.buffer->is_output)
+        continue;
+      out << "  if (" << arg.name << " < " << end_of(*output) << " && " << output->name << " < " << end_of(arg)
+          << ")\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"the output " << output->name
+          << " overlaps the input " << arg.name
+          << " in device memory; pass an output that shares no memory with any input\");\n";
+    }
   }
 
   out << "\n  // The grid of each kernel, from the sizes.\n";

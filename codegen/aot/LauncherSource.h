@@ -39,6 +39,9 @@ struct LauncherSpec {
 /// row-major layout, argument order, grid and block, errors, how to build).
 std::string launcher_header(const LauncherSpec &spec);
 
+/// True for a C++ keyword (and the alternative tokens: and, or, ...).
+bool is_cpp_keyword(const std::string &name);
+
 /// NAME.cpp: the launcher. It loads the embedded PTX once per process
 /// (lazily, under a mutex), checks its arguments, computes the grid from the
 /// sizes and launches each kernel on the caller's stream.

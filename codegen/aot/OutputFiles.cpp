@@ -53,10 +53,16 @@ void write_files_atomically(const std::string &directory,
     }
     finals.push_back(final_path.str().str());
   }
+  // Rename in order; if one fails, this run's files that were already
+  // renamed into place are removed too (the destructor removes the
+  // temporaries), so the directory never holds part of a run.
   for (size_t f = 0; f < finals.size(); ++f) {
-    if (std::error_code error = fs::rename(temporaries.paths[f], finals[f]))
+    if (std::error_code error = fs::rename(temporaries.paths[f], finals[f])) {
+      for (size_t done = 0; done < f; ++done)
+        fs::remove(finals[done]);
       user_error("cannot move ", temporaries.paths[f], " to ", finals[f], ": ", error.message(),
-                 f ? " (the files before it were written)" : "");
+                 "; nothing of this run was kept");
+    }
     temporaries.paths[f].clear();
   }
   temporaries.paths.clear();

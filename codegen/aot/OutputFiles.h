@@ -10,8 +10,10 @@ namespace coalesce {
 
 /// Writes each (file name, contents) into `directory`, creating it if
 /// missing. Every file is written under a temporary name first and renamed
-/// into place only once all are written; on failure the temporaries are
-/// removed, existing files are untouched, and a UserError says what failed.
+/// into place only once all are written. On a failure while writing, the
+/// temporaries are removed and existing files are untouched; on a failure
+/// while renaming, the temporaries and the files this run already renamed
+/// into place are removed. A UserError says what failed.
 void write_files_atomically(const std::string &directory,
                             const std::vector<std::pair<std::string, std::string>> &files);
 

@@ -204,7 +204,7 @@ int run(int argc, char **argv) {
   request.name = name;
   request.target = target;
   request.emit = emit;
-  request.command_line = command_line(tool, generator_name, *generator, name, target.sm);
+  request.command_line = command_line(tool, generator_name, *generator, name, target.sm());
   std::vector<EmittedFile> files = compile_generator(*generator, request);
 
   if (output_dir.empty()) {

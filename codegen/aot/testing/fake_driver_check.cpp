@@ -116,7 +116,8 @@ void check(bool ok, const char *what, int line) {
 
 bool message_has(const char *text) { return std::strstr(gemm_check_error_message(), text); }
 
-const CUdeviceptr A = 0x1000, B = 0x2000, bias = 0x3000, out = 0x4000;
+// 4 GiB apart, so that no two buffers of any size used here overlap.
+const CUdeviceptr A = 1ull << 32, B = 2ull << 32, bias = 3ull << 32, out = 4ull << 32;
 const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
 
 } // namespace
@@ -137,6 +138,12 @@ int main() {
   CHECK(message_has("32-bit"));
   CHECK(gemm_check(A, B, bias, out, (1 << 30) + 1, 1, 96, stream) == CUDA_ERROR_INVALID_VALUE);
   CHECK(message_has("2^30"));
+  // The output may not share memory with an input: the same pointer, or a
+  // range that starts inside the input's (A is 100 x 96 floats).
+  CHECK(gemm_check(A, B, bias, A, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("the output out overlaps the input A"));
+  CHECK(gemm_check(A, B, bias, A + 100 * 96 * 4 - 4, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("overlaps the input A"));
   CHECK(fake::loads == 0 && fake::launches == 0);
 
   // No current context.
@@ -172,8 +179,8 @@ int main() {
   CHECK(gemm_check_error_message()[0] == '\0');
   CHECK(fake::loads == 2 && fake::launches == 801);
   CHECK(fake::ptx.find(".target sm_90a") != std::string::npos);
-  CHECK(fake::ptx.find(".entry out(") != std::string::npos);
-  CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "out");
+  CHECK(fake::ptx.find(".entry coalesce_out(") != std::string::npos);
+  CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "coalesce_out");
   CHECK(fake::last.kernel == reinterpret_cast<CUfunction>(fake::kKernel));
   CHECK(fake::last.grid[0] == 4 && fake::last.grid[1] == 2 && fake::last.grid[2] == 1);
   CHECK(fake::last.block[0] == 16 && fake::last.block[1] == 16 && fake::last.block[2] == 1);

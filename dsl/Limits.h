@@ -1,0 +1,17 @@
+#pragma once
+// The one size limit every check shares. Loop bounds and buffer indices are
+// 32-bit integers in the generated code; keeping every extent, split factor
+// and buffer element count at most 2^30 keeps each intermediate below 2^31:
+// ceil(extent / factor), computed as (extent + factor - 1) / factor, and a
+// tile's overhang past a ragged edge (at most one factor) included.
+
+#include <cstdint>
+
+namespace coalesce {
+
+/// 2^30: the largest extent, split factor and buffer element count.
+constexpr int64_t kMaxExtent = int64_t(1) << 30;
+/// How messages write kMaxExtent.
+constexpr const char *kMaxExtentText = "2^30 (1073741824)";
+
+} // namespace coalesce

@@ -1,0 +1,91 @@
+#include "scheduler/CheckNames.h"
+
+#include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
+
+#include <map>
+#include <set>
+
+namespace coalesce {
+
+namespace {
+
+// The reduction variables of a Func's updates.
+class FindReductionVars : public IRVisitor {
+public:
+  std::set<std::string> names;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Variable *op) override {
+    if (op->variable_kind == VariableKind::Reduction)
+      names.insert(op->name);
+  }
+};
+
+const char *const kRule = "every name must be unique among the pipeline's Params, Inputs, Funcs, Vars, RDoms and "
+                          "loops";
+
+} // namespace
+
+void check_names(const Environment &env) {
+  // Global name -> what it names, for messages. make_environment already
+  // rejected two Funcs, Inputs or Params of one name, and the three kinds
+  // sharing one.
+  std::map<std::string, std::string> global;
+  for (const std::string &param : env.params)
+    global[param] = "the Param '" + param + "'";
+  for (const auto &[name, input] : env.inputs)
+    global[name] = "the Input '" + name + "'";
+  for (const FuncContents &func : env.funcs)
+    global[func.name] = "the Func '" + func.name + "'";
+
+  std::map<std::string, std::string> reserved;
+  for (const auto &[name, input] : env.inputs) {
+    reserved[staging_buffer_name(name)] = "the shared-memory copy of Input '" + name + "' (stage_in_shared)";
+    reserved[fetch_buffer_name(name)] = "the register copy of Input '" + name + "' (stage_in_shared)";
+  }
+  for (const auto &[name, use] : global)
+    if (reserved.count(name))
+      user_error("'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
+                 "'; names ending in _shared or _fetch after an Input's name are reserved: rename ", use);
+
+  for (const FuncContents &func : env.funcs) {
+    FindReductionVars rvars;
+    for (const Definition &update : func.updates)
+      rvars.visit_expr(update.value);
+    std::set<std::string> pure(func.pure_vars.begin(), func.pure_vars.end());
+    for (const std::string &var : pure)
+      if (rvars.names.count(var))
+        user_error("'", var, "' names both a Var and an RDom of Func '", func.name, "'; ", kRule,
+                   ": rename one of them");
+    // The Func's own names: its Vars, its RDoms and every loop its
+    // schedule made (splits, and the consumer's loops that compute_at
+    // mirrored).
+    std::set<std::string> local(pure.begin(), pure.end());
+    local.insert(rvars.names.begin(), rvars.names.end());
+    for (const StageSchedule &stage : func.schedule.stages) {
+      for (const Dim &dim : stage.dims)
+        local.insert(dim.var);
+      for (const Split &split : stage.splits) {
+        local.insert(split.outer);
+        local.insert(split.inner);
+      }
+    }
+    for (const std::string &name : local) {
+      const char *kind = pure.count(name) ? "Var" : rvars.names.count(name) ? "RDom" : "loop";
+      auto clash = global.find(name);
+      if (clash != global.end())
+        user_error("the ", kind, " '", name, "' of Func '", func.name, "' has the name of ", clash->second, "; ",
+                   kRule, " (inside the loop, '", name, "' would mean the ", kind, ", not ", clash->second,
+                   "): rename the ", kind);
+      auto internal = reserved.find(name);
+      if (internal != reserved.end())
+        user_error("the ", kind, " '", name, "' of Func '", func.name, "' has the name Coalesce gives ",
+                   internal->second, "; rename the ", kind);
+    }
+  }
+}
+
+} // namespace coalesce
