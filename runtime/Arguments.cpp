@@ -39,8 +39,8 @@ std::string extents_text(const std::vector<Expr> &extents) {
 // after it was overwritten, differently for each schedule.
 void check_output_overlaps_no_input(const std::vector<Argument> &args, const BoundArguments &bound,
                                     const Buffer &output) {
-  auto begin = [](const Buffer &b) { return reinterpret_cast<std::uintptr_t>(b.data()); };
-  auto end = [&](const Buffer &b) { return begin(b) + b.size() * sizeof(float); };
+  auto begin = [](const Buffer &b) { return reinterpret_cast<std::uintptr_t>(b.raw_data()); };
+  auto end = [&](const Buffer &b) { return begin(b) + b.size_in_bytes(); };
   std::string output_name;
   for (const Argument &arg : args)
     if (arg.is_output)
