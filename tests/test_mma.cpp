@@ -5,6 +5,7 @@
 #include "examples/Reference.h"
 #include "scheduler/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
+#include "codegen/PtxAssembler.h"
 
 #include <doctest/doctest.h>
 
@@ -99,6 +100,108 @@ TEST_CASE("an MMA schedule's fused epilogue runs once, after the whole reduction
       round_to_tf32(data.b);
       Buffer out = run(pipeline, data, 70, 66, K, e);
       CHECK(relative_error(out, unfused_chain(data, 70, 66, K, e)) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("bf16 and f16 MMA GEMMs + bias + GELU (bf16 out) match the double reference, ragged shapes and K = 1 / 3") {
+  for (MmaKind kind : {MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16}) {
+    Type in = kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : Float(16);
+    Gemm g = make_gemm(Epilogue::BiasGelu, in, BFloat(16));
+    MmaTiling t = small_tiling();
+    t.kind = kind;
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    Pipeline pipeline(g.out);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {127, 129, 131}, {70, 66, 1}, {70, 66, 3}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      GemmData data = make_data(M, N, K, 5, in);
+      Buffer out({M, N}, BFloat(16));
+      pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, Epilogue::BiasGelu), out);
+      Buffer wide({M, N});
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+          wide(i, j) = out.at(i, j);
+      // The sum is exact up to f32 rounding; the output is rounded to bf16
+      // (half an ulp: 2^-9 relative).
+      CHECK(relative_error(wide, reference(data, M, N, K, Epilogue::BiasGelu)) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("an MMA schedule that breaks a tensor-core rule is rejected with the rule") {
+  using coalesce::testing::user_error_of;
+  SUBCASE("without allow_reassociation") {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+        .mma_tile(ii, jj, MmaKind::TF32_m16n8k8, 32, 32, warp, lane, mi, nj, fi, fj);
+    g.out.fuse_epilogue(g.acc, bj);
+    SharedLayout zero;
+    zero.zero_fill = true;
+    RVar ko("ko"), kk("kk");
+    g.acc.update().mma(g.k, ko, kk, 16).stage_in_shared(g.A, ko, zero).stage_in_shared(g.B, ko, zero);
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "allow_reassociation");
+  }
+  SUBCASE("operands not zero-filled at a ragged K") {
+    Gemm g = make_gemm(Epilogue::None);
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+        .mma_tile(ii, jj, MmaKind::TF32_m16n8k8, 32, 32, warp, lane, mi, nj, fi, fj);
+    g.out.fuse_epilogue(g.acc, bj);
+    RVar ko("ko"), kk("kk");
+    g.acc.update().mma(g.k, ko, kk, 16).allow_reassociation().stage_in_shared(g.A, ko).stage_in_shared(g.B, ko);
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "zero_fill");
+  }
+  SUBCASE("bf16 instruction on f32 inputs") {
+    Gemm g = make_gemm(Epilogue::None);
+    MmaTiling t = small_tiling();
+    t.kind = MmaKind::BF16_m16n8k16;
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "multiplies bf16 values");
+  }
+  SUBCASE("a warp tile that does not divide the block tile") {
+    Gemm g = make_gemm(Epilogue::None);
+    MmaTiling t = small_tiling();
+    t.warp_m = 48;
+    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }), "warp tile");
+  }
+  SUBCASE("the instruction's loops reordered after mma()") {
+    Gemm g = make_gemm(Epilogue::None);
+    MmaTiling t = small_tiling();
+    t.kind = MmaKind::TF32_m16n8k8;
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    g.acc.update().reorder({RVar("kk_in"), Var("fj")});
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "innermost");
+  }
+}
+
+TEST_CASE("MMA GEMM kernels assemble with ptxas for sm_90a and sm_80, with mma.sync and no spills") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  for (MmaKind kind : {MmaKind::TF32_m16n8k8, MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16}) {
+    Type in = kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : kind == MmaKind::F16_m16n8k16 ? Float(16) : Float(32);
+    Gemm g = make_gemm(Epilogue::BiasGelu, in, in == Float(32) ? Float(32) : BFloat(16));
+    MmaTiling t;
+    t.kind = kind;
+    t.k_step = kind == MmaKind::TF32_m16n8k8 ? 16 : 32;
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    Pipeline pipeline(g.out);
+    for (std::string sm : {"sm_90a", "sm_80"}) {
+      INFO(t.str(), " for ", sm);
+      GpuTarget target = parse_gpu_target(sm);
+      const std::string &ptx = pipeline.ptx(target);
+      CHECK(ptx.find("mma.sync.aligned") != std::string::npos);
+      PtxasResult assembled = pipeline.assemble(target);
+      REQUIRE(assembled.kernels.size() == 1);
+      const KernelResources &kernel = assembled.kernels.front();
+      MESSAGE(t.str(), " ", sm, ": ", kernel.registers, " registers, ", kernel.shared_bytes, " B shared, ",
+              "schedule to PTX in ", pipeline.last_ptx_compile_ms(), " ms");
+      CHECK_FALSE(kernel.spills());
+      CHECK(kernel.stack_frame_bytes == 0);
     }
   }
 }
