@@ -23,6 +23,7 @@
 
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
+#include "scheduler/GemmMmaSchedule.h"
 #include "scheduler/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
@@ -93,7 +94,19 @@ struct FusedGemm {
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
-void apply_default_schedule(FusedGemm &g, const Shape &shape) {
+void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, Type dtype) {
+  if (tensor_cores) {
+    // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
+    // instruction, f32 inputs rounded to tf32.
+    MmaTiling tiling;
+    tiling.kind = dtype == BFloat(16)  ? MmaKind::BF16_m16n8k16
+                  : dtype == Float(16) ? MmaKind::F16_m16n8k16
+                                       : MmaKind::TF32_m16n8k8;
+    tiling.k_step = tiling.kind == MmaKind::TF32_m16n8k8 ? 16 : 32;
+    std::printf("schedule: %s\n", tiling.str().c_str());
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
+    return;
+  }
   // The library's shape-aware GEMM schedule (scheduler/GemmSchedule.h).
   GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
   std::printf("schedule: %s\n", tiling.str().c_str());
@@ -106,12 +119,13 @@ struct Options {
   Shape shape = kGpuShape;
   bool shape_given = false;
   Type dtype = Float(32);
+  bool tensor_cores = false;
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
   std::fprintf(stderr,
                "coalesce-main: %s\n"
-               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16]\n"
+               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16] [--tensor-cores]\n"
                "  (each size a positive integer; also --M=<rows>; default 4096 each on the GPU,\n"
                "   256 x 320 x 200 on the CPU; --dtype: the element type of A, B and out, default f32)\n",
                message.c_str());
@@ -147,8 +161,13 @@ Options parse_options(int argc, char **argv) {
                   "then times it against the cuBLAS chain on the GPU, or checks it on the CPU\n"
                   "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n"
                   "--dtype=bf16|f16 makes A, B and out 16-bit (bias stays f32); the arithmetic\n"
-                  "stays FP32, on the exactly widened inputs.\n");
+                  "stays FP32, on the exactly widened inputs. --tensor-cores runs the warp MMA\n"
+                  "schedule instead (tf32 for f32 inputs).\n");
       std::exit(0);
+    }
+    if (arg == "--tensor-cores") {
+      options.tensor_cores = true;
+      continue;
     }
     std::string flag = arg, value;
     size_t equals = arg.find('=');
@@ -456,7 +475,7 @@ int run_main_job(const Options &options) {
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
   FusedGemm gemm(options.dtype);
-  apply_default_schedule(gemm, shape);
+  apply_default_schedule(gemm, shape, options.tensor_cores, options.dtype);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")
