@@ -61,7 +61,11 @@ constexpr int kTimedIterations = 50;
 /// ||ours - ref|| / ||ref|| above this fails the run: FP32 sums of K
 /// products; for a 16-bit output, twice its rounding (half an ulp is 2^-9
 /// of the value for bf16, 2^-11 for f16).
-double tolerance_for(Type out) {
+double tolerance_for(Type out, bool tf32_inputs) {
+  // tf32 rounds each input to 11 significant bits: a product is off by up
+  // to 2^-10 of itself.
+  if (tf32_inputs)
+    return 0x1p-10;
   if (out == BFloat(16))
     return 0x1p-8;
   if (out == Float(16))
@@ -346,13 +350,12 @@ void print_timing(const char *what, const Timing &t, const Shape &s) {
               tflops(s, t.median), t.min, t.max, t.warmup_runs);
 }
 
-int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype) {
+int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance) {
   gpu::Device &device = gpu::Device::get();
   GpuTarget target = target_for_current_device();
   std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm().c_str(), shape_text(s).c_str());
   const GpuExecutable &executable = pipeline.gpu_executable(target);
 
-  const double tolerance = tolerance_for(dtype);
   Buffer A({s.M, s.K}, dtype), B({s.K, s.N}, dtype), bias({s.N}), out({s.M, s.N}, dtype);
   A.fill_random(1);
   B.fill_random(2);
@@ -449,7 +452,7 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype) {
 
 // ------------------------------------------------------------------- CPU run
 
-int run_on_cpu(Pipeline &pipeline, const Shape &s, Type dtype) {
+int run_on_cpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance) {
   std::printf("\n== CPU run: %s ==\n", shape_text(s).c_str());
   Buffer A({s.M, s.K}, dtype), B({s.K, s.N}, dtype), bias({s.N}), out({s.M, s.N}, dtype);
   A.fill_random(1);
@@ -465,7 +468,7 @@ int run_on_cpu(Pipeline &pipeline, const Shape &s, Type dtype) {
     rows[r] = r;
   std::printf("checks:\n");
   bool ok = report_check("ours vs double reference (every element)",
-                         compare(out, double_reference(A, B, bias, rows, s), rows, s.N), tolerance_for(dtype));
+                         compare(out, double_reference(A, B, bias, rows, s), rows, s.N), tolerance);
   return ok ? 0 : 1;
 }
 
@@ -485,12 +488,13 @@ int run_main_job(const Options &options) {
   std::printf("\n== loop nest ==\n%s", pipeline.loop_nest().c_str());
 
   bool ptx_ok = report_ptx(pipeline);
+  const double tolerance = tolerance_for(options.dtype, options.tensor_cores && options.dtype == Float(32));
   int status;
   if (have_gpu) {
-    status = run_on_gpu(pipeline, shape, options.dtype);
+    status = run_on_gpu(pipeline, shape, options.dtype, tolerance);
   } else {
     std::printf("\nno GPU: %s; running on the CPU\n", why_no_gpu.c_str());
-    status = run_on_cpu(pipeline, shape, options.dtype);
+    status = run_on_cpu(pipeline, shape, options.dtype, tolerance);
   }
   if (!ptx_ok)
     status = 1;

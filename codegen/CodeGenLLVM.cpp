@@ -162,6 +162,24 @@ void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source,
   builder_->CreateAlignedStore(value, destination, align);
 }
 
+void CodeGenLLVM::emit_async_vector_copy(llvm::Value *destination, llvm::Value *source, Type type,
+                                         llvm::Value *count, int vector) {
+  llvm::Type *element = llvm_type_of(type);
+  llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
+  // Element v reads source[min(v, count - 1)] (source[0] when count is 0,
+  // which the lowering keeps inside the input), so nothing past the copied
+  // elements is read; it keeps the value only when v < count.
+  llvm::Value *last = builder_->CreateSelect(builder_->CreateICmpSGT(count, builder_->getInt32(0)),
+                                             builder_->CreateSub(count, builder_->getInt32(1)), builder_->getInt32(0));
+  for (int v = 0; v < vector; ++v) {
+    llvm::Value *lane = builder_->getInt32(v);
+    llvm::Value *from = builder_->CreateSelect(builder_->CreateICmpSLT(lane, last), lane, last);
+    llvm::Value *value = builder_->CreateAlignedLoad(element, builder_->CreateInBoundsGEP(element, source, from), align);
+    value = builder_->CreateSelect(builder_->CreateICmpSLT(lane, count), value, llvm::Constant::getNullValue(element));
+    builder_->CreateAlignedStore(value, builder_->CreateInBoundsGEP(element, destination, lane), align);
+  }
+}
+
 void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
   // For each of this lane's 4 elements, in register order: the sum over the
   // instruction's k steps, in order.
@@ -480,6 +498,16 @@ void CodeGenLLVM::visit(const For *op) { emit_for(op); }
 
 void CodeGenLLVM::visit(const Store *op) {
   const auto *async = op->value.as<Call>();
+  if (async && async->call_type == CallType::Intrinsic && async->name == "async_load_vector") {
+    const auto *load = async->args.size() == 3 ? async->args[0].as<Load>() : nullptr;
+    auto vector = load ? as_const_int(async->args[2]) : std::nullopt;
+    COALESCE_INTERNAL_ASSERT(load && vector, "malformed async_load_vector");
+    llvm::Value *count = codegen(async->args[1]);
+    emit_async_vector_copy(buffer_element(op->buffer, op->indices, load->type),
+                           buffer_element(load->buffer, load->indices, load->type), load->type, count,
+                           static_cast<int>(*vector));
+    return;
+  }
   if (async && async->call_type == CallType::Intrinsic && async->name == "async_load") {
     const auto *load = async->args.empty() ? nullptr : async->args[0].as<Load>();
     COALESCE_INTERNAL_ASSERT(load && async->args.size() <= 2, "async_load of something other than a load");

@@ -71,6 +71,11 @@ protected:
   /// With `in_bounds` (else null), an element outside the input is written
   /// as 0 and `source` is not read.
   virtual void emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *in_bounds);
+  /// Copies `vector` consecutive elements (16 bytes) from `source` to
+  /// `destination` without waiting: the first `count` from the source, the
+  /// rest zero (a Store of async_load_vector(...)). The base copies at once.
+  virtual void emit_async_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *count,
+                                      int vector);
   /// Waits for this thread's async copies (async_wait()); the base has none.
   virtual void emit_async_wait();
 

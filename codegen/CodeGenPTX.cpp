@@ -1,6 +1,7 @@
 #include "codegen/CodeGenPTX.h"
 
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/MmaOperandLayout.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"
 #include "codegen/Symbols.h"
@@ -102,6 +103,18 @@ protected:
                               llvm::ArrayRef<llvm::Value *>{shared, global, bytes});
   }
 
+  // cp.async.cg with a source size: 16 bytes land in shared memory, those
+  // past the first count * element bytes as zeros.
+  void emit_async_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *count,
+                              int vector) override {
+    COALESCE_INTERNAL_ASSERT(vector * type.bytes() == 16, "a vector copy is 16 bytes");
+    llvm::Value *shared = builder_->CreateAddrSpaceCast(destination, builder_->getPtrTy(kSharedAddressSpace));
+    llvm::Value *global = builder_->CreateAddrSpaceCast(source, builder_->getPtrTy(1));
+    llvm::Value *bytes = builder_->CreateMul(count, builder_->getInt32(type.bytes()));
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{shared, global, bytes});
+  }
+
   // The 32 lanes' parts of a WarpMma are one mma.sync: each lane gathers its
   // fragments of A and B (the elements the instruction's layout assigns to
   // it, not the ones it accumulates), passes its 4 accumulators and gets
@@ -141,16 +154,48 @@ protected:
     };
     llvm::Value *zero = builder_->getInt32(0);
     std::vector<llvm::Value *> args;
-    // A: rows g and g + 8; k from 2t (bf16/f16: pairs, then + 8) or t (tf32: then + 4).
-    for (int r = 0; r < 4; ++r) {
-      llvm::Value *m = r % 2 ? plus(group, 8) : group;
-      llvm::Value *k = tf32 ? (r / 2 ? plus(thread, 4) : thread) : (r / 2 ? plus(times2(thread), 8) : times2(thread));
-      args.push_back(reg(a_of(mul), m, zero, k));
+    // ldmatrix: each lane passes the address of one 8-element row and gets
+    // back its fragment registers, in the instruction's register order.
+    auto ldmatrix = [&](const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k, llvm::Intrinsic::ID id,
+                        unsigned count) {
+      const auto *load = unwrap(operand).as<Load>();
+      variables_.push(kMmaRow, m);
+      variables_.push(kMmaColumn, n);
+      variables_.push(kMmaStep, k);
+      llvm::Value *address = buffer_element(load->buffer, load->indices, load->type);
+      variables_.pop(kMmaStep);
+      variables_.pop(kMmaColumn);
+      variables_.pop(kMmaRow);
+      address = builder_->CreateAddrSpaceCast(address, builder_->getPtrTy(kSharedAddressSpace));
+      llvm::Value *result = builder_->CreateIntrinsic(id, {address->getType()}, {address});
+      for (unsigned r = 0; r < count; ++r)
+        args.push_back(builder_->CreateExtractValue(result, {r}));
+    };
+    if (!tf32 && in_shared(a_of(mul)) && has_ldmatrix_rows(unwrap(a_of(mul)), kMmaStep, kMmaColumn, 16)) {
+      // Lanes 0-7 address rows 0-7 at k 0, 8-15 rows 8-15, 16-23 rows 0-7
+      // at k 8, 24-31 rows 8-15 at k 8: a0..a3.
+      llvm::Value *row = builder_->CreateOr(builder_->CreateAnd(lane, 7), builder_->CreateAnd(lane, 8));
+      llvm::Value *k = builder_->CreateAnd(builder_->CreateLShr(lane, 1), 8);
+      ldmatrix(a_of(mul), row, zero, k, llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16, 4);
+    } else {
+      // A: rows g and g + 8; k from 2t (bf16/f16: pairs, then + 8) or t (tf32: then + 4).
+      for (int r = 0; r < 4; ++r) {
+        llvm::Value *m = r % 2 ? plus(group, 8) : group;
+        llvm::Value *k = tf32 ? (r / 2 ? plus(thread, 4) : thread) : (r / 2 ? plus(times2(thread), 8) : times2(thread));
+        args.push_back(reg(a_of(mul), m, zero, k));
+      }
     }
-    // B: column g; k as for A's first two registers.
-    for (int r = 0; r < 2; ++r) {
-      llvm::Value *k = tf32 ? (r ? plus(thread, 4) : thread) : (r ? plus(times2(thread), 8) : times2(thread));
-      args.push_back(reg(b_of(mul), zero, group, k));
+    if (!tf32 && in_shared(b_of(mul)) && has_ldmatrix_rows(unwrap(b_of(mul)), kMmaColumn, kMmaRow, 8)) {
+      // B's rows are along k: lanes 0-15 address k = lane (lanes 16-31
+      // repeat them); .trans hands each lane the pairs along k.
+      ldmatrix(b_of(mul), zero, zero, builder_->CreateAnd(lane, 15),
+               llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16, 2);
+    } else {
+      // B: column g; k as for A's first two registers.
+      for (int r = 0; r < 2; ++r) {
+        llvm::Value *k = tf32 ? (r ? plus(thread, 4) : thread) : (r ? plus(times2(thread), 8) : times2(thread));
+        args.push_back(reg(b_of(mul), zero, group, k));
+      }
     }
     // C: this lane's 4 accumulators, at constant register indices.
     std::vector<llvm::Value *> addresses;
@@ -223,6 +268,12 @@ protected:
 private:
   // The factor of a WarpMma's product that reads A: the one that depends on
   // the row (mma.m), which tensorize_mma puts first.
+  // Whether the operand reads a shared-memory buffer (what ldmatrix reads).
+  bool in_shared(const Expr &operand) {
+    const auto *load = unwrap(operand).as<Load>();
+    llvm::Value *base = load ? buffers_.find(load->buffer) : nullptr;
+    return base && base->getType()->isPointerTy() && base->getType()->getPointerAddressSpace() == kSharedAddressSpace;
+  }
   static const Expr &a_of(const Mul *mul) { return mul->a; }
   static const Expr &b_of(const Mul *mul) { return mul->b; }
   // The operand as it is stored: a 16-bit value without its widening to

@@ -22,7 +22,7 @@ private:
   }
   void visit(const Call *op) override {
     // An async copy's source is read by the copy itself, not by a register.
-    if (op->name != "async_load")
+    if (op->name != "async_load" && op->name != "async_load_vector")
       IRVisitor::visit(op);
   }
 };

@@ -204,7 +204,12 @@ struct StagedTile {
 // consecutive addresses); `make` builds the statement for one element from
 // its tile coordinates (input order) and its element loop variable.
 Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::string &prefix,
-                     const std::function<Stmt(const std::vector<Expr> &, const Expr &)> &make) {
+                     const std::function<Stmt(const std::vector<Expr> &, const Expr &)> &make, int vector = 1) {
+  // With vector > 1, each step copies `vector` consecutive elements of the
+  // innermost dimension, so the loop runs over the tile's vectors.
+  std::vector<int64_t> extents = tile.region.extent;
+  extents.back() /= vector;
+  int64_t units = tile.elements / vector;
   int64_t threads = 1;
   Expr thread = 0;
   for (const std::string &name : scan.thread_loops) {
@@ -216,18 +221,20 @@ Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::st
   Expr element_var = Variable::make(Int(32), element);
   std::string flat_name = prefix + "flat";
   Expr flat_var = Variable::make(Int(32), flat_name);
-  std::vector<Expr> coords(tile.region.extent.size());
+  std::vector<Expr> coords(extents.size());
   int64_t stride = 1;
   for (size_t d = coords.size(); d-- > 0;) {
     Expr c = stride == 1 ? flat_var : flat_var / static_cast<int>(stride);
-    coords[d] = d == 0 ? c : c % static_cast<int>(tile.region.extent[d]);
-    stride *= tile.region.extent[d];
+    coords[d] = d == 0 ? c : c % static_cast<int>(extents[d]);
+    stride *= extents[d];
   }
+  if (vector > 1)
+    coords.back() = coords.back() * vector;
   Stmt copy = make(coords, element_var);
-  if (tile.elements % threads != 0)
-    copy = IfThenElse::make(flat_var < static_cast<int>(tile.elements), copy);
+  if (units % threads != 0)
+    copy = IfThenElse::make(flat_var < static_cast<int>(units), copy);
   copy = LetStmt::make(flat_name, simplify(element_var * static_cast<int>(threads) + thread), copy);
-  int64_t per_thread = (tile.elements + threads - 1) / threads;
+  int64_t per_thread = (units + threads - 1) / threads;
   copy = For::make(element, 0, static_cast<int>(per_thread), per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial,
                    copy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
@@ -289,6 +296,42 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
     return read;
   Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
   return Select::make(source_in_bounds(tile, coords, shift), read, zero);
+}
+
+// Elements per 16-byte vector copy of a zero-filled tile, or 1 when its
+// layout cannot take them: the innermost dimension must stay innermost in
+// shared memory, and both its extent and the padded row must hold whole
+// 16-byte vectors, so every vector starts 16-byte aligned in shared memory.
+int vector_width(const StagedTile &tile) {
+  int bytes = tile.input->type.bytes();
+  if (!tile.layout.zero_fill || tile.layout.transposed || (bytes != 2 && bytes != 4))
+    return 1;
+  int vector = 16 / bytes;
+  if (tile.region.extent.back() % vector || tile.shared_extents.back() % vector)
+    return 1;
+  return vector;
+}
+
+// A 16-byte asynchronous copy of the `vector` elements starting at the tile
+// coordinates: async_load_vector(read, count) copies the first `count`
+// (those inside the input) and zero-fills the rest. The start is kept a
+// whole vector inside the input's rows (min with extent - vector), so that
+// even a copy of nothing reads an aligned, valid address; the caller runs it
+// only where the input's rows are whole vectors (extent % vector == 0).
+Expr async_vector_source(const StagedTile &tile, const std::vector<Expr> &coords,
+                         const std::map<std::string, Expr> &shift, int vector) {
+  std::vector<Expr> source = source_coords(tile, coords, shift);
+  size_t last = source.size() - 1;
+  Expr inner_extent = tile.input->extents[last];
+  Expr remaining = inner_extent - source[last];
+  Expr count = Max::make(Min::make(remaining, vector), 0);
+  for (size_t d = 0; d < last; ++d)
+    count = Select::make(0 <= source[d] && source[d] < tile.input->extents[d], count, 0);
+  source[last] = Max::make(Min::make(source[last], inner_extent - vector), 0);
+  auto input = std::make_shared<const InputContents>(*tile.input);
+  Expr read = Call::make(input->type, input->name, source, CallType::Input, nullptr, input);
+  return Call::make(tile.input->type, "async_load_vector", {read, simplify(count), Expr(vector)},
+                    CallType::Intrinsic);
 }
 
 // An asynchronous copy of the element (async_load(read[, in_bounds]): with
@@ -402,9 +445,26 @@ private:
       if (tile.layout.async_copy) {
         // Straight into the other buffer: it was last read before the
         // previous iteration's barrier.
-        fetches.push_back(per_thread_copy(tile, scan, prefix + "next.", [&](const std::vector<Expr> &c, const Expr &) {
+        Stmt scalar = per_thread_copy(tile, scan, prefix + "next.", [&](const std::vector<Expr> &c, const Expr &) {
           return Store::make(tile.buffer, shared_indices(tile, c, next_which), async_source(tile, c, next));
-        }));
+        });
+        int vector = vector_width(tile);
+        if (vector == 1) {
+          fetches.push_back(scalar);
+          continue;
+        }
+        // 16-byte copies where the input's rows are whole vectors (the
+        // check is uniform: one branch for the whole block), else one
+        // element at a time.
+        Stmt vectors = per_thread_copy(
+            tile, scan, prefix + "next.",
+            [&](const std::vector<Expr> &c, const Expr &) {
+              return Store::make(tile.buffer, shared_indices(tile, c, next_which),
+                                 async_vector_source(tile, c, next, vector));
+            },
+            vector);
+        Expr whole_vectors = tile.input->extents.back() % vector == 0;
+        fetches.push_back(IfThenElse::make(whole_vectors, vectors, scalar));
         continue;
       }
       std::string fetch = fetch_buffer_name(tile.input->name);
