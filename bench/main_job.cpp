@@ -98,7 +98,8 @@ struct FusedGemm {
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
-void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, Type dtype) {
+void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, Type dtype,
+                            const std::vector<int> &knobs) {
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32.
@@ -107,6 +108,14 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
                   : dtype == Float(16) ? MmaKind::F16_m16n8k16
                                        : MmaKind::TF32_m16n8k8;
     tiling.k_step = tiling.kind == MmaKind::TF32_m16n8k8 ? 16 : 32;
+    if (knobs.size() == 6) {
+      tiling.block_m = knobs[0];
+      tiling.block_n = knobs[1];
+      tiling.warp_m = knobs[2];
+      tiling.warp_n = knobs[3];
+      tiling.k_step = knobs[4];
+      tiling.min_blocks_per_sm = knobs[5];
+    }
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
@@ -124,6 +133,8 @@ struct Options {
   bool shape_given = false;
   Type dtype = Float(32);
   bool tensor_cores = false;
+  /// --mma-tiling=BMxBNxWMxWNxKSxMB (block, warp tile, k step, blocks per SM).
+  std::vector<int> mma_tiling;
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
@@ -170,6 +181,21 @@ Options parse_options(int argc, char **argv) {
       std::exit(0);
     }
     if (arg == "--tensor-cores") {
+      options.tensor_cores = true;
+      continue;
+    }
+    if (arg.rfind("--mma-tiling=", 0) == 0) {
+      std::string text = arg.substr(13);
+      for (size_t start = 0; start <= text.size();) {
+        size_t x = text.find('x', start);
+        std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+        options.mma_tiling.push_back(parse_extent("--mma-tiling", part));
+        if (x == std::string::npos)
+          break;
+        start = x + 1;
+      }
+      if (options.mma_tiling.size() != 6)
+        usage_error("--mma-tiling takes six numbers, BMxBNxWMxWNxKSxMB (block, warp tile, k step, blocks per SM)");
       options.tensor_cores = true;
       continue;
     }
@@ -478,7 +504,7 @@ int run_main_job(const Options &options) {
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
   FusedGemm gemm(options.dtype);
-  apply_default_schedule(gemm, shape, options.tensor_cores, options.dtype);
+  apply_default_schedule(gemm, shape, options.tensor_cores, options.dtype, options.mma_tiling);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

@@ -6,7 +6,8 @@ namespace coalesce {
 
 std::string MmaTiling::str() const {
   return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n, " per warp (",
-                 warps(), " warps), k step ", k_step, double_buffered ? ", double buffered" : "");
+                 warps(), " warps), k step ", k_step, double_buffered ? ", double buffered" : "",
+                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string());
 }
 
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
@@ -16,6 +17,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
       .gpu_blocks({bi, bj})
       .mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   out.fuse_epilogue(acc, bj);
+  if (t.min_blocks_per_sm > 0)
+    out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
   // elements of padding per row, the 32 lanes of one read hit 32 banks.
   SharedLayout a_layout, b_layout;

@@ -18,6 +18,7 @@ struct MmaTiling {
   int k_step = 32;                  ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
+  int min_blocks_per_sm = 0;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
 
   int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
   std::string str() const;
