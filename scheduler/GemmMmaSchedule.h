@@ -14,11 +14,15 @@ namespace coalesce {
 struct MmaTiling {
   MmaKind kind = MmaKind::BF16_m16n8k16;
   int block_m = 128, block_n = 128; ///< output tile per GPU block
-  int warp_m = 64, warp_n = 32;     ///< output tile per warp (8 warps for 128 x 128)
+  /// Output tile per warp: 64 x 64 (4 warps for 128 x 128), measured on the
+  /// H200 at bf16 4096^3: 0.645 ms, against 1.07 ms with 8 warps of 64 x 32
+  /// (which leave one block per SM) and 0.90 to 1.04 ms for 128x256,
+  /// 256x128 and 64x128 tiles.
+  int warp_m = 64, warp_n = 64;
   int k_step = 32;                  ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
-  int min_blocks_per_sm = 0;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
+  int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
 
   int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
   std::string str() const;

@@ -455,7 +455,20 @@ private:
         }
         // 16-byte copies where the input's rows are whole vectors (the
         // check is uniform: one branch for the whole block), else one
-        // element at a time.
+        // element at a time: all of this thread's elements into registers
+        // first, then into shared memory, so that their global reads
+        // overlap instead of each waiting for the one before.
+        std::string fetch = tile.input->name + "_fetch";
+        scalar = Block::make(
+            {per_thread_copy(tile, scan, prefix + "fetch.",
+                             [&](const std::vector<Expr> &c, const Expr &e) {
+                               return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e),
+                                                  source_value(tile, c, next));
+                             }),
+             per_thread_copy(tile, scan, prefix + "store.", [&](const std::vector<Expr> &c, const Expr &e) {
+               return Store::make(tile.buffer, shared_indices(tile, c, next_which),
+                                  Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e)));
+             })});
         Stmt vectors = per_thread_copy(
             tile, scan, prefix + "next.",
             [&](const std::vector<Expr> &c, const Expr &) {
@@ -494,7 +507,8 @@ private:
     if (!prologue.empty())
       result = Block::make({Block::make(prologue), Barrier::make(), result});
     for (const StagedTile &tile : tiles) {
-      if (tile.layout.double_buffered && !tile.layout.async_copy) {
+      bool fetch_registers = tile.layout.double_buffered && (!tile.layout.async_copy || vector_width(tile) > 1);
+      if (fetch_registers) {
         std::vector<Expr> fetch_extents;
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
