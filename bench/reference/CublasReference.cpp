@@ -26,22 +26,6 @@ cudaError_t launch_bias_gelu_bf16(int M, int N, const void *c, const float *bias
 cudaError_t launch_bias_gelu_f16(int M, int N, const void *c, const float *bias, void *out);
 } // namespace detail
 
-const char *precision_name(Precision p) {
-  switch (p) {
-  case Precision::FP32:
-    return "fp32";
-  case Precision::TF32:
-    return "tf32";
-  case Precision::BF16:
-    return "bf16";
-  case Precision::F16:
-    return "f16";
-  }
-  return "?";
-}
-
-int input_bytes(Precision p) { return p == Precision::FP32 || p == Precision::TF32 ? 4 : 2; }
-int output_bytes(Precision p) { return input_bytes(p); }
 
 namespace {
 

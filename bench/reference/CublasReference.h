@@ -30,10 +30,22 @@ namespace coalesce::reference {
 enum class Precision { FP32, TF32, BF16, F16 };
 
 /// "fp32", "tf32", "bf16", "f16".
-const char *precision_name(Precision p);
+inline const char *precision_name(Precision p) {
+  switch (p) {
+  case Precision::FP32:
+    return "fp32";
+  case Precision::TF32:
+    return "tf32";
+  case Precision::BF16:
+    return "bf16";
+  case Precision::F16:
+    return "f16";
+  }
+  return "?";
+}
 /// Bytes of one element of A and B, and of the output.
-int input_bytes(Precision p);
-int output_bytes(Precision p);
+inline int input_bytes(Precision p) { return p == Precision::FP32 || p == Precision::TF32 ? 4 : 2; }
+inline int output_bytes(Precision p) { return input_bytes(p); }
 
 /// C = A * B in true FP32 (cublasSgemm, CUBLAS_DEFAULT_MATH: no TF32).
 void sgemm(int M, int N, int K, const float *A, const float *B, float *C);
