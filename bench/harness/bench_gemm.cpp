@@ -36,7 +36,8 @@
 // min_ms, max_ms, TFLOPs (2*M*N*K / median), ratio_vs_gemm (median over the
 // cublas_gemm median of the same precision and shape in this run),
 // ratio_vs_chain, rel_error, tolerance, timed_runs, and for Coalesce's
-// variants ptx_compile_ms, registers, spill_bytes, shared_bytes.
+// variants ptx_compile_ms (of the first compile of that kernel: shapes with
+// the same tiling share it), registers, spill_bytes, shared_bytes.
 // Benchmark names are <precision>/<variant>/<shape>.
 //
 // Usage: coalesce-bench [--precisions=LIST] [--shapes=LIST] [Google Benchmark flags]
@@ -208,46 +209,71 @@ Timing time_runs(const std::function<void()> &run, gpu::DeviceBuffer &flush) {
 
 // --------------------------------------------------------------- benchmark
 
-/// One of Coalesce's variants, compiled and loaded.
-struct CoalesceKernel {
+/// One of Coalesce's kernels, compiled and loaded. The kernels take M, N and
+/// K at run time, so one compile serves every shape that picks the same
+/// tiling (kept for the whole run; see compiled_kernel).
+struct CompiledKernel {
   examples::Gemm gemm;
   std::unique_ptr<Pipeline> pipeline;
   const GpuExecutable *executable = nullptr;
-  std::vector<CUdeviceptr> pointers;
   std::string tiling;
   double ptx_compile_ms = 0;
   std::optional<PtxasResult> ptxas;
 };
 
-std::unique_ptr<CoalesceKernel> compile_coalesce(Epilogue epilogue, Problem &d) {
-  const Precision p = d.precision();
-  const Shape &s = d.shape();
-  auto kernel = std::make_unique<CoalesceKernel>(
-      CoalesceKernel{examples::make_gemm(epilogue, input_type(p), output_type(p)), nullptr, nullptr, {}, {}, 0, {}});
-  examples::Gemm &g = kernel->gemm;
+/// A compiled kernel bound to one problem's buffers.
+struct CoalesceKernel {
+  const CompiledKernel *compiled = nullptr;
+  std::vector<CUdeviceptr> pointers;
+};
+
+const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shape &s) {
+  // Never destroyed: unloading modules during exit would race the CUDA
+  // runtime's own teardown.
+  static auto *cache = new std::map<std::string, std::unique_ptr<CompiledKernel>>();
   const int sm_count = gpu::Device::get().sm_count();
+  std::optional<MmaTiling> mma;
+  std::optional<GemmTiling> ffma;
+  std::string tiling;
   if (uses_tensor_cores(p)) {
-    MmaTiling tiling = mma_tiling(p, s.M, s.N, sm_count);
-    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
-    kernel->tiling = tiling.str();
+    mma = mma_tiling(p, s.M, s.N, sm_count);
+    tiling = mma->str();
   } else {
-    GemmTiling tiling = default_gemm_tiling(s.M, s.N, s.K, sm_count);
-    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
-    kernel->tiling = tiling.str();
+    ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
+    tiling = ffma->str();
   }
-  kernel->pipeline = std::make_unique<Pipeline>(g.out);
+  const std::string key =
+      std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) + "/" + tiling;
+  std::unique_ptr<CompiledKernel> &kernel = (*cache)[key];
+  if (kernel)
+    return *kernel;
+  auto k = std::make_unique<CompiledKernel>(
+      CompiledKernel{examples::make_gemm(epilogue, input_type(p), output_type(p)), nullptr, nullptr, tiling, 0, {}});
+  examples::Gemm &g = k->gemm;
+  if (mma)
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, *mma);
+  else
+    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, *ffma);
+  k->pipeline = std::make_unique<Pipeline>(g.out);
   GpuTarget target = target_for_current_device();
-  kernel->pipeline->ptx(target);
-  kernel->ptx_compile_ms = kernel->pipeline->last_ptx_compile_ms();
+  k->pipeline->ptx(target);
+  k->ptx_compile_ms = k->pipeline->last_ptx_compile_ms();
   if (ptxas_available()) {
     try {
-      kernel->ptxas = kernel->pipeline->assemble(target);
+      k->ptxas = k->pipeline->assemble(target);
     } catch (const UserError &error) {
       std::fprintf(stderr, "coalesce-bench: ptxas report unavailable: %s\n", error.what());
     }
   }
-  kernel->executable = &kernel->pipeline->gpu_executable(target);
-  for (const Argument &arg : kernel->executable->program().args) {
+  k->executable = &k->pipeline->gpu_executable(target);
+  kernel = std::move(k);
+  return *kernel;
+}
+
+std::unique_ptr<CoalesceKernel> bind_coalesce(Epilogue epilogue, Problem &d) {
+  auto kernel = std::make_unique<CoalesceKernel>();
+  kernel->compiled = &compiled_kernel(epilogue, d.precision(), d.shape());
+  for (const Argument &arg : kernel->compiled->executable->program().args) {
     if (!arg.is_buffer())
       kernel->pointers.push_back(0);
     else if (arg.name == "A")
@@ -286,8 +312,8 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
       break;
     case Variant::CoalesceGemm:
     case Variant::CoalesceFused:
-      kernel = compile_coalesce(v == Variant::CoalesceGemm ? Epilogue::None : Epilogue::BiasGelu, d);
-      run = [&, k = kernel.get()] { k->executable->launch(k->pointers, params); };
+      kernel = bind_coalesce(v == Variant::CoalesceGemm ? Epilogue::None : Epilogue::BiasGelu, d);
+      run = [&, k = kernel.get()] { k->compiled->executable->launch(k->pointers, params); };
       break;
     }
 
@@ -306,7 +332,7 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
       // A fused epilogue must run after the whole reduction: K = 1 and K = 3.
       for (int K : {1, 3}) {
         std::map<std::string, int64_t> small{{"M", s.M}, {"N", s.N}, {"K", K}};
-        d.run_poisoned([&] { kernel->executable->launch(kernel->pointers, small); });
+        d.run_poisoned([&] { kernel->compiled->executable->launch(kernel->pointers, small); });
         Check ck = d.check_small_k(K);
         if (!ck.ok()) {
           failure = what + " at K=" + std::to_string(K) + ": " + ck.describe();
@@ -347,10 +373,11 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
     if (auto it = g_bench->chain_median.find(d.key()); it != g_bench->chain_median.end())
       state.counters["ratio_vs_chain"] = t.median / it->second;
     if (kernel) {
-      state.counters["ptx_compile_ms"] = kernel->ptx_compile_ms;
-      if (kernel->ptxas) {
+      const CompiledKernel &compiled = *kernel->compiled;
+      state.counters["ptx_compile_ms"] = compiled.ptx_compile_ms;
+      if (compiled.ptxas) {
         int registers = 0, spills = 0, shared = 0;
-        for (const KernelResources &k : kernel->ptxas->kernels) {
+        for (const KernelResources &k : compiled.ptxas->kernels) {
           registers = std::max(registers, k.registers);
           spills += k.spill_store_bytes + k.spill_load_bytes;
           shared = std::max(shared, k.shared_bytes);
@@ -359,7 +386,7 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
         state.counters["spill_bytes"] = spills;
         state.counters["shared_bytes"] = shared;
       }
-      state.SetLabel(kernel->tiling);
+      state.SetLabel(compiled.tiling);
     }
   } catch (const std::exception &error) {
     std::string message = what + ": " + error.what();
