@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs coalesce-bench on the GPU machine, from the root of the working tree:
-#   bash bench/run_benchmarks.sh [coalesce-bench flags, e.g. --shapes=4096,ragged]
+#   bash bench/run_benchmarks.sh [coalesce-bench flags, e.g. --precisions=bf16 --shapes=4096,ragged]
+# (every precision at every shape by default: about 8 minutes on an H200)
 # Needs the GPU bundle, gpu_bundle/coalesce-gpu.tar.gz or $COALESCE_GPU_BUNDLE
 # (built on the development machine by scripts/build_gpu_bundle.sh). Extracts
 # it to $COALESCE_GPU_DIR (/tmp/coalesce-gpu) unless that bundle is already
 # there, runs the benchmark with its JSON, log and the GPU's state written to
 # $OUT (or ./bench_out), and prints a short table last. On the development
-# machine, turn the JSON into docs/results.md and docs/results.png with
+# machine, turn the JSON into docs/results.md and docs/results_<precision>.png with
 #   /usr/bin/python3 bench/make_results.py bench_out/bench.json
 set -uo pipefail
 cd "$(dirname "$0")/.."

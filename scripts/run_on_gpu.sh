@@ -8,10 +8,14 @@
 # Steps, each logged, each run even when an earlier one failed:
 #   tests      every bin/test_* (doctest; GPU parts run when there is a GPU)
 #              and every bin/lesson_*, in parallel
-#   gpu-check  coalesce-gpu-check: every GPU schedule against a double
-#              reference, cuBLAS and the unfused chain
+#   gpu-check  coalesce-gpu-check: every GPU schedule, per precision (fp32
+#              FFMA; tf32, bf16, f16 tensor cores), against a double
+#              reference, cuBLAS / cuBLASLt and the unfused chain
 #   memcheck   compute-sanitizer --tool memcheck  on coalesce-gpu-check --sanitizer-case
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
+#   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
+#              (the sanitizer case: the fp32 default and a ragged bf16
+#              tensor-core GEMM, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher; the
 #              standalone codegen/aot/example_app is built against it with
 #              cmake and g++ (no LLVM) and run
@@ -19,7 +23,7 @@
 #   bench      only with --bench, if bench/run_benchmarks.sh exists
 #
 # Logs go to $OUT (or ./gpu_logs when OUT is unset): tests.log, gpu_check.log
-# (with both sanitizer runs), aot.log, main.log, summary.txt; with --bench,
+# (with the three sanitizer runs), aot.log, main.log, summary.txt; with --bench,
 # bench/run_benchmarks.sh writes its own files to $OUT/bench. A table
 # (step | status | key figure) is printed last. Exit status 1 when a step
 # failed; a step that cannot run here (no GPU, no compute-sanitizer) is
@@ -29,7 +33,7 @@
 # gpu_bundle/coalesce-gpu.tar.gz), COALESCE_STEP_TIMEOUT (seconds per step,
 # default 600), CUDA_ROOT (default /usr/local/cuda), COALESCE_GPU_CHECK_ARGS
 # (extra flags for coalesce-gpu-check, e.g. --full: every schedule at the
-# large shapes).
+# large shapes; --precisions=bf16 for one precision).
 #
 # The test programs look for the sources and the AOT tools at the absolute
 # paths of the tree they were built in (COALESCE_SOURCE_DIR / _BINARY_DIR).
@@ -170,6 +174,7 @@ if [ ! -x "$check" ]; then
   record gpu-check FAIL "coalesce-gpu-check is not in the bundle (cuBLAS reference not built?)"
   record memcheck skipped "no coalesce-gpu-check"
   record racecheck skipped "no coalesce-gpu-check"
+  record synccheck skipped "no coalesce-gpu-check"
 else
   echo "===== coalesce-gpu-check" >>"$check_log"
   # shellcheck disable=SC2086 # the flags are words
@@ -181,7 +186,7 @@ else
     record gpu-check "$(status_of $rc)" "$(grep -E '^[0-9]+ checks, [0-9]+ failed' "$check_log" | tail -1)"
   fi
   sanitizer=$(command -v compute-sanitizer || true)
-  for tool in memcheck racecheck; do
+  for tool in memcheck racecheck synccheck; do
     if [ -z "$sanitizer" ]; then
       record $tool skipped "compute-sanitizer not found"
       continue
@@ -192,7 +197,12 @@ else
     rc=$?
     section=$(tail -n +"$((start_line + 1))" "$check_log")
     summary=$(grep -aE '(ERROR|RACECHECK) SUMMARY' <<<"$section" | tail -1 | sed 's/^========= //')
-    result=$(grep -aE '^check ' <<<"$section" | tail -1 | sed -E 's/.*: (ok|FAIL)$/result \1/')
+    # The sanitizer case makes several checks (fp32 and bf16): count them.
+    ok=$(grep -acE '^check .*: ok$' <<<"$section")
+    bad=$(grep -acE '^check .*: FAIL$' <<<"$section")
+    result=""
+    [ $((ok + bad)) -gt 0 ] && result="checks $ok ok, $bad failed"
+    [ "$bad" -gt 0 ] && [ "$rc" = 0 ] && rc=1
     if grep -q '^no GPU:' <<<"$section"; then
       record $tool skipped "no GPU"
     else

@@ -1,5 +1,7 @@
-// coalesce-gpu-check: every GPU schedule of the project, checked on the GPU.
+// coalesce-gpu-check: every GPU schedule of the project, checked on the GPU,
+// for each precision (--precisions, default all):
 //
+// fp32 (the FFMA schedules, f32 everywhere):
 //   - every GPU-mapped catalog schedule (examples/Schedules.h) and the tuned
 //     default (schedule_gemm with default_gemm_tiling for the shape, bias +
 //     exact GELU) against a double-precision reference on the CPU at 1x1x1,
@@ -13,18 +15,23 @@
 //     cuBLAS reference is itself checked against the double reference on 8 rows;
 //   - every fused epilogue schedule at K = 1 and K = 3 (67 x 45) against the
 //     unfused chain in float on the CPU, tolerance 1e-5.
+// tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp.
 //
 // The output is poisoned (every byte 0xFF, a NaN) before each run; then every
 // element is read back and must be finite, and the poison just past the
-// output must be intact (nothing written past the end). The inputs are drawn
-// once on the host (uniform in [-1, 1)) into pools sized for the largest
-// shape and uploaded once; a shape reads the leading elements of each pool.
+// output must be intact (nothing written past the end). The fp32 inputs are
+// drawn once on the host (uniform in [-1, 1)) into pools sized for the
+// largest shape and uploaded once; a shape reads the leading elements of
+// each pool.
 //
 // Without a GPU it prints "no GPU: <reason>; skipping" and exits 0.
-// --sanitizer-case runs the tuned default once at 131x133x67 on buffers of
+// --sanitizer-case runs the tuned fp32 default once at 131x133x67 and the
+// bf16 tensor-core schedule once at the same ragged shape, each on buffers of
 // exactly the right size, for compute-sanitizer. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
+#include "bench/gpu_check/MmaCheck.h"
+#include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
@@ -121,32 +128,17 @@ std::vector<Candidate> gpu_candidates() {
 
 // ------------------------------------------------------------------- results
 
-struct Row {
-  std::string schedule, shape, vs;
-  double error = 0;
-  bool pass = false;
-};
-
-std::vector<Row> g_rows;
-
 void record(const Candidate &c, const Shape &s, const std::string &vs, double error, size_t not_finite,
             size_t guard_damage, double ms, const std::string &detail, const std::string &failure = "") {
-  double tolerance = vs.rfind("cuBLAS", 0) == 0 ? kToleranceCublas : kToleranceDouble;
-  bool pass = failure.empty() && not_finite == 0 && guard_damage == 0 && error <= tolerance;
-  std::string name = c.name + " (" + epilogue_name(c.epilogue) + ")";
-  std::printf("check %-34s %-16s vs %-24s ", name.c_str(), s.str().c_str(), vs.c_str());
-  if (!failure.empty())
-    std::printf("ERROR: %s", failure.c_str());
-  else if (ms > 0)
-    std::printf("rel error %.3g (tol %.0e), %zu not finite, %zu past-end writes, %.3f ms", error, tolerance,
-                not_finite, guard_damage, ms);
-  else
-    std::printf("rel error %.3g (tol %.0e)", error, tolerance);
-  if (!detail.empty())
-    std::printf(" [%s]", detail.c_str());
-  std::printf(": %s\n", pass ? "ok" : "FAIL");
-  std::fflush(stdout);
-  g_rows.push_back({name, s.str(), vs, failure.empty() ? error : std::numeric_limits<double>::infinity(), pass});
+  gpu_check::Outcome o;
+  o.error = error;
+  o.tolerance = vs.rfind("cuBLAS", 0) == 0 ? kToleranceCublas : kToleranceDouble;
+  o.not_finite = not_finite;
+  o.guard_damage = guard_damage;
+  o.ms = ms;
+  o.detail = detail;
+  o.failure = failure;
+  gpu_check::record(c.name + " (" + epilogue_name(c.epilogue) + ")", s.str(), vs, o);
 }
 
 // ---------------------------------------------------------------- device data
@@ -332,7 +324,8 @@ void check(Pipelines &pipelines, const Candidate &c, const Shape &s, DeviceData 
 int sanitizer_case() {
   const Shape s = kSanitizerShape;
   Candidate c{"default", Epilogue::BiasGelu, std::nullopt};
-  std::printf("coalesce-gpu-check --sanitizer-case: the tuned default (bias + GELU) once at %s, exact-size buffers\n",
+  std::printf("coalesce-gpu-check --sanitizer-case: the tuned fp32 default and the bf16 tensor-core schedule "
+              "(bias + GELU) once each at %s, exact-size buffers\n",
               s.str().c_str());
   DeviceData data;
   data.a = random_pool(s.mk(), 1);
@@ -349,15 +342,12 @@ int sanitizer_case() {
   Pipelines pipelines;
   DoubleSums sums = double_sums(data, s);
   check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
-  return g_rows.back().pass ? 0 : 1;
+  gpu_check::mma_sanitizer_case();
+  return gpu_check::all_passed() ? 0 : 1;
 }
 
-int full_check(bool full) {
-  auto started = std::chrono::steady_clock::now();
-  gpu::Device &device = gpu::Device::get();
-  std::printf("coalesce-gpu-check on %s (%d SMs), target %s\n", device.name().c_str(), device.sm_count(),
-              target_for_current_device().sm().c_str());
-
+/// The fp32 (FFMA) schedules; results go to Report.h.
+void fp32_check(bool full) {
   std::vector<Shape> all = kReferenceShapes;
   all.insert(all.end(), kCublasShapes.begin(), kCublasShapes.end());
   all.insert(all.end(), kChainShapes.begin(), kChainShapes.end());
@@ -442,33 +432,53 @@ int full_check(bool full) {
     }
   }
 
-  size_t failures = 0;
-  std::printf("\n| schedule | shape | vs | rel error | pass |\n|---|---|---|---|---|\n");
-  for (const Row &r : g_rows) {
-    failures += r.pass ? 0 : 1;
-    std::printf("| %s | %s | %s | %.2e | %s |\n", r.schedule.c_str(), r.shape.c_str(), r.vs.c_str(), r.error,
-                r.pass ? "ok" : "FAIL");
+}
+
+int full_check(bool full, const std::vector<bench::Precision> &precisions) {
+  auto started = std::chrono::steady_clock::now();
+  gpu::Device &device = gpu::Device::get();
+  std::printf("coalesce-gpu-check on %s (%d SMs), target %s, precisions", device.name().c_str(), device.sm_count(),
+              target_for_current_device().sm().c_str());
+  for (bench::Precision p : precisions)
+    std::printf(" %s", reference::precision_name(p));
+  std::printf("\n");
+  for (bench::Precision p : precisions) {
+    if (p == bench::Precision::FP32) {
+      std::printf("\n==== fp32: the FFMA schedules ====\n");
+      fp32_check(full);
+    } else {
+      gpu_check::check_mma(p);
+    }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("\n%zu checks, %zu failed (%.1f s)\n", g_rows.size(), failures, seconds);
-  return failures ? 1 : 0;
+  return gpu_check::print_summary(seconds) ? 1 : 0;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   bool sanitizer = false, full = false;
+  std::vector<bench::Precision> precisions = bench::all_precisions();
   for (int a = 1; a < argc; ++a) {
     std::string arg = argv[a];
-    if (arg == "--sanitizer-case") {
+    if (arg.rfind("--precisions=", 0) == 0) {
+      std::string error;
+      precisions = bench::parse_precisions(arg.substr(13), &error);
+      if (precisions.empty()) {
+        std::fprintf(stderr, "coalesce-gpu-check: %s\n", error.c_str());
+        return 2;
+      }
+    } else if (arg == "--sanitizer-case") {
       sanitizer = true;
     } else if (arg == "--full") {
       full = true;
     } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: coalesce-gpu-check [--full | --sanitizer-case]\n"
+      std::printf("usage: coalesce-gpu-check [--precisions=LIST] [--full | --sanitizer-case]\n"
                   "Checks every GPU schedule on the GPU against a double reference on the CPU, cuBLAS\n"
-                  "and the unfused chain; --full runs every schedule at the large cuBLAS shapes too;\n"
-                  "--sanitizer-case runs the tuned default once at %s for compute-sanitizer.\n",
+                  "and the unfused chain. LIST: comma-separated fp32 (the FFMA schedules), tf32, bf16,\n"
+                  "f16 (the tensor-core schedule) or all (the default). --full runs every fp32 schedule\n"
+                  "at the large cuBLAS shapes too; --sanitizer-case runs the tuned fp32 default and the\n"
+                  "bf16 tensor-core schedule once each at %s for compute-sanitizer.\n",
                   kSanitizerShape.str().c_str());
       return 0;
     } else {
@@ -482,7 +492,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    return sanitizer ? sanitizer_case() : full_check(full);
+    return sanitizer ? sanitizer_case() : full_check(full, precisions);
   } catch (const std::exception &error) {
     std::fprintf(stderr, "coalesce-gpu-check: error: %s\n", error.what());
   }

@@ -20,8 +20,12 @@
 
 namespace coalesce::reference {
 namespace detail {
-cudaError_t launch_bias_gelu(int M, int N, const float *c, const float *bias, float *out); // epilogue_kernels.cu
+// epilogue_kernels.cu
+cudaError_t launch_bias_gelu(int M, int N, const float *c, const float *bias, float *out);
+cudaError_t launch_bias_gelu_bf16(int M, int N, const void *c, const float *bias, void *out);
+cudaError_t launch_bias_gelu_f16(int M, int N, const void *c, const float *bias, void *out);
 } // namespace detail
+
 
 namespace {
 
@@ -55,6 +59,17 @@ uint32_t alignment(const void *p) {
 
 constexpr size_t kLtWorkspaceBytes = 32u << 20;
 
+/// The cuBLAS element type of p's inputs, and of its output.
+cudaDataType_t input_type(Precision p) {
+  return p == Precision::BF16 ? CUDA_R_16BF : p == Precision::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+cudaDataType_t output_type(Precision p) { return input_type(p); }
+
+/// f32 accumulation throughout; TF32 lets the tensor cores round inputs.
+cublasComputeType_t compute_type(Precision p) {
+  return p == Precision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 /// One cuBLASLt problem, planned once: descriptors plus the algorithm the
 /// heuristic picked, so timed calls do no host-side planning.
 struct LtPlan {
@@ -70,7 +85,7 @@ struct State {
   cublasLtHandle_t lt = nullptr;
   void *workspace = nullptr;
   std::mutex mutex; // guards plans
-  std::map<std::tuple<int, int, int, uint32_t, uint32_t, uint32_t, uint32_t>, LtPlan> plans;
+  std::map<std::tuple<Precision, int, int, int, uint32_t, uint32_t, uint32_t, uint32_t>, LtPlan> plans;
 
   State() {
     check(cublasCreate(&blas), "cublasCreate");
@@ -88,9 +103,11 @@ State &state() {
 }
 
 /// Builds the plan for D(N x M, col-major) = gelu(B^T(N x K) A^T(K x M) + bias).
-LtPlan make_plan(State &s, int M, int N, int K, const float *A, const float *B, const float *bias, float *out) {
+LtPlan make_plan(State &s, Precision precision, int M, int N, int K, const void *A, const void *B, const void *bias,
+                 void *out) {
   LtPlan p;
-  check(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  // Scale type f32 (alpha and beta are floats) for every precision.
+  check(cublasLtMatmulDescCreate(&p.desc, compute_type(precision), CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t no_trans = CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_trans, sizeof no_trans),
         "cublasLtMatmulDescSetAttribute(TRANSA)");
@@ -102,9 +119,15 @@ LtPlan make_plan(State &s, int M, int N, int K, const float *A, const float *B, 
   // The heuristic reads the bias pointer's value (for its alignment).
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-  check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
-  check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, K, M, K), "cublasLtMatrixLayoutCreate(A^T)");
-  check(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, N, M, N), "cublasLtMatrixLayoutCreate(out^T)");
+  // The bias is of D's type (cuBLASLt's default for non-integer, non-fp8
+  // kernels), set here so that the contract is visible.
+  const int32_t bias_type = output_type(precision);
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type),
+        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  const cudaDataType_t in = input_type(precision), outt = output_type(precision);
+  check(cublasLtMatrixLayoutCreate(&p.a, in, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
+  check(cublasLtMatrixLayoutCreate(&p.b, in, K, M, K), "cublasLtMatrixLayoutCreate(A^T)");
+  check(cublasLtMatrixLayoutCreate(&p.d, outt, N, M, N), "cublasLtMatrixLayoutCreate(out^T)");
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
@@ -129,9 +152,12 @@ LtPlan make_plan(State &s, int M, int N, int K, const float *A, const float *B, 
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulAlgoGetHeuristic(s.lt, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  check(st, "cublasLtMatmulAlgoGetHeuristic (GELU_BIAS, FP32)");
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    found = 0; // reported below with the problem's details
+  else
+    check(st, "cublasLtMatmulAlgoGetHeuristic (GELU_BIAS)");
   if (found < 1)
-    user_error("cuBLASLt has no FP32 GELU_BIAS algorithm for M=", M, ", N=", N, ", K=", K,
+    user_error("cuBLASLt has no ", precision_name(precision), " GELU_BIAS algorithm for M=", M, ", N=", N, ", K=", K,
                " with these pointer alignments (A ", align_b, ", B ", align_a, ", out ", align_d, " bytes)");
   p.algo = result.algo;
   return p;
@@ -159,13 +185,57 @@ void chain(int M, int N, int K, const float *A, const float *B, const float *bia
 }
 
 void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const float *bias, float *out) {
+  lt_gelu_bias(Precision::FP32, M, N, K, A, B, bias, out);
+}
+
+void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output) {
+  check_args("gemm", M, N, K, {A, B, C});
+  if (p == Precision::FP32) {
+    sgemm(M, N, K, static_cast<const float *>(A), static_cast<const float *>(B), static_cast<float *>(C));
+    return;
+  }
+  State &s = state();
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t in = input_type(p), out = f32_output ? CUDA_R_32F : output_type(p);
+  // Column-major C^T(N x M) = B^T(N x K) * A^T(K x M), as in sgemm.
+  check(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, in, N, A, in, K, &beta, C, out, N,
+                     compute_type(p), CUBLAS_GEMM_DEFAULT),
+        p == Precision::TF32 ? "cublasGemmEx (tf32)" : p == Precision::BF16 ? "cublasGemmEx (bf16)" : "cublasGemmEx (f16)");
+}
+
+void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void *out) {
+  check_args("bias_gelu", M, N, 1, {C, bias, out});
+  switch (p) {
+  case Precision::FP32:
+  case Precision::TF32:
+    bias_gelu(M, N, static_cast<const float *>(C), bias, static_cast<float *>(out));
+    return;
+  case Precision::BF16:
+    check(detail::launch_bias_gelu_bf16(M, N, C, bias, out), "launching the bf16 bias+GELU kernel");
+    return;
+  case Precision::F16:
+    check(detail::launch_bias_gelu_f16(M, N, C, bias, out), "launching the f16 bias+GELU kernel");
+    return;
+  }
+}
+
+void chain(Precision p, int M, int N, int K, const void *A, const void *B, const float *bias, void *C_tmp,
+           void *out) {
+  check_args("chain", M, N, K, {A, B, bias, C_tmp, out});
+  gemm(p, M, N, K, A, B, C_tmp);
+  bias_gelu(p, M, N, C_tmp, bias, out);
+}
+
+void lt_gelu_bias(Precision precision, int M, int N, int K, const void *A, const void *B, const void *bias,
+                  void *out) {
   check_args("lt_gelu_bias", M, N, K, {A, B, bias, out});
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const auto key = std::make_tuple(M, N, K, alignment(A), alignment(B), alignment(bias), alignment(out));
+  const auto key =
+      std::make_tuple(precision, M, N, K, alignment(A), alignment(B), alignment(bias), alignment(out));
   auto it = s.plans.find(key);
   if (it == s.plans.end())
-    it = s.plans.emplace(key, make_plan(s, M, N, K, A, B, bias, out)).first;
+    it = s.plans.emplace(key, make_plan(s, precision, M, N, K, A, B, bias, out)).first;
   const LtPlan &p = it->second;
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
@@ -173,7 +243,7 @@ void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const flo
   // beta = 0, so C is not read; it is given D's pointer and layout.
   check(cublasLtMatmul(s.lt, p.desc, &alpha, B, p.a, A, p.b, &beta, out, p.d, out, p.d, &p.algo, s.workspace,
                        kLtWorkspaceBytes, /*stream=*/nullptr),
-        "cublasLtMatmul (GELU_BIAS, FP32)");
+        "cublasLtMatmul (GELU_BIAS)");
 }
 
 } // namespace coalesce::reference

@@ -2,6 +2,8 @@
 // second half of the unfused "chain"), compiled by nvcc. Exact erf GELU, no
 // fast-math: this is the accuracy reference as well as the timing baseline.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,6 +35,40 @@ __global__ void bias_gelu_scalar(int64_t total, int n, const float *c, const flo
     out[i] = gelu_erf(c[i] + __ldg(&bias[i % n]));
 }
 
+// The 16-bit chain (bf16 or f16 C and out, f32 bias): widened to f32, the
+// same arithmetic as above, rounded once (to nearest even) on the store.
+__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T narrow(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 narrow<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half narrow<__half>(float v) { return __float2half_rn(v); }
+
+/// Eight elements (16 bytes) per step; N % 8 == 0, so a step never straddles
+/// rows and its bias is two aligned float4.
+template <typename T>
+__global__ void bias_gelu_narrow_vec8(int64_t total8, int n8, const uint4 *c, const float4 *__restrict__ bias,
+                                      uint4 *out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total8; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint4 packed = c[i];
+    const T *v = reinterpret_cast<const T *>(&packed);
+    const int64_t b8 = i % n8;
+    const float4 b0 = __ldg(&bias[2 * b8]), b1 = __ldg(&bias[2 * b8 + 1]);
+    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+    uint4 result;
+    T *r = reinterpret_cast<T *>(&result);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      r[e] = narrow<T>(gelu_erf(widen(v[e]) + b[e]));
+    out[i] = result;
+  }
+}
+
+template <typename T>
+__global__ void bias_gelu_narrow_scalar(int64_t total, int n, const T *c, const float *__restrict__ bias, T *out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = narrow<T>(gelu_erf(widen(c[i]) + __ldg(&bias[i % n])));
+}
+
 unsigned grid_for(int64_t items, int threads) {
   // Enough blocks to cover the data; capped (grid-stride beyond that).
   const int64_t blocks = (items + threads - 1) / threads;
@@ -58,6 +94,30 @@ cudaError_t launch_bias_gelu(int M, int N, const float *c, const float *bias, fl
     bias_gelu_scalar<<<grid_for(total, kThreads), kThreads>>>(total, N, c, bias, out);
   }
   return cudaGetLastError();
+}
+
+namespace {
+template <typename T> cudaError_t launch_narrow(int M, int N, const void *c, const float *bias, void *out) {
+  constexpr int kThreads = 256;
+  const int64_t total = int64_t(M) * N;
+  if (N % 8 == 0 && aligned16(c) && aligned16(bias) && aligned16(out)) {
+    const int64_t total8 = total / 8;
+    bias_gelu_narrow_vec8<T><<<grid_for(total8, kThreads), kThreads>>>(
+        total8, N / 8, static_cast<const uint4 *>(c), reinterpret_cast<const float4 *>(bias), static_cast<uint4 *>(out));
+  } else {
+    bias_gelu_narrow_scalar<T><<<grid_for(total, kThreads), kThreads>>>(total, N, static_cast<const T *>(c), bias,
+                                                                         static_cast<T *>(out));
+  }
+  return cudaGetLastError();
+}
+} // namespace
+
+/// bf16 / f16 C and out, f32 bias; as launch_bias_gelu otherwise.
+cudaError_t launch_bias_gelu_bf16(int M, int N, const void *c, const float *bias, void *out) {
+  return launch_narrow<__nv_bfloat16>(M, N, c, bias, out);
+}
+cudaError_t launch_bias_gelu_f16(int M, int N, const void *c, const float *bias, void *out) {
+  return launch_narrow<__half>(M, N, c, bias, out);
 }
 
 } // namespace coalesce::reference::detail

@@ -1,0 +1,202 @@
+#pragma once
+// What the GPU check (bench/gpu_check) and the benchmark (bench/harness)
+// share about the four precisions of a GEMM: the element types and MMA
+// instruction each one uses, the tf32 rounding of the reference, the tile
+// sizes of the tensor-core schedule for a shape, and every tolerance with its
+// reason. Plain C++ (no CUDA headers), so tests/test_bench_precisions.cpp
+// checks it on a machine without a GPU.
+
+#include "bench/reference/CublasReference.h"
+#include "dsl/Type.h"
+#include "scheduler/GemmMmaSchedule.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace coalesce::bench {
+
+using reference::Precision;
+
+inline const std::vector<Precision> &all_precisions() {
+  static const std::vector<Precision> all = {Precision::FP32, Precision::TF32, Precision::BF16, Precision::F16};
+  return all;
+}
+
+/// Element type of A and B (f32 for FP32 and TF32) and of the output (f32,
+/// or the 16-bit input type, as cuBLAS's reference of the same precision).
+inline Type input_type(Precision p) {
+  return p == Precision::BF16 ? BFloat(16) : p == Precision::F16 ? Float(16) : Float(32);
+}
+inline Type output_type(Precision p) { return input_type(p); }
+
+/// The warp MMA instruction of the tensor-core schedule; FP32 has none (its
+/// kernels are the FFMA schedule, scheduler/GemmSchedule.h).
+inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
+inline MmaKind mma_kind(Precision p) {
+  return p == Precision::BF16 ? MmaKind::BF16_m16n8k16 : p == Precision::F16 ? MmaKind::F16_m16n8k16
+                                                                              : MmaKind::TF32_m16n8k8;
+}
+
+/// Parses "all" or a comma-separated list of fp32, tf32, bf16, f16 (in the
+/// order given, without repeats). On a bad name, returns {} and says why.
+inline std::vector<Precision> parse_precisions(const std::string &list, std::string *error) {
+  std::vector<Precision> result;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (item.empty())
+      continue;
+    std::vector<Precision> named;
+    if (item == "all")
+      named = all_precisions();
+    for (Precision p : all_precisions())
+      if (item == reference::precision_name(p))
+        named.push_back(p);
+    if (named.empty()) {
+      *error = "unknown precision '" + item + "' (expected fp32, tf32, bf16, f16 or all)";
+      return {};
+    }
+    for (Precision p : named) {
+      bool seen = false;
+      for (Precision q : result)
+        seen = seen || q == p;
+      if (!seen)
+        result.push_back(p);
+    }
+  }
+  if (result.empty())
+    *error = "no precision selected";
+  return result;
+}
+
+/// f32 rounded to tf32 as the MMA instruction rounds its inputs (cvt.rna:
+/// to nearest, ties away from zero): add half of the dropped 13 bits, drop
+/// them. Infinities and NaNs are left alone.
+inline float round_to_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits = (bits + 0x1000u) & 0xFFFFE000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+/// The output type's unit roundoff u: rounding to nearest changes a value x
+/// by at most u |x|, so the relative (Frobenius) error of a rounded matrix is
+/// at most u. u = 2^-p for p significand bits: f32 2^-24, f16 2^-11, bf16
+/// 2^-8 (7 stored bits: half an ulp is 2^-9 of a value at the top of its
+/// binade and 2^-8 at the bottom).
+inline double output_unit_roundoff(Precision p) {
+  switch (p) {
+  case Precision::BF16:
+    return std::ldexp(1.0, -8);
+  case Precision::F16:
+    return std::ldexp(1.0, -11);
+  default:
+    return std::ldexp(1.0, -24);
+  }
+}
+
+/// The comparisons the check and the benchmark make; each has a tolerance on
+/// the relative error ||got - want|| / ||want|| over the compared elements.
+enum class Comparison {
+  OursVsDouble,   ///< our kernel vs the double reference on the exact (tf32: rounded) inputs, K <= ~4096
+  OursVsCublas,   ///< our kernel vs cuBLAS's GEMM of the precision with an f32 output, epilogue in double
+  CublasVsDouble, ///< that cuBLAS f32-output GEMM vs the double reference (sampled rows)
+  GemmVsCublas,   ///< cuBLAS's GEMM with the precision's output vs its f32-output GEMM
+  ChainVsCublas,  ///< the cuBLAS chain (GEMM rounded to the output type, then bias + GELU)
+  LtVsCublas,     ///< cuBLASLt GELU_BIAS vs the f32-output GEMM with the tanh GELU in double
+  OursVsLt,       ///< our erf-GELU kernel vs cuBLASLt's tanh-GELU output directly
+};
+
+/// The tolerance of a comparison at precision p, from these parts:
+///   - u, the output's unit roundoff, once per rounding to the output type;
+///   - f32 accumulation in a different order (blocking, split K, FFMA vs
+///     tensor-core sums): 1e-5 against the double reference (K <= ~4096,
+///     the error grows like sqrt(K) 2^-24), 1e-4 against cuBLAS, which may
+///     split K and whose kernels are not ours;
+///   - tf32: cuBLAS may round its f32 inputs to tf32 otherwise than the
+///     instruction's round-to-nearest (truncation included), which moves each
+///     product by up to 2 tf32 ulps, 2^-9 relative, and the sums by as much
+///     where the moves do not cancel; the double reference rounds exactly as
+///     our kernel does, so it needs no such allowance;
+///   - cuBLASLt's GELU is the tanh form: up to ~5e-4 from erf-GELU in
+///     absolute value, under 1e-3 relative to an output's norm.
+inline double tolerance(Precision p, Comparison c) {
+  const double u = output_unit_roundoff(p);
+  const double tf32_inputs = p == Precision::TF32 ? std::ldexp(1.0, -9) : 0.0;
+  switch (c) {
+  case Comparison::OursVsDouble:
+    return u + 1e-5;
+  case Comparison::OursVsCublas:
+    return u + 1e-4 + tf32_inputs;
+  case Comparison::CublasVsDouble:
+    return 1e-4 + tf32_inputs;
+  case Comparison::GemmVsCublas:
+    return u + 1e-4;
+  case Comparison::ChainVsCublas:
+    // The chain rounds A * B to the output type before bias + GELU: that
+    // error (up to u |C|) passes through GELU (slope <= 1.13), whose output
+    // has about 1/sqrt(2) of C's norm, then the result is rounded again:
+    // 1.13 sqrt(2) u + u < 3u.
+    return 3 * u + 1e-4;
+  case Comparison::LtVsCublas:
+    // One rounding of D, plus one of the bias-added value where cuBLASLt
+    // keeps it in the output type.
+    return 2 * u + 1e-4;
+  case Comparison::OursVsLt:
+    return 3 * u + 1e-3 + tf32_inputs;
+  }
+  return 0;
+}
+
+/// The tensor-core tiling for an M x N problem on `sm_count` multiprocessors:
+/// the largest block tile that still gives every multiprocessor a block,
+/// skipping 128-row tiles when M fits in 64 rows (at least half of such a
+/// tile would be computed and thrown away); the smallest tile when none
+/// fills the GPU.
+/// k_step is 32 for bf16/f16 (two m16n8k16 steps) and 16 for tf32 (two
+/// m16n8k8 steps: the same 64 bytes per staged row).
+inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count) {
+  struct Tile {
+    int block_m, block_n, warp_m, warp_n;
+  };
+  static const Tile kTiles[] = {{128, 128, 64, 32}, {128, 64, 64, 32}, {64, 64, 32, 32}};
+  const Tile *chosen = &kTiles[2];
+  for (const Tile &t : kTiles) {
+    if (t.block_m > 64 && M <= 64)
+      continue;
+    const int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    if (blocks >= sm_count) {
+      chosen = &t;
+      break;
+    }
+  }
+  MmaTiling tiling;
+  tiling.kind = mma_kind(p);
+  tiling.block_m = chosen->block_m;
+  tiling.block_n = chosen->block_n;
+  tiling.warp_m = chosen->warp_m;
+  tiling.warp_n = chosen->warp_n;
+  tiling.k_step = p == Precision::TF32 ? 16 : 32;
+  return tiling;
+}
+
+/// A bias value every precision's bias vector holds exactly: `x` in [-1, 1)
+/// rounded to bf16, and 0 below f16's smallest normal (2^-14), where f16
+/// would round it. So our f32 bias and cuBLASLt's bias of the output type
+/// (bf16, f16 or f32) are the same numbers.
+inline float bias_on_common_grid(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u; // to nearest even, 8 significand bits
+  std::memcpy(&x, &bits, 4);
+  return std::fabs(x) < std::ldexp(1.0f, -14) ? 0.0f : x;
+}
+
+} // namespace coalesce::bench

@@ -1,0 +1,375 @@
+// The tensor-core schedule (schedule_gemm_mma with bench::mma_tiling for the
+// shape) fused with bias + exact GELU, per precision: tf32 (f32 A, B and
+// out), bf16 (bf16 A, B and out) and f16 (f16 A, B and out).
+//
+//   - 1x1x1, 127x129x131, 1024^3: against the double reference on the
+//     inputs' exact values (tf32: rounded as the instruction rounds them), on
+//     every row (every 7th and the last at 1024^3), and against cuBLAS;
+//   - 4093x4091x4097, 8192x11008x4096: against cuBLAS of the same precision
+//     on every element, and the double reference on 8 sampled rows;
+//   - 67x45 at K = 1 and K = 3: against the double reference (an epilogue
+//     applied inside the reduction would agree at K = 1 only).
+// "cuBLAS" is cuBLAS's GEMM of the precision with an f32 output, plus bias and
+// erf-GELU in double: the same f32 accumulation with no 16-bit rounding, so
+// the tolerance is one rounding of our output (bench::tolerance). That GEMM is
+// itself checked against the double reference on the sampled rows. Our output
+// is also compared with cuBLASLt's GELU_BIAS (tanh GELU) of the precision.
+//
+// The output is poisoned (every byte 0xFF: NaN in f32, bf16 and f16) before
+// each run, every element is read back and must be finite, and 64 KiB of
+// poison past its end must be intact.
+
+#include "bench/gpu_check/MmaCheck.h"
+
+#include "bench/gpu_check/Report.h"
+#include "examples/Gemm.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Comparison;
+using bench::Precision;
+using examples::Epilogue;
+
+struct Shape {
+  int M, N, K;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+  size_t mn() const { return size_t(M) * N; }
+};
+
+const std::vector<Shape> kDoubleShapes = {{1, 1, 1}, {127, 129, 131}, {1024, 1024, 1024}};
+const std::vector<Shape> kCublasShapes = {{4093, 4091, 4097}, {8192, 11008, 4096}};
+const std::vector<Shape> kSmallKShapes = {{67, 45, 1}, {67, 45, 3}};
+/// Ragged in M, N and K (K not a multiple of the k step): every edge path.
+const Shape kSanitizerShape{131, 133, 67};
+constexpr size_t kGuardBytes = 1 << 16;
+/// Above this many multiply-adds the double reference samples every 7th row.
+constexpr double kFullReferenceMacs = 1 << 27;
+constexpr int kCublasSampleRows = 8;
+
+std::string name_of(Precision p) { return std::string("mma ") + reference::precision_name(p) + " (bias_gelu)"; }
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+/// Compiled pipelines, one per (precision, tiling).
+class Kernels {
+public:
+  const GpuExecutable &get(Precision p, const MmaTiling &tiling) {
+    std::string key = std::string(reference::precision_name(p)) + "/" + tiling.str();
+    std::unique_ptr<Pipeline> &pipeline = pipelines_[key];
+    if (!pipeline) {
+      examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
+      schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
+      pipeline = std::make_unique<Pipeline>(g.out);
+    }
+    return pipeline->gpu_executable(target_for_current_device());
+  }
+
+private:
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+/// One problem's data on the host and the device. `guard` bytes of poison
+/// follow the output (0 for the exact-size sanitizer case).
+struct Problem {
+  Precision p;
+  Shape s;
+  examples::GemmData host;
+  Buffer bias_out; // the bias in the output type, for cuBLASLt
+  gpu::DeviceBuffer a, b, bias, bias_out_dev, out;
+  size_t guard;
+  std::vector<float> result; // our output, widened
+
+  Problem(Precision precision, const Shape &shape, size_t guard_bytes)
+      : p(precision), s(shape),
+        host(examples::make_data(shape.M, shape.N, shape.K, 1 + shape.K, bench::input_type(precision))),
+        bias_out({shape.N}, bench::output_type(precision)), guard(guard_bytes) {
+    for (int j = 0; j < s.N; ++j) {
+      host.bias.set(size_t(j), bench::bias_on_common_grid(host.bias.get(size_t(j))));
+      bias_out.set(size_t(j), host.bias.get(size_t(j))); // exact: the value is on every type's grid
+    }
+    a = upload(host.a);
+    b = upload(host.b);
+    bias = upload(host.bias);
+    bias_out_dev = upload(bias_out);
+    out = gpu::DeviceBuffer(out_bytes() + guard);
+  }
+
+  size_t out_bytes() const { return s.mn() * size_t(bench::output_type(p).bytes()); }
+
+  static gpu::DeviceBuffer upload(const Buffer &buffer) {
+    gpu::DeviceBuffer device(buffer.size_in_bytes());
+    device.upload(buffer.raw_data(), buffer.size_in_bytes());
+    return device;
+  }
+
+  /// The M x N output-typed elements at `ptr`, widened to f32.
+  std::vector<float> download_output(CUdeviceptr ptr) const {
+    Buffer bits({s.M, s.N}, bench::output_type(p));
+    gpu::cu_check(gpu::driver().memcpy_dtoh(bits.raw_data(), ptr, bits.size_in_bytes()), "cuMemcpyDtoH of ",
+                  bits.size_in_bytes(), " bytes");
+    std::vector<float> values(bits.size());
+    for (size_t n = 0; n < values.size(); ++n)
+      values[n] = bits.get(n);
+    return values;
+  }
+
+  /// Runs our kernel into the poisoned output; reads it all back into
+  /// `result`; counts what is not finite and the overwritten guard bytes.
+  Outcome run(const GpuExecutable &exe) {
+    std::vector<CUdeviceptr> pointers;
+    for (const Argument &arg : exe.program().args) {
+      if (!arg.is_buffer())
+        pointers.push_back(0);
+      else if (arg.is_output)
+        pointers.push_back(out.ptr());
+      else if (arg.name == "A")
+        pointers.push_back(a.ptr());
+      else if (arg.name == "B")
+        pointers.push_back(b.ptr());
+      else if (arg.name == "bias")
+        pointers.push_back(bias.ptr());
+      else
+        user_error("unexpected pipeline argument '", arg.name, "'");
+    }
+    out.fill_bytes(0xFF);
+    gpu::EventTimer timer;
+    timer.start();
+    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
+    timer.stop();
+    gpu::synchronize();
+    Outcome o;
+    o.ms = timer.elapsed_ms();
+    result = download_output(out.ptr());
+    for (float v : result)
+      o.not_finite += std::isfinite(v) ? 0 : 1;
+    std::vector<uint8_t> guard_bytes(guard);
+    if (guard)
+      gpu::cu_check(gpu::driver().memcpy_dtoh(guard_bytes.data(), out.ptr() + out_bytes(), guard),
+                    "cuMemcpyDtoH of the guard");
+    for (uint8_t byte : guard_bytes)
+      o.guard_damage += byte == 0xFF ? 0 : 1;
+    return o;
+  }
+};
+
+/// Sums A * B in double for `rows` (every column), from the inputs' exact
+/// values; for tf32 each input is first rounded as the instruction rounds it.
+struct DoubleSums {
+  std::vector<int> rows;
+  std::vector<double> sums; // rows.size() x N
+};
+
+DoubleSums double_sums(const Problem &pr, std::vector<int> rows) {
+  const Shape &s = pr.s;
+  const bool tf32 = pr.p == Precision::TF32;
+  auto widen = [&](const Buffer &buffer, size_t n) {
+    float v = buffer.get(n);
+    return tf32 ? bench::round_to_tf32(v) : v;
+  };
+  std::vector<float> b(size_t(s.K) * s.N);
+  for (size_t n = 0; n < b.size(); ++n)
+    b[n] = widen(pr.host.b, n);
+  DoubleSums result{std::move(rows), {}};
+  result.sums.assign(result.rows.size() * s.N, 0.0);
+  for (size_t r = 0; r < result.rows.size(); ++r) {
+    double *row = &result.sums[r * s.N];
+    for (int k = 0; k < s.K; ++k) {
+      const double a = widen(pr.host.a, size_t(result.rows[r]) * s.K + k);
+      const float *b_row = &b[size_t(k) * s.N];
+      for (int j = 0; j < s.N; ++j)
+        row[j] += a * b_row[j];
+    }
+  }
+  return result;
+}
+
+std::vector<int> all_or_sampled_rows(const Shape &s) {
+  std::vector<int> rows;
+  const int stride = double(s.M) * s.N * s.K > kFullReferenceMacs ? 7 : 1;
+  for (int r = 0; r < s.M; r += stride)
+    rows.push_back(r);
+  if (rows.back() != s.M - 1)
+    rows.push_back(s.M - 1);
+  return rows;
+}
+
+std::vector<int> spread_rows(const Shape &s, int count) {
+  std::vector<int> rows;
+  for (int r = 0; r < count; ++r)
+    rows.push_back(int(int64_t(r) * (s.M - 1) / std::max(count - 1, 1)));
+  return rows;
+}
+
+/// ||got - want|| / ||want|| with want(n) in double over n in [0, count).
+template <typename Want> double relative_error(const float *got, size_t count, Want want) {
+  double diff = 0, norm = 0;
+  for (size_t n = 0; n < count; ++n) {
+    const double w = want(n), d = double(got[n]) - w;
+    diff += d * d;
+    norm += w * w;
+  }
+  if (!std::isfinite(diff) || !std::isfinite(norm))
+    return std::numeric_limits<double>::infinity();
+  return norm == 0 ? (diff == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::sqrt(diff / norm);
+}
+
+/// `values` (M x N, row-major) on the sampled rows against gelu(sum + bias)
+/// in double; `gelu` false compares with the plain sums.
+double error_vs_double(const Problem &pr, const DoubleSums &ref, const std::vector<float> &values, bool gelu) {
+  const int N = pr.s.N;
+  std::vector<float> sampled(ref.rows.size() * N);
+  for (size_t r = 0; r < ref.rows.size(); ++r)
+    for (int j = 0; j < N; ++j)
+      sampled[r * N + j] = values[size_t(ref.rows[r]) * N + j];
+  return relative_error(sampled.data(), sampled.size(), [&](size_t n) {
+    const double sum = ref.sums[n];
+    return gelu ? gelu_erf(sum + pr.host.bias.get(n % N)) : sum;
+  });
+}
+
+std::string rows_label(const DoubleSums &ref, const Shape &s) {
+  return ref.rows.size() == size_t(s.M) ? "double (all rows)" : "double (" + std::to_string(ref.rows.size()) + " rows)";
+}
+
+/// Records a check whose comparison may throw.
+template <typename Body> void guarded(const std::string &name, const Shape &s, const std::string &vs, Body body) {
+  try {
+    record(name, s.str(), vs, body());
+  } catch (const std::exception &error) {
+    Outcome o;
+    o.failure = error.what();
+    record(name, s.str(), vs, o);
+  }
+}
+
+/// Our kernel at one shape: against the double reference on `ref_rows`
+/// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
+void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas) {
+  const std::string name = name_of(p);
+  const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count());
+  std::unique_ptr<Problem> pr;
+  Outcome run;
+  try {
+    pr = std::make_unique<Problem>(p, s, kGuardBytes);
+    run = pr->run(kernels.get(p, tiling));
+  } catch (const std::exception &error) {
+    run.failure = error.what();
+    record(name, s.str(), "(run)", run);
+    return;
+  }
+  run.detail = tiling.str();
+  const DoubleSums sums = double_sums(*pr, std::move(ref_rows));
+  if (!sums.rows.empty()) {
+    Outcome o = run;
+    o.error = error_vs_double(*pr, sums, pr->result, true);
+    o.tolerance = bench::tolerance(p, Comparison::OursVsDouble);
+    record(name, s.str(), rows_label(sums, s), o);
+  }
+  if (!cublas)
+    return;
+
+  // cuBLAS's GEMM of this precision with an f32 output, checked itself first.
+  const std::string cublas_name = std::string("cuBLAS ") + reference::precision_name(p) + " gemm (f32 out)";
+  std::vector<float> ref;
+  bool ref_ok = false;
+  guarded(cublas_name, s, rows_label(sums, s), [&] {
+    gpu::DeviceBuffer ref_dev(s.mn() * sizeof(float));
+    ref_dev.fill_bytes(0xFF);
+    reference::gemm(p, s.M, s.N, s.K, pr->a.as<void>(), pr->b.as<void>(), ref_dev.as<void>(), /*f32_output=*/true);
+    gpu::synchronize();
+    ref.resize(s.mn());
+    ref_dev.download(ref);
+    Outcome o;
+    for (float v : ref)
+      o.not_finite += std::isfinite(v) ? 0 : 1;
+    o.error = error_vs_double(*pr, sums, ref, false);
+    o.tolerance = bench::tolerance(p, Comparison::CublasVsDouble);
+    ref_ok = o.not_finite == 0 && o.error <= o.tolerance;
+    return o;
+  });
+  if (ref_ok) {
+    Outcome o = run;
+    o.error = relative_error(pr->result.data(), s.mn(),
+                             [&](size_t n) { return gelu_erf(double(ref[n]) + pr->host.bias.get(n % s.N)); });
+    o.tolerance = bench::tolerance(p, Comparison::OursVsCublas);
+    record(name, s.str(), std::string("cuBLAS ") + reference::precision_name(p) + " + epi", o);
+  }
+  ref.clear();
+  ref.shrink_to_fit();
+
+  // cuBLASLt's fused GELU_BIAS of this precision, element for element.
+  const std::string lt_vs = std::string("cuBLASLt ") + reference::precision_name(p) + " GELU_BIAS";
+  try {
+    gpu::DeviceBuffer lt_dev(pr->out_bytes());
+    lt_dev.fill_bytes(0xFF);
+    reference::lt_gelu_bias(p, s.M, s.N, s.K, pr->a.as<void>(), pr->b.as<void>(), pr->bias_out_dev.as<void>(),
+                            lt_dev.as<void>());
+    gpu::synchronize();
+    const std::vector<float> lt = pr->download_output(lt_dev.ptr());
+    Outcome o = run;
+    o.error = relative_error(pr->result.data(), s.mn(), [&](size_t n) { return double(lt[n]); });
+    o.tolerance = bench::tolerance(p, Comparison::OursVsLt);
+    record(name, s.str(), lt_vs, o);
+  } catch (const std::exception &error) {
+    Outcome o;
+    const std::string message = error.what();
+    // No algorithm for an odd shape is cuBLASLt's limit, not our failure; the
+    // cuBLAS comparison above still covers the shape.
+    if (message.find("cuBLASLt has no") != std::string::npos)
+      o.note = message;
+    else
+      o.failure = message;
+    record(name, s.str(), lt_vs, o);
+  }
+}
+
+} // namespace
+
+void check_mma(Precision p) {
+  std::printf("\n== tensor-core schedule, %s (%s A and B, %s out), bias + GELU ==\n", reference::precision_name(p),
+              bench::input_type(p).str().c_str(), bench::output_type(p).str().c_str());
+  Kernels kernels;
+  for (const Shape &s : kDoubleShapes)
+    check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/true);
+  for (const Shape &s : kCublasShapes)
+    check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true);
+  for (const Shape &s : kSmallKShapes)
+    check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false);
+}
+
+void mma_sanitizer_case() {
+  const Precision p = Precision::BF16;
+  const Shape &s = kSanitizerShape;
+  const std::string name = name_of(p);
+  try {
+    Kernels kernels;
+    const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count());
+    Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
+    Outcome o = pr.run(kernels.get(p, tiling));
+    o.detail = tiling.str();
+    const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
+    o.error = error_vs_double(pr, sums, pr.result, true);
+    o.tolerance = bench::tolerance(p, Comparison::OursVsDouble);
+    record(name, s.str(), rows_label(sums, s), o);
+  } catch (const std::exception &error) {
+    Outcome o;
+    o.failure = error.what();
+    record(name, s.str(), "double (all rows)", o);
+  }
+}
+
+} // namespace coalesce::gpu_check

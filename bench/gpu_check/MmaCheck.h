@@ -1,0 +1,16 @@
+#pragma once
+// The tensor-core (warp MMA) GEMM + bias + GELU of one precision, checked on
+// the GPU; see MmaCheck.cpp for what is compared with what.
+
+#include "bench/common/Precisions.h"
+
+namespace coalesce::gpu_check {
+
+/// Every check of precision p (TF32, BF16 or F16); results go to Report.h.
+void check_mma(bench::Precision p);
+
+/// One bf16 run at a ragged shape on buffers of exactly the right size, for
+/// compute-sanitizer; its result goes to Report.h too.
+void mma_sanitizer_case();
+
+} // namespace coalesce::gpu_check
