@@ -103,11 +103,10 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32.
-    MmaTiling tiling;
-    tiling.kind = dtype == BFloat(16)  ? MmaKind::BF16_m16n8k16
-                  : dtype == Float(16) ? MmaKind::F16_m16n8k16
-                                       : MmaKind::TF32_m16n8k8;
-    tiling.k_step = tiling.kind == MmaKind::TF32_m16n8k8 ? 16 : 32;
+    MmaKind kind = dtype == BFloat(16)  ? MmaKind::BF16_m16n8k16
+                   : dtype == Float(16) ? MmaKind::F16_m16n8k16
+                                        : MmaKind::TF32_m16n8k8;
+    MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N);
     if (knobs.size() == 6) {
       tiling.block_m = knobs[0];
       tiling.block_n = knobs[1];

@@ -10,6 +10,33 @@ std::string MmaTiling::str() const {
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string());
 }
 
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
+  struct Tile {
+    int block_m, block_n, warp_m, warp_n, min_blocks;
+  };
+  bool tf32 = kind == MmaKind::TF32_m16n8k8;
+  const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
+  const Tile *chosen = &tiles[2];
+  for (const Tile &t : tiles) {
+    if (t.block_m > 64 && M > 0 && M <= 64)
+      continue;
+    int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    if (M <= 0 || N <= 0 || blocks >= sm_count) {
+      chosen = &t;
+      break;
+    }
+  }
+  MmaTiling tiling;
+  tiling.kind = kind;
+  tiling.block_m = chosen->block_m;
+  tiling.block_n = chosen->block_n;
+  tiling.warp_m = chosen->warp_m;
+  tiling.warp_n = chosen->warp_n;
+  tiling.min_blocks_per_sm = chosen->min_blocks;
+  tiling.k_step = tf32 ? 16 : 32;
+  return tiling;
+}
+
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
                        const RDom &k, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");

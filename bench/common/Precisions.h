@@ -155,36 +155,10 @@ inline double tolerance(Precision p, Comparison c) {
   return 0;
 }
 
-/// The tensor-core tiling for an M x N problem on `sm_count` multiprocessors:
-/// the largest block tile that still gives every multiprocessor a block,
-/// skipping 128-row tiles when M fits in 64 rows (at least half of such a
-/// tile would be computed and thrown away); the smallest tile when none
-/// fills the GPU.
-/// k_step is 32 for bf16/f16 (two m16n8k16 steps) and 16 for tf32 (two
-/// m16n8k8 steps: the same 64 bytes per staged row).
+/// The tensor-core tiling for an M x N problem: the library's shape-aware
+/// choice (scheduler/GemmMmaSchedule.h).
 inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count) {
-  struct Tile {
-    int block_m, block_n, warp_m, warp_n;
-  };
-  static const Tile kTiles[] = {{128, 128, 64, 32}, {128, 64, 64, 32}, {64, 64, 32, 32}};
-  const Tile *chosen = &kTiles[2];
-  for (const Tile &t : kTiles) {
-    if (t.block_m > 64 && M <= 64)
-      continue;
-    const int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-    if (blocks >= sm_count) {
-      chosen = &t;
-      break;
-    }
-  }
-  MmaTiling tiling;
-  tiling.kind = mma_kind(p);
-  tiling.block_m = chosen->block_m;
-  tiling.block_n = chosen->block_n;
-  tiling.warp_m = chosen->warp_m;
-  tiling.warp_n = chosen->warp_n;
-  tiling.k_step = p == Precision::TF32 ? 16 : 32;
-  return tiling;
+  return default_mma_tiling(mma_kind(p), M, N, sm_count);
 }
 
 /// A bias value every precision's bias vector holds exactly: `x` in [-1, 1)
