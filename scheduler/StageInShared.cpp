@@ -276,6 +276,8 @@ Stmt per_thread_grouped_copy(const StagedTile &tile, const ScanBody &scan, const
     return For::make(prefix + "u", 0, group, ForKind::Unrolled, body);
   };
   int64_t per_thread = (tile.elements + threads - 1) / threads;
+  // A serial loop: unrolled, the compiler would hoist every group's reads
+  // to the start and need all their registers at once.
   Stmt copy = For::make(prefix + "g", 0, static_cast<int>((per_thread + group - 1) / group), ForKind::Serial,
                         Block::make({phase(fetch), phase(store)}));
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
@@ -387,7 +389,7 @@ Expr async_source(const StagedTile &tile, const std::vector<Expr> &coords, const
 // Elements a thread copies through registers at a time in the fallback of
 // a vector copy: enough reads in flight to hide most of their latency, few
 // enough registers not to crowd the compute's.
-constexpr int kRegisterGroup = 8;
+constexpr int kRegisterGroup = 16;
 
 // Registers holding one group of a thread's elements: [thread dims][u].
 std::vector<Expr> fetch_group_indices(const ScanBody &scan, const std::string &prefix, const Expr &u) {
@@ -515,7 +517,10 @@ private:
         // overlap instead of each waiting for the one before.
         std::string fetch = tile.input->name + "_fetch";
         std::string group_prefix = prefix + "group.";
-        scalar = per_thread_grouped_copy(
+        // A 4-byte element has its own asynchronous copy; a 2-byte one
+        // goes through registers.
+        if (tile.input->type.bytes() == 2)
+          scalar = per_thread_grouped_copy(
             tile, scan, group_prefix, kRegisterGroup,
             [&](const std::vector<Expr> &c, const Expr &u) {
               return Store::make(fetch, fetch_group_indices(scan, group_prefix, u), source_value(tile, c, next));
@@ -562,7 +567,8 @@ private:
     if (!prologue.empty())
       result = Block::make({Block::make(prologue), Barrier::make(), result});
     for (const StagedTile &tile : tiles) {
-      bool grouped = tile.layout.double_buffered && tile.layout.async_copy && vector_width(tile) > 1;
+      bool grouped = tile.layout.double_buffered && tile.layout.async_copy && vector_width(tile) > 1 &&
+                     tile.input->type.bytes() == 2;
       if (grouped) {
         std::vector<Expr> group_extents;
         for (const std::string &name : scan.thread_loops)
