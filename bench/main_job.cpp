@@ -107,13 +107,15 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
                    : dtype == Float(16) ? MmaKind::F16_m16n8k16
                                         : MmaKind::TF32_m16n8k8;
     MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N);
-    if (knobs.size() == 6) {
+    if (knobs.size() >= 6) {
       tiling.block_m = knobs[0];
       tiling.block_n = knobs[1];
       tiling.warp_m = knobs[2];
       tiling.warp_n = knobs[3];
       tiling.k_step = knobs[4];
       tiling.min_blocks_per_sm = knobs[5];
+      if (knobs.size() == 7)
+        tiling.stages = knobs[6];
     }
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
@@ -132,7 +134,7 @@ struct Options {
   bool shape_given = false;
   Type dtype = Float(32);
   bool tensor_cores = false;
-  /// --mma-tiling=BMxBNxWMxWNxKSxMB (block, warp tile, k step, blocks per SM).
+  /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
 };
 
@@ -193,8 +195,9 @@ Options parse_options(int argc, char **argv) {
           break;
         start = x + 1;
       }
-      if (options.mma_tiling.size() != 6)
-        usage_error("--mma-tiling takes six numbers, BMxBNxWMxWNxKSxMB (block, warp tile, k step, blocks per SM)");
+      if (options.mma_tiling.size() != 6 && options.mma_tiling.size() != 7)
+        usage_error("--mma-tiling takes six or seven numbers, BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, "
+                    "blocks per SM, pipeline stages)");
       options.tensor_cores = true;
       continue;
     }

@@ -208,6 +208,8 @@ llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
 }
 
 void CodeGenLLVM::emit_async_wait() {}
+void CodeGenLLVM::emit_async_commit() {}
+void CodeGenLLVM::emit_async_wait_group(int) {}
 
 llvm::Value *CodeGenLLVM::allocate_buffer(const Allocate *op, int64_t elements) {
   llvm::Type *element = llvm_type_of(op->type);
@@ -469,6 +471,18 @@ void CodeGenLLVM::visit(const Call *op) {
     internal_error("call to '", op->name, "' reached codegen: lowering replaces them by loads");
   if (op->name == "async_wait") {
     emit_async_wait();
+    value_ = builder_->getInt32(0);
+    return;
+  }
+  if (op->name == "async_commit") {
+    emit_async_commit();
+    value_ = builder_->getInt32(0);
+    return;
+  }
+  if (op->name == "async_wait_group") {
+    auto pending = op->args.size() == 1 ? as_const_int(op->args[0]) : std::nullopt;
+    COALESCE_INTERNAL_ASSERT(pending, "async_wait_group takes one constant");
+    emit_async_wait_group(static_cast<int>(*pending));
     value_ = builder_->getInt32(0);
     return;
   }

@@ -76,6 +76,11 @@ protected:
   /// rest zero (a Store of async_load_vector(...)). The base copies at once.
   virtual void emit_async_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *count,
                                       int vector);
+  /// Closes this thread's current group of async copies (async_commit()).
+  virtual void emit_async_commit();
+  /// Waits until at most `pending` of this thread's newest groups are still
+  /// in flight (async_wait_group(pending)).
+  virtual void emit_async_wait_group(int pending);
   /// Waits for this thread's async copies (async_wait()); the base has none.
   virtual void emit_async_wait();
 

@@ -221,6 +221,14 @@ protected:
       builder_->CreateStore(builder_->CreateExtractValue(result, {v}), addresses[v]);
   }
 
+  void emit_async_commit() override {
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{});
+  }
+  void emit_async_wait_group(int pending) override {
+    builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, llvm::ArrayRef<llvm::Type *>{},
+                              llvm::ArrayRef<llvm::Value *>{builder_->getInt32(pending)});
+  }
   void emit_async_wait() override {
     builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, llvm::ArrayRef<llvm::Type *>{},
                               llvm::ArrayRef<llvm::Value *>{});

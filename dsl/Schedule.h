@@ -52,6 +52,10 @@ struct SharedLayout {
   /// adds nothing: what a tensor-core step, which cannot be guarded per
   /// element, needs at a ragged K.
   bool zero_fill = false;
+  /// With double buffering and async copies: how many tiles are in flight
+  /// (2: this one and the next; 3 or more: a deeper software pipeline, the
+  /// copies of the next stages - 1 tiles overlapping this tile's use).
+  int stages = 2;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration

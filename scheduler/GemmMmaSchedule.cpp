@@ -6,7 +6,8 @@ namespace coalesce {
 
 std::string MmaTiling::str() const {
   return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n, " per warp (",
-                 warps(), " warps), k step ", k_step, double_buffered ? ", double buffered" : "",
+                 warps(), " warps), k step ", k_step,
+                 stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string());
 }
 
@@ -54,6 +55,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   for (SharedLayout *layout : {&a_layout, &b_layout}) {
     layout->zero_fill = true;
     layout->double_buffered = t.double_buffered;
+    layout->stages = t.stages;
   }
   RVar ko("ko"), kk("kk");
   acc.update()

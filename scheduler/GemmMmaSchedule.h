@@ -22,6 +22,7 @@ struct MmaTiling {
   int warp_m = 64, warp_n = 64;
   int k_step = 32;                  ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
+  int stages = 2;                   ///< K steps in flight (3 or more: a deeper pipeline)
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
 

@@ -419,6 +419,16 @@ private:
       user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_),
                  "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
 
+    int stages = tiles.front().layout.double_buffered ? tiles.front().layout.stages : 1;
+    for (const StagedTile &tile : tiles)
+      if ((tile.layout.double_buffered ? tile.layout.stages : 1) != stages)
+        user_error("in schedule for ", stage_, ": the inputs staged at '", loop_short_name(loop_),
+                   "' share its copies and barriers, so they need the same number of pipeline stages; '",
+                   tiles.front().input->name, "' has ", stages, ", '", tile.input->name, "' has ",
+                   tile.layout.double_buffered ? tile.layout.stages : 1);
+    if (stages > 2)
+      return pipeline(op, scan, tiles, stages);
+
     Expr loop_var = Variable::make(Int(32), op->name);
     Expr which = simplify((loop_var - op->min) % 2);
     Expr next_which = simplify((loop_var - op->min + 1) % 2);
@@ -507,6 +517,83 @@ private:
       std::vector<Expr> extents;
       if (tile.layout.double_buffered)
         extents.push_back(2);
+      for (int64_t e : tile.shared_extents)
+        extents.push_back(static_cast<int>(e));
+      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);
+    }
+    return result;
+  }
+
+  // The asynchronous copies of tile `at` (the staging loop's value) of every
+  // input into its slot: 16-byte copies where the input's rows are whole
+  // vectors, element copies otherwise.
+  Stmt issue_copies(const std::vector<StagedTile> &tiles, const ScanBody &scan, const For *op, const Expr &at,
+                    const std::string &name, int stages) {
+    std::map<std::string, Expr> shift = {{op->name, at}};
+    Expr slot = simplify((at - op->min) % stages);
+    std::vector<Stmt> copies;
+    for (const StagedTile &tile : tiles) {
+      std::string prefix = tile.buffer + "." + name + ".";
+      Stmt scalar = per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
+        return Store::make(tile.buffer, shared_indices(tile, c, slot), async_source(tile, c, shift));
+      });
+      int vector = vector_width(tile);
+      if (vector == 1) {
+        copies.push_back(scalar);
+        continue;
+      }
+      Stmt vectors = per_thread_copy(
+          tile, scan, prefix,
+          [&](const std::vector<Expr> &c, const Expr &) {
+            return Store::make(tile.buffer, shared_indices(tile, c, slot), async_vector_source(tile, c, shift, vector));
+          },
+          vector);
+      copies.push_back(IfThenElse::make(tile.input->extents.back() % vector == 0, vectors, scalar));
+    }
+    return Block::make(copies);
+  }
+
+  // A software pipeline of `stages` slots per input: before the loop, the
+  // first stages - 1 tiles are requested; each iteration waits for its own
+  // tile (this thread's copies, then a barrier for everyone's), requests the
+  // tile stages - 1 ahead into the slot the previous iteration read (free:
+  // every thread is past the barrier, so done with it), and computes. Each
+  // request is one commit group, empty past the end, so that "all but the
+  // newest stages - 2 groups are complete" always means "this tile is here".
+  Stmt pipeline(const For *op, const ScanBody &scan, const std::vector<StagedTile> &tiles, int stages) {
+    if (op->for_kind != ForKind::Serial)
+      user_error("in schedule for ", stage_, ": pipelined staging at '", loop_short_name(loop_), "', which is ",
+                 for_kind_name(op->for_kind), "; a pipeline needs a serial loop");
+    Expr loop_var = Variable::make(Int(32), op->name);
+    Expr end = op->min + op->extent;
+    Expr which = simplify((loop_var - op->min) % stages);
+    Stmt body = op->body;
+    for (const StagedTile &tile : tiles) {
+      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
+      body = PermuteLoads(tile, which).mutate(replace.mutate(body));
+    }
+    auto intrinsic = [](const char *name, std::vector<Expr> args = {}) {
+      return Evaluate::make(Call::make(Int(32), name, std::move(args), CallType::Intrinsic));
+    };
+    std::vector<Stmt> prologue;
+    for (int s = 0; s + 1 < stages; ++s) {
+      Expr at = simplify(op->min + s);
+      prologue.push_back(IfThenElse::make(at < end, issue_copies(tiles, scan, op, at, str_cat("first", s), stages)));
+      prologue.push_back(intrinsic("async_commit"));
+    }
+    Expr ahead = simplify(loop_var + (stages - 1));
+    Stmt step = Block::make({intrinsic("async_wait_group", {Expr(stages - 2)}), Barrier::make(),
+                             IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
+                             intrinsic("async_commit"), body});
+    Stmt result = Block::make({Block::make(prologue),
+                               For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim,
+                                         op->reduction_of),
+                               // Nothing is left in flight after the loop
+                               // but empty groups; the barrier keeps the
+                               // next use of the buffers after every read.
+                               intrinsic("async_wait_group", {Expr(0)}), Barrier::make()});
+    for (const StagedTile &tile : tiles) {
+      std::vector<Expr> extents = {Expr(stages)};
       for (int64_t e : tile.shared_extents)
         extents.push_back(static_cast<int>(e));
       result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);

@@ -73,6 +73,34 @@ TEST_CASE("a tf32 MMA GEMM + bias + GELU matches the double reference on tf32 da
   }
 }
 
+TEST_CASE("pipelines of 3 and 4 stages compute what double buffering computes, ragged K included") {
+  for (int stages : {3, 4}) {
+    for (MmaKind kind : {MmaKind::TF32_m16n8k8, MmaKind::BF16_m16n8k16}) {
+      bool tf32 = kind == MmaKind::TF32_m16n8k8;
+      Gemm g = make_gemm(Epilogue::BiasGelu, tf32 ? Float(32) : BFloat(16), Float(32));
+      MmaTiling t = small_tiling();
+      t.kind = kind;
+      t.stages = stages;
+      schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+      Pipeline pipeline(g.out);
+      for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {70, 66, 3}, {127, 129, 131}, {64, 64, 96}}) {
+        CAPTURE(stages);
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        GemmData data = make_data(M, N, K, 13, tf32 ? Float(32) : BFloat(16));
+        if (tf32) {
+          round_to_tf32(data.a);
+          round_to_tf32(data.b);
+        }
+        Buffer out = run(pipeline, data, M, N, K, Epilogue::BiasGelu);
+        CHECK(count_nan(out) == 0);
+        CHECK(relative_error(out, reference(data, M, N, K, Epilogue::BiasGelu)) < 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("a tf32 MMA rounds its f32 inputs to tf32 on the CPU as on the GPU") {
   Gemm g = tf32_gemm(Epilogue::None, small_tiling());
   Pipeline pipeline(g.out);
