@@ -54,6 +54,39 @@ std::string join_dims(const StageSchedule &stage) {
   return names;
 }
 
+// Undoes compute_at's mirroring: each stage gets its own pure loops back
+// (outermost first, as a fresh definition has them), keeping its reduction
+// loops with their splits and order. A Func placed anew (at root, inline or
+// at another site) then starts from its own loops, not a consumer's.
+// `leaving`: the Func leaves sites altogether (root, inline), so a tile's
+// storage request (store_in, or fuse_epilogue's registers) goes too.
+void forget_site(FuncContents &func, bool leaving) {
+  FuncSchedule &schedule = func.schedule;
+  if (schedule.placement != Placement::At)
+    return;
+  for (StageSchedule &stage : schedule.stages) {
+    std::vector<Dim> dims;
+    for (const std::string &var : func.pure_vars)
+      dims.push_back(Dim{var});
+    for (const Dim &dim : stage.dims)
+      if (dim.is_rvar)
+        dims.push_back(dim);
+    stage.dims = dims;
+    std::vector<Split> splits;
+    for (const Split &split : stage.splits)
+      if (split.is_rvar)
+        splits.push_back(split);
+    stage.splits = splits;
+    stage.mma_layout = MmaLayout{};
+  }
+  schedule.mirrored_from.clear();
+  schedule.at_func.clear();
+  schedule.at_var.clear();
+  schedule.placement = Placement::Root;
+  if (leaving)
+    schedule.memory = MemoryType::Auto;
+}
+
 } // namespace
 
 // ------------------------------------------------------------------- FuncRef
@@ -432,6 +465,9 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
                  consumer.contents_->pure_vars.size(), ")");
     // Mirror the consumer's loops below `loop`: this Func computes one value
     // per consumer point of the tile, so its pure loops are the consumer's.
+    // A second compute_at (or fuse_epilogue) replaces the first: start from
+    // this Func's own loops again.
+    forget_site(*contents_, false);
     std::vector<Dim> inner(consumer_pure.dims.begin() + at + 1, consumer_pure.dims.end());
     for (Dim &dim : inner)
       dim.mirrored = true;
@@ -463,6 +499,7 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
 
 Func &Func::compute_root() {
   return all_or_nothing({contents_}, [&]() -> Func & {
+    forget_site(*contents_, true);
     contents_->schedule.placement = Placement::Root;
     contents_->schedule.placement_set = true;
     return *this;
@@ -474,6 +511,7 @@ Func &Func::compute_inline() {
     if (has_updates())
       user_error("cannot inline '", name(), "': it has update definitions (a reduction); compute it at a loop of its "
                  "consumer or at root");
+    forget_site(*contents_, true);
     contents_->schedule.placement = Placement::Inline;
     contents_->schedule.placement_set = true;
     return *this;

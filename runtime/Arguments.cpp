@@ -85,6 +85,14 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
       user_error("parameter '", arg.name, "' must be an integer, not a buffer");
     bound.params[arg.name] = it->second.scalar();
   }
+  // An empty output (M = 0 or N = 0) is an empty result: every buffer may
+  // then be empty. A non-empty output with an empty input would need the
+  // value of an empty reduction, which is not supported (see below).
+  bool output_empty = false;
+  for (const Argument &arg : args)
+    if (arg.is_output)
+      for (const Expr &extent : arg.extents)
+        output_empty |= evaluate_int(extent, bound.params) == 0;
   for (const Argument &arg : args) {
     const Buffer *buffer = nullptr;
     if (arg.is_output) {
@@ -120,9 +128,14 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     int64_t elements = 1;
     for (const Expr &extent : arg.extents) {
       int64_t value = evaluate_int(extent, bound.params);
-      if (value <= 0)
+      if (value < 0)
         user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
-                   "); extents must be positive");
+                   "); extents must be zero or positive");
+      if (value == 0 && !output_empty)
+        user_error("buffer '", arg.name, "' would have extent 0 (", to_string(extent), ") while the output is not "
+                   "empty; a zero size is supported only where it makes the output empty (M = 0 or N = 0). A "
+                   "reduction over an empty range (K = 0) is not supported: compute that case as the epilogue of "
+                   "zero without the reduction");
       if (value > kMaxExtent)
         user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
                    "); extents are at most ", kMaxExtentText, ", since the generated code indexes in 32 bits");

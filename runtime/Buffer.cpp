@@ -24,8 +24,8 @@ Buffer::Buffer(std::vector<int> shape, Type type) : type_(type), shape_(std::mov
                "Float(16) elements");
   size_t size = 1;
   for (int extent : shape_) {
-    if (extent <= 0)
-      user_error("Buffer extents must be positive, got ", extent);
+    if (extent < 0)
+      user_error("Buffer extents must be zero or positive, got ", extent);
     size *= static_cast<size_t>(extent);
   }
   size_ = size;

@@ -35,11 +35,13 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
     const GpuKernel &kernel = program_.kernels[k];
     gpu::dims grid, block;
     int64_t g[3];
+    bool empty = false;
     for (int d = 0; d < 3; ++d) {
       g[d] = evaluate_int(kernel.grid[d], params);
-      if (g[d] <= 0)
-        return; // an empty launch: nothing to compute
+      empty |= g[d] <= 0;
     }
+    if (empty)
+      continue; // an empty grid: this kernel has nothing to compute; the next may
     grid = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
     block = {static_cast<unsigned>(kernel.block[0]), static_cast<unsigned>(kernel.block[1]),
              static_cast<unsigned>(kernel.block[2])};

@@ -47,6 +47,8 @@ PtxasResult Pipeline::assemble(const GpuTarget &target) { return assemble_ptx(pt
 void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
   const LoweredFunc &lowered = host_lowered();
   BoundArguments bound = bind_arguments(lowered.args, args, output);
+  if (output.size() == 0)
+    return; // an empty result: nothing to compute (and empty buffers have no storage)
   if (!host_kernel_)
     host_kernel_ = compile_for_host(lowered);
   std::vector<int32_t> scalars(lowered.args.size());
@@ -82,6 +84,8 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
   const GpuProgram &program = gpu_program();
   BoundArguments bound = bind_arguments(program.args, args, output);
   const GpuExecutable &executable = gpu_executable(target);
+  if (output.size() == 0)
+    return; // an empty result: no device buffers (cuMemAlloc rejects 0 bytes), no launch
   std::vector<gpu::DeviceBuffer> device;
   std::vector<CUdeviceptr> pointers;
   size_t output_index = 0;

@@ -100,10 +100,38 @@ bool split_reduction(const Expr &value, const FuncContents &func, const char **o
   return false;
 }
 
+// Calls of a Func inside its own definition at other coordinates than its own.
+class CheckSelfCalls : public IRVisitor {
+public:
+  explicit CheckSelfCalls(const FuncContents &func) : func_(func) {}
+  std::string bad;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Call *op) override {
+    IRVisitor::visit(op);
+    if (bad.empty() && op->call_type == CallType::Func && op->name == func_.name && !is_self_call(Expr(op->with_args(op->args)), func_))
+      bad = to_string(Expr(op->with_args(op->args)));
+  }
+  const FuncContents &func_;
+};
+
 void check_update(const FuncContents &func, size_t index) {
   const Definition &update = func.updates[index];
   const StageSchedule &stage = func.schedule.stages[index + 1];
   const std::string self = self_call_text(func);
+  if (stage.reduction_vars.empty()) {
+    // No reduction variable: an elementwise rewrite of the finished value
+    // (acc(i, j) = gelu(acc(i, j)) after the sum). Each point reads only
+    // its own, complete value, so any function of it is fine, as long as
+    // it reads no other point of the Func.
+    CheckSelfCalls self_calls(func);
+    self_calls.visit_expr(update.value);
+    if (!self_calls.bad.empty())
+      user_error("update ", index, " of '", func.name, "' reads ", self_calls.bad, "; an update reads '", func.name,
+                 "' only at the point it writes, ", self, ": compute shifted or transposed reads from an Input");
+    return;
+  }
   const char *op_name = nullptr;
   Expr term;
   if (!split_reduction(update.value, func, &op_name, &term) || calls_of(term, func.name) != 0)

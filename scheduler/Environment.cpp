@@ -45,6 +45,25 @@ void visit_definitions(const FuncContents &func, FindDependencies &finder) {
     finder.visit_expr(bound);
 }
 
+// A Func that reads itself through other Funcs: `acc += A*B*gate` with
+// `gate = select(acc > 0, ...)` reads the running value inside its own
+// reduction, which no loop order computes (the same written inline is no
+// reduction either). Only a Func's own update may read it, at its own
+// coordinates, as the running value (check_algorithm).
+[[noreturn]] void reject_cycle(const std::vector<const FuncContents *> &path, const FuncContents *again) {
+  auto first = std::find(path.begin(), path.end(), again);
+  std::string chain;
+  for (auto it = first; it != path.end(); ++it)
+    chain += (*it)->name + " -> ";
+  chain += again->name;
+  const FuncContents *reader = path.back();
+  user_error("'", again->name, "' reads its own value through other Funcs (", chain, "): '", reader->name,
+             "' calls '", again->name, "', which is computed from '", reader->name,
+             "'. A reduction's running value may be read only as the running value itself, ", again->name,
+             "(...) combined with one term, never inside the term, directly or through another Func; compute the "
+             "term from Inputs and Funcs that do not read '", again->name, "'");
+}
+
 } // namespace
 
 const FuncContents *Environment::find(const std::string &name) const {
@@ -84,16 +103,22 @@ Environment make_environment(const Func &output) {
   std::set<std::string> params;
   std::vector<std::shared_ptr<FuncContents>> order;
   std::set<const FuncContents *> done, active;
+  std::vector<const FuncContents *> path; // the Funcs being visited, outermost first
   // Depth-first: a Func is placed after every Func it calls.
   std::function<void(const std::shared_ptr<FuncContents> &)> visit = [&](const std::shared_ptr<FuncContents> &func) {
     if (done.count(func.get()))
       return;
     active.insert(func.get());
+    path.push_back(func.get());
     FindDependencies finder;
     visit_definitions(*func, finder);
-    for (const auto &callee : finder.funcs)
-      if (callee != func && !active.count(callee.get()))
-        visit(callee);
+    for (const auto &callee : finder.funcs) {
+      if (callee == func)
+        continue; // the running value of an update: check_algorithm's business
+      if (active.count(callee.get()))
+        reject_cycle(path, callee.get());
+      visit(callee);
+    }
     for (const auto &input : finder.inputs) {
       auto [it, inserted] = env.inputs.emplace(input->name, input);
       if (!inserted && it->second != input)
@@ -101,6 +126,7 @@ Environment make_environment(const Func &output) {
     }
     params.insert(finder.params.begin(), finder.params.end());
     active.erase(func.get());
+    path.pop_back();
     done.insert(func.get());
     order.push_back(func);
   };

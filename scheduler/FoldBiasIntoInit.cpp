@@ -9,6 +9,8 @@ namespace coalesce {
 
 namespace {
 
+bool reads(const Expr &e, const std::string &func);
+
 bool is_zero_sum(const FuncContents &func) {
   const auto *init = func.pure.value.as<FloatImm>();
   if (!init || init->value != 0.0 || func.updates.empty())
@@ -16,8 +18,8 @@ bool is_zero_sum(const FuncContents &func) {
   for (const Definition &update : func.updates) {
     const auto *add = update.value.as<Add>();
     const auto *self = add ? add->a.as<Call>() : nullptr;
-    if (!self || self->name != func.name)
-      return false;
+    if (!self || self->name != func.name || reads(add->b, func.name))
+      return false; // an elementwise update such as acc + acc would add b twice
   }
   return true;
 }
@@ -34,6 +36,13 @@ public:
     IRVisitor::visit(op);
   }
 };
+
+bool reads(const Expr &e, const std::string &func) {
+  CallsAnyFunc calls;
+  calls.producer = func;
+  calls.visit_expr(e);
+  return calls.calls_of_producer > 0;
+}
 
 // Finds the first acc(...) + b (or b + acc(...)) with acc a zero-started sum,
 // and replaces it by acc(...).

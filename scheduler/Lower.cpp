@@ -6,6 +6,9 @@
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckNames.h"
+#include "scheduler/CheckThreadOwnership.h"
+#include "scheduler/CheckUnrollSize.h"
+#include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
@@ -52,6 +55,7 @@ Environment prepare(const Func &output) {
   check_names(env);       // every user name denotes one thing; reserved names are not taken
   check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
   resolve_schedule(env);  // where each Func is computed; reduction order kept
+  check_mirrored_loops(env); // a Func computed at a site runs on the consumer's loops, as the consumer has them
   inline_funcs(env);      // needs placements
   check_mma(env);         // after inlining: the update is what the instruction computes
   fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
@@ -74,7 +78,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   s = tensorize_mma(s, env);
   log("tensorize_mma", s);
   verify_epilogue_placement(s, env);
+  check_thread_ownership(s, env); // before thread fusion, which drops per-thread dimensions
   check_gpu_limits(s, budget);
+  check_unroll_size(s); // on every target, before unroll_loops makes the copies
   s = simplify(s);
   log("simplify", s);
   return s;

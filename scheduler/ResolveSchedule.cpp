@@ -82,6 +82,25 @@ private:
   const std::string name_; // a copy: a caller may pass a temporary, and a reference would dangle
 };
 
+// The Funcs that read `name` once inline Funcs are substituted into their
+// callers: `mid = acc + bias; out = gelu(mid)` with `mid` inline reads `acc`
+// in `out`, so `out` is where `acc` may be computed. Consumers come after
+// their producers in env.funcs and are resolved first, so their placements
+// are settled here.
+std::vector<std::string> consumers_after_inlining(const Environment &env, const std::string &name) {
+  std::vector<std::string> result;
+  for (const std::string &consumer : env.consumers_of(name)) {
+    const FuncContents *func = env.find(consumer);
+    std::vector<std::string> through = {consumer};
+    if (func && func->schedule.placement == Placement::Inline)
+      through = consumers_after_inlining(env, consumer);
+    for (const std::string &c : through)
+      if (std::find(result.begin(), result.end(), c) == result.end())
+        result.push_back(c);
+  }
+  return result;
+}
+
 void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   FuncSchedule &schedule = func.schedule;
   if (is_output) {
@@ -107,7 +126,7 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   if (schedule.placement != Placement::At)
     return;
   const FuncContents *site = env.find(schedule.at_func);
-  std::vector<std::string> consumers = env.consumers_of(func.name);
+  std::vector<std::string> consumers = consumers_after_inlining(env, func.name);
   if (!site || std::find(consumers.begin(), consumers.end(), schedule.at_func) == consumers.end())
     user_error("in schedule for '", func.name, "': compute_at '", schedule.at_func, "', which does not call '",
                func.name, "'; compute a Func inside a loop of a Func that uses it");

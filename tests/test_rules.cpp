@@ -122,8 +122,8 @@ TEST_CASE("a schedule primitive that raises a UserError leaves every schedule as
   std::string acc_before = schedule_text(g.acc), out_before = schedule_text(g.out);
   std::string nest_before = Pipeline(g.out).loop_nest();
 
-  // A second fuse_epilogue fails half-way through rewriting acc's stages.
-  user_error_of([&] { g.out.fuse_epilogue(g.acc, g.bj); });
+  // A second fuse_epilogue (which would re-place acc) at a loop out lacks.
+  user_error_of([&] { g.out.fuse_epilogue(g.acc, Var("nowhere")); });
   CHECK(schedule_text(g.acc) == acc_before);
   // tile splits x, then fails on y's factor.
   user_error_of([&] { g.acc.update().tile(g.ki, g.ri, Var("x1"), Var("x2"), Var("x3"), Var("x4"), 2, 0); });

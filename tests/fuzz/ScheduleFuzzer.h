@@ -1,0 +1,553 @@
+#pragma once
+// A seeded generator of (algorithm, schedule, shape) cases over every
+// documented primitive, and the oracle each case must satisfy: it ends in a
+// UserError, or its CPU result matches a float64 reference (tolerance by
+// element type), and a GPU-mapped schedule's PTX assembles with ptxas. An
+// InternalError, another exception, a crash, a hang, a slow compile or a
+// wrong result is a failure. Each case runs in a child process, so that a
+// crash or a hang is reported as such instead of ending the run.
+
+#include "codegen/PtxAssembler.h"
+#include "dsl/Activations.h"
+#include "dsl/Error.h"
+#include "dsl/Func.h"
+#include "dsl/IROperator.h"
+#include "runtime/Pipeline.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace coalesce::fuzz {
+
+enum class Outcome { UserError, Matched, MatchedPtx, GpuRejected, Internal, Wrong, Crash, Hang, Slow, Ptxas, Other };
+
+inline const char *outcome_name(Outcome o) {
+  switch (o) {
+  case Outcome::UserError: return "user_error";
+  case Outcome::Matched: return "matched_cpu";
+  case Outcome::MatchedPtx: return "matched_cpu+ptxas";
+  case Outcome::GpuRejected: return "matched_cpu+gpu_user_error";
+  case Outcome::Internal: return "FAIL_internal_error";
+  case Outcome::Wrong: return "FAIL_wrong_result";
+  case Outcome::Crash: return "FAIL_crash";
+  case Outcome::Hang: return "FAIL_hang";
+  case Outcome::Slow: return "FAIL_slow_compile";
+  case Outcome::Ptxas: return "FAIL_ptxas";
+  case Outcome::Other: return "FAIL_other_exception";
+  }
+  return "?";
+}
+inline bool is_failure(Outcome o) { return o >= Outcome::Internal; }
+
+/// Seconds one case may take to compile and run before it counts as slow.
+constexpr double kCaseSeconds = 20;
+
+class Case {
+public:
+  explicit Case(uint64_t seed) : rng_(seed) {}
+
+  /// Builds and checks the case; `log` receives the program as it is built.
+  Outcome run(std::ostream &log) {
+    auto start = std::chrono::steady_clock::now();
+    try {
+      build(log);
+      Outcome o = check(log);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (seconds > kCaseSeconds && !is_failure(o)) {
+        log << "took " << seconds << " s\n";
+        return Outcome::Slow;
+      }
+      return o;
+    } catch (const InternalError &e) {
+      log << "internal error: " << e.what() << "\n";
+      return Outcome::Internal;
+    } catch (const UserError &e) {
+      log << "user error: " << e.what() << "\n";
+      return Outcome::UserError;
+    } catch (const std::exception &e) {
+      log << "exception: " << e.what() << "\n";
+      return Outcome::Other;
+    }
+  }
+
+private:
+  std::mt19937_64 rng_;
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  bool chance(int percent) { return pick(100) < percent; }
+  template <typename T> const T &one_of(const std::vector<T> &v) { return v[pick(static_cast<int>(v.size()))]; }
+
+  // Names: mostly the usual, sometimes one that collides with another name,
+  // a Param, an Input or an internal-looking one.
+  std::vector<std::string> pool_ = {"i", "j", "k", "x", "y", "A", "B", "M", "N", "K", "bias", "acc", "out", "t",
+                                    "ti", "A_shared", "B_fetch", "coalesce_out", "s0", "tanhf", "ko", "ki", "bi"};
+  std::string name(const std::string &usual) {
+    if (chance(96))
+      return usual;
+    return one_of(pool_) + (chance(50) ? "" : std::to_string(pick(3)));
+  }
+
+  // The algorithm: kind 0 elementwise, 1 GEMM + epilogue.
+  int kind_ = 1;
+  Type in_type_ = Float(32), out_type_ = Float(32);
+  int epilogue_ = 0;        // 0 relu, 1 gelu, 2 none, 3 gelu_tanh
+  bool mid_ = false;        // epilogue through an intermediate Func
+  bool post_stage_ = false; // acc(i, j) = acc(i, j) * 0.5f + 1.0f after the sum
+  bool must_reject_ = false;
+  int M_ = 0, N_ = 0, K_ = 0;
+  std::unique_ptr<Param> pM_, pN_, pK_;
+  std::unique_ptr<Input> A_, B_, bias_;
+  std::unique_ptr<Var> i_, j_;
+  std::unique_ptr<RDom> k_;
+  std::unique_ptr<Func> acc_, mid_f_, out_;
+  std::vector<Func> funcs_;
+  bool has_mma_ = false;
+
+  Expr widen(Expr e) { return e.type() == Float(32) ? e : cast(Float(32), e); }
+
+  void build(std::ostream &log) {
+    kind_ = chance(25) ? 0 : 1;
+    int t = pick(10);
+    in_type_ = t < 6 ? Float(32) : t < 8 ? BFloat(16) : Float(16);
+    out_type_ = chance(80) ? Float(32) : in_type_;
+    epilogue_ = pick(4);
+    mid_ = kind_ == 1 && chance(20);
+    post_stage_ = kind_ == 1 && chance(10);
+    M_ = 1 + pick(40), N_ = 1 + pick(40), K_ = 1 + pick(24);
+    if (chance(3))
+      (chance(50) ? M_ : N_) = 0;
+    pM_ = std::make_unique<Param>(name("M"));
+    pN_ = std::make_unique<Param>(name("N"));
+    pK_ = std::make_unique<Param>(name("K"));
+    i_ = std::make_unique<Var>(name("i"));
+    j_ = std::make_unique<Var>(name("j"));
+    Var &i = *i_, &j = *j_;
+    out_ = std::make_unique<Func>(name("out"));
+    bias_ = std::make_unique<Input>(name("bias"), Float(32), std::vector<Expr>{*pN_});
+    log << "names: M " << pM_->name() << ", N " << pN_->name() << ", K " << pK_->name() << ", i " << i_->name()
+        << ", j " << j_->name() << ", out " << out_->name() << ", bias " << bias_->name() << "\n";
+    log << "types in " << in_type_ << " out " << out_type_ << ", M N K " << M_ << " " << N_ << " " << K_ << "\n";
+    if (kind_ == 0) {
+      A_ = std::make_unique<Input>(name("A"), in_type_, std::vector<Expr>{*pM_, *pN_});
+      Expr v = widen((*A_)(i, j)) * 2.0f + (*bias_)(j);
+      (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
+      log << "out(i, j) = A(i, j) * 2 + bias(j)\n";
+    } else {
+      A_ = std::make_unique<Input>(name("A"), in_type_, std::vector<Expr>{*pM_, *pK_});
+      B_ = std::make_unique<Input>(name("B"), in_type_, std::vector<Expr>{*pK_, *pN_});
+      k_ = std::make_unique<RDom>(0, *pK_, name("k"));
+      log << "names: A " << A_->name() << ", B " << B_->name() << ", k " << k_->var().name() << "\n";
+      acc_ = std::make_unique<Func>(name("acc"));
+      Func &acc = *acc_;
+      acc(i, j) = 0.0f;
+      bool cycle = chance(3);
+      if (cycle) {
+        Func gate(name("gate"));
+        gate(i, j) = select(acc(i, j) > 0.0f, 1.0f, 0.5f);
+        acc(i, j) += (*A_)(i, *k_) * (*B_)(*k_, j) * gate(i, j);
+        if (chance(50))
+          gate.compute_root();
+        funcs_.push_back(gate);
+        must_reject_ = true;
+        log << "acc += A*B*gate(acc): must be rejected\n";
+      } else {
+        acc(i, j) += (*A_)(i, *k_) * (*B_)(*k_, j);
+      }
+      if (post_stage_)
+        acc(i, j) = acc(i, j) * 0.5f + 1.0f;
+      Expr biased = acc(i, j) + (*bias_)(j);
+      if (mid_) {
+        mid_f_ = std::make_unique<Func>(name("mid"));
+        (*mid_f_)(i, j) = biased;
+        biased = (*mid_f_)(i, j);
+      }
+      Expr v = epilogue_ == 0 ? relu(biased) : epilogue_ == 1 ? gelu(biased) : epilogue_ == 2 ? biased : gelu_tanh(biased);
+      (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
+      log << "acc += A*B" << (post_stage_ ? "; acc = acc*0.5 + 1" : "") << (mid_ ? "; mid = acc + bias" : "")
+          << "; out = epilogue " << epilogue_ << "\n";
+    }
+    schedule(log);
+  }
+
+  // ------------------------------------------------------------ schedules
+
+  std::vector<std::string> loops(const Func &f, int stage) {
+    std::vector<std::string> names;
+    const auto &stages = f.contents()->schedule.stages;
+    if (stage < static_cast<int>(stages.size()))
+      for (const Dim &d : stages[stage].dims)
+        names.push_back(d.var);
+    return names;
+  }
+  VarOrRVar loop_of(const Func &f, int stage) {
+    std::vector<std::string> names = loops(f, stage);
+    std::string n = names.empty() || chance(5) ? name("q") : one_of(names);
+    const auto &stages = f.contents()->schedule.stages;
+    for (const Dim &d : stages[std::min<size_t>(stage, stages.size() - 1)].dims)
+      if (d.var == n && d.is_rvar)
+        return RVar(n);
+    return Var(n);
+  }
+  int fresh_ = 0;
+  std::string fresh() { return chance(97) ? "v" + std::to_string(fresh_++) : one_of(pool_); }
+  VarOrRVar fresh_like(const VarOrRVar &v) { return v.is_rvar ? VarOrRVar(RVar(fresh())) : VarOrRVar(Var(fresh())); }
+  int factor() {
+    static const std::vector<int> factors = {1, 2, 3, 4, 8, 16, 32, 5, 64};
+    return chance(2) ? (chance(50) ? 0 : 100000) : one_of(factors);
+  }
+  SharedLayout layout() {
+    SharedLayout l;
+    l.transposed = chance(30);
+    l.padding = chance(5) ? -1 : pick(3) * 4;
+    l.double_buffered = chance(30);
+    l.async_copy = chance(70);
+    l.zero_fill = chance(20);
+    return l;
+  }
+
+  // The structured GEMM schedules most programs start from, so that deep
+  // accepted schedules are common; random primitives follow.
+  void template_schedule(std::ostream &log) {
+    Func &out = *out_;
+    Var bi(name("bi")), bj(name("bj")), ii(name("ii")), jj(name("jj")), ti(name("ti")), tj(name("tj")), ri(name("ri")),
+        rj(name("rj"));
+    int tile_m = one_of(std::vector<int>{8, 16, 32}), tile_n = one_of(std::vector<int>{8, 16, 32});
+    int rb_m = one_of(std::vector<int>{1, 2, 4}), rb_n = one_of(std::vector<int>{1, 2, 4});
+    log << "loops: " << bi.name() << " " << bj.name() << " " << ii.name() << " " << jj.name() << " " << ti.name()
+        << " " << tj.name() << " " << ri.name() << " " << rj.name() << "\n";
+    log << "template: tile " << tile_m << "x" << tile_n << " rb " << rb_m << "x" << rb_n << "\n";
+    out.tile(*i_, *j_, bi, bj, ii, jj, tile_m, tile_n);
+    if (chance(70))
+      out.gpu_blocks({bi, bj});
+    out.register_block(ii, jj, ti, tj, ri, rj, rb_m, rb_n);
+    if (chance(80))
+      out.gpu_threads({ti, tj});
+    if (kind_ == 1 && chance(85)) {
+      out.fuse_epilogue(*acc_, chance(80) ? bj : tj);
+      RVar ko(name("ko")), ki(name("ki"));
+      log << "k loops: " << ko.name() << " " << ki.name() << "\n";
+      int step = one_of(std::vector<int>{1, 2, 4, 8});
+      acc_->update().split(*k_, ko, ki, step);
+      if (chance(80))
+        acc_->update().reorder({ko, ti, tj, ki, ri, rj});
+      if (chance(70))
+        acc_->update().unroll(ki);
+      if (chance(60))
+        acc_->update().stage_in_shared(*A_, ko, layout());
+      if (chance(60))
+        acc_->update().stage_in_shared(*B_, ko, layout());
+      log << "fused at bj, k step " << step << "\n";
+    }
+  }
+
+  void mma_template(std::ostream &log) {
+    MmaKind kind = in_type_ == BFloat(16) ? MmaKind::BF16_m16n8k16
+                   : in_type_ == Float(16) ? MmaKind::F16_m16n8k16
+                                           : MmaKind::TF32_m16n8k8;
+    if (chance(10))
+      kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8});
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+    int block = one_of(std::vector<int>{16, 32, 64}), warp_m = one_of(std::vector<int>{16, 32}),
+        warp_n = one_of(std::vector<int>{8, 16, 32});
+    log << "mma template " << mma_kind_name(kind) << " block " << block << " warp " << warp_m << "x" << warp_n << "\n";
+    out_->tile(*i_, *j_, bi, bj, ii, jj, block, block).gpu_blocks({bi, bj});
+    out_->mma_tile(ii, jj, kind, warp_m, warp_n, warp, lane, mi, nj, fi, fj);
+    out_->fuse_epilogue(*acc_, bj);
+    RVar ko("ko"), kk("kk");
+    SharedLayout l = layout();
+    l.zero_fill = chance(85);
+    acc_->update().mma(*k_, ko, kk, one_of(std::vector<int>{16, 32}));
+    if (chance(90))
+      acc_->update().allow_reassociation();
+    acc_->update().stage_in_shared(*A_, ko, l).stage_in_shared(*B_, ko, l);
+    has_mma_ = true;
+  }
+
+  // One random primitive on a random Func and stage. A UserError from the
+  // call itself is fine: the primitive is all or nothing, and the case
+  // goes on with the schedule as it was.
+  void random_primitive(std::ostream &log) {
+    std::vector<Func *> funcs = {out_.get()};
+    if (acc_)
+      funcs.push_back(acc_.get());
+    if (mid_f_)
+      funcs.push_back(mid_f_.get());
+    Func &f = *one_of(funcs);
+    int stages = static_cast<int>(f.contents()->schedule.stages.size());
+    int s = pick(stages);
+    Stage st = s == 0 ? f.pure() : f.update(s - 1);
+    int op = pick(22);
+    log << "  op " << op << " on " << st.describe() << ": ";
+    try {
+      switch (op) {
+      case 0: case 1: {
+        VarOrRVar v = loop_of(f, s);
+        int fac = factor();
+        log << "split " << v.name << " by " << fac;
+        st.split(v, fresh_like(v), fresh_like(v), fac);
+        break;
+      }
+      case 2: {
+        VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
+        log << "tile " << a.name << " " << b.name;
+        st.tile(a, b, fresh_like(a), fresh_like(b), fresh_like(a), fresh_like(b), factor(), factor());
+        break;
+      }
+      case 3: case 4: {
+        std::vector<VarOrRVar> order;
+        int n = 1 + pick(4);
+        for (int m = 0; m < n; ++m)
+          order.push_back(loop_of(f, s));
+        log << "reorder";
+        for (auto &v : order)
+          log << " " << v.name;
+        st.reorder(order);
+        break;
+      }
+      case 5: { VarOrRVar v = loop_of(f, s); log << "unroll " << v.name; st.unroll(v); break; }
+      case 6: { VarOrRVar v = loop_of(f, s); log << "vectorize " << v.name; st.vectorize(v); break; }
+      case 7: case 8: {
+        std::vector<VarOrRVar> vs;
+        int n = 1 + pick(chance(5) ? 4 : 2);
+        for (int m = 0; m < n; ++m)
+          vs.push_back(loop_of(f, s));
+        log << (op == 7 ? "gpu_blocks" : "gpu_threads");
+        for (auto &v : vs)
+          log << " " << v.name;
+        op == 7 ? st.gpu_blocks(vs) : st.gpu_threads(vs);
+        break;
+      }
+      case 9: {
+        VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
+        log << "register_block " << a.name << " " << b.name;
+        st.register_block(a, b, fresh_like(a), fresh_like(b), fresh_like(a), fresh_like(b), 1 + pick(4), 1 + pick(4));
+        break;
+      }
+      case 10: {
+        VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
+        log << "fuse " << a.name << " " << b.name;
+        st.fuse(a, b, Var(fresh()));
+        break;
+      }
+      case 11: {
+        Func &c = *one_of(funcs);
+        VarOrRVar v = loop_of(c, 0);
+        log << f.name() << ".compute_at(" << c.name() << ", " << v.name << ")";
+        f.compute_at(c, v);
+        break;
+      }
+      case 12: log << "compute_root"; f.compute_root(); break;
+      case 13: log << "compute_inline"; f.compute_inline(); break;
+      case 14: {
+        MemoryType m = one_of(std::vector<MemoryType>{MemoryType::Register, MemoryType::Shared, MemoryType::Heap,
+                                                      MemoryType::Auto});
+        log << "store_in " << static_cast<int>(m);
+        f.store_in(m);
+        break;
+      }
+      case 15: {
+        Func &p = *one_of(funcs);
+        VarOrRVar v = loop_of(f, 0);
+        log << f.name() << ".fuse_epilogue(" << p.name() << ", " << v.name << ")";
+        f.fuse_epilogue(p, v);
+        break;
+      }
+      case 16: log << "fold_bias_into_init"; f.fold_bias_into_init(); break;
+      case 17: {
+        Input &in = chance(50) || !B_ ? *A_ : chance(80) ? *B_ : *bias_;
+        VarOrRVar v = loop_of(f, s);
+        log << "stage_in_shared " << in.name() << " at " << v.name;
+        st.stage_in_shared(in, v, layout());
+        break;
+      }
+      case 18: log << "allow_reassociation"; st.allow_reassociation(); break;
+      case 19: {
+        log << "bound";
+        f.bound(chance(50) ? *i_ : *j_, chance(90) ? Expr(chance(50) ? *pM_ : *pN_) : Expr(pick(50)));
+        break;
+      }
+      case 20: { int b = pick(34); log << "gpu_min_blocks_per_sm " << b; f.gpu_min_blocks_per_sm(b); break; }
+      case 21: {
+        log << "allow_reduction_invariant_terms";
+        st.allow_reduction_invariant_terms();
+        break;
+      }
+      }
+      log << "\n";
+    } catch (const UserError &e) {
+      log << " -> rejected: " << e.what() << "\n";
+    }
+  }
+
+  void schedule(std::ostream &log) {
+    try {
+      int style = pick(10);
+      if (kind_ == 1 && style == 0)
+        mma_template(log);
+      else if (style < 6)
+        template_schedule(log);
+    } catch (const UserError &e) {
+      log << "template rejected: " << e.what() << "\n";
+    }
+    int n = pick(5);
+    for (int m = 0; m < n; ++m)
+      random_primitive(log);
+  }
+
+  // -------------------------------------------------------------- oracle
+
+  float input_value(int seed, size_t e) {
+    return static_cast<float>(static_cast<int>((e * 2654435761u + seed * 97) % 17) - 8) / 8.0f;
+  }
+  void fill(Buffer &b, int seed) {
+    for (size_t e = 0; e < b.size(); ++e)
+      b.set(e, input_value(seed, e));
+  }
+  static double act(int epilogue, double x) {
+    switch (epilogue) {
+    case 0: return std::isnan(x) ? x : std::max(x, 0.0);
+    case 1: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case 2: return x;
+    default: return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    }
+  }
+
+  Outcome check(std::ostream &log) {
+    Pipeline p(*out_);
+    std::string nest = p.loop_nest();
+    if (must_reject_) {
+      log << "accepted a reduction that reads its own value:\n" << nest;
+      return Outcome::Wrong;
+    }
+    Buffer A(kind_ == 0 ? std::vector<int>{M_, N_} : std::vector<int>{M_, K_}, in_type_), bias({N_}),
+        out({M_, N_}, out_type_);
+    Buffer B(kind_ == 0 ? std::vector<int>{1, 1} : std::vector<int>{K_, N_}, in_type_);
+    fill(A, 1), fill(B, 2), fill(bias, 3);
+    Arguments args{{A_->name(), A}, {bias_->name(), bias}, {pM_->name(), M_}, {pN_->name(), N_}};
+    if (kind_ == 1) {
+      args.emplace(B_->name(), B);
+      args.emplace(pK_->name(), K_);
+    }
+    p.realize_on_cpu(args, out);
+    // The reference, in double, from the values the buffers hold.
+    bool tf32 = has_mma_ && in_type_ == Float(32);
+    double tol = out_type_ == Float(32) ? (tf32 ? 2e-3 : 1e-4) : out_type_ == BFloat(16) ? 1e-2 : 2e-3;
+    for (int i = 0; i < M_; ++i)
+      for (int j = 0; j < N_; ++j) {
+        double expected, scale;
+        if (kind_ == 0) {
+          expected = A.get(static_cast<size_t>(i) * N_ + j) * 2.0 + bias.get(j);
+          scale = std::fabs(expected) + 1;
+        } else {
+          double sum = 0, abs_sum = 0;
+          for (int k = 0; k < K_; ++k) {
+            double term = double(A.get(static_cast<size_t>(i) * K_ + k)) * B.get(static_cast<size_t>(k) * N_ + j);
+            sum += term, abs_sum += std::fabs(term);
+          }
+          if (post_stage_)
+            sum = sum * 0.5 + 1.0, abs_sum = abs_sum * 0.5 + 1.0;
+          expected = act(epilogue_, sum + bias.get(j));
+          scale = abs_sum + std::fabs(bias.get(j)) + 1;
+        }
+        double got = out.get(static_cast<size_t>(i) * N_ + j);
+        if (!(std::fabs(got - expected) <= tol * scale)) {
+          log << "wrong at (" << i << ", " << j << "): got " << got << ", expected " << expected << "\n" << nest;
+          return Outcome::Wrong;
+        }
+      }
+    if (nest.find("gpu_block") == std::string::npos)
+      return Outcome::Matched;
+    try {
+      p.ptx();
+      if (!ptxas_available())
+        return Outcome::Matched; // PTX made, not assembled
+      p.assemble();
+      return Outcome::MatchedPtx;
+    } catch (const UserError &e) {
+      std::string what = e.what();
+      if (what.find("ptxas") != std::string::npos) {
+        log << "ptxas: " << what << "\n";
+        return Outcome::Ptxas;
+      }
+      log << "gpu: " << what << "\n";
+      return Outcome::GpuRejected;
+    }
+  }
+};
+
+/// Runs case `seed` in a child process with a time limit; fills `log` with
+/// the case's program and what happened.
+inline Outcome run_isolated(uint64_t seed, std::string &log, int timeout_s = 60) {
+  int pipe_fd[2];
+  if (pipe(pipe_fd) != 0)
+    return Outcome::Other;
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipe_fd[0]);
+    std::ostringstream text;
+    Outcome o = Case(seed).run(text);
+    std::string s = text.str();
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t n = write(pipe_fd[1], s.data() + off, s.size() - off);
+      if (n <= 0)
+        break;
+      off += static_cast<size_t>(n);
+    }
+    close(pipe_fd[1]);
+    _exit(static_cast<int>(o));
+  }
+  close(pipe_fd[1]);
+  log.clear();
+  auto start = std::chrono::steady_clock::now();
+  auto left_ms = [&] {
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    return static_cast<int>(std::max<long long>(0, timeout_s * 1000LL - spent.count()));
+  };
+  // Read the log as it comes (a long one must not block the child) until the
+  // child closes its end or the deadline passes.
+  char buf[4096];
+  for (;;) {
+    pollfd fd{pipe_fd[0], POLLIN, 0};
+    if (poll(&fd, 1, left_ms()) <= 0)
+      break; // the deadline
+    ssize_t n = read(pipe_fd[0], buf, sizeof buf);
+    if (n <= 0)
+      break;
+    log.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  bool done = false;
+  for (;;) {
+    if (waitpid(child, &status, WNOHANG) == child) {
+      done = true;
+      break;
+    }
+    if (left_ms() == 0) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      break;
+    }
+    usleep(2000);
+  }
+  close(pipe_fd[0]);
+  if (!done)
+    return Outcome::Hang;
+  if (WIFSIGNALED(status))
+    return Outcome::Crash;
+  int code = WEXITSTATUS(status);
+  return code <= static_cast<int>(Outcome::Other) ? static_cast<Outcome>(code) : Outcome::Crash;
+}
+
+} // namespace coalesce::fuzz
