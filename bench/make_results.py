@@ -52,7 +52,9 @@ def load(path):
     for b in data.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration":
             continue
-        parts = b["name"].split("/")
+        # Google Benchmark appends the run's settings ("/iterations:1",
+        # "/manual_time"); they are not part of the name.
+        parts = [p for p in b["name"].split("/") if ":" not in p and p != "manual_time"]
         if len(parts) == 2:
             parts = ["fp32"] + parts
         if len(parts) != 3:
