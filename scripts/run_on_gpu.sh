@@ -16,8 +16,9 @@
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
 #              (the sanitizer case: the fp32 default and a ragged bf16
 #              tensor-core GEMM, once each)
-#   aot        coalesce-aot generates a fused gemm + bias + GELU launcher; the
-#              standalone codegen/aot/example_app is built against it with
+#   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
+#              input type (f32, tf32, bf16, f16); the
+#              standalone codegen/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
 #   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
 #   bench      only with --bench, if bench/run_benchmarks.sh exists
@@ -217,25 +218,36 @@ aot_log=$logs/aot.log
 if [ ! -x "$bin/coalesce-aot" ]; then
   record aot FAIL "coalesce-aot is not in the bundle"
 else
-  gen=$work/aot-generated app=$work/aot-app
-  mkdir -p "$gen"
-  aot_rc=0
-  run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu --output-dir="$gen" ||
-    aot_rc=$?
-  [ $aot_rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
-    -DCOALESCE_GENERATED_DIR="$gen" -DCUDAToolkit_ROOT="$cuda" || aot_rc=$?; }
-  [ $aot_rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || aot_rc=$?; }
-  llvm_note=""
-  if [ $aot_rc = 0 ]; then
-    # Run as a user would, without the bundle's libraries on the search path.
-    echo "\$ ldd example_app" >>"$aot_log"
-    LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" >>"$aot_log" 2>&1
-    if LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" | grep -qiE 'llvm|coalesce'; then llvm_note="; LINKS LLVM/COALESCE"; aot_rc=1; fi
-    run_logged "$aot_log" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || aot_rc=$?
-  fi
-  big=$(grep -aE '^M=4096 +N=4096' "$aot_log" | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/4096^3 \1 ms, \2 TFLOP\/s/')
-  verdict=$(grep -aE '^(all shapes match the reference|MISMATCH)$' "$aot_log" | tail -1)
-  record aot "$(status_of $aot_rc)" "${verdict:-no verdict}${big:+; $big}; no LLVM$llvm_note"
+  # One launcher per input type: f32 (FFMA), tf32, bf16 and f16 (tensor
+  # cores, 16-bit outputs for the 16-bit types), each built into the example
+  # app and run at its shapes.
+  aot_rc=0 figures=""
+  for dtype in f32 tf32 bf16 f16; do
+    case $dtype in bf16 | f16) out_dtype=$dtype ;; *) out_dtype=f32 ;; esac
+    gen=$work/aot-generated-$dtype app=$work/aot-app-$dtype
+    mkdir -p "$gen"
+    rc=0
+    echo "=== $dtype" >>"$aot_log"
+    run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
+      --dtype=$dtype --out-dtype=$out_dtype --output-dir="$gen" || rc=$?
+    [ $rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
+      -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
+    [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }
+    llvm_note=""
+    if [ $rc = 0 ]; then
+      # Run as a user would, without the bundle's libraries on the search path.
+      echo "\$ ldd example_app" >>"$aot_log"
+      LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" >>"$aot_log" 2>&1
+      if LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" | grep -qiE 'llvm|coalesce'; then llvm_note=" LINKS LLVM/COALESCE"; rc=1; fi
+      : >"$work/aot-$dtype.out"
+      run_logged "$work/aot-$dtype.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || rc=$?
+      cat "$work/aot-$dtype.out" >>"$aot_log"
+    fi
+    big=$(grep -aE '^M=4096 +N=4096' "$work/aot-$dtype.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
+    figures="$figures${figures:+; }$dtype $(status_of $rc)${big:+ $big}$llvm_note"
+    [ $rc = 0 ] || aot_rc=1
+  done
+  record aot "$(status_of $aot_rc)" "4096^3: $figures; no LLVM"
 fi
 
 # -------------------------------------------------------------------- main

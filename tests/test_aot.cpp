@@ -192,7 +192,7 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--generator=conv", "--generator=conv: no such generator; this tool has: gemm"},
       {"--tile-m=64 --reg-m=3", "--tile-m=64 is not a multiple of --reg-m=3"},
       {"--tile-n=512", "--tile-n=512: out of range"},
-      {"--k-step=0", "--k-step=0: out of range"},
+      {"--k-step=-1", "--k-step=-1: out of range"},
   };
   for (const Bad &bad : cases) {
     TempDir dir;
@@ -353,7 +353,10 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
     CHECK_MESSAGE(header.find(doc) != std::string::npos, "the header lacks: " << doc);
   std::string ptx = read_file(dir / "gemm_bf16.ptx");
   CHECK(ptx.find("cvt.rn.bf16.f32") != std::string::npos);
-  CHECK(ptx.find("ld.global.nc.b16") != std::string::npos);
+  // bf16 inputs run on tensor cores: fragments by ldmatrix, 16-byte copies.
+  CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+  CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4") != std::string::npos);
+  CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
   if (assemble)
     CHECK(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out") != nullptr);
   if (have_program("g++"))
@@ -368,6 +371,18 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(read_file(dir / "gemm_f16.h").find("coalesce_f16_deviceptr A") != std::string::npos);
   if (assemble)
     CHECK(assemble_ptx(f16_ptx, parse_gpu_target("sm_80")).find("out") != nullptr);
+
+  // tf32: f32 buffers, multiplied on tf32 tensor cores.
+  Result tf32 = aot("--emit=ptx,header --dtype=tf32 --name=gemm_tf32 --output-dir=.", dir.path);
+  INFO(tf32.err);
+  REQUIRE(tf32.status == 0);
+  std::string tf32_ptx = read_file(dir / "gemm_tf32.ptx");
+  CHECK(tf32_ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+  CHECK(tf32_ptx.find("cvt.rna.tf32.f32") != std::string::npos);
+  CHECK(read_file(dir / "gemm_tf32.h").find("CUresult gemm_tf32(CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, "
+                                            "CUdeviceptr out,") != std::string::npos);
+  if (assemble)
+    CHECK(assemble_ptx(tf32_ptx, parse_gpu_target("sm_90a")).find("out") != nullptr);
 
   // Mixed: 16-bit inputs, f32 output; the f32 default keeps CUdeviceptr.
   Result mixed = aot("--emit=header --dtype=f16", dir.path);
@@ -385,7 +400,9 @@ TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") 
     Result result = aot(std::string(flag) + " --output-dir=out", dir.path);
     INFO(flag, "\n", result.err);
     CHECK(result.status == 1);
-    CHECK(result.contains(std::string(flag) + ": expected one of f32, bf16, f16"));
+    bool input = std::string(flag).rfind("--dtype", 0) == 0;
+    CHECK(result.contains(std::string(flag) + (input ? ": expected one of f32, tf32, bf16, f16"
+                                                     : ": expected one of f32, bf16, f16")));
     CHECK(dir.entries().empty());
   }
 }

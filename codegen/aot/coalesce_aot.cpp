@@ -1,17 +1,21 @@
 // coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
-// `gemm`: out = activation(A B + bias), row-major; A and B f32, bf16 or f16
-// (--dtype), out f32, bf16 or f16 (--out-dtype), the bias and all arithmetic
-// f32. Its main is aot_main.cpp; its schedule is GemmSchedule.cpp.
+// `gemm`: out = activation(A B + bias), row-major; A and B f32, tf32 (f32
+// data on tf32 tensor cores), bf16 or f16 (--dtype), out f32, bf16 or f16
+// (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
+// its schedules are GemmSchedule.cpp (FFMA, for f32) and
+// scheduler/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
 //
 //   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=generated
+//   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --emit=loops
 
 #include "codegen/aot/GemmSchedule.h"
 #include "codegen/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/IROperator.h"
+#include "scheduler/GemmMmaSchedule.h"
 
 #include <utility>
 #include <vector>
@@ -35,6 +39,22 @@ Expr activate(Activation activation, const Expr &x) {
 const std::vector<std::pair<std::string, Type>> kElementTypes = {
     {"f32", Float(32)}, {"bf16", BFloat(16)}, {"f16", Float(16)}};
 
+/// What A and B hold and which instruction multiplies them: f32 on FFMA;
+/// f32 rounded to tf32, bf16 or f16 on warp MMA (tensor cores).
+enum class InputType { F32, TF32, BF16, F16 };
+const std::vector<std::pair<std::string, InputType>> kInputTypes = {
+    {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16}, {"f16", InputType::F16}};
+
+Type element_type(InputType t) {
+  return t == InputType::BF16 ? BFloat(16) : t == InputType::F16 ? Float(16) : Float(32);
+}
+
+MmaKind mma_kind(InputType t) {
+  return t == InputType::BF16  ? MmaKind::BF16_m16n8k16
+         : t == InputType::F16 ? MmaKind::F16_m16n8k16
+                               : MmaKind::TF32_m16n8k8;
+}
+
 /// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
 /// K x N, bias has N elements, out is M x N, all row-major. bf16/f16 inputs
 /// are widened exactly to f32 and the sum is f32 (as on tensor cores); a
@@ -56,9 +76,12 @@ public:
        {"gelu_tanh", Activation::GeluTanh}},
       "the epilogue: none; relu; gelu, exact (erf), as PyTorch's default; gelu_tanh, the tanh "
       "approximation"};
-  EnumParam<Type> dtype{this, "dtype", Float(32), kElementTypes,
-                        "the element type of A and B: f32; bf16 (bfloat16); f16 (IEEE half). The "
-                        "products and the sum are f32 whatever it is; the bias is always f32"};
+  EnumParam<InputType> dtype{this, "dtype", InputType::F32, kInputTypes,
+                             "A and B and how they are multiplied: f32 (FFMA); tf32 (f32 data, each "
+                             "value rounded to tf32, 10 mantissa bits, nearest, ties away, on tensor "
+                             "cores); bf16 (bfloat16) or f16 (IEEE half) on tensor cores. The sum is f32 "
+                             "whatever it is, and tensor cores sum each k step in their own order; the "
+                             "bias is always f32"};
   EnumParam<Type> out_dtype{this, "out-dtype", Float(32), kElementTypes,
                             "the element type of out: f32; bf16 or f16 (the f32 result rounded to "
                             "nearest even)"};
@@ -73,11 +96,21 @@ public:
                             "tile-m/reg-m by tile-n/reg-n, 16 x 16 by default)",
                             1, 16};
   GeneratorParam<int> reg_n{this, "reg-n", 8, "columns of out per thread, in registers", 1, 16};
-  GeneratorParam<int> k_step{this, "k-step", 8,
-                             "elements of K staged in shared memory per step", 1, 64};
+  GeneratorParam<int> k_step{this, "k-step", 0,
+                             "elements of K staged in shared memory per step; 0: 8 for f32, the "
+                             "tensor-core tiling's choice otherwise",
+                             0, 64};
+  GeneratorParam<int> warp_m{this, "warp-m", 0,
+                             "tensor cores: rows of out per warp; 0: chosen with the tile", 0, 256};
+  GeneratorParam<int> warp_n{this, "warp-n", 0, "tensor cores: columns of out per warp; 0: chosen with the tile",
+                             0, 256};
+  GeneratorParam<int> stages{this, "stages", 2,
+                             "tensor cores: K steps in flight in the staging pipeline (2: double "
+                             "buffering)",
+                             2, 8};
 
   Func build() override {
-    Input A("A", dtype, {M, K}), B("B", dtype, {K, N});
+    Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
     std::optional<Input> bias_vector;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});
@@ -91,6 +124,22 @@ public:
       sum = sum + (*bias_vector)(j);
     out(i, j) = cast(out_dtype, activate(activation, sum));
 
+    if (dtype != InputType::F32) {
+      MmaTiling tiling = default_mma_tiling(mma_kind(dtype), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0);
+      if (tile_m > 0)
+        tiling.block_m = tile_m;
+      if (tile_n > 0)
+        tiling.block_n = tile_n;
+      if (warp_m > 0)
+        tiling.warp_m = warp_m;
+      if (warp_n > 0)
+        tiling.warp_n = warp_n;
+      if (k_step > 0)
+        tiling.k_step = k_step;
+      tiling.stages = stages;
+      schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
+      return out;
+    }
     GemmScheduleOptions options;
     // The library's shape-aware choice unless the tile is given.
     GemmTiling chosen = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
@@ -99,7 +148,7 @@ public:
     options.tile_n = tile_n > 0 ? static_cast<int>(tile_n) : chosen.block_n;
     options.reg_m = reg_m;
     options.reg_n = reg_n;
-    options.k_step = k_step;
+    options.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
     apply_default_schedule(GemmAlgorithm{acc, out, A, B, bias_vector, i, j, k}, options);
     return out;
   }
@@ -110,4 +159,4 @@ public:
 
 COALESCE_REGISTER_GENERATOR(coalesce::GemmGenerator, "gemm",
                             "GEMM with an optional bias and activation: out = activation(A B + "
-                            "bias), row-major; A and B f32, bf16 or f16, out f32, bf16 or f16");
+                            "bias), row-major; A and B f32, tf32, bf16 or f16, out f32, bf16 or f16");

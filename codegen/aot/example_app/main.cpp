@@ -1,13 +1,18 @@
 // An application using a kernel that coalesce-aot generated ahead of time:
-// out = gelu(A B + bias), f32, row-major. It needs only the generated
+// out = gelu(A B + bias), row-major. It needs only the generated
 // gemm_bias_gelu.h/.cpp and the CUDA Driver API; see CMakeLists.txt for how
-// to generate, build and run it.
+// to generate, build and run it. COALESCE_EXAMPLE_DTYPE (set by CMake) says
+// what the launcher was generated for: f32 (A, B and out f32), tf32 (the
+// same buffers, multiplied on tf32 tensor cores), bf16 or f16 (A, B and out
+// of that type, on tensor cores).
 //
-// For each shape it fills A, B and bias with random numbers, runs the
+// For each shape it fills A, B and bias with random numbers (A and B
+// multiples of 1/256 in (-1, 1), which every input type holds exactly), runs the
 // launcher, and compares a few hundred sampled outputs (the corners among
 // them) with a double-precision reference on the CPU. It prints the largest
 // relative error, |got - want| / max(|want|, 1), and the time per launch, and
-// exits with status 1 if any sample is off by more than 1e-3.
+// exits with status 1 if any sample is off by more than the tolerance of
+// the output type (1e-3 for f32; twice the rounding of a 16-bit output).
 //
 //   example_app            # a set of shapes, square and ragged
 //   example_app M N K      # one shape
@@ -21,9 +26,78 @@
 #include <random>
 #include <vector>
 
+#include <cstdint>
+#include <cstring>
+
 namespace {
 
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16) || defined(COALESCE_EXAMPLE_DTYPE_F16)
+using Element = uint16_t; // the bits of a bf16 or f16 value
+#else
+using Element = float;
+#endif
+
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16)
+const char *const kTypeName = "bf16 A, B and out (tensor cores)";
+const double kTolerance = 1.0 / 256; // twice bf16's rounding of the output
+const unsigned short kNaN = 0x7FC0;
+#elif defined(COALESCE_EXAMPLE_DTYPE_F16)
+const char *const kTypeName = "f16 A, B and out (tensor cores)";
+const double kTolerance = 1.0 / 1024; // twice f16's rounding of the output
+const unsigned short kNaN = 0x7E00;
+#elif defined(COALESCE_EXAMPLE_DTYPE_TF32)
+const char *const kTypeName = "f32 A, B and out on tf32 tensor cores";
 const double kTolerance = 1e-3;
+#else
+const char *const kTypeName = "f32 A, B and out";
+const double kTolerance = 1e-3;
+#endif
+
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16) || defined(COALESCE_EXAMPLE_DTYPE_F16)
+uint32_t bits_of(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bits;
+}
+float float_of(uint32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+#endif
+
+/// The element holding `x` exactly (x is 0 or a multiple of 1/256 in (-1, 1):
+/// at most 8 significant bits, exponent at least -8, so no rounding).
+Element to_element(float x) {
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16)
+  return static_cast<Element>(bits_of(x) >> 16);
+#elif defined(COALESCE_EXAMPLE_DTYPE_F16)
+  uint32_t bits = bits_of(x);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  if ((bits & 0x7FFFFFFFu) == 0)
+    return static_cast<Element>(sign);
+  uint32_t exponent = ((bits >> 23) & 0xFF) - 127 + 15, mantissa = (bits >> 13) & 0x3FF;
+  return static_cast<Element>(sign | (exponent << 10) | mantissa);
+#else
+  return x;
+#endif
+}
+
+/// An output element widened to float (f16 subnormals and NaN included).
+float from_element(Element e) {
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16)
+  return float_of(uint32_t(e) << 16);
+#elif defined(COALESCE_EXAMPLE_DTYPE_F16)
+  uint32_t sign = (uint32_t(e) & 0x8000u) << 16, exponent = (e >> 10) & 0x1F, mantissa = e & 0x3FF;
+  if (exponent == 0x1F)
+    return mantissa ? NAN : float_of(sign | 0x7F800000u);
+  if (exponent == 0)
+    return (sign ? -1.0f : 1.0f) * std::ldexp(float(mantissa), -24);
+  return float_of(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+#else
+  return e;
+#endif
+}
 
 /// Exits with the driver's description of `status` unless it is success.
 void check(CUresult status, const char *what) {
@@ -35,17 +109,34 @@ void check(CUresult status, const char *what) {
   std::exit(2);
 }
 
-/// A device buffer of `count` floats, freed at scope exit.
-struct DeviceFloats {
-  explicit DeviceFloats(size_t count) : bytes(count * sizeof(float)) {
+/// A device buffer of `count` elements of `size` bytes, freed at scope exit.
+struct DeviceBuffer {
+  DeviceBuffer(size_t count, size_t size) : bytes(count * size) {
     check(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
   }
-  ~DeviceFloats() { cuMemFree(ptr); }
-  DeviceFloats(const DeviceFloats &) = delete;
-  DeviceFloats &operator=(const DeviceFloats &) = delete;
+  ~DeviceBuffer() { cuMemFree(ptr); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
   CUdeviceptr ptr = 0;
   size_t bytes;
 };
+
+/// Multiples of 1/256 in (-1, 1): exact in f32, tf32, bf16 and f16.
+std::vector<float> random_grid(size_t count, unsigned seed) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<int> steps(-255, 255);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = float(steps(engine)) / 256.0f;
+  return values;
+}
+
+std::vector<Element> to_elements(const std::vector<float> &values) {
+  std::vector<Element> elements(values.size());
+  for (size_t n = 0; n < values.size(); ++n)
+    elements[n] = to_element(values[n]);
+  return elements;
+}
 
 std::vector<float> random_floats(size_t count, unsigned seed) {
   std::mt19937 engine(seed);
@@ -58,15 +149,29 @@ std::vector<float> random_floats(size_t count, unsigned seed) {
 
 double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
+unsigned short kNaN16() {
+#if defined(COALESCE_EXAMPLE_DTYPE_BF16) || defined(COALESCE_EXAMPLE_DTYPE_F16)
+  return kNaN;
+#else
+  return 0;
+#endif
+}
+
 /// Runs one shape; returns true if every sample matches.
 bool run_shape(int M, int N, int K, CUstream stream) {
-  std::vector<float> a = random_floats(size_t(M) * K, 1), b = random_floats(size_t(K) * N, 2),
-                     bias = random_floats(N, 3), out(size_t(M) * N, NAN);
-  DeviceFloats a_dev(a.size()), b_dev(b.size()), bias_dev(bias.size()), out_dev(out.size());
-  check(cuMemcpyHtoD(a_dev.ptr, a.data(), a_dev.bytes), "cuMemcpyHtoD");
-  check(cuMemcpyHtoD(b_dev.ptr, b.data(), b_dev.bytes), "cuMemcpyHtoD");
+  std::vector<float> a = random_grid(size_t(M) * K, 1), b = random_grid(size_t(K) * N, 2),
+                     bias = random_floats(N, 3);
+  std::vector<Element> a_elements = to_elements(a), b_elements = to_elements(b), out_elements(size_t(M) * N);
+  DeviceBuffer a_dev(a.size(), sizeof(Element)), b_dev(b.size(), sizeof(Element)),
+      bias_dev(bias.size(), sizeof(float)), out_dev(out_elements.size(), sizeof(Element));
+  check(cuMemcpyHtoD(a_dev.ptr, a_elements.data(), a_dev.bytes), "cuMemcpyHtoD");
+  check(cuMemcpyHtoD(b_dev.ptr, b_elements.data(), b_dev.bytes), "cuMemcpyHtoD");
   check(cuMemcpyHtoD(bias_dev.ptr, bias.data(), bias_dev.bytes), "cuMemcpyHtoD");
-  check(cuMemsetD32(out_dev.ptr, 0x7fc00000u, out.size()), "cuMemsetD32"); // NaN: unwritten shows
+  // NaN everywhere, so that an element the kernel never wrote shows.
+  if (sizeof(Element) == 2)
+    check(cuMemsetD16(out_dev.ptr, kNaN16(), out_elements.size()), "cuMemsetD16");
+  else
+    check(cuMemsetD32(out_dev.ptr, 0x7fc00000u, out_elements.size()), "cuMemsetD32");
 
   CUresult status = gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream);
   if (status != CUDA_SUCCESS) {
@@ -74,7 +179,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
     return false;
   }
   check(cuStreamSynchronize(stream), "the kernel");
-  check(cuMemcpyDtoH(out.data(), out_dev.ptr, out_dev.bytes), "cuMemcpyDtoH");
+  check(cuMemcpyDtoH(out_elements.data(), out_dev.ptr, out_dev.bytes), "cuMemcpyDtoH");
 
   // Samples: the four corners, then random points.
   std::vector<std::pair<int, int>> samples = {{0, 0}, {0, N - 1}, {M - 1, 0}, {M - 1, N - 1}};
@@ -88,7 +193,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
     for (int k = 0; k < K; ++k)
       sum += double(a[size_t(i) * K + k]) * double(b[size_t(k) * N + j]);
     double want = gelu(sum + bias[j]);
-    double got = out[size_t(i) * N + j];
+    double got = from_element(out_elements[size_t(i) * N + j]);
     double error = std::fabs(got - want) / std::max(std::fabs(want), 1.0);
     if (!(error <= kTolerance)) { // also catches NaN
       if (++bad <= 5)
@@ -141,7 +246,7 @@ int main(int argc, char **argv) {
   CUcontext context;
   check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
   check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  std::printf("device: %s\n", name);
+  std::printf("device: %s; %s\n", name, kTypeName);
 
   // Load (JIT-compile) the module up front, and show how errors read.
   if (gemm_bias_gelu_load() != CUDA_SUCCESS) {
