@@ -36,6 +36,8 @@ public:
     for (const GpuKernel &kernel : program.kernels) {
       check_kernel_name(kernel_symbol(kernel.name));
       kernel_ = &kernel;
+      dynamic_shared_ = nullptr;
+      dynamic_offset_ = 0;
       llvm::Function *function = emit_function(kernel_symbol(kernel.name), program.args, kernel.body,
                                                 llvm::GlobalValue::ExternalLinkage);
       // LLVM 22 marks kernels by calling convention (the old nvvm.annotations
@@ -244,6 +246,25 @@ protected:
     llvm::Type *element = llvm_type_of(op->type);
     switch (op->memory) {
     case MemoryType::Shared: {
+      if (dynamic_shared_bytes(*kernel_) > 0) {
+        // Dynamic shared memory: one extern array per kernel, each tile at
+        // the next 16-byte aligned offset (the kernel's shared_bytes, which
+        // the launch passes, is the sum of its tiles, rounded the same way).
+        if (!dynamic_shared_) {
+          auto *type = llvm::ArrayType::get(builder_->getInt8Ty(), 0);
+          dynamic_shared_ = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::ExternalLinkage,
+                                                     nullptr, kernel_->name + "_dynamic_shared", nullptr,
+                                                     llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+          dynamic_shared_->setAlignment(llvm::Align(16));
+        }
+        int64_t bytes = elements * std::max(1, op->type.bytes());
+        llvm::Value *tile = builder_->CreateConstInBoundsGEP1_64(builder_->getInt8Ty(), dynamic_shared_,
+                                                                 static_cast<uint64_t>(dynamic_offset_));
+        dynamic_offset_ += (bytes + 15) / 16 * 16;
+        COALESCE_INTERNAL_ASSERT(dynamic_offset_ <= kernel_->shared_bytes, "kernel '", kernel_->name,
+                                 "' has more shared tiles than its ", kernel_->shared_bytes, " bytes");
+        return tile;
+      }
       // Static shared memory: one array per allocation, named after the
       // kernel so two kernels' tiles never share a symbol.
       auto *storage = new llvm::GlobalVariable(
@@ -305,6 +326,8 @@ private:
   }
 
   const GpuKernel *kernel_ = nullptr;
+  llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
+  int64_t dynamic_offset_ = 0;                     ///< where its next tile starts
 };
 
 void initialize_nvptx_target() {

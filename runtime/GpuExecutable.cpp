@@ -45,7 +45,7 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
     grid = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
     block = {static_cast<unsigned>(kernel.block[0]), static_cast<unsigned>(kernel.block[1]),
              static_cast<unsigned>(kernel.block[2])};
-    gpu::launch(functions_[k], grid, block, 0, slots.data());
+    gpu::launch(functions_[k], grid, block, static_cast<size_t>(dynamic_shared_bytes(kernel)), slots.data());
   }
 }
 

@@ -90,7 +90,8 @@ private:
       int64_t elements = 1;
       for (const Expr &e : op->extents)
         elements *= *as_const_int(e);
-      shared_bytes += static_cast<int>(elements * op->type.bytes());
+      // Rounded to 16 bytes per tile, as dynamic shared memory lays them out.
+      shared_bytes += static_cast<int>((elements * op->type.bytes() + 15) / 16 * 16);
     }
     IRVisitor::visit(op);
   }

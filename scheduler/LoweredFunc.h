@@ -50,6 +50,16 @@ struct GpuKernel {
   int min_blocks_per_sm = 0; ///< 0: no request
 };
 
+/// Shared memory a kernel can have statically (declared in the PTX); above
+/// it, a kernel must take its shared memory dynamically, opting in at launch.
+constexpr int kStaticSharedLimit = 48 * 1024;
+
+/// The dynamic shared memory `kernel` is launched with: all of it when it
+/// needs more than the static limit, else none (its tiles are static).
+inline int dynamic_shared_bytes(const GpuKernel &kernel) {
+  return kernel.shared_bytes > kStaticSharedLimit ? kernel.shared_bytes : 0;
+}
+
 /// A pipeline lowered for the GPU: kernels launched in order, each taking
 /// every argument of `args`.
 struct GpuProgram {

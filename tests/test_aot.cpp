@@ -394,6 +394,35 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(plain.out.find("typedef") == std::string::npos);
 }
 
+TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and its launcher opts in") {
+  // 4 stages of a 128 x 128 bf16 tile, k step 32: 4 x 18,944 bytes.
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --stages=4 --name=gemm_deep --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string launcher = read_file(dir / "gemm_deep.cpp");
+  CHECK(launcher.find("const int kDynamicShared[kKernels] = {75776};") != std::string::npos);
+  CHECK(launcher.find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES") != std::string::npos);
+  CHECK(launcher.find(", 75776, stream, params_, nullptr);") != std::string::npos);
+  std::string ptx = read_file(dir / "gemm_deep.ptx");
+  CHECK(ptx.find(".extern .shared .align 16 .b8") != std::string::npos);
+  CHECK(ptx.find("cp.async.wait_group \t2;") != std::string::npos); // stages - 2 groups left in flight
+  if (can_assemble()) {
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    REQUIRE(kernel != nullptr);
+    CHECK(kernel->shared_bytes == 0); // no static tiles: all of it is dynamic
+    CHECK_FALSE(kernel->spills());
+  }
+  if (have_program("g++"))
+    check_launcher_builds(dir, "gemm_deep", "gemm_deep(0, 0, 0, 0, 1, 1, 1, 0)");
+  // A kernel within 48 KiB keeps static tiles and launches with none.
+  Result small = aot("--dtype=bf16 --out-dtype=bf16 --name=gemm_small --output-dir=.", dir.path);
+  REQUIRE(small.status == 0);
+  std::string small_launcher = read_file(dir / "gemm_small.cpp");
+  CHECK(small_launcher.find("const int kDynamicShared[kKernels] = {0};") != std::string::npos);
+  CHECK(small_launcher.find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES") == std::string::npos);
+}
+
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
   for (const char *flag : {"--dtype=f64", "--out-dtype=int8", "--dtype=", "--out-dtype=BF16"}) {
     TempDir dir;

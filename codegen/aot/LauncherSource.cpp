@@ -397,7 +397,34 @@ std::string launcher_source(const LauncherSpec &spec) {
       << "const char *const kKernelNames[kKernels] = {";
   for (size_t k = 0; k < kernels; ++k)
     out << (k ? ", " : "") << "\"" << kernel_symbol(spec.program.kernels[k].name) << "\"";
+  out << "};\n";
+  // Kernels over 48 KiB of shared memory take it dynamically, opting in.
+  out << "// Dynamic shared memory per kernel (0: its tiles are static).\n"
+      << "const int kDynamicShared[kKernels] = {";
+  for (size_t k = 0; k < kernels; ++k)
+    out << (k ? ", " : "") << dynamic_shared_bytes(spec.program.kernels[k]);
   out << "};\n\n";
+
+  // Only a launcher with a kernel over 48 KiB of shared memory calls the
+  // opt-in (so the others need no more of the driver than before).
+  bool any_dynamic = false;
+  for (const GpuKernel &kernel : spec.program.kernels)
+    any_dynamic |= dynamic_shared_bytes(kernel) > 0;
+  const std::string dynamic_shared_setup = any_dynamic ? R"cpp(    for (int k = 0; k < kKernels; ++k) {
+      if (kDynamicShared[k] <= 48 * 1024)
+        continue;
+      CUdevice device = 0;
+      status = cuCtxGetDevice(&device);
+      if (status == CUDA_SUCCESS)
+        status = cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kDynamicShared[k], found[k],
+                                      device);
+      if (status != CUDA_SUCCESS) {
+        cuLibraryUnload(library);
+        return fail(status, std::string("cannot give kernel '") + kKernelNames[k] + "' " +
+                                std::to_string(kDynamicShared[k]) + " bytes of shared memory: " + describe(status));
+      }
+    }
+)cpp" : "";
 
   out << R"cpp(// The loaded module, shared by every thread and context (a CUlibrary is
 // loaded into each context on first use there). A failed load is retried by
@@ -458,7 +485,7 @@ CUresult load(CUkernel *kernels) {
                                 "' in the PTX: " + describe(status));
       }
     }
-    std::copy(found, found + kKernels, loaded.kernels);
+)cpp" << dynamic_shared_setup << R"cpp(    std::copy(found, found + kKernels, loaded.kernels);
     loaded.library = library;
   }
   std::copy(loaded.kernels, loaded.kernels + kKernels, kernels);
@@ -601,7 +628,7 @@ CUresult load(CUkernel *kernels) {
         << "                           unsigned(" << grid << "[0]), unsigned(" << grid
         << "[1]), unsigned(" << grid << "[2]),\n"
         << "                           " << kernel.block[0] << ", " << kernel.block[1] << ", "
-        << kernel.block[2] << ", 0, stream, params_, nullptr);\n"
+        << kernel.block[2] << ", " << dynamic_shared_bytes(kernel) << ", stream, params_, nullptr);\n"
         << "  if (status_ != CUDA_SUCCESS)\n"
         << "    return coalesce_launcher::fail(status_, \"cannot launch kernel '" << kernel.name
         << "': \" + coalesce_launcher::describe(status_));\n";
