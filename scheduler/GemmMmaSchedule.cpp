@@ -35,6 +35,10 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   tiling.warp_n = chosen->warp_n;
   tiling.min_blocks_per_sm = chosen->min_blocks;
   tiling.k_step = tf32 ? 16 : 32;
+  // Three steps in flight (dynamic shared memory past 48 KiB): at 4096^3 on
+  // the H200, bf16 0.631 -> 0.511 ms and tf32 2.075 -> 1.456 ms against
+  // double buffering; four or five were no faster.
+  tiling.stages = 3;
   return tiling;
 }
 

@@ -34,7 +34,8 @@ struct MmaTiling {
 /// `sm_count` multiprocessors: the largest block tile that still gives
 /// every multiprocessor a block (128x128, 128x64, then 64x64), skipping
 /// 128-row tiles when M fits in 64 rows; k step 32 for bf16/f16 and 16 for
-/// tf32 (64 bytes of each staged row either way). tf32 keeps 64 x 32 warp
+/// tf32 (64 bytes of each staged row either way), three pipeline stages.
+/// tf32 keeps 64 x 32 warp
 /// tiles and one block per SM at 128x128: its fragments need more registers
 /// than 64 x 64 leaves (ptxas spills there).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count = 132);
