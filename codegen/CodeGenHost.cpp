@@ -68,17 +68,23 @@ protected:
     return emit_host_narrow(*builder_, to, value);
   }
 
-  llvm::FunctionCallee math_function(const std::string &name, Type type) override {
+  llvm::FunctionCallee math_function(Intrinsic math, Type type) override {
     if (type != Float(32))
-      internal_error("host math function '", name, "' of ", type, ": only f32 is supported");
+      internal_error("host math function '", intrinsic_name(math), "' of ", type, ": only f32 is supported");
     llvm::Type *f32 = llvm::Type::getFloatTy(context_);
-    if (name == "sqrt")
+    const char *libm = nullptr;
+    switch (math) {
+    case Intrinsic::Sqrt:
       return llvm::Intrinsic::getOrInsertDeclaration(&module_, llvm::Intrinsic::sqrt, {f32});
-    if (name == "abs")
+    case Intrinsic::Abs:
       return llvm::Intrinsic::getOrInsertDeclaration(&module_, llvm::Intrinsic::fabs, {f32});
-    const char *libm = name == "erf" ? "erff" : name == "exp" ? "expf" : name == "tanh" ? "tanhf" : nullptr;
+    case Intrinsic::Erf: libm = "erff"; break;
+    case Intrinsic::Exp: libm = "expf"; break;
+    case Intrinsic::Tanh: libm = "tanhf"; break;
+    default: break; // not math: reported below
+    }
     if (!libm)
-      internal_error("no host math function for '", name, "'");
+      internal_error("no host math function for '", intrinsic_name(math), "'");
     llvm::FunctionCallee callee = module_.getOrInsertFunction(libm, f32, f32);
     // Pure functions of their argument (we never read errno), so LLVM may
     // hoist them out of loops and drop unused ones.

@@ -31,10 +31,6 @@ protected:
   }
 };
 
-bool is_math_intrinsic(const std::string &name) {
-  return name == "erf" || name == "exp" || name == "tanh" || name == "sqrt" || name == "abs";
-}
-
 } // namespace
 
 void CodeGenLLVM::Scope::pop(const std::string &name) {
@@ -467,36 +463,50 @@ void CodeGenLLVM::visit(const Load *op) {
 }
 
 void CodeGenLLVM::visit(const Call *op) {
-  if (op->call_type != CallType::Intrinsic)
+  if (!op->intrinsic)
     internal_error("call to '", op->name, "' reached codegen: lowering replaces them by loads");
-  if (op->name == "async_wait") {
+  switch (*op->intrinsic) {
+  case Intrinsic::AsyncWait:
     emit_async_wait();
     value_ = builder_->getInt32(0);
     return;
-  }
-  if (op->name == "async_commit") {
+  case Intrinsic::AsyncCommit:
     emit_async_commit();
     value_ = builder_->getInt32(0);
     return;
-  }
-  if (op->name == "async_wait_group") {
-    auto pending = op->args.size() == 1 ? as_const_int(op->args[0]) : std::nullopt;
+  case Intrinsic::AsyncWaitGroup: {
+    auto pending = as_const_int(op->args[0]);
     COALESCE_INTERNAL_ASSERT(pending, "async_wait_group takes one constant");
     emit_async_wait_group(static_cast<int>(*pending));
     value_ = builder_->getInt32(0);
     return;
   }
-  if (op->name == "round_to_tf32") {
-    value_ = round_to_tf32(codegen(op->args.at(0)));
+  case Intrinsic::RoundToTf32:
+    value_ = round_to_tf32(codegen(op->args[0]));
+    return;
+  case Intrinsic::Exp:
+  case Intrinsic::Erf:
+  case Intrinsic::Tanh:
+  case Intrinsic::Sqrt:
+  case Intrinsic::Abs: {
+    llvm::Value *x = codegen(op->args[0]);
+    value_ = builder_->CreateCall(math_function(*op->intrinsic, op->type), {x});
     return;
   }
-  if (!is_math_intrinsic(op->name)) {
+  case Intrinsic::ThreadIdX:
+  case Intrinsic::ThreadIdY:
+  case Intrinsic::ThreadIdZ:
+  case Intrinsic::BlockIdX:
+  case Intrinsic::BlockIdY:
+  case Intrinsic::BlockIdZ:
     value_ = emit_target_intrinsic(op);
     return;
+  case Intrinsic::AsyncLoad:
+  case Intrinsic::AsyncLoadVector:
+    // Emitted by visit(const Store *), whose value they are.
+    internal_error(op->name, " outside the value of a store");
   }
-  COALESCE_INTERNAL_ASSERT(op->args.size() == 1, op->name, " takes one argument");
-  llvm::Value *x = codegen(op->args[0]);
-  value_ = builder_->CreateCall(math_function(op->name, op->type), {x});
+  internal_error("intrinsic ", static_cast<int>(*op->intrinsic), " is not in the list");
 }
 
 void CodeGenLLVM::visit(const Let *op) {
@@ -512,8 +522,9 @@ void CodeGenLLVM::visit(const For *op) { emit_for(op); }
 
 void CodeGenLLVM::visit(const Store *op) {
   const auto *async = op->value.as<Call>();
-  if (async && async->call_type == CallType::Intrinsic && async->name == "async_load_vector") {
-    const auto *load = async->args.size() == 3 ? async->args[0].as<Load>() : nullptr;
+  // Call::make_intrinsic has checked the argument counts.
+  if (async && async->intrinsic == Intrinsic::AsyncLoadVector) {
+    const auto *load = async->args[0].as<Load>();
     auto vector = load ? as_const_int(async->args[2]) : std::nullopt;
     COALESCE_INTERNAL_ASSERT(load && vector, "malformed async_load_vector");
     llvm::Value *count = codegen(async->args[1]);
@@ -522,9 +533,9 @@ void CodeGenLLVM::visit(const Store *op) {
                            static_cast<int>(*vector));
     return;
   }
-  if (async && async->call_type == CallType::Intrinsic && async->name == "async_load") {
-    const auto *load = async->args.empty() ? nullptr : async->args[0].as<Load>();
-    COALESCE_INTERNAL_ASSERT(load && async->args.size() <= 2, "async_load of something other than a load");
+  if (async && async->intrinsic == Intrinsic::AsyncLoad) {
+    const auto *load = async->args[0].as<Load>();
+    COALESCE_INTERNAL_ASSERT(load, "async_load of something other than a load");
     llvm::Value *in_bounds = async->args.size() == 2 ? codegen(async->args[1]) : nullptr;
     emit_async_copy(buffer_element(op->buffer, op->indices, load->type),
                     buffer_element(load->buffer, load->indices, load->type), load->type, in_bounds);

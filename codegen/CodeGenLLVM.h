@@ -46,9 +46,9 @@ public:
 protected:
   // ------------------------------------------------------ target-specific hooks
 
-  /// The function that computes the float math intrinsic `name` (erf, exp,
-  /// tanh, sqrt, abs) on one value of `type`.
-  virtual llvm::FunctionCallee math_function(const std::string &name, Type type) = 0;
+  /// The function that computes the float math intrinsic `math` (erf, exp,
+  /// tanh, sqrt, abs: is_math_intrinsic) on one value of `type`.
+  virtual llvm::FunctionCallee math_function(Intrinsic math, Type type) = 0;
 
   /// True if bf16/f16 values are i16 bits in this target's code, converted
   /// by emit_widen/emit_narrow (the host), rather than `bfloat`/`half`.
@@ -59,8 +59,8 @@ protected:
   /// base: fptrunc (the NVPTX backend's cvt.rn.bf16.f32 / cvt.rn.f16.f32).
   virtual llvm::Value *emit_narrow(Type to, llvm::Value *value);
 
-  /// An intrinsic call that is not float math (the GPU indices). The base has
-  /// none: reaching it is a compiler bug.
+  /// A GPU index intrinsic (thread_id, block_id). The base has none: on the
+  /// host, reaching it is a compiler bug.
   virtual llvm::Value *emit_target_intrinsic(const Call *op);
 
   /// Makes every thread of a block wait. A no-op on the host.

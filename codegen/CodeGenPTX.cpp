@@ -54,35 +54,38 @@ public:
   }
 
 protected:
-  llvm::FunctionCallee math_function(const std::string &name, Type type) override {
+  llvm::FunctionCallee math_function(Intrinsic math, Type type) override {
     if (type != Float(32))
-      internal_error("GPU math function '", name, "' of ", type, ": only f32 is supported");
+      internal_error("GPU math function '", intrinsic_name(math), "' of ", type, ": only f32 is supported");
     // libdevice's f32 names; linked in after emission.
-    const char *libdevice = name == "erf"    ? "__nv_erff"
-                            : name == "exp"  ? "__nv_expf"
-                            : name == "tanh" ? "__nv_tanhf"
-                            : name == "sqrt" ? "__nv_sqrtf"
-                            : name == "abs"  ? "__nv_fabsf"
-                                             : nullptr;
+    const char *libdevice = nullptr;
+    switch (math) {
+    case Intrinsic::Erf: libdevice = "__nv_erff"; break;
+    case Intrinsic::Exp: libdevice = "__nv_expf"; break;
+    case Intrinsic::Tanh: libdevice = "__nv_tanhf"; break;
+    case Intrinsic::Sqrt: libdevice = "__nv_sqrtf"; break;
+    case Intrinsic::Abs: libdevice = "__nv_fabsf"; break;
+    default: break; // not math: reported below
+    }
     if (!libdevice)
-      internal_error("no libdevice function for '", name, "'");
+      internal_error("no libdevice function for '", intrinsic_name(math), "'");
     llvm::Type *f32 = llvm::Type::getFloatTy(context_);
     return module_.getOrInsertFunction(libdevice, f32, f32);
   }
 
   llvm::Value *emit_target_intrinsic(const Call *op) override {
-    static const std::pair<const char *, llvm::Intrinsic::ID> kIndices[] = {
-        {"thread_id.x", llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x},
-        {"thread_id.y", llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y},
-        {"thread_id.z", llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z},
-        {"block_id.x", llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x},
-        {"block_id.y", llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y},
-        {"block_id.z", llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
-    };
-    for (const auto &[name, id] : kIndices)
-      if (op->name == name)
-        return builder_->CreateIntrinsic(id, {}, {}, {}, op->name);
-    return CodeGenLLVM::emit_target_intrinsic(op);
+    llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+    switch (*op->intrinsic) {
+    case Intrinsic::ThreadIdX: id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x; break;
+    case Intrinsic::ThreadIdY: id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y; break;
+    case Intrinsic::ThreadIdZ: id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z; break;
+    case Intrinsic::BlockIdX: id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x; break;
+    case Intrinsic::BlockIdY: id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y; break;
+    case Intrinsic::BlockIdZ: id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z; break;
+    default: return CodeGenLLVM::emit_target_intrinsic(op);
+    }
+    // Named after the printed intrinsic, so the LLVM IR reads like the loop nest.
+    return builder_->CreateIntrinsic(id, {}, {}, {}, op->name);
   }
 
   // cp.async (sm_80+): global to shared without passing through registers,
@@ -310,7 +313,7 @@ private:
   static Expr unwrap(const Expr &operand) {
     if (const auto *cast = operand.as<Cast>())
       return cast->value;
-    if (const auto *call = operand.as<Call>(); call && call->name == "round_to_tf32")
+    if (const auto *call = operand.as<Call>(); call && call->intrinsic == Intrinsic::RoundToTf32)
       return call->args.at(0);
     return operand;
   }

@@ -89,11 +89,38 @@ Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, Call
                 std::shared_ptr<FuncContents> func, std::shared_ptr<const InputContents> input) {
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Func || func, "Func call without a callee");
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Input || input, "Input call without a buffer");
-  return Expr(std::make_shared<const Call>(type, name, std::move(args), call_type, std::move(func),
-                                           std::move(input)));
+  COALESCE_INTERNAL_ASSERT(call_type != CallType::Intrinsic, "intrinsic call '", name,
+                           "' made by name: use Call::make_intrinsic");
+  return Expr(std::make_shared<const Call>(type, name, std::move(args), call_type, std::nullopt,
+                                           std::move(func), std::move(input)));
+}
+
+Expr Call::make_intrinsic(Intrinsic intrinsic, Type type, std::vector<Expr> args) {
+  const char *name = intrinsic_name(intrinsic);
+  int count = static_cast<int>(args.size());
+  COALESCE_INTERNAL_ASSERT(count >= intrinsic_min_args(intrinsic) && count <= intrinsic_max_args(intrinsic),
+                           name, " takes ", intrinsic_min_args(intrinsic), " to ", intrinsic_max_args(intrinsic),
+                           " arguments, got ", count);
+  for (const Expr &arg : args)
+    COALESCE_INTERNAL_ASSERT(arg.defined(), "undefined argument of ", name);
+  switch (intrinsic_result(intrinsic)) {
+  case IntrinsicResult::SameAsArg0:
+    COALESCE_INTERNAL_ASSERT(type == args.at(0).type(), name, " of ", args[0].type(), " typed ", type);
+    break;
+  case IntrinsicResult::Int32:
+    COALESCE_INTERNAL_ASSERT(type == Int(32), name, " typed ", type);
+    break;
+  case IntrinsicResult::Float32:
+    COALESCE_INTERNAL_ASSERT(type == Float(32), name, " typed ", type);
+    break;
+  }
+  return Expr(std::make_shared<const Call>(type, name, std::move(args), CallType::Intrinsic, intrinsic,
+                                           nullptr, nullptr));
 }
 
 Expr Call::with_args(std::vector<Expr> new_args) const {
+  if (intrinsic)
+    return make_intrinsic(*intrinsic, type, std::move(new_args));
   return make(type, name, std::move(new_args), call_type, func, input);
 }
 

@@ -4,10 +4,12 @@
 // node kinds; the visitor, the mutator and the printer are generated from it,
 // so a new kind is flagged everywhere it must be handled.
 
+#include "dsl/Intrinsics.h"
 #include "dsl/Type.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,23 +195,31 @@ struct InputContents {
 };
 
 /// What a call refers to: another Func or an Input (front end only, replaced
-/// by loads during lowering), or a pure math/GPU intrinsic.
+/// by loads during lowering), or an intrinsic (dsl/Intrinsics.h).
 enum class CallType : uint8_t { Func, Input, Intrinsic };
 
 struct Call : BaseExprNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Call;
-  Call(Type t, std::string n, std::vector<Expr> a, CallType c, std::shared_ptr<FuncContents> f,
-       std::shared_ptr<const InputContents> i)
-      : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c),
+  Call(Type t, std::string n, std::vector<Expr> a, CallType c, std::optional<Intrinsic> in,
+       std::shared_ptr<FuncContents> f, std::shared_ptr<const InputContents> i)
+      : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c), intrinsic(in),
         func(std::move(f)), input(std::move(i)) {}
+  /// The Func's or Input's name; an intrinsic's printed name.
   const std::string name;
   const std::vector<Expr> args;
   const CallType call_type;
+  /// Which intrinsic, for an Intrinsic call; empty otherwise, so that
+  /// `call->intrinsic == Intrinsic::AsyncLoad` is false for other calls.
+  const std::optional<Intrinsic> intrinsic;
   const std::shared_ptr<FuncContents> func;          ///< the callee of a Func call
   const std::shared_ptr<const InputContents> input;  ///< the buffer of an Input call
+  /// A call of a Func or an Input (not an intrinsic: see make_intrinsic).
   static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
                    std::shared_ptr<FuncContents> func = nullptr,
                    std::shared_ptr<const InputContents> input = nullptr);
+  /// A call of `intrinsic`; an argument count or a type outside the
+  /// intrinsic's list entry is an internal error.
+  static Expr make_intrinsic(Intrinsic intrinsic, Type type, std::vector<Expr> args);
   /// The same call with other arguments.
   Expr with_args(std::vector<Expr> new_args) const;
 };

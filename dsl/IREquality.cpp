@@ -48,6 +48,7 @@ bool equal(const Expr &a, const Expr &b) {
     return a.as<Load>()->buffer == b.as<Load>()->buffer && equal_all(a.as<Load>()->indices, b.as<Load>()->indices);
   case IRNodeKind::Call:
     return a.as<Call>()->name == b.as<Call>()->name && a.as<Call>()->call_type == b.as<Call>()->call_type &&
+           a.as<Call>()->intrinsic == b.as<Call>()->intrinsic &&
            equal_all(a.as<Call>()->args, b.as<Call>()->args);
   case IRNodeKind::Let:
     return a.as<Let>()->name == b.as<Let>()->name && equal(a.as<Let>()->value, b.as<Let>()->value) &&

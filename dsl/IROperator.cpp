@@ -100,7 +100,8 @@ Expr widen_narrow_float(Expr value) {
 }
 
 namespace {
-Expr float_intrinsic(const char *name, Expr x) {
+Expr float_intrinsic(Intrinsic intrinsic, Expr x) {
+  const char *name = intrinsic_name(intrinsic);
   if (!x.defined())
     user_error(name, "() of an undefined expression");
   x = widen_narrow_float(x);
@@ -109,15 +110,15 @@ Expr float_intrinsic(const char *name, Expr x) {
   if (!x.type().is_float())
     user_error(name, "() needs a floating-point argument, got ", x.type(),
                ": write ", name, "(cast(Float(32), x))");
-  return Call::make(x.type(), name, {x}, CallType::Intrinsic);
+  return Call::make_intrinsic(intrinsic, x.type(), {x});
 }
 } // namespace
 
-Expr exp(Expr x) { return float_intrinsic("exp", std::move(x)); }
-Expr erf(Expr x) { return float_intrinsic("erf", std::move(x)); }
-Expr tanh(Expr x) { return float_intrinsic("tanh", std::move(x)); }
-Expr sqrt(Expr x) { return float_intrinsic("sqrt", std::move(x)); }
-Expr abs(Expr x) { return float_intrinsic("abs", std::move(x)); }
+Expr exp(Expr x) { return float_intrinsic(Intrinsic::Exp, std::move(x)); }
+Expr erf(Expr x) { return float_intrinsic(Intrinsic::Erf, std::move(x)); }
+Expr tanh(Expr x) { return float_intrinsic(Intrinsic::Tanh, std::move(x)); }
+Expr sqrt(Expr x) { return float_intrinsic(Intrinsic::Sqrt, std::move(x)); }
+Expr abs(Expr x) { return float_intrinsic(Intrinsic::Abs, std::move(x)); }
 
 Expr ceil_div(Expr a, Expr b) { return (a + b - 1) / b; }
 Expr clamp(Expr value, Expr lo, Expr hi) { return max(min(std::move(value), std::move(hi)), std::move(lo)); }

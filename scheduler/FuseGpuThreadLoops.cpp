@@ -12,10 +12,7 @@ namespace coalesce {
 
 namespace {
 
-
-Expr gpu_index(const char *kind, int dim) {
-  return Call::make(Int(32), str_cat(kind, ".", "xyz"[dim]), {}, CallType::Intrinsic);
-}
+Expr gpu_index(Intrinsic index) { return Call::make_intrinsic(index, Int(32), {}); }
 
 // The block size, and which allocations' dimensions are per-thread.
 class ScanKernel : public IRVisitor {
@@ -132,7 +129,7 @@ private:
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->for_kind != ForKind::GpuThread)
       return IRMutator::visit(op, self);
-    return LetStmt::make(op->name, gpu_index("thread_id", op->gpu_dim) + op->min, mutate(op->body));
+    return LetStmt::make(op->name, gpu_index(thread_id_intrinsic(op->gpu_dim)) + op->min, mutate(op->body));
   }
   Stmt visit(const Allocate *op, const Stmt &self) override {
     Stmt body = mutate(op->body);
@@ -185,7 +182,7 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
   kernel.shared_bytes = scan.shared_bytes;
   body = FuseThreads(scan).mutate(body);
   for (auto loop = block_loops.rbegin(); loop != block_loops.rend(); ++loop)
-    body = LetStmt::make((*loop)->name, gpu_index("block_id", (*loop)->gpu_dim) + (*loop)->min, body);
+    body = LetStmt::make((*loop)->name, gpu_index(block_id_intrinsic((*loop)->gpu_dim)) + (*loop)->min, body);
   kernel.body = body;
   return kernel;
 }

@@ -22,7 +22,7 @@ private:
   }
   void visit(const Call *op) override {
     // An async copy's source is read by the copy itself, not by a register.
-    if (op->name != "async_load" && op->name != "async_load_vector")
+    if (op->intrinsic != Intrinsic::AsyncLoad && op->intrinsic != Intrinsic::AsyncLoadVector)
       IRVisitor::visit(op);
   }
 };

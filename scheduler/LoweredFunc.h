@@ -25,11 +25,10 @@ struct Argument {
 
 /// A loop nest ready for codegen: loads and stores use one flat i32 index;
 /// every allocation has constant extents; only serial, vectorized, gpu_block
-/// and gpu_thread loops remain (unrolled loops are expanded). Intrinsic calls
-/// it may contain: erf, exp, tanh, sqrt, abs (float); async_load(load), only
-/// as the value of a store (a copy that may complete later), and
-/// async_wait() (waits for this thread's copies); and on the GPU
-/// thread_id.{x,y,z}, block_id.{x,y,z} (i32, no arguments).
+/// and gpu_thread loops remain (unrolled loops are expanded). Its intrinsic
+/// calls are those of dsl/Intrinsics.h: async_load and async_load_vector
+/// only as the value of a store (a copy that may complete later), and
+/// thread_id.{x,y,z}, block_id.{x,y,z} only in GPU kernels.
 struct LoweredFunc {
   std::string name;
   std::vector<Argument> args;

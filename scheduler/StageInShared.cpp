@@ -330,8 +330,7 @@ Expr async_vector_source(const StagedTile &tile, const std::vector<Expr> &coords
   source[last] = Max::make(Min::make(source[last], inner_extent - vector), 0);
   auto input = std::make_shared<const InputContents>(*tile.input);
   Expr read = Call::make(input->type, input->name, source, CallType::Input, nullptr, input);
-  return Call::make(tile.input->type, "async_load_vector", {read, simplify(count), Expr(vector)},
-                    CallType::Intrinsic);
+  return Call::make_intrinsic(Intrinsic::AsyncLoadVector, tile.input->type, {read, simplify(count), Expr(vector)});
 }
 
 // An asynchronous copy of the element (async_load(read[, in_bounds]): with
@@ -340,7 +339,7 @@ Expr async_source(const StagedTile &tile, const std::vector<Expr> &coords, const
   std::vector<Expr> args = {source_read(tile, coords, shift)};
   if (tile.layout.zero_fill)
     args.push_back(source_in_bounds(tile, coords, shift));
-  return Call::make(tile.input->type, "async_load", args, CallType::Intrinsic);
+  return Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type, args);
 }
 
 // Registers holding one thread's part of the next tile: [thread dims][e].
@@ -494,7 +493,7 @@ private:
       // Fetch the next tile while this one is used; store it after; one
       // barrier makes it visible (the other buffer was last read before the
       // previous iteration's barrier).
-      Stmt wait = Evaluate::make(Call::make(Int(32), "async_wait", {}, CallType::Intrinsic));
+      Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
       new_body = Block::make({copies.empty() ? Stmt() : Block::make({Block::make(copies), Barrier::make()}),
                               IfThenElse::make(has_next, Block::make(fetches)), body,
                               stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)),
@@ -572,26 +571,26 @@ private:
       ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
       body = PermuteLoads(tile, which).mutate(replace.mutate(body));
     }
-    auto intrinsic = [](const char *name, std::vector<Expr> args = {}) {
-      return Evaluate::make(Call::make(Int(32), name, std::move(args), CallType::Intrinsic));
+    auto intrinsic = [](Intrinsic which, std::vector<Expr> args = {}) {
+      return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
     };
     std::vector<Stmt> prologue;
     for (int s = 0; s + 1 < stages; ++s) {
       Expr at = simplify(op->min + s);
       prologue.push_back(IfThenElse::make(at < end, issue_copies(tiles, scan, op, at, str_cat("first", s), stages)));
-      prologue.push_back(intrinsic("async_commit"));
+      prologue.push_back(intrinsic(Intrinsic::AsyncCommit));
     }
     Expr ahead = simplify(loop_var + (stages - 1));
-    Stmt step = Block::make({intrinsic("async_wait_group", {Expr(stages - 2)}), Barrier::make(),
+    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(stages - 2)}), Barrier::make(),
                              IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
-                             intrinsic("async_commit"), body});
+                             intrinsic(Intrinsic::AsyncCommit), body});
     Stmt result = Block::make({Block::make(prologue),
                                For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim,
                                          op->reduction_of),
                                // Nothing is left in flight after the loop
                                // but empty groups; the barrier keeps the
                                // next use of the buffers after every read.
-                               intrinsic("async_wait_group", {Expr(0)}), Barrier::make()});
+                               intrinsic(Intrinsic::AsyncWaitGroup, {Expr(0)}), Barrier::make()});
     for (const StagedTile &tile : tiles) {
       std::vector<Expr> extents = {Expr(stages)};
       for (int64_t e : tile.shared_extents)

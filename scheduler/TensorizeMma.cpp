@@ -141,8 +141,8 @@ private:
     if (kind == MmaKind::TF32_m16n8k8) {
       // The instruction sees its f32 operands rounded to tf32; so does the
       // host, which runs this statement as written.
-      a = Call::make(Float(32), "round_to_tf32", {a}, CallType::Intrinsic);
-      b = Call::make(Float(32), "round_to_tf32", {b}, CallType::Intrinsic);
+      a = Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {a});
+      b = Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {b});
     }
     std::vector<Expr> indices;
     for (const Expr &index : store->indices)

@@ -1,0 +1,67 @@
+#pragma once
+// Every intrinsic the IR can call, in one list. Passes and code generators
+// compare enumerators, never names, so a misspelled intrinsic does not
+// compile, and a new one shows up in every switch over Intrinsic.
+
+#include <cstdint>
+
+namespace coalesce {
+
+/// How an intrinsic's result type follows from its arguments.
+enum class IntrinsicResult : uint8_t {
+  SameAsArg0, ///< the type of the first argument (math functions, async copies)
+  Int32,      ///< i32 (GPU indices; async control, whose value is unused)
+  Float32,    ///< f32
+};
+
+// X(enumerator, printed name, fewest arguments, most arguments, result rule).
+// The printed name is what the IR printer writes (the golden loop nests
+// hold it) and what LLVM values are named after.
+#define COALESCE_FOR_EACH_INTRINSIC(X)                                                             \
+  /* f32 math, from the algorithm (dsl/IROperator.h, dsl/Activations.cpp) */                        \
+  X(Exp, "exp", 1, 1, SameAsArg0)                                                                  \
+  X(Erf, "erf", 1, 1, SameAsArg0)                                                                  \
+  X(Tanh, "tanh", 1, 1, SameAsArg0)                                                                \
+  X(Sqrt, "sqrt", 1, 1, SameAsArg0)                                                                \
+  X(Abs, "abs", 1, 1, SameAsArg0)                                                                  \
+  /* an f32 rounded to tf32, as the tf32 tensor-core instruction sees it */                        \
+  X(RoundToTf32, "round_to_tf32", 1, 1, Float32)                                                   \
+  /* GPU indices, one per dimension (scheduler/FuseGpuThreadLoops.cpp) */                          \
+  X(ThreadIdX, "thread_id.x", 0, 0, Int32)                                                         \
+  X(ThreadIdY, "thread_id.y", 0, 0, Int32)                                                         \
+  X(ThreadIdZ, "thread_id.z", 0, 0, Int32)                                                         \
+  X(BlockIdX, "block_id.x", 0, 0, Int32)                                                           \
+  X(BlockIdY, "block_id.y", 0, 0, Int32)                                                           \
+  X(BlockIdZ, "block_id.z", 0, 0, Int32)                                                           \
+  /* asynchronous staging copies (scheduler/StageInShared.cpp): the value of */                    \
+  /* a Store; async_load(read[, in_bounds]), async_load_vector(read, count, */                     \
+  /* vector elements) */                                                                            \
+  X(AsyncLoad, "async_load", 1, 2, SameAsArg0)                                                     \
+  X(AsyncLoadVector, "async_load_vector", 3, 3, SameAsArg0)                                        \
+  /* ... and their completion: wait for all; close a group; wait until at */                       \
+  /* most N (a constant) groups are in flight */                                                    \
+  X(AsyncWait, "async_wait", 0, 0, Int32)                                                          \
+  X(AsyncCommit, "async_commit", 0, 0, Int32)                                                      \
+  X(AsyncWaitGroup, "async_wait_group", 1, 1, Int32)
+
+enum class Intrinsic : uint8_t {
+#define COALESCE_INTRINSIC_ENUM(name, printed, min_args, max_args, result) name,
+  COALESCE_FOR_EACH_INTRINSIC(COALESCE_INTRINSIC_ENUM)
+#undef COALESCE_INTRINSIC_ENUM
+};
+
+/// The printed name ("thread_id.x", "async_load", ...).
+const char *intrinsic_name(Intrinsic intrinsic);
+int intrinsic_min_args(Intrinsic intrinsic);
+int intrinsic_max_args(Intrinsic intrinsic);
+IntrinsicResult intrinsic_result(Intrinsic intrinsic);
+
+/// A pure f32 function of one value, which each target maps to its math
+/// library (libm or libdevice).
+bool is_math_intrinsic(Intrinsic intrinsic);
+
+/// thread_id.{x,y,z} and block_id.{x,y,z} for GPU dimension `dim` (0 to 2).
+Intrinsic thread_id_intrinsic(int dim);
+Intrinsic block_id_intrinsic(int dim);
+
+} // namespace coalesce
