@@ -1,5 +1,6 @@
 #include "dsl/Func.h"
 
+#include "dsl/AllOrNothing.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -26,26 +27,6 @@ private:
       names.push_back(op->name);
   }
 };
-
-// Runs one schedule primitive all or nothing. A primitive may change a
-// schedule and then find a mistake (compute_at rewrites one stage's loops
-// before it checks the next); the caller catches the UserError and goes on,
-// so the schedules of every Func it may touch are restored before the error
-// leaves. Primitives that call others (tile, register_block, fuse_epilogue)
-// nest: the outermost restores all.
-template <typename Body>
-auto all_or_nothing(std::initializer_list<std::shared_ptr<FuncContents>> funcs, Body body) -> decltype(body()) {
-  std::vector<std::pair<std::shared_ptr<FuncContents>, FuncSchedule>> saved;
-  for (const auto &func : funcs)
-    saved.emplace_back(func, func->schedule);
-  try {
-    return body();
-  } catch (...) {
-    for (auto &[func, schedule] : saved)
-      func->schedule = std::move(schedule);
-    throw;
-  }
-}
 
 std::string join_dims(const StageSchedule &stage) {
   std::string names;

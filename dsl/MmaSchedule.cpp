@@ -4,6 +4,7 @@
 // the ordinary primitives (split, reorder, fuse, gpu_threads, unroll), so
 // the loop nest shows every loop it made.
 
+#include "dsl/AllOrNothing.h"
 #include "dsl/Error.h"
 #include "dsl/Func.h"
 
@@ -50,30 +51,32 @@ int constant_extent(const StageSchedule &stage, const std::string &var) {
 } // namespace
 
 Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
-  StageSchedule &stage = schedule();
-  size_t i = find_dim(inner.name, "fuse");
-  size_t o = find_dim(outer.name, "fuse");
-  if (o + 1 != i)
-    user_error("in schedule for ", describe(), ": fuse(", inner.name, ", ", outer.name, ", ", fused.name, "): '",
-               outer.name, "' must be the loop directly outside '", inner.name, "'; reorder them first");
-  const Dim &inner_dim = stage.dims[i], &outer_dim = stage.dims[o];
-  if (inner_dim.is_rvar || outer_dim.is_rvar)
-    user_error("in schedule for ", describe(), ": fuse of reduction loop '",
-               inner_dim.is_rvar ? inner.name : outer.name, "'; only pure loops can be fused");
-  if (inner_dim.kind != ForKind::Serial || outer_dim.kind != ForKind::Serial)
-    user_error("in schedule for ", describe(), ": fuse of '", inner.name, "' and '", outer.name,
-               "', one of which is already mapped or unrolled; fuse first, then map the fused loop");
-  int factor = constant_extent(stage, inner.name);
-  if (factor == 0)
-    user_error("in schedule for ", describe(), ": fuse(", inner.name, ", ", outer.name, ", ", fused.name, "): '",
-               inner.name, "' must come from splits by constants, so that its extent is a known constant");
-  check_new_name(fused.name, "fuse");
-  Dim fused_dim = outer_dim;
-  fused_dim.var = fused.name;
-  stage.dims.erase(stage.dims.begin() + static_cast<long>(i));
-  stage.dims[o] = fused_dim;
-  stage.splits.push_back(Split{fused.name, outer.name, inner.name, factor, false, true});
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    size_t i = find_dim(inner.name, "fuse");
+    size_t o = find_dim(outer.name, "fuse");
+    if (o + 1 != i)
+      user_error("in schedule for ", describe(), ": fuse(", inner.name, ", ", outer.name, ", ", fused.name, "): '",
+                 outer.name, "' must be the loop directly outside '", inner.name, "'; reorder them first");
+    const Dim &inner_dim = stage.dims[i], &outer_dim = stage.dims[o];
+    if (inner_dim.is_rvar || outer_dim.is_rvar)
+      user_error("in schedule for ", describe(), ": fuse of reduction loop '",
+                 inner_dim.is_rvar ? inner.name : outer.name, "'; only pure loops can be fused");
+    if (inner_dim.kind != ForKind::Serial || outer_dim.kind != ForKind::Serial)
+      user_error("in schedule for ", describe(), ": fuse of '", inner.name, "' and '", outer.name,
+                 "', one of which is already mapped or unrolled; fuse first, then map the fused loop");
+    int factor = constant_extent(stage, inner.name);
+    if (factor == 0)
+      user_error("in schedule for ", describe(), ": fuse(", inner.name, ", ", outer.name, ", ", fused.name, "): '",
+                 inner.name, "' must come from splits by constants, so that its extent is a known constant");
+    check_new_name(fused.name, "fuse");
+    Dim fused_dim = outer_dim;
+    fused_dim.var = fused.name;
+    stage.dims.erase(stage.dims.begin() + static_cast<long>(i));
+    stage.dims[o] = fused_dim;
+    stage.splits.push_back(Split{fused.name, outer.name, inner.name, factor, false, true});
+    return *this;
+  });
 }
 
 namespace {
@@ -90,101 +93,106 @@ int split_factor(const StageSchedule &stage, const std::string &var) {
 
 Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
                        const Var &lane, const Var &mma_i, const Var &mma_j, const Var &frag_i, const Var &frag_j) {
-  // Check everything before changing anything, so a rejected call leaves the
-  // schedule as it was.
-  StageSchedule &stage = schedule();
-  if (index_ != 0)
-    user_error("in schedule for ", describe(), ": mma_tile lays out the tile a consumer stores; apply it to the "
-               "pure definition of the Func that reads the accumulator (the epilogue)");
-  if (kind == MmaKind::None)
-    user_error("in schedule for ", describe(), ": mma_tile needs an instruction kind");
-  if (stage.mma_layout.kind != MmaKind::None)
-    user_error("in schedule for ", describe(), ": mma_tile is already applied");
-  size_t dx = find_dim(x.name(), "mma_tile"), dy = find_dim(y.name(), "mma_tile");
-  if (dx + 1 != dy)
-    user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(), "): '", x.name(),
-               "' must be the loop directly outside '", y.name(), "' (as tile() leaves them)");
-  int tile_m = split_factor(stage, x.name()), tile_n = split_factor(stage, y.name());
-  if (tile_m == 0 || tile_n == 0)
-    user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(),
-               ") needs both loops to be the inner loops of splits (a block tile), so their extents are constants");
-  int im = mma_m(kind), in = mma_n(kind);
-  if (warp_m <= 0 || warp_n <= 0 || warp_m % im || warp_n % in)
-    user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " warp tile; ",
-               mma_kind_name(kind), " needs a warp tile that is a positive multiple of ", im, " x ", in);
-  if (tile_m % warp_m || tile_n % warp_n)
-    user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n,
-               " warp tile does not divide the ", tile_m, " x ", tile_n, " tile of '", x.name(), "' and '", y.name(),
-               "'; choose a warp tile that divides it");
-  int warps = (tile_m / warp_m) * (tile_n / warp_n);
-  if (warps * 32 > 1024)
-    user_error("in schedule for ", describe(), ": mma_tile makes ", warps, " warps (", warps * 32,
-               " threads) per block; at most 32 warps fit in a block: use a larger warp tile");
-  for (const Dim &dim : stage.dims)
-    if (dim.kind == ForKind::GpuThread)
-      user_error("in schedule for ", describe(), ": mma_tile maps its own loops to GPU threads, but '", dim.var,
-                 "' is already mapped; leave thread mapping to mma_tile");
-  std::vector<std::string> names = {warp.name(), lane.name(), mma_i.name(), mma_j.name(), frag_i.name(),
-                                    frag_j.name()};
-  std::vector<std::string> helpers = {lane.name() + "_row", lane.name() + "_col", warp.name() + "_i",
-                                      warp.name() + "_j",   x.name() + "_in_warp", y.name() + "_in_warp",
-                                      x.name() + "_in_mma", y.name() + "_in_mma"};
-  std::vector<std::string> all = names;
-  all.insert(all.end(), helpers.begin(), helpers.end());
-  for (size_t n = 0; n < all.size(); ++n) {
-    check_new_name(all[n], "mma_tile");
-    if (std::count(all.begin(), all.end(), all[n]) > 1)
-      user_error("in schedule for ", describe(), ": mma_tile names two loops '", all[n], "'");
-  }
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    // The checks come first, so most mistakes are found before anything
+    // changes; all_or_nothing restores the schedule if one of the primitives
+    // below (split, fuse, gpu_threads, unroll) still rejects its step.
+    StageSchedule &stage = schedule();
+    if (index_ != 0)
+      user_error("in schedule for ", describe(), ": mma_tile lays out the tile a consumer stores; apply it to the "
+                 "pure definition of the Func that reads the accumulator (the epilogue)");
+    if (kind == MmaKind::None)
+      user_error("in schedule for ", describe(), ": mma_tile needs an instruction kind");
+    if (stage.mma_layout.kind != MmaKind::None)
+      user_error("in schedule for ", describe(), ": mma_tile is already applied");
+    size_t dx = find_dim(x.name(), "mma_tile"), dy = find_dim(y.name(), "mma_tile");
+    if (dx + 1 != dy)
+      user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(), "): '", x.name(),
+                 "' must be the loop directly outside '", y.name(), "' (as tile() leaves them)");
+    int tile_m = split_factor(stage, x.name()), tile_n = split_factor(stage, y.name());
+    if (tile_m == 0 || tile_n == 0)
+      user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(),
+                 ") needs both loops to be the inner loops of splits (a block tile), so their extents are constants");
+    int im = mma_m(kind), in = mma_n(kind);
+    if (warp_m <= 0 || warp_n <= 0 || warp_m % im || warp_n % in)
+      user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " warp tile; ",
+                 mma_kind_name(kind), " needs a warp tile that is a positive multiple of ", im, " x ", in);
+    if (tile_m % warp_m || tile_n % warp_n)
+      user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n,
+                 " warp tile does not divide the ", tile_m, " x ", tile_n, " tile of '", x.name(), "' and '", y.name(),
+                 "'; choose a warp tile that divides it");
+    int warps = (tile_m / warp_m) * (tile_n / warp_n);
+    if (warps * 32 > 1024)
+      user_error("in schedule for ", describe(), ": mma_tile makes ", warps, " warps (", warps * 32,
+                 " threads) per block; at most 32 warps fit in a block: use a larger warp tile");
+    for (const Dim &dim : stage.dims)
+      if (dim.kind == ForKind::GpuThread)
+        user_error("in schedule for ", describe(), ": mma_tile maps its own loops to GPU threads, but '", dim.var,
+                   "' is already mapped; leave thread mapping to mma_tile");
+    std::vector<std::string> names = {warp.name(), lane.name(), mma_i.name(), mma_j.name(), frag_i.name(),
+                                      frag_j.name()};
+    std::vector<std::string> helpers = {lane.name() + "_row", lane.name() + "_col", warp.name() + "_i",
+                                        warp.name() + "_j",   x.name() + "_in_warp", y.name() + "_in_warp",
+                                        x.name() + "_in_mma", y.name() + "_in_mma"};
+    std::vector<std::string> all = names;
+    all.insert(all.end(), helpers.begin(), helpers.end());
+    for (size_t n = 0; n < all.size(); ++n) {
+      check_new_name(all[n], "mma_tile");
+      if (std::count(all.begin(), all.end(), all[n]) > 1)
+        user_error("in schedule for ", describe(), ": mma_tile names two loops '", all[n], "'");
+    }
 
-  auto name = [](const std::string &n) { return Var(n); };
-  Var wi = name(helpers[2]), wj = name(helpers[3]), xw = name(helpers[4]), yw = name(helpers[5]);
-  Var xm = name(helpers[6]), ym = name(helpers[7]), lr = name(helpers[0]), lc = name(helpers[1]);
-  // x = wi * warp_m + mma_i * 16 + frag_i * 8 + lane_row, y likewise with
-  // lane_col * 2 + frag_j: lane = lane_row * 4 + lane_col owns rows
-  // lane / 4 (+ 8) and columns 2 (lane % 4) (+ 1) of each instruction tile.
-  split(x, wi, xw, warp_m).split(y, wj, yw, warp_n);
-  split(xw, mma_i, xm, im).split(yw, mma_j, ym, in);
-  split(xm, frag_i, lr, 8).split(ym, lc, frag_j, 2);
-  reorder({wi, wj, lr, lc, mma_i, mma_j, frag_i, frag_j});
-  fuse(lc, lr, lane).fuse(wj, wi, warp);
-  gpu_threads({warp, lane});
-  unroll(mma_i).unroll(mma_j).unroll(frag_i).unroll(frag_j);
-  StageSchedule &after = schedule();
-  after.mma_layout = MmaLayout{kind,        warp.name(),   lane.name(), mma_i.name(), mma_j.name(), frag_i.name(),
-                               frag_j.name(), warp_m, warp_n, tile_m / warp_m, tile_n / warp_n};
-  return *this;
+    auto name = [](const std::string &n) { return Var(n); };
+    Var wi = name(helpers[2]), wj = name(helpers[3]), xw = name(helpers[4]), yw = name(helpers[5]);
+    Var xm = name(helpers[6]), ym = name(helpers[7]), lr = name(helpers[0]), lc = name(helpers[1]);
+    // x = wi * warp_m + mma_i * 16 + frag_i * 8 + lane_row, y likewise with
+    // lane_col * 2 + frag_j: lane = lane_row * 4 + lane_col owns rows
+    // lane / 4 (+ 8) and columns 2 (lane % 4) (+ 1) of each instruction tile.
+    split(x, wi, xw, warp_m).split(y, wj, yw, warp_n);
+    split(xw, mma_i, xm, im).split(yw, mma_j, ym, in);
+    split(xm, frag_i, lr, 8).split(ym, lc, frag_j, 2);
+    reorder({wi, wj, lr, lc, mma_i, mma_j, frag_i, frag_j});
+    fuse(lc, lr, lane).fuse(wj, wi, warp);
+    gpu_threads({warp, lane});
+    unroll(mma_i).unroll(mma_j).unroll(frag_i).unroll(frag_j);
+    StageSchedule &after = schedule();
+    after.mma_layout = MmaLayout{kind,        warp.name(),   lane.name(), mma_i.name(), mma_j.name(), frag_i.name(),
+                                 frag_j.name(), warp_m, warp_n, tile_m / warp_m, tile_n / warp_n};
+    return *this;
+  });
 }
 
 Stage &Stage::mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step) {
-  StageSchedule &stage = schedule();
-  const MmaLayout &layout = stage.mma_layout;
-  if (index_ == 0)
-    user_error("in schedule for ", describe(), ": mma maps a reduction; apply it to the update (",
-               func_->name, ".update())");
-  if (layout.kind == MmaKind::None)
-    user_error("in schedule for ", describe(), ": mma needs '", func_->name,
-               "' computed on a consumer tile laid out by mma_tile (consumer.mma_tile(...), then "
-               "consumer.fuse_epilogue(", func_->name, ", block loop))");
-  if (stage.mma.kind != MmaKind::None)
-    user_error("in schedule for ", describe(), ": mma is already applied");
-  size_t d = find_dim(k.name(), "mma");
-  if (!stage.dims[d].is_rvar)
-    user_error("in schedule for ", describe(), ": mma of '", k.name(), "', which is not a reduction loop");
-  int depth = mma_k(layout.kind);
-  if (k_step <= 0 || k_step % depth)
-    user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
-               " needs a k step that is a positive multiple of ", depth);
-  std::string k_in = ko.name() + "_in", kt = kk.name() + "_in";
-  for (const std::string &n : {ko.name(), kk.name(), k_in, kt})
-    check_new_name(n, "mma");
-  split(k, ko, RVar(k_in), k_step);
-  split(RVar(k_in), kk, RVar(kt), depth);
-  reorder({ko, Var(layout.warp), Var(layout.lane), kk, Var(layout.mma_i), Var(layout.mma_j), Var(layout.frag_i),
-           Var(layout.frag_j), RVar(kt)});
-  unroll(kk);
-  schedule().mma = MmaRequest{layout.kind, kt};
-  return *this;
+  return all_or_nothing({func_}, [&]() -> Stage & {
+    StageSchedule &stage = schedule();
+    const MmaLayout &layout = stage.mma_layout;
+    if (index_ == 0)
+      user_error("in schedule for ", describe(), ": mma maps a reduction; apply it to the update (",
+                 func_->name, ".update())");
+    if (layout.kind == MmaKind::None)
+      user_error("in schedule for ", describe(), ": mma needs '", func_->name,
+                 "' computed on a consumer tile laid out by mma_tile (consumer.mma_tile(...), then "
+                 "consumer.fuse_epilogue(", func_->name, ", block loop))");
+    if (stage.mma.kind != MmaKind::None)
+      user_error("in schedule for ", describe(), ": mma is already applied");
+    size_t d = find_dim(k.name(), "mma");
+    if (!stage.dims[d].is_rvar)
+      user_error("in schedule for ", describe(), ": mma of '", k.name(), "', which is not a reduction loop");
+    int depth = mma_k(layout.kind);
+    if (k_step <= 0 || k_step % depth)
+      user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
+                 " needs a k step that is a positive multiple of ", depth);
+    std::string k_in = ko.name() + "_in", kt = kk.name() + "_in";
+    for (const std::string &n : {ko.name(), kk.name(), k_in, kt})
+      check_new_name(n, "mma");
+    split(k, ko, RVar(k_in), k_step);
+    split(RVar(k_in), kk, RVar(kt), depth);
+    reorder({ko, Var(layout.warp), Var(layout.lane), kk, Var(layout.mma_i), Var(layout.mma_j), Var(layout.frag_i),
+             Var(layout.frag_j), RVar(kt)});
+    unroll(kk);
+    schedule().mma = MmaRequest{layout.kind, kt};
+    return *this;
+  });
 }
 
 Func &Func::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {

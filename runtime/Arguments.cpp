@@ -4,6 +4,7 @@
 #include "dsl/IRPrinter.h"
 #include "dsl/Limits.h"
 #include "scheduler/EvaluateInt.h"
+#include "scheduler/InputReads.h"
 
 #include <cstdint>
 
@@ -56,6 +57,14 @@ void check_output_overlaps_no_input(const std::vector<Argument> &args, const Bou
   }
 }
 
+// The first definition that reads an input at these sizes (for messages).
+std::string always_reading(const std::vector<InputRead> &reads, const std::map<std::string, int64_t> &params) {
+  for (const InputRead &read : reads)
+    if (!never_read({read}, params))
+      return read.site;
+  return "a definition";
+}
+
 } // namespace
 
 BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments &given, const Buffer &output) {
@@ -86,8 +95,10 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     bound.params[arg.name] = it->second.scalar();
   }
   // An empty output (M = 0 or N = 0) is an empty result: every buffer may
-  // then be empty. A non-empty output with an empty input would need the
-  // value of an empty reduction, which is not supported (see below).
+  // then be empty. A non-empty output may have an empty input only where
+  // nothing reads it: every definition that reads it iterates over a
+  // reduction range that is empty (K = 0: the sum adds nothing, acc keeps its
+  // initial value and the epilogue runs on it, as cuBLAS and PyTorch do).
   bool output_empty = false;
   for (const Argument &arg : args)
     if (arg.is_output)
@@ -131,11 +142,11 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
       if (value < 0)
         user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
                    "); extents must be zero or positive");
-      if (value == 0 && !output_empty)
+      if (value == 0 && !output_empty && !never_read(arg.reads, bound.params))
         user_error("buffer '", arg.name, "' would have extent 0 (", to_string(extent), ") while the output is not "
-                   "empty; a zero size is supported only where it makes the output empty (M = 0 or N = 0). A "
-                   "reduction over an empty range (K = 0) is not supported: compute that case as the epilogue of "
-                   "zero without the reduction");
+                   "empty, and ", always_reading(arg.reads, bound.params), " reads it; an input may be empty only "
+                   "where every definition that reads it runs over an empty reduction range (K = 0) or the output "
+                   "is empty (M = 0 or N = 0)");
       if (value > kMaxExtent)
         user_error("buffer '", arg.name, "' would have extent ", value, " (", to_string(extent),
                    "); extents are at most ", kMaxExtentText, ", since the generated code indexes in 32 bits");

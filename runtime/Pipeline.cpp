@@ -96,12 +96,19 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
       pointers.push_back(0);
       continue;
     }
-    // By bytes: a bf16/f16 buffer holds 2 per element.
-    device.emplace_back(bound.bytes[a]);
-    if (arg.is_output)
+    // By bytes: a bf16/f16 buffer holds 2 per element. An empty input
+    // (K = 0) is never read, but the launch takes no null pointer and
+    // cuMemAlloc no 0 bytes: it gets a small buffer that stays unread.
+    const size_t kEmptyInputBytes = 16;
+    if (arg.is_output) {
+      device.emplace_back(bound.bytes[a]);
       output_index = a;
-    else
+    } else if (bound.bytes[a] == 0) {
+      device.emplace_back(kEmptyInputBytes);
+    } else {
+      device.emplace_back(bound.bytes[a]);
       device.back().upload(bound.inputs[a]->raw_data(), bound.bytes[a]);
+    }
     pointers.push_back(device.back().ptr());
   }
   executable.launch(pointers, bound.params);

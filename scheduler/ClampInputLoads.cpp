@@ -13,8 +13,13 @@ namespace {
 // Clamps each input coordinate into [0, extent - 1]. The lower clamp is left
 // out where the coordinate is provably non-negative (loop variables start
 // at non-negative constants and coordinates are sums, products and
-// quotients of them), and the upper bound needs no guard of its own: every
-// buffer extent is checked to be positive when the pipeline is called.
+// quotients of them), and the upper bound needs no guard of its own: an
+// input may be empty (extent 0, where extent - 1 = -1 would point before
+// the buffer) only when every definition that reads it runs over an empty
+// reduction range (scheduler/InputReads.h, checked when the pipeline is
+// called), and every load of such an input sits inside that reduction's
+// loops: a staged copy ahead of its loop runs only when the staged inputs
+// have elements (scheduler/StageInShared.cpp).
 class Clamp : public IRMutator {
   using IRMutator::visit;
   std::map<std::string, bool> non_negative_; // loop and let variables in scope

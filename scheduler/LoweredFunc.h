@@ -11,6 +11,14 @@
 
 namespace coalesce {
 
+/// One definition that reads an input: it runs (and reads) only when every
+/// reduction extent it iterates over is positive, and the output is not
+/// empty. A pure definition has no reduction extents: it always reads.
+struct InputRead {
+  std::string site; ///< "acc's update 0", for messages
+  std::vector<Expr> reduction_extents;
+};
+
 /// One argument of a lowered function, in call order: the input buffers,
 /// then the output buffer, then the scalar parameters.
 struct Argument {
@@ -20,6 +28,9 @@ struct Argument {
   Type type;                  ///< element type of a buffer; the type of a scalar
   std::vector<Expr> extents;  ///< a buffer's extents, outermost first (row-major)
   bool is_output = false;
+  /// An input's readers: where it may be empty (K = 0) is decided from them
+  /// when the pipeline is called (runtime/Arguments.cpp, the AOT launcher).
+  std::vector<InputRead> reads;
   bool is_buffer() const { return kind == Kind::Buffer; }
 };
 

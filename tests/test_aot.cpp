@@ -483,6 +483,25 @@ TEST_CASE("the launcher checks its arguments, loads the module once and launches
   CHECK(checked.out.find("launcher checks passed") != std::string::npos);
 }
 
+TEST_CASE("the launcher accepts K = 0 (out = epilogue(bias)) and empty outputs, and launches nothing for an empty grid") {
+  if (!can_compile_launchers())
+    return;
+  TempDir dir;
+  Result generated = aot("--name=gemm_check --bias=true --activation=relu --tile-m=64 --tile-n=64 "
+                         "--reg-m=4 --reg-n=4 --output-dir=.",
+                         dir.path);
+  REQUIRE(generated.status == 0);
+  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
+                         quote(kAotSources + "/testing/fake_driver_sizes.cpp") + " gemm_check.cpp -o fake_driver_sizes",
+                     dir.path);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  Result checked = run("./fake_driver_sizes", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(checked.out.find("launcher size checks passed") != std::string::npos);
+}
+
 TEST_CASE("a user's generator file makes a tool: coalesce-aot-example") {
   TempDir dir;
   Result help = run_tool(kExampleTool, "--help", dir.path);

@@ -248,8 +248,8 @@ TEST_CASE("flatten_storage makes row-major flat indices for allocations and argu
                           Block::make({Store::make("tmp", {i, j}, x),
                                        Store::make("out", {i, j}, Load::make(Float(32), "tmp", {i, j}))}));
   std::vector<Argument> args{
-      Argument{"out", Argument::Kind::Buffer, Float(32), {Param("M"), Param("N")}, true},
-      Argument{"M", Argument::Kind::Scalar, Int(32), {}, false},
+      Argument{"out", Argument::Kind::Buffer, Float(32), {Param("M"), Param("N")}, true, {}},
+      Argument{"M", Argument::Kind::Scalar, Int(32), {}, false, {}},
   };
   CHECK(to_string(s) == "allocate tmp[4][8] f32 in register\n"
                         "tmp[i, j] = x\n"

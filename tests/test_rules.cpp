@@ -20,8 +20,10 @@
 #include <type_traits>
 
 #include "ErrorCapture.h"
+#include "ScheduleText.h"
 
 using namespace coalesce;
+using testing::schedule_text;
 using testing::user_error_of;
 
 namespace {
@@ -89,27 +91,6 @@ float run_gemm(Gemm &g, int M, int N, int K) {
     out.data()[e] = std::numeric_limits<float>::quiet_NaN();
   Pipeline(g.out).realize_on_cpu({{"A", A}, {"B", B}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}}, out);
   return max_difference(out, reference(A, B, bias, M, N, K));
-}
-
-// Everything a schedule records, as text, to compare before and after.
-std::string schedule_text(const Func &f) {
-  const FuncSchedule &s = f.contents()->schedule;
-  std::ostringstream text;
-  text << static_cast<int>(s.placement) << s.placement_set << s.at_func << "." << s.at_var << " m"
-       << static_cast<int>(s.memory) << " b" << s.bias_folded_into << s.min_blocks_per_sm << " from";
-  for (const std::string &v : s.mirrored_from)
-    text << " " << v;
-  for (const StageSchedule &stage : s.stages) {
-    text << " |";
-    for (const Dim &d : stage.dims)
-      text << " " << d.var << ":" << static_cast<int>(d.kind) << d.gpu_dim << d.is_rvar << d.mirrored;
-    for (const Split &split : stage.splits)
-      text << " " << split.old_var << ">" << split.outer << "," << split.inner << "/" << split.factor;
-    for (const SharedStaging &staged : stage.staged_inputs)
-      text << " staged " << staged.input << "@" << staged.at_loop;
-    text << stage.allow_reassociation << stage.allow_reduction_invariant_terms;
-  }
-  return text.str();
 }
 
 } // namespace

@@ -317,8 +317,11 @@ std::string launcher_header(const LauncherSpec &spec) {
     if (arg.is_buffer())
       out << "//   " << pad(arg.name, width + 1) << (arg.buffer->is_output ? "output " : "input  ")
           << arg.buffer->type << " " << extents_text(*arg.buffer) << "\n";
-  out << "// Sizes, in argument order after the buffers (each in [1, 2^30], and each buffer\n"
-      << "// under 2^31 elements, since the kernels index with 32-bit integers):\n";
+  out << "// Sizes, in argument order after the buffers (each in [0, 2^30], and each buffer\n"
+      << "// at most 2^30 elements, since the kernels index with 32-bit integers). A size\n"
+      << "// of 0 is accepted where the pipeline accepts it: where it empties the output\n"
+      << "// (nothing is launched) or a reduction (K = 0: the epilogue of the initial value,\n"
+      << "// as cuBLAS computes it). An empty buffer may be a null pointer:\n";
   for (const LauncherArg &arg : args) {
     if (arg.is_buffer())
       continue;
@@ -506,21 +509,14 @@ CUresult load(CUkernel *kernels) {
 
   out << signature(name, args) << " {\n"
       << "  coalesce_launcher::last_error.clear();\n\n"
-      << "  // Buffers: device pointers, none null.\n";
-  for (const LauncherArg &arg : args)
-    if (arg.is_buffer())
-      out << "  if (" << arg.name << " == 0)\n"
-          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
-          << " is a null pointer\");\n";
-
-  out << "\n  // Sizes: positive, and those fixed when generating as generated.\n";
+      << "\n  // Sizes: zero or more, and those fixed when generating as generated.\n";
   for (const LauncherArg &arg : args) {
     if (arg.is_buffer())
       continue;
     const std::string &size = arg.name;
-    out << "  if (" << size << " <= 0)\n"
+    out << "  if (" << size << " < 0)\n"
         << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << size << " = \" + std::to_string("
-        << size << ") + \": sizes must be at least 1\");\n"
+        << size << ") + \": sizes must not be negative\");\n"
         << "  if (" << size << " > (1 << 30))\n"
         << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << size << " = \" + std::to_string("
         << size << ") + \": sizes are at most 2^30, since the kernels compute loop bounds in 32 bits\");\n";
@@ -537,11 +533,12 @@ CUresult load(CUkernel *kernels) {
   out << "\n  // The kernels index every buffer with 32-bit integers: at most 2^30 elements\n"
       << "  // (kMaxExtent in dsl/Limits.h), as the JIT checks.\n";
   for (const LauncherArg &arg : args) {
-    if (!arg.is_buffer() || arg.buffer->extents.empty())
+    if (!arg.is_buffer())
       continue;
-    std::string elements = cpp_int(arg.buffer->extents[0]);
-    for (size_t d = 1; d < arg.buffer->extents.size(); ++d)
-      elements = "coalesce_launcher::times(" + elements + ", " + cpp_int(arg.buffer->extents[d]) + ")";
+    std::string elements = "int64_t(1)";
+    for (size_t d = 0; d < arg.buffer->extents.size(); ++d)
+      elements = d == 0 ? cpp_int(arg.buffer->extents[0])
+                        : "coalesce_launcher::times(" + elements + ", " + cpp_int(arg.buffer->extents[d]) + ")";
     std::string local = arg.name + "_elements_";
     out << "  const int64_t " << local << " = " << elements << ";\n"
         << "  if (" << local << " > " << kMaxExtent << ")\n"
@@ -550,12 +547,52 @@ CUresult load(CUkernel *kernels) {
         << ") + \" elements; the kernels index with 32-bit integers (at most 2^30 elements)\");\n";
   }
 
-  // The kernels write the output while they read the inputs, in an order the
-  // schedule chooses: an output sharing memory with an input is rejected.
+  out << "\n  // Buffers: device pointers, none null unless empty (cuMemAlloc gives no\n"
+      << "  // memory for 0 bytes, and an empty buffer is never read).\n";
+  for (const LauncherArg &arg : args)
+    if (arg.is_buffer())
+      out << "  if (" << arg.name << " == 0 && " << arg.name << "_elements_ > 0)\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
+          << " is a null pointer\");\n";
+
   const LauncherArg *output = nullptr;
   for (const LauncherArg &arg : args)
     if (arg.is_buffer() && arg.buffer->is_output)
       output = &arg;
+
+  // The rule bind_arguments applies (runtime/Arguments.cpp): an input may be
+  // empty only when the output is, or when every definition that reads it
+  // runs over an empty reduction range (K = 0: acc keeps its initial value,
+  // and the epilogue runs on it).
+  if (output) {
+    out << "\n  // An empty input only where nothing reads it (K = 0) or the output is empty.\n";
+    for (const LauncherArg &arg : args) {
+      if (!arg.is_buffer() || arg.buffer->is_output)
+        continue;
+      std::string unread = "true";
+      std::string reader = "nothing";
+      for (const InputRead &read : arg.buffer->reads) {
+        std::string empty_range = "false";
+        for (const Expr &extent : read.reduction_extents)
+          empty_range = "(" + empty_range + " || " + cpp_int(extent) + " <= 0)";
+        unread = "(" + unread + " && " + empty_range + ")";
+        if (reader == "nothing")
+          reader = read.site;
+      }
+      std::string quoted_reader;
+      for (char c : reader)
+        quoted_reader += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      out << "  if (" << arg.name << "_elements_ == 0 && " << output->name << "_elements_ > 0 && !" << unread
+          << ")\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "
+          << elements_text(*arg.buffer) << " = 0 elements while the output is not empty, and " << quoted_reader
+          << " reads it; an input may be empty only where every definition that reads it runs over an empty "
+             "reduction range (K = 0) or the output is empty\");\n";
+    }
+  }
+
+  // The kernels write the output while they read the inputs, in an order the
+  // schedule chooses: an output sharing memory with an input is rejected.
   if (output) {
     out << "\n  // The output shares no memory with any input.\n";
     auto end_of = [](const LauncherArg &arg) {
@@ -565,8 +602,8 @@ CUresult load(CUkernel *kernels) {
     for (const LauncherArg &arg : args) {
       if (!arg.is_buffer() || arg.buffer->is_output)
         continue;
-      out << "  if (" << arg.name << " < " << end_of(*output) << " && " << output->name << " < " << end_of(arg)
-          << ")\n"
+      out << "  if (" << arg.name << "_elements_ > 0 && " << output->name << "_elements_ > 0 && " << arg.name
+          << " < " << end_of(*output) << " && " << output->name << " < " << end_of(arg) << ")\n"
           << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"the output " << output->name
           << " overlaps the input " << arg.name
           << " in device memory; pass an output that shares no memory with any input\");\n";
@@ -580,9 +617,9 @@ CUresult load(CUkernel *kernels) {
     out << "  const int64_t " << grid << "[3] = {" << cpp_int(kernel.grid[0]) << ",\n"
         << "                               " << cpp_int(kernel.grid[1]) << ",\n"
         << "                               " << cpp_int(kernel.grid[2]) << "};\n"
-        << "  if (" << grid << "[0] < 1 || " << grid << "[0] > INT32_MAX || " << grid
-        << "[1] < 1 || " << grid << "[1] > 65535 ||\n"
-        << "      " << grid << "[2] < 1 || " << grid << "[2] > 65535)\n"
+        << "  if (" << grid << "[0] < 0 || " << grid << "[0] > INT32_MAX || " << grid
+        << "[1] < 0 || " << grid << "[1] > 65535 ||\n"
+        << "      " << grid << "[2] < 0 || " << grid << "[2] > 65535)\n"
         << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"kernel '" << kernel.name
         << "' would need a grid of (\" + std::to_string(" << grid
         << "[0]) + \", \" +\n"
@@ -624,14 +661,18 @@ CUresult load(CUkernel *kernels) {
   for (size_t k = 0; k < kernels; ++k) {
     const GpuKernel &kernel = spec.program.kernels[k];
     std::string grid = "grid" + std::to_string(k) + "_";
-    out << "\n  status_ = cuLaunchKernel(reinterpret_cast<CUfunction>(kernels_[" << k << "]),\n"
+    // An empty grid (M = 0 or N = 0) has nothing to compute: no launch (the
+    // driver rejects a grid of 0 blocks).
+    out << "\n  if (" << grid << "[0] > 0 && " << grid << "[1] > 0 && " << grid << "[2] > 0) {\n"
+        << "  status_ = cuLaunchKernel(reinterpret_cast<CUfunction>(kernels_[" << k << "]),\n"
         << "                           unsigned(" << grid << "[0]), unsigned(" << grid
         << "[1]), unsigned(" << grid << "[2]),\n"
         << "                           " << kernel.block[0] << ", " << kernel.block[1] << ", "
         << kernel.block[2] << ", " << dynamic_shared_bytes(kernel) << ", stream, params_, nullptr);\n"
         << "  if (status_ != CUDA_SUCCESS)\n"
         << "    return coalesce_launcher::fail(status_, \"cannot launch kernel '" << kernel.name
-        << "': \" + coalesce_launcher::describe(status_));\n";
+        << "': \" + coalesce_launcher::describe(status_));\n"
+        << "  }\n";
   }
   out << "  return CUDA_SUCCESS;\n}\n";
   return out.str();

@@ -127,6 +127,9 @@ private:
     M_ = 1 + pick(40), N_ = 1 + pick(40), K_ = 1 + pick(24);
     if (chance(3))
       (chance(50) ? M_ : N_) = 0;
+    // K = 0: the sum adds nothing, out = epilogue(initial value).
+    if (chance(4))
+      K_ = 0;
     pM_ = std::make_unique<Param>(name("M"));
     pN_ = std::make_unique<Param>(name("N"));
     pK_ = std::make_unique<Param>(name("K"));
@@ -213,6 +216,15 @@ private:
     l.double_buffered = chance(30);
     l.async_copy = chance(70);
     l.zero_fill = chance(20);
+    // A deeper pipeline: mostly with what it needs (double buffering with
+    // asynchronous copies), sometimes without, which must be rejected.
+    if (chance(25)) {
+      l.stages = 2 + pick(3);
+      if (chance(85))
+        l.double_buffered = l.async_copy = true;
+    } else if (chance(2)) {
+      l.stages = one_of(std::vector<int>{0, 1, 9});
+    }
     return l;
   }
 
@@ -258,16 +270,39 @@ private:
     if (chance(10))
       kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8});
     Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-    int block = one_of(std::vector<int>{16, 32, 64}), warp_m = one_of(std::vector<int>{16, 32}),
-        warp_n = one_of(std::vector<int>{8, 16, 32});
-    log << "mma template " << mma_kind_name(kind) << " block " << block << " warp " << warp_m << "x" << warp_n << "\n";
-    out_->tile(*i_, *j_, bi, bj, ii, jj, block, block).gpu_blocks({bi, bj});
+    // The knobs of MmaTiling (scheduler/GemmMmaSchedule.h): block and warp
+    // tiles (some that do not divide, or that are not whole instructions),
+    // k step, pipeline depth, padding, blocks per SM.
+    int block_m = one_of(std::vector<int>{16, 32, 64, 128}), block_n = one_of(std::vector<int>{16, 32, 64, 128});
+    int warp_m = one_of(std::vector<int>{16, 32, 64}), warp_n = one_of(std::vector<int>{8, 16, 32, 64});
+    if (chance(5))
+      warp_n = one_of(std::vector<int>{0, 12, 24});
+    int k_step = one_of(std::vector<int>{8, 16, 32, 64});
+    if (chance(5))
+      k_step = one_of(std::vector<int>{0, 12, 24});
+    log << "mma template " << mma_kind_name(kind) << " block " << block_m << "x" << block_n << " warp " << warp_m
+        << "x" << warp_n << " k step " << k_step << "\n";
+    out_->tile(*i_, *j_, bi, bj, ii, jj, block_m, block_n).gpu_blocks({bi, bj});
     out_->mma_tile(ii, jj, kind, warp_m, warp_n, warp, lane, mi, nj, fi, fj);
     out_->fuse_epilogue(*acc_, bj);
+    if (chance(30)) {
+      int blocks = pick(3);
+      log << "gpu_min_blocks_per_sm " << blocks << "\n";
+      out_->gpu_min_blocks_per_sm(blocks);
+    }
     RVar ko("ko"), kk("kk");
     SharedLayout l = layout();
     l.zero_fill = chance(85);
-    acc_->update().mma(*k_, ko, kk, one_of(std::vector<int>{16, 32}));
+    l.transposed = chance(10);
+    if (chance(70)) {
+      l.double_buffered = chance(80);
+      l.async_copy = true;
+      l.stages = l.double_buffered ? 2 + pick(3) : 2;
+      l.padding = one_of(std::vector<int>{0, 4, 8});
+    }
+    log << "staging: double buffered " << l.double_buffered << " async " << l.async_copy << " stages " << l.stages
+        << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << "\n";
+    acc_->update().mma(*k_, ko, kk, k_step);
     if (chance(90))
       acc_->update().allow_reassociation();
     acc_->update().stage_in_shared(*A_, ko, l).stage_in_shared(*B_, ko, l);
@@ -287,7 +322,7 @@ private:
     int stages = static_cast<int>(f.contents()->schedule.stages.size());
     int s = pick(stages);
     Stage st = s == 0 ? f.pure() : f.update(s - 1);
-    int op = pick(22);
+    int op = pick(24);
     log << "  op " << op << " on " << st.describe() << ": ";
     try {
       switch (op) {
@@ -381,6 +416,26 @@ private:
       case 21: {
         log << "allow_reduction_invariant_terms";
         st.allow_reduction_invariant_terms();
+        break;
+      }
+      case 22: {
+        VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
+        MmaKind kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16,
+                                                   MmaKind::TF32_m16n8k8, MmaKind::None});
+        int wm = one_of(std::vector<int>{16, 32, 8}), wn = one_of(std::vector<int>{8, 16, 32, 12});
+        log << "mma_tile " << a.name << " " << b.name << " " << mma_kind_name(kind) << " " << wm << "x" << wn;
+        st.mma_tile(Var(a.name), Var(b.name), kind, wm, wn, Var(fresh()), Var(fresh()), Var(fresh()), Var(fresh()),
+                    Var(fresh()), Var(fresh()));
+        if (kind != MmaKind::None)
+          has_mma_ = true; // tf32 tolerance if it is accepted
+        break;
+      }
+      case 23: {
+        VarOrRVar k = loop_of(f, s);
+        int step = one_of(std::vector<int>{8, 16, 32, 12});
+        log << "mma " << k.name << " step " << step;
+        st.mma(RVar(k.name), RVar(fresh()), RVar(fresh()), step);
+        has_mma_ = true;
         break;
       }
       }

@@ -1,106 +1,18 @@
-// Checks a generated launcher without a GPU: this file stands in for the
-// CUDA driver (it defines the few cu* functions the launcher calls and
-// records what it asks for), then calls the launcher with good and bad
-// arguments. tests/test_aot.cpp compiles it with the launcher that
+// Checks a generated launcher without a GPU: with the stand-in driver of
+// FakeDriver.h (which records what the launcher asks for), it calls the
+// launcher with good and bad arguments. tests/test_aot.cpp compiles it with the launcher that
 //   coalesce-aot --name=gemm_check --bias=true --activation=relu --K=96
 // writes, runs it, and expects exit status 0. Each failed check prints a line.
 
 #include "gemm_check.h"
 
-#include <atomic>
-#include <cstdint>
+#include "FakeDriver.h"
+
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-namespace fake {
-
-CUcontext current = reinterpret_cast<CUcontext>(uintptr_t(0x100));
-CUresult load_result = CUDA_SUCCESS;
-std::atomic<int> loads{0};
-std::atomic<int> launches{0};
-std::string ptx;
-std::vector<std::string> kernel_names;
-std::mutex mutex; // guards last
-
-struct Launch {
-  CUfunction kernel = nullptr;
-  unsigned grid[3] = {0, 0, 0};
-  unsigned block[3] = {0, 0, 0};
-  unsigned shared = 0;
-  CUstream stream = nullptr;
-  CUdeviceptr buffers[4] = {0, 0, 0, 0};
-  int32_t scalars[2] = {0, 0};
-} last;
-
-const CUlibrary kLibrary = reinterpret_cast<CUlibrary>(uintptr_t(0x200));
-const CUkernel kKernel = reinterpret_cast<CUkernel>(uintptr_t(0x300));
-
-} // namespace fake
-
-CUresult CUDAAPI cuCtxGetCurrent(CUcontext *context) {
-  *context = fake::current;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *options,
-                                   void **values, unsigned int option_count,
-                                   CUlibraryOption *, void **, unsigned int) {
-  ++fake::loads;
-  std::this_thread::yield(); // widen the window for a racing second load
-  if (fake::load_result != CUDA_SUCCESS) {
-    for (unsigned o = 0; o < option_count; ++o)
-      if (options[o] == CU_JIT_ERROR_LOG_BUFFER)
-        std::strcpy(static_cast<char *>(values[o]), "ptxas fatal: the fake JIT log");
-    return fake::load_result;
-  }
-  fake::ptx = static_cast<const char *>(code);
-  *library = fake::kLibrary;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name) {
-  if (library != fake::kLibrary)
-    return CUDA_ERROR_INVALID_HANDLE;
-  fake::kernel_names.push_back(name);
-  *kernel = fake::kKernel;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuLibraryUnload(CUlibrary) { return CUDA_SUCCESS; }
-
-CUresult CUDAAPI cuLaunchKernel(CUfunction kernel, unsigned int grid_x, unsigned int grid_y,
-                                unsigned int grid_z, unsigned int block_x, unsigned int block_y,
-                                unsigned int block_z, unsigned int shared, CUstream stream,
-                                void **params, void **) {
-  ++fake::launches;
-  fake::Launch launch;
-  launch.kernel = kernel;
-  launch.grid[0] = grid_x, launch.grid[1] = grid_y, launch.grid[2] = grid_z;
-  launch.block[0] = block_x, launch.block[1] = block_y, launch.block[2] = block_z;
-  launch.shared = shared;
-  launch.stream = stream;
-  for (int b = 0; b < 4; ++b)
-    launch.buffers[b] = *static_cast<CUdeviceptr *>(params[b]);
-  for (int s = 0; s < 2; ++s)
-    launch.scalars[s] = *static_cast<int32_t *>(params[4 + s]);
-  std::lock_guard<std::mutex> lock(fake::mutex);
-  fake::last = launch;
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGetErrorName(CUresult, const char **name) {
-  *name = "CUDA_ERROR_FAKE";
-  return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGetErrorString(CUresult, const char **text) {
-  *text = "a fake driver error";
-  return CUDA_SUCCESS;
-}
 
 namespace {
 
@@ -128,8 +40,8 @@ int main() {
   CHECK(message_has("A is a null pointer"));
   CHECK(gemm_check(A, B, bias, 0, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
   CHECK(message_has("out is a null pointer"));
-  CHECK(gemm_check(A, B, bias, out, 0, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
-  CHECK(message_has("M = 0"));
+  CHECK(gemm_check(A, B, bias, out, -1, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("M = -1"));
   CHECK(gemm_check(A, B, bias, out, 100, -5, 96, stream) == CUDA_ERROR_INVALID_VALUE);
   CHECK(message_has("N = -5"));
   CHECK(gemm_check(A, B, bias, out, 100, 200, 95, stream) == CUDA_ERROR_INVALID_VALUE);

@@ -1,0 +1,49 @@
+#pragma once
+// Everything a Func's schedule records, as text, so a test can compare the
+// schedule before and after a primitive that must change nothing when it
+// raises a UserError (the all-or-nothing rule).
+
+#include "dsl/Func.h"
+
+#include <sstream>
+#include <string>
+
+namespace coalesce::testing {
+
+inline std::string shared_layout_text(const SharedLayout &l) {
+  std::ostringstream text;
+  text << "t" << l.transposed << "p" << l.padding << "d" << l.double_buffered << "a" << l.async_copy << "z"
+       << l.zero_fill << "s" << l.stages;
+  return text.str();
+}
+
+inline std::string schedule_text(const Func &f) {
+  const FuncSchedule &s = f.contents()->schedule;
+  std::ostringstream text;
+  text << static_cast<int>(s.placement) << s.placement_set << s.at_func << "." << s.at_var << " m"
+       << static_cast<int>(s.memory) << " b" << s.bias_folded_into << s.min_blocks_per_sm << " from";
+  for (const std::string &v : s.mirrored_from)
+    text << " " << v;
+  text << " bounds " << s.bounds.size();
+  for (const StageSchedule &stage : s.stages) {
+    text << " |";
+    for (const Dim &d : stage.dims)
+      text << " " << d.var << ":" << static_cast<int>(d.kind) << d.gpu_dim << d.is_rvar << d.mirrored;
+    for (const Split &split : stage.splits)
+      text << " " << split.old_var << ">" << split.outer << "," << split.inner << "/" << split.factor
+           << (split.is_rvar ? "r" : "") << (split.is_fuse ? "f" : "");
+    for (const SharedStaging &staged : stage.staged_inputs)
+      text << " staged " << staged.input << "@" << staged.at_loop << ":" << shared_layout_text(staged.layout);
+    for (const std::string &r : stage.reduction_vars)
+      text << " r:" << r;
+    text << " " << stage.allow_reassociation << stage.allow_reduction_invariant_terms;
+    const MmaLayout &l = stage.mma_layout;
+    text << " layout " << static_cast<int>(l.kind) << " " << l.warp << "," << l.lane << "," << l.mma_i << ","
+         << l.mma_j << "," << l.frag_i << "," << l.frag_j << " " << l.warp_m << "x" << l.warp_n << " " << l.warps_m
+         << "x" << l.warps_n;
+    text << " mma " << static_cast<int>(stage.mma.kind) << " " << stage.mma.k_inner;
+  }
+  return text.str();
+}
+
+} // namespace coalesce::testing
