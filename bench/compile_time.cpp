@@ -12,7 +12,7 @@
 // the LLVM IR as emitted (NAME.ll, without libdevice) and as optimized
 // (NAME.opt.ll), to try other pipelines with opt and llc.
 
-#include "codegen/CompileProfile.h"
+#include "dsl/CompileProfile.h"
 #include "examples/Gemm.h"
 #include "scheduler/GemmMmaSchedule.h"
 #include "scheduler/GemmSchedule.h"

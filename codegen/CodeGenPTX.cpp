@@ -1,7 +1,7 @@
 #include "codegen/CodeGenPTX.h"
 
 #include "codegen/CodeGenLLVM.h"
-#include "codegen/CompileProfile.h"
+#include "dsl/CompileProfile.h"
 #include "codegen/MmaOperandLayout.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"

@@ -1,6 +1,6 @@
 #include "codegen/OptimizeModule.h"
 
-#include "codegen/CompileProfile.h"
+#include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 
 #include <llvm/IR/Module.h>

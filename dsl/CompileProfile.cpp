@@ -1,4 +1,4 @@
-#include "codegen/CompileProfile.h"
+#include "dsl/CompileProfile.h"
 
 #include <cstdio>
 #include <cstdlib>
