@@ -93,16 +93,28 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
 // of register arrays) and before unrolling (so unrolled copies index with
 // constants that fold).
 Stmt finish(Stmt s, const std::vector<Argument> &args) {
-  PhaseTimer timer("lower: flatten, unroll, simplify, hoist loads");
-  s = flatten_storage(s, args);
+  {
+    PhaseTimer timer("lower: flatten_storage");
+    s = flatten_storage(s, args);
+  }
   log("flatten_storage", s);
-  s = unroll_loops(s);
+  {
+    PhaseTimer timer("lower: unroll_loops");
+    s = unroll_loops(s);
+  }
   log("unroll_loops", s);
-  s = simplify(s);
+  {
+    PhaseTimer timer("lower: simplify");
+    s = simplify(s);
+  }
   log("simplify", s);
   // After simplification, so that equal loads print (and match) alike.
-  s = hoist_loads(s, kLoadLookahead);
+  {
+    PhaseTimer timer("lower: hoist_loads");
+    s = hoist_loads(s, kLoadLookahead);
+  }
   log("hoist_loads", s);
+  PhaseTimer timer("lower: strip_stage_prefixes");
   s = strip_stage_prefixes(s);
   log("strip_stage_prefixes", s);
   return s;
