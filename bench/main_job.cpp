@@ -314,8 +314,10 @@ bool report_ptx(Pipeline &pipeline) {
   std::printf("\n== PTX for %s ==\n", target.sm().c_str());
   try {
     const std::string &ptx = pipeline.ptx(target);
-    std::printf("schedule to PTX: %.1f ms (lowering, LLVM IR, optimization, NVPTX), %zu bytes of PTX\n",
-                pipeline.last_ptx_compile_ms(), ptx.size());
+    std::printf("schedule to PTX: %.1f ms (%s), %zu bytes of PTX\n", pipeline.last_ptx_compile_ms(),
+                pipeline.last_ptx_from_cache() ? "from the compile cache; COALESCE_CACHE=0 compiles afresh"
+                                               : "lowering, LLVM IR, optimization, NVPTX",
+                ptx.size());
   } catch (const UserError &error) {
     std::printf("could not generate PTX: %s\n", error.what());
     return false;

@@ -1,6 +1,7 @@
 #include "codegen/CodeGenPTX.h"
 
 #include "codegen/CodeGenLLVM.h"
+#include "dsl/CompileProfile.h"
 #include "codegen/MmaOperandLayout.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"
@@ -18,6 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <mutex>
 
 namespace coalesce {
@@ -401,24 +403,44 @@ std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, llvm::Targ
   // libdevice asks __nvvm_reflect whether to flush denormals; answer no, so
   // results match the host's IEEE arithmetic.
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
-  CodeGenPTX codegen(*module);
-  codegen.emit(program);
-  verify_module(*module, "GPU");
+  {
+    PhaseTimer timer("emit LLVM IR");
+    CodeGenPTX codegen(*module);
+    codegen.emit(program);
+  }
+  {
+    PhaseTimer timer("verify");
+    verify_module(*module, "GPU");
+  }
   if (!optimize)
     return module;
-  link_libdevice(*module);
-  verify_module(*module, "GPU (with libdevice)");
-  optimize_module(*module, machine, /*vectorize=*/false);
+  {
+    PhaseTimer timer("link libdevice");
+    link_libdevice(*module);
+  }
+  {
+    PhaseTimer timer("verify");
+    verify_module(*module, "GPU (with libdevice)");
+  }
+  if (const char *passes = std::getenv("COALESCE_GPU_PASSES"); passes && *passes)
+    run_pass_pipeline(*module, machine, passes);
+  else
+    optimize_module(*module, machine, /*vectorize=*/false);
   return module;
 }
 
 } // namespace
 
 std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
-  std::unique_ptr<llvm::TargetMachine> machine = nvptx_machine(target);
+  std::unique_ptr<llvm::TargetMachine> machine;
+  {
+    PhaseTimer timer("NVPTX target machine");
+    machine = nvptx_machine(target);
+  }
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, true);
 
+  PhaseTimer timer("NVPTX code generation");
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream out(ptx);
   llvm::legacy::PassManager emit;

@@ -1,5 +1,6 @@
 #include "codegen/OptimizeModule.h"
 
+#include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 
 #include <llvm/IR/Module.h>
@@ -7,6 +8,10 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
 
 namespace coalesce {
 
@@ -18,26 +23,95 @@ void verify_module(const llvm::Module &module, const char *what) {
                    out.str());
 }
 
-void optimize_module(llvm::Module &module, llvm::TargetMachine &target, bool vectorize) {
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = vectorize;
-  tuning.SLPVectorization = vectorize;
+namespace {
+
+/// Times every pass and analysis into `profile` as "opt: NAME", exclusive of
+/// the passes it runs (a pass manager is charged only its own overhead), so
+/// the phases add up to the pipeline's time.
+class PassTimer {
+public:
+  PassTimer(CompileProfile &profile, llvm::PassInstrumentationCallbacks &callbacks) : profile_(profile) {
+    callbacks.registerBeforeNonSkippedPassCallback([this](llvm::StringRef, llvm::Any) { push(); });
+    callbacks.registerAfterPassCallback(
+        [this](llvm::StringRef name, llvm::Any, const llvm::PreservedAnalyses &) { pop(name); });
+    callbacks.registerAfterPassInvalidatedCallback(
+        [this](llvm::StringRef name, const llvm::PreservedAnalyses &) { pop(name); });
+    callbacks.registerBeforeAnalysisCallback([this](llvm::StringRef, llvm::Any) { push(); });
+    callbacks.registerAfterAnalysisCallback([this](llvm::StringRef name, llvm::Any) { pop(name); });
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  struct Open {
+    Clock::time_point start;
+    double start_cpu_ms;
+    double children_ms = 0, children_cpu_ms = 0;
+  };
+  void push() { open_.push_back({Clock::now(), thread_cpu_ms()}); }
+  void pop(llvm::StringRef name) {
+    Open done = open_.back();
+    open_.pop_back();
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - done.start).count();
+    double cpu_ms = thread_cpu_ms() - done.start_cpu_ms;
+    profile_.add("opt: " + name.str(), ms - done.children_ms, cpu_ms - done.children_cpu_ms);
+    if (!open_.empty()) {
+      open_.back().children_ms += ms;
+      open_.back().children_cpu_ms += cpu_ms;
+    }
+  }
+  CompileProfile &profile_;
+  std::vector<Open> open_;
+};
+
+} // namespace
+
+namespace {
+
+/// Runs `build(builder)`'s pipeline over `module`, with the analyses the
+/// builder registers and, when a profile is active, every pass timed.
+template <typename Build>
+void run_pipeline(llvm::Module &module, llvm::TargetMachine &target, const llvm::PipelineTuningOptions &tuning,
+                  Build build) {
+  llvm::PassInstrumentationCallbacks callbacks;
+  std::optional<PassTimer> timer;
+  if (CompileProfile *profile = active_compile_profile())
+    timer.emplace(*profile, callbacks);
 
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager call_graph;
   llvm::ModuleAnalysisManager modules;
   // Passing the TargetMachine is what runs the target's own callbacks
-  // (registerPassBuilderCallbacks) and gives the cost models its TTI.
-  llvm::PassBuilder builder(&target, tuning);
+  // (registerPassBuilderCallbacks: NVVMReflect on NVPTX, and its pass names)
+  // and gives the cost models its TTI.
+  llvm::PassBuilder builder(&target, tuning, std::nullopt, &callbacks);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(call_graph);
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, call_graph, modules);
-  llvm::ModulePassManager pipeline =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager pipeline = build(builder);
   pipeline.run(module, modules);
+}
+
+} // namespace
+
+void optimize_module(llvm::Module &module, llvm::TargetMachine &target, bool vectorize) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = vectorize;
+  tuning.SLPVectorization = vectorize;
+  run_pipeline(module, target, tuning, [](llvm::PassBuilder &builder) {
+    return builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  });
+}
+
+void run_pass_pipeline(llvm::Module &module, llvm::TargetMachine &target, const std::string &passes) {
+  run_pipeline(module, target, llvm::PipelineTuningOptions(), [&](llvm::PassBuilder &builder) {
+    llvm::ModulePassManager pipeline;
+    if (llvm::Error error = builder.parsePassPipeline(pipeline, passes))
+      internal_error("bad LLVM pass pipeline '", passes, "': ", llvm::toString(std::move(error)));
+    return pipeline;
+  });
 }
 
 } // namespace coalesce

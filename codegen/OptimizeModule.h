@@ -1,4 +1,6 @@
 #pragma once
+
+#include <string>
 // The two steps every module goes through between emission and machine code,
 // whatever the target: the IR verifier and LLVM's O3 pipeline.
 
@@ -18,5 +20,9 @@ void verify_module(const llvm::Module &module, const char *what);
 /// NVVMReflect on NVPTX). `vectorize` turns the loop and SLP vectorizers on:
 /// right for a CPU, pointless for a scalar SIMT thread.
 void optimize_module(llvm::Module &module, llvm::TargetMachine &target, bool vectorize);
+
+/// Runs the pass pipeline `passes`, written as opt's -passes option takes it
+/// ("function(sroa,instcombine)"), with `target`'s passes and cost models.
+void run_pass_pipeline(llvm::Module &module, llvm::TargetMachine &target, const std::string &passes);
 
 } // namespace coalesce

@@ -1,12 +1,16 @@
 #include "runtime/Pipeline.h"
 
 #include "codegen/CodeGenPTX.h"
+#include "codegen/PtxCache.h"
+#include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "runtime/CudaDriver.h"
 #include "scheduler/Lower.h"
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 
 namespace coalesce {
 
@@ -22,9 +26,15 @@ const LoweredFunc &Pipeline::host_lowered() {
 
 std::string Pipeline::host_llvm_ir(bool optimize) { return emit_host_llvm_ir(host_lowered(), optimize); }
 
+const GpuNest &Pipeline::gpu_nest() {
+  if (!gpu_nest_)
+    gpu_nest_ = std::make_unique<GpuNest>(lower_gpu_nest(output_, budget_));
+  return *gpu_nest_;
+}
+
 const GpuProgram &Pipeline::gpu_program() {
   if (!gpu_program_)
-    gpu_program_ = std::make_unique<GpuProgram>(lower_for_gpu(output_, budget_));
+    gpu_program_ = std::make_unique<GpuProgram>(finish_gpu_program(gpu_nest()));
   return *gpu_program_;
 }
 
@@ -36,9 +46,21 @@ const std::string &Pipeline::ptx(const GpuTarget &target) {
   auto it = ptx_.find(target.sm());
   if (it != ptx_.end())
     return it->second;
+  // COALESCE_TIME_COMPILE=1: the breakdown of this compilation on stderr,
+  // unless a caller (the compile-time benchmark) is already collecting it.
+  CompileProfile own;
+  std::optional<ScopedCompileProfile> scope;
+  if (!active_compile_profile() && compile_timing_requested())
+    scope.emplace(&own);
   auto start = std::chrono::steady_clock::now();
-  std::string code = compile_to_ptx(gpu_program(), target);
+  // The cache is keyed on the nest before thread fusion, so a hit skips the
+  // finishing passes as well as LLVM.
+  std::string code = cached_ptx(gpu_nest(), target, CompileCache::from_environment(),
+                                [&] { return compile_to_ptx(gpu_program(), target); }, &last_ptx_cached_);
   last_ptx_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (scope)
+    std::fprintf(stderr, "schedule to PTX for %s, %s%s:\n%s", output_.name().c_str(), target.sm().c_str(),
+                 last_ptx_cached_ ? " (from the compile cache)" : "", own.str().c_str());
   return ptx_[target.sm()] = std::move(code);
 }
 

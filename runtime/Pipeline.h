@@ -35,8 +35,12 @@ public:
   const GpuProgram &gpu_program();
   /// PTX for `target`; compiled once per target and kept.
   const std::string &ptx(const GpuTarget &target = {});
-  /// Milliseconds the last fresh schedule-to-PTX compilation took.
+  /// Milliseconds the last fresh schedule-to-PTX compilation took (a
+  /// compile cache hit included).
   double last_ptx_compile_ms() const { return last_ptx_ms_; }
+  /// Whether that compilation's PTX came from the compile cache
+  /// (codegen/CompileCache.h; COALESCE_CACHE=0 turns it off).
+  bool last_ptx_from_cache() const { return last_ptx_cached_; }
   /// ptxas's verdict and resource report for the PTX.
   PtxasResult assemble(const GpuTarget &target = {});
 
@@ -60,11 +64,14 @@ private:
   ResourceBudget budget_;
   std::unique_ptr<LoweredFunc> host_lowered_;
   std::unique_ptr<HostKernel> host_kernel_;
+  std::unique_ptr<GpuNest> gpu_nest_;
   std::unique_ptr<GpuProgram> gpu_program_;
   std::map<std::string, std::string> ptx_;
   std::map<std::string, std::unique_ptr<GpuExecutable>> executables_;
   double last_ptx_ms_ = 0;
+  bool last_ptx_cached_ = false;
   const LoweredFunc &host_lowered();
+  const GpuNest &gpu_nest();
 };
 
 /// The target matching the current device (sm_90a on Hopper).

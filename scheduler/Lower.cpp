@@ -1,5 +1,6 @@
 #include "scheduler/Lower.h"
 
+#include "dsl/CompileProfile.h"
 #include "dsl/IRPrinter.h"
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
@@ -52,6 +53,7 @@ void log(const char *pass, const Stmt &s) {
 
 // The front end's checks and rewrites, on private copies of the Funcs.
 Environment prepare(const Func &output) {
+  PhaseTimer timer("lower: front end");
   Environment env = make_environment(output);
   check_names(env);       // every user name denotes one thing; reserved names are not taken
   check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
@@ -67,6 +69,7 @@ Environment prepare(const Func &output) {
 
 // The passes every target shares; the result has serial semantics.
 Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
+  PhaseTimer timer("lower: serial passes");
   Stmt s = build_loop_nest(env);
   log("build_loop_nest", s);
   // Staging reads the Input calls' coordinates, so it runs before they
@@ -91,15 +94,28 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
 // of register arrays) and before unrolling (so unrolled copies index with
 // constants that fold).
 Stmt finish(Stmt s, const std::vector<Argument> &args) {
-  s = flatten_storage(s, args);
+  {
+    PhaseTimer timer("lower: flatten_storage");
+    s = flatten_storage(s, args);
+  }
   log("flatten_storage", s);
-  s = unroll_loops(s);
+  {
+    PhaseTimer timer("lower: unroll_loops");
+    s = unroll_loops(s);
+  }
   log("unroll_loops", s);
-  s = simplify(s);
+  {
+    PhaseTimer timer("lower: simplify");
+    s = simplify(s);
+  }
   log("simplify", s);
   // After simplification, so that equal loads print (and match) alike.
-  s = hoist_loads(s, kLoadLookahead);
+  {
+    PhaseTimer timer("lower: hoist_loads");
+    s = hoist_loads(s, kLoadLookahead);
+  }
   log("hoist_loads", s);
+  PhaseTimer timer("lower: strip_stage_prefixes");
   s = strip_stage_prefixes(s);
   log("strip_stage_prefixes", s);
   return s;
@@ -131,19 +147,31 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
   return lowered;
 }
 
-GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget) {
+GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
-  GpuProgram program{output.name(), arguments_of(env), {}};
-  Stmt s = lower_serial(env, budget);
-  program.kernels = fuse_gpu_thread_loops(s, output.name());
+  GpuNest nest{output.name(), arguments_of(env), Stmt(), env.output().schedule.min_blocks_per_sm};
+  nest.serial = lower_serial(env, budget);
+  return nest;
+}
+
+GpuProgram finish_gpu_program(const GpuNest &nest) {
+  GpuProgram program{nest.name, nest.args, {}};
+  {
+    PhaseTimer timer("lower: GPU thread fusion");
+    program.kernels = fuse_gpu_thread_loops(nest.serial, nest.name);
+  }
   for (GpuKernel &kernel : program.kernels) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
-    kernel.min_blocks_per_sm = env.output().schedule.min_blocks_per_sm;
+    kernel.min_blocks_per_sm = nest.min_blocks_per_sm;
     for (Expr &extent : kernel.grid)
       extent = simplify(extent);
   }
   return program;
+}
+
+GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget) {
+  return finish_gpu_program(lower_gpu_nest(output, budget));
 }
 
 } // namespace coalesce

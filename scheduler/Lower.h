@@ -20,6 +20,13 @@ std::vector<Argument> lowered_arguments(const Func &output);
 LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget = {});
 
 /// Ready for the PTX backend: one kernel per nest of gpu_block loops.
+/// lower_for_gpu = finish_gpu_program(lower_gpu_nest(...)).
 GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget = {});
+
+/// The front end and the serial passes, every check included (so an
+/// illegal schedule is rejected here); well under a millisecond for a GEMM.
+GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget = {});
+/// Thread fusion and the finishing passes: the bulk of lowering's time.
+GpuProgram finish_gpu_program(const GpuNest &nest);
 
 } // namespace coalesce

@@ -70,6 +70,19 @@ inline int dynamic_shared_bytes(const GpuKernel &kernel) {
   return kernel.shared_bytes > kStaticSharedLimit ? kernel.shared_bytes : 0;
 }
 
+/// A pipeline lowered for the GPU up to thread fusion: the serial loop nest
+/// (what Pipeline::loop_nest prints, stage prefixes kept) with what else
+/// decides the kernels. Everything after it (thread fusion, flattening,
+/// unrolling, load hoisting) is a fixed function of it, so it, with the
+/// target and the compiler's version, determines the PTX: the compile
+/// cache's key is built from it (codegen/PtxCache.h).
+struct GpuNest {
+  std::string name;
+  std::vector<Argument> args;
+  Stmt serial;
+  int min_blocks_per_sm = 0; ///< the output's gpu_min_blocks_per_sm
+};
+
 /// A pipeline lowered for the GPU: kernels launched in order, each taking
 /// every argument of `args`.
 struct GpuProgram {

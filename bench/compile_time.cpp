@@ -1,0 +1,128 @@
+// coalesce-compile-time: where schedule-to-PTX time goes, for the two kernels
+// the project ships as defaults. Each is declared, scheduled and compiled
+// from scratch `--runs` times (10 by default), in a fresh Pipeline, with the
+// compile cache off; the median of each phase and of the total is printed.
+//
+//   fp32  make_gemm(BiasGelu), schedule_gemm at default_gemm_tiling(4096^3)
+//   bf16  make_gemm(BiasGelu, bf16, bf16), schedule_gemm_mma at
+//         default_mma_tiling(BF16_m16n8k16, 4096, 4096)
+//
+// --ptx-dir=DIR also writes each kernel's PTX there (fp32.ptx, bf16.ptx), to
+// compare the code before and after a change to the compiler; --ir-dir=DIR
+// the LLVM IR as emitted (NAME.ll, without libdevice) and as optimized
+// (NAME.opt.ll), to try other pipelines with opt and llc.
+
+#include "dsl/CompileProfile.h"
+#include "examples/Gemm.h"
+#include "scheduler/GemmMmaSchedule.h"
+#include "scheduler/GemmSchedule.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+struct Kernel {
+  const char *name;
+  std::function<Func()> build;
+};
+
+Func fp32_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+  return g.out;
+}
+
+Func bf16_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096));
+  return g.out;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int runs = 10;
+  std::string ptx_dir, ir_dir;
+  for (int a = 1; a < argc; ++a) {
+    if (std::strncmp(argv[a], "--runs=", 7) == 0)
+      runs = std::max(1, std::atoi(argv[a] + 7));
+    else if (std::strncmp(argv[a], "--ptx-dir=", 10) == 0)
+      ptx_dir = argv[a] + 10;
+    else if (std::strncmp(argv[a], "--ir-dir=", 9) == 0)
+      ir_dir = argv[a] + 9;
+    else {
+      std::fprintf(stderr, "usage: %s [--runs=N] [--ptx-dir=DIR] [--ir-dir=DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  // Measure the compiler, not the cache.
+  setenv("COALESCE_CACHE", "0", 1);
+
+  const Kernel kernels[] = {{"fp32", fp32_kernel}, {"bf16", bf16_kernel}};
+  GpuTarget target;
+  for (const Kernel &kernel : kernels) {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<double>> samples, cpu_samples;
+    std::vector<double> totals, cpu_totals;
+    std::string ptx;
+    for (int run = 0; run < runs; ++run) {
+      CompileProfile profile;
+      {
+        ScopedCompileProfile scope(&profile);
+        std::optional<Func> out;
+        {
+          PhaseTimer schedule("declare and schedule");
+          out = kernel.build();
+        }
+        Pipeline pipeline(*out);
+        ptx = pipeline.ptx(target);
+      }
+      for (const CompileProfile::Phase &phase : profile.phases()) {
+        if (!samples.count(phase.name))
+          order.push_back(phase.name);
+        samples[phase.name].push_back(phase.ms);
+        cpu_samples[phase.name].push_back(phase.cpu_ms);
+      }
+      totals.push_back(profile.total_ms());
+      cpu_totals.push_back(profile.total_cpu_ms());
+    }
+    CompileProfile medians;
+    for (const std::string &name : order) {
+      std::vector<double> values = samples[name], cpu_values = cpu_samples[name];
+      values.resize(runs, 0.0); // a phase absent from a run took no time there
+      cpu_values.resize(runs, 0.0);
+      medians.add(name, median(values), median(cpu_values));
+    }
+    std::printf("%s kernel, schedule to PTX for %s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
+                target.sm().c_str(), runs, ptx.size(), medians.str().c_str());
+    std::printf("  %-44s %8.2f ms %8.2f ms  (wall min %.2f, max %.2f)\n\n", "median total", median(totals),
+                median(cpu_totals), *std::min_element(totals.begin(), totals.end()),
+                *std::max_element(totals.begin(), totals.end()));
+    if (!ptx_dir.empty())
+      std::ofstream(ptx_dir + "/" + kernel.name + ".ptx") << ptx;
+    if (!ir_dir.empty()) {
+      Pipeline pipeline(kernel.build());
+      std::ofstream(ir_dir + "/" + kernel.name + ".ll") << pipeline.gpu_llvm_ir(target, false);
+      std::ofstream(ir_dir + "/" + kernel.name + ".opt.ll") << pipeline.gpu_llvm_ir(target, true);
+    }
+  }
+  return 0;
+}

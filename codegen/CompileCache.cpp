@@ -1,0 +1,185 @@
+#include "codegen/CompileCache.h"
+
+#include <llvm/Support/xxhash.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace coalesce {
+
+namespace {
+
+constexpr const char *kMagic = "coalesce-cache 1\n";
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, value);
+  return text;
+}
+
+uint64_t checksum(const std::string &payload) { return llvm::xxh3_64bits(llvm::StringRef(payload)); }
+
+// Directories this process failed to write: skipped from then on, so a
+// read-only cache costs one warning, not one per compilation.
+std::mutex unwritable_mutex;
+std::set<std::string> unwritable;
+
+bool known_unwritable(const std::string &directory) {
+  std::lock_guard<std::mutex> lock(unwritable_mutex);
+  return unwritable.count(directory) != 0;
+}
+
+void give_up_on(const std::string &directory, const std::string &why) {
+  static std::atomic<bool> warned{false};
+  {
+    std::lock_guard<std::mutex> lock(unwritable_mutex);
+    unwritable.insert(directory);
+  }
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "coalesce: warning: cannot write the compile cache in %s (%s); compiling without it\n",
+                 directory.c_str(), why.c_str());
+}
+
+bool write_all(int fd, const std::string &data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> read_all(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  std::string data;
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && info.st_size > 0)
+    data.reserve(static_cast<size_t>(info.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0)
+      break;
+    data.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+// Reads "NAME VALUE\n" at `pos`; advances past it.
+bool header_field(const std::string &data, size_t &pos, const char *name, std::string &value) {
+  size_t length = std::strlen(name);
+  if (data.compare(pos, length, name) != 0 || pos + length >= data.size() || data[pos + length] != ' ')
+    return false;
+  size_t end = data.find('\n', pos);
+  if (end == std::string::npos)
+    return false;
+  value = data.substr(pos + length + 1, end - pos - length - 1);
+  pos = end + 1;
+  return true;
+}
+
+} // namespace
+
+std::string cache_key_hash(const std::string &key) {
+  llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(key.data()), key.size()));
+  return hex64(hash.high64) + hex64(hash.low64);
+}
+
+CompileCache CompileCache::from_environment() {
+  const char *off = std::getenv("COALESCE_CACHE");
+  if (off && std::strcmp(off, "0") == 0)
+    return CompileCache("");
+  if (const char *dir = std::getenv("COALESCE_CACHE_DIR"); dir && *dir)
+    return CompileCache(dir);
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return CompileCache(std::string(xdg) + "/coalesce");
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return CompileCache(std::string(home) + "/.cache/coalesce");
+  return CompileCache(""); // nowhere to put it
+}
+
+std::string CompileCache::entry_path(const std::string &key, const char *kind) const {
+  return directory_ + "/" + cache_key_hash(key) + "." + kind;
+}
+
+std::optional<std::string> CompileCache::load(const std::string &key, const char *kind) const {
+  if (!enabled())
+    return std::nullopt;
+  std::optional<std::string> data = read_all(entry_path(key, kind));
+  if (!data)
+    return std::nullopt;
+  // Anything unexpected is a miss: the entry is recompiled and replaced.
+  size_t pos = std::strlen(kMagic);
+  if (data->compare(0, pos, kMagic) != 0)
+    return std::nullopt;
+  std::string stored_key, size, sum;
+  if (!header_field(*data, pos, "key", stored_key) || stored_key != cache_key_hash(key) ||
+      !header_field(*data, pos, "size", size) || !header_field(*data, pos, "checksum", sum) ||
+      pos >= data->size() || (*data)[pos] != '\n')
+    return std::nullopt;
+  ++pos;
+  char *end = nullptr;
+  unsigned long long bytes = std::strtoull(size.c_str(), &end, 10);
+  if (size.empty() || *end != '\0' || bytes != data->size() - pos)
+    return std::nullopt;
+  std::string payload = data->substr(pos);
+  if (hex64(checksum(payload)) != sum)
+    return std::nullopt;
+  return payload;
+}
+
+void CompileCache::store(const std::string &key, const char *kind, const std::string &payload) const {
+  if (!enabled() || known_unwritable(directory_))
+    return;
+  std::error_code error;
+  std::filesystem::create_directories(directory_, error);
+  if (error)
+    return give_up_on(directory_, error.message());
+
+  std::string entry = kMagic;
+  entry += "key " + cache_key_hash(key) + "\n";
+  entry += "size " + std::to_string(payload.size()) + "\n";
+  entry += "checksum " + hex64(checksum(payload)) + "\n\n";
+  entry += payload;
+
+  // A unique name in the same directory (so the rename cannot cross file
+  // systems), then an atomic rename over the entry.
+  std::string final_path = entry_path(key, kind);
+  std::string temporary = final_path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(temporary.data());
+  if (fd < 0)
+    return give_up_on(directory_, std::strerror(errno));
+  bool written = write_all(fd, entry);
+  written = ::close(fd) == 0 && written;
+  if (!written || ::rename(temporary.c_str(), final_path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    give_up_on(directory_, why);
+  }
+}
+
+} // namespace coalesce

@@ -1,0 +1,239 @@
+// The compile cache on disk (codegen/CompileCache.h, codegen/PtxCache.h):
+// hits and misses, corrupted and truncated entries recompiled, concurrent
+// writers, the switch that turns it off and an unwritable directory. Every
+// test works in its own temporary directory.
+
+#include "codegen/CodeGenPTX.h"
+#include "codegen/CompileCache.h"
+#include "codegen/PtxCache.h"
+#include "examples/Gemm.h"
+#include "examples/Schedules.h"
+#include "scheduler/Lower.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+/// A fresh directory under the system's temporary one, removed afterwards;
+/// the environment points the cache at it (and is restored) meanwhile.
+struct TempCacheDir {
+  TempCacheDir() {
+    std::string model = (std::filesystem::temp_directory_path() / "coalesce-cache-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(model.data()) != nullptr);
+    path = model;
+    ::setenv("COALESCE_CACHE_DIR", path.c_str(), 1);
+    ::setenv("COALESCE_CACHE", "1", 1);
+  }
+  ~TempCacheDir() {
+    ::unsetenv("COALESCE_CACHE_DIR");
+    ::setenv("COALESCE_CACHE", "0", 1);
+    std::error_code ignored;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all, ignored);
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> found;
+    for (const auto &entry : std::filesystem::directory_iterator(path))
+      found.push_back(entry.path());
+    return found;
+  }
+  std::string path;
+};
+
+Func small_gemm() {
+  Gemm g = scheduled_gemm(find_schedule("shared_staged"));
+  return g.out;
+}
+
+std::string read(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write(const std::filesystem::path &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+} // namespace
+
+TEST_CASE("a second compilation of the same schedule comes from the cache, with the same PTX") {
+  TempCacheDir dir;
+  Pipeline first(small_gemm());
+  std::string ptx = first.ptx();
+  CHECK_FALSE(first.last_ptx_from_cache());
+  REQUIRE(dir.entries().size() == 1);
+  CHECK(dir.entries()[0].extension() == ".ptx");
+
+  Pipeline second(small_gemm());
+  CHECK(second.ptx() == ptx);
+  CHECK(second.last_ptx_from_cache());
+  MESSAGE("miss ", first.last_ptx_compile_ms(), " ms, hit ", second.last_ptx_compile_ms(), " ms");
+  CHECK(second.last_ptx_compile_ms() < first.last_ptx_compile_ms());
+}
+
+TEST_CASE("another schedule, target or element type is another entry") {
+  TempCacheDir dir;
+  Pipeline(small_gemm()).ptx();
+  Pipeline(small_gemm()).ptx(parse_gpu_target("sm_80"));
+  Gemm other = make_gemm(Epilogue::BiasGelu);
+  schedule_shared_staged(other, 64, 2);
+  Pipeline third(other.out);
+  third.ptx();
+  CHECK_FALSE(third.last_ptx_from_cache());
+  Gemm narrow = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  schedule_shared_staged(narrow);
+  Pipeline fourth(narrow.out);
+  fourth.ptx();
+  CHECK_FALSE(fourth.last_ptx_from_cache());
+  CHECK(dir.entries().size() == 4);
+}
+
+TEST_CASE("a corrupted or truncated entry is recompiled and replaced, never loaded") {
+  TempCacheDir dir;
+  std::string ptx = Pipeline(small_gemm()).ptx();
+  REQUIRE(dir.entries().size() == 1);
+  std::filesystem::path entry = dir.entries()[0];
+  std::string whole = read(entry);
+
+  SUBCASE("one payload byte flipped") {
+    std::string damaged = whole;
+    damaged[damaged.size() - 10] ^= 0x20;
+    write(entry, damaged);
+  }
+  SUBCASE("truncated") { write(entry, whole.substr(0, whole.size() / 2)); }
+  SUBCASE("header only") { write(entry, whole.substr(0, whole.find("\n\n") + 2)); }
+  SUBCASE("empty") { write(entry, ""); }
+  SUBCASE("garbage") { write(entry, "not a cache entry\n"); }
+
+  Pipeline again(small_gemm());
+  CHECK(again.ptx() == ptx);
+  CHECK_FALSE(again.last_ptx_from_cache());
+  CHECK(read(entry) == whole); // replaced by a whole entry
+}
+
+TEST_CASE("the store and load of the cache itself") {
+  TempCacheDir dir;
+  CompileCache cache(dir.path);
+  CHECK_FALSE(cache.load("key", "ptx"));
+  cache.store("key", "ptx", "payload");
+  CHECK(cache.load("key", "ptx") == std::optional<std::string>("payload"));
+  CHECK_FALSE(cache.load("another key", "ptx"));
+  cache.store("empty", "ptx", "");
+  CHECK(cache.load("empty", "ptx") == std::optional<std::string>(""));
+  // No temporary file is left behind.
+  for (const auto &entry : dir.entries())
+    CHECK(entry.string().find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("concurrent writers of one entry leave a whole entry") {
+  TempCacheDir dir;
+  CompileCache cache(dir.path);
+  std::string big(1 << 20, 'x');
+  for (size_t i = 0; i < big.size(); i += 97)
+    big[i] = static_cast<char>('a' + i % 26);
+
+  SUBCASE("threads") {
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 8; ++t)
+      writers.emplace_back([&] {
+        for (int n = 0; n < 20; ++n) {
+          cache.store("shared key", "ptx", big);
+          std::optional<std::string> seen = cache.load("shared key", "ptx");
+          CHECK((!seen || *seen == big)); // a reader sees all of it or nothing
+        }
+      });
+    for (std::thread &writer : writers)
+      writer.join();
+  }
+  SUBCASE("processes") {
+    std::vector<pid_t> children;
+    for (int p = 0; p < 4; ++p) {
+      pid_t child = ::fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        bool ok = true;
+        for (int n = 0; n < 20; ++n) {
+          cache.store("shared key", "ptx", big);
+          std::optional<std::string> seen = cache.load("shared key", "ptx");
+          ok = ok && (!seen || *seen == big);
+        }
+        ::_exit(ok ? 0 : 1);
+      }
+      children.push_back(child);
+    }
+    for (pid_t child : children) {
+      int status = 0;
+      REQUIRE(::waitpid(child, &status, 0) == child);
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+  }
+  CHECK(cache.load("shared key", "ptx") == std::optional<std::string>(big));
+  CHECK(dir.entries().size() == 1);
+}
+
+TEST_CASE("COALESCE_CACHE=0 turns the cache off") {
+  TempCacheDir dir;
+  ::setenv("COALESCE_CACHE", "0", 1);
+  CHECK_FALSE(CompileCache::from_environment().enabled());
+  Pipeline first(small_gemm());
+  first.ptx();
+  Pipeline second(small_gemm());
+  second.ptx();
+  CHECK_FALSE(second.last_ptx_from_cache());
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("where the cache lives") {
+  TempCacheDir dir;
+  CHECK(CompileCache::from_environment().directory() == dir.path);
+  ::unsetenv("COALESCE_CACHE_DIR");
+  const char *xdg = std::getenv("XDG_CACHE_HOME");
+  std::string saved = xdg ? xdg : "";
+  ::setenv("XDG_CACHE_HOME", "/somewhere", 1);
+  CHECK(CompileCache::from_environment().directory() == "/somewhere/coalesce");
+  ::unsetenv("XDG_CACHE_HOME");
+  if (const char *home = std::getenv("HOME"))
+    CHECK(CompileCache::from_environment().directory() == std::string(home) + "/.cache/coalesce");
+  if (xdg)
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+}
+
+TEST_CASE("an unwritable cache directory compiles without the cache, no error") {
+  // Permissions do not stop root; a directory under a regular file cannot
+  // be created by anyone.
+  TempCacheDir dir;
+  write(std::filesystem::path(dir.path) / "file", "x");
+  ::setenv("COALESCE_CACHE_DIR", (dir.path + "/file/cache").c_str(), 1);
+  std::string expected;
+  {
+    Pipeline pipeline(small_gemm());
+    CHECK_NOTHROW(expected = pipeline.ptx());
+    CHECK_FALSE(pipeline.last_ptx_from_cache());
+  }
+  Pipeline again(small_gemm());
+  CHECK(again.ptx() == expected);
+  CHECK_FALSE(again.last_ptx_from_cache());
+}
+
+TEST_CASE("the key: the same for the same schedule, another for another target") {
+  GpuTarget target;
+  CHECK(ptx_cache_key(lower_gpu_nest(small_gemm()), target) == ptx_cache_key(lower_gpu_nest(small_gemm()), target));
+  CHECK(ptx_cache_key(lower_gpu_nest(small_gemm()), target) !=
+        ptx_cache_key(lower_gpu_nest(small_gemm()), parse_gpu_target("sm_80")));
+  CHECK(compiler_version().find("coalesce ") == 0);
+}
