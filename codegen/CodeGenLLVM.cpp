@@ -152,9 +152,23 @@ void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source,
                                   llvm::Value *in_bounds) {
   llvm::Type *element = llvm_type_of(type);
   llvm::Align align = module_.getDataLayout().getABITypeAlign(element);
-  llvm::Value *value = builder_->CreateAlignedLoad(element, source, align);
-  if (in_bounds) // the source address is clamped into the input, so the read is safe
-    value = builder_->CreateSelect(in_bounds, value, llvm::Constant::getNullValue(element));
+  if (!in_bounds) {
+    builder_->CreateAlignedStore(builder_->CreateAlignedLoad(element, source, align), destination, align);
+    return;
+  }
+  // Read only where the predicate holds: where it does not, the element may
+  // not exist (an empty input), and a load there is out of bounds.
+  llvm::BasicBlock *read = llvm::BasicBlock::Create(context_, "copy_read", function_);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(context_, "copy_join", function_);
+  llvm::BasicBlock *before = builder_->GetInsertBlock();
+  builder_->CreateCondBr(in_bounds, read, join);
+  builder_->SetInsertPoint(read);
+  llvm::Value *loaded = builder_->CreateAlignedLoad(element, source, align);
+  builder_->CreateBr(join);
+  builder_->SetInsertPoint(join);
+  llvm::PHINode *value = builder_->CreatePHI(element, 2);
+  value->addIncoming(loaded, read);
+  value->addIncoming(llvm::Constant::getNullValue(element), before);
   builder_->CreateAlignedStore(value, destination, align);
 }
 

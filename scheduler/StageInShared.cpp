@@ -334,6 +334,23 @@ Expr async_vector_source(const StagedTile &tile, const std::vector<Expr> &coords
   return Call::make_intrinsic(Intrinsic::AsyncLoadVector, tile.input->type, {read, simplify(count), Expr(vector)});
 }
 
+// The first tile's element as an asynchronous copy that reads only where
+// the element exists: inside the input with zero_fill, else wherever the
+// input has elements (the read is clamped into it); elsewhere it writes 0.
+Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,
+                       const std::map<std::string, Expr> &shift) {
+  Expr readable = tile.layout.zero_fill ? source_in_bounds(tile, coords, shift) : Expr();
+  if (!readable.defined()) {
+    for (const Expr &extent : tile.input->extents)
+      if (!as_const_int(extent))
+        readable = readable.defined() ? (readable && 0 < extent) : (0 < extent);
+  }
+  std::vector<Expr> args = {source_read(tile, coords, shift)};
+  if (readable.defined())
+    args.push_back(simplify(readable));
+  return Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type, args);
+}
+
 // An asynchronous copy of the element (async_load(read[, in_bounds]): with
 // zero_fill, an element outside the input is written as 0 without reading).
 Expr async_source(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
@@ -450,7 +467,14 @@ private:
       }
       std::map<std::string, Expr> first = {{op->name, op->min}}, next = {{op->name, loop_var + 1}};
       prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
-        return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
+        if (!tile.layout.async_copy)
+          return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
+        // The first tile is copied before the loop, whatever its trip
+        // count: at K = 0 an input may be empty, where even the clamped
+        // element does not exist. An asynchronous copy with a predicate
+        // reads nothing when it is false (it writes 0), so the copy needs
+        // no branch around it, which would change the kernel's code.
+        return Store::make(tile.buffer, shared_indices(tile, c, 0), first_tile_source(tile, c, first));
       }));
       if (tile.layout.async_copy) {
         // Straight into the other buffer: it was last read before the
@@ -514,7 +538,14 @@ private:
     // (Measured with ptxas: this form leaves the default 128x128 GEMM kernel
     // without spills on sm_80 and sm_90a; a branch around the copy alone, or
     // on the loop's extent, spilled 8 to 24 bytes.)
-    if (!prologue.empty()) {
+    bool async_prologue = std::all_of(tiles.begin(), tiles.end(), [](const StagedTile &t) {
+      return !t.layout.double_buffered || t.layout.async_copy;
+    });
+    if (!prologue.empty() && async_prologue) {
+      // The predicated copies of the first tile land before the barrier.
+      Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
+      result = Block::make({Block::make(prologue), wait, Barrier::make(), result});
+    } else if (!prologue.empty()) {
       Expr inputs_have_elements;
       std::set<std::string> seen; // A and B share K: test it once
       for (const StagedTile &tile : tiles)

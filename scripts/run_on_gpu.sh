@@ -221,7 +221,7 @@ else
   # One launcher per input type: f32 (FFMA), tf32, bf16 and f16 (tensor
   # cores, 16-bit outputs for the 16-bit types), each built into the example
   # app and run at its shapes.
-  aot_rc=0 figures=""
+  aot_rc=0 aot_figures=""
   for dtype in f32 tf32 bf16 f16; do
     case $dtype in bf16 | f16) out_dtype=$dtype ;; *) out_dtype=f32 ;; esac
     gen=$work/aot-generated-$dtype app=$work/aot-app-$dtype
@@ -244,10 +244,10 @@ else
       cat "$work/aot-$dtype.out" >>"$aot_log"
     fi
     big=$(grep -aE '^M=4096 +N=4096' "$work/aot-$dtype.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
-    figures="$figures${figures:+; }$dtype $(status_of $rc)${big:+ $big}$llvm_note"
+    aot_figures="$aot_figures${aot_figures:+; }$dtype $(status_of $rc)${big:+ $big}$llvm_note"
     [ $rc = 0 ] || aot_rc=1
   done
-  record aot "$(status_of $aot_rc)" "4096^3: $figures; no LLVM"
+  record aot "$(status_of $aot_rc)" "4096^3: $aot_figures; no LLVM"
 fi
 
 # -------------------------------------------------------------------- main

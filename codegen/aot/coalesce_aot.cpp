@@ -14,6 +14,7 @@
 #include "codegen/aot/GemmSchedule.h"
 #include "codegen/aot/Generator.h"
 #include "dsl/Activations.h"
+#include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "scheduler/GemmMmaSchedule.h"
 
@@ -104,10 +105,10 @@ public:
                              "tensor cores: rows of out per warp; 0: chosen with the tile", 0, 256};
   GeneratorParam<int> warp_n{this, "warp-n", 0, "tensor cores: columns of out per warp; 0: chosen with the tile",
                              0, 256};
-  GeneratorParam<int> stages{this, "stages", 2,
+  GeneratorParam<int> stages{this, "stages", 0,
                              "tensor cores: K steps in flight in the staging pipeline (2: double "
-                             "buffering)",
-                             2, 8};
+                             "buffering); 0: the tiling's choice",
+                             0, 8};
 
   Func build() override {
     Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
@@ -136,7 +137,10 @@ public:
         tiling.warp_n = warp_n;
       if (k_step > 0)
         tiling.k_step = k_step;
-      tiling.stages = stages;
+      if (stages == 1)
+        user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
+      if (stages > 0)
+        tiling.stages = stages;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
       return out;
     }
