@@ -474,7 +474,18 @@ private:
         // element does not exist. An asynchronous copy with a predicate
         // reads nothing when it is false (it writes 0), so the copy needs
         // no branch around it, which would change the kernel's code.
-        return Store::make(tile.buffer, shared_indices(tile, c, 0), first_tile_source(tile, c, first));
+        Expr source = first_tile_source(tile, c, first);
+        const auto *copy = source.as<Call>();
+        if (tile.input->type.bytes() == 4 || copy->args.size() < 2)
+          return Store::make(tile.buffer, shared_indices(tile, c, 0), source);
+        // A 2-byte element has no predicated asynchronous copy on the GPU
+        // (its copy selects after reading): branch around the read.
+        Expr zero = Cast::make(tile.input->type, Expr(0.0f));
+        return IfThenElse::make(copy->args[1],
+                                Store::make(tile.buffer, shared_indices(tile, c, 0),
+                                            Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type,
+                                                                 {copy->args[0]})),
+                                Store::make(tile.buffer, shared_indices(tile, c, 0), zero));
       }));
       if (tile.layout.async_copy) {
         // Straight into the other buffer: it was last read before the
