@@ -282,6 +282,15 @@ void CodeGenLLVM::emit_for(const For *op) {
       builder_->CreateCondBr(builder_->CreateICmpSLT(next, end), loop, after);
   index->addIncoming(next, builder_->GetInsertBlock());
 
+  if (op->name == kMmaStep) {
+    // A warp MMA's k steps as the host runs them (emit_warp_mma): left a
+    // loop, since unrolling the hundreds of them a tensor-core nest holds
+    // made host compile times grow past a minute.
+    llvm::Metadata *disable[] = {llvm::MDString::get(context_, "llvm.loop.unroll.disable")};
+    llvm::MDNode *self = llvm::MDNode::getDistinct(context_, {nullptr, llvm::MDNode::get(context_, disable)});
+    self->replaceOperandWith(0, self);
+    back_edge->setMetadata(llvm::LLVMContext::MD_loop, self);
+  }
   if (op->for_kind == ForKind::Vectorized) {
     // The schedule asked for vectors: tell the loop vectorizer so.
     llvm::Metadata *enable[] = {
