@@ -67,4 +67,13 @@ uint16_t float_to_f16_bits(float value) {
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
+float float_to_tf32(float value) {
+  uint32_t bits = bits_of(value);
+  // Adding half of the 13 dropped bits to the magnitude rounds to nearest,
+  // ties away; an exponent of all ones (infinity, NaN) is left alone.
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits = (bits + 0x1000u) & 0xFFFFE000u;
+  return float_of(bits);
+}
+
 } // namespace coalesce

@@ -23,4 +23,9 @@ float f16_bits_to_float(uint16_t bits);
 /// below 2^-14, to infinity at or above 65520).
 uint16_t float_to_f16_bits(float value);
 
+/// f32 rounded to tf32 as the tensor cores' cvt.rna.tf32.f32 rounds it: 10
+/// mantissa bits kept, to nearest, ties away from zero; infinities and NaNs
+/// unchanged. (The code generators emit the same rounding.)
+float float_to_tf32(float value);
+
 } // namespace coalesce

@@ -31,9 +31,9 @@
 // to f32 precision; on the unrounded inputs it is off by tf32's rounding.
 
 #include "examples/LessonSupport.h"
+#include "dsl/NarrowFloat.h"
 #include "scheduler/GemmMmaSchedule.h"
 
-#include <cstring>
 
 using namespace coalesce;
 using namespace coalesce::examples;
@@ -80,20 +80,9 @@ bool matches_helper(MmaKind kind, int k_step, Type in, Type out, const Pipeline 
   return false;
 }
 
-// f32 rounded to tf32 as the instruction rounds it: to nearest, ties away
-// from zero, 10 mantissa bits kept (infinities and NaNs unchanged).
-float to_tf32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits = (bits + 0x1000u) & 0xFFFFE000u;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
-
 void round_to_tf32(Buffer &b) {
   for (float &v : b.values())
-    v = to_tf32(v);
+    v = float_to_tf32(v);
 }
 
 // Runs on the CPU (output poisoned first) and compares with the double

@@ -34,7 +34,7 @@ Buffer double_reference(Precision p, GemmData data, int M, int N, int K) {
   if (p == Precision::TF32)
     for (Buffer *b : {&data.a, &data.b})
       for (size_t n = 0; n < b->size(); ++n)
-        b->set(n, bench::round_to_tf32(b->get(n)));
+        b->set(n, float_to_tf32(b->get(n)));
   return examples::reference(data, M, N, K, Epilogue::BiasGelu);
 }
 
@@ -67,12 +67,12 @@ TEST_CASE("--precisions: all, a list in its order without repeats, and a clear e
 
 TEST_CASE("tf32 rounding: to nearest on the 10-bit mantissa, ties away from zero, infinities and NaN kept") {
   const float one = 1.0f;
-  CHECK(bench::round_to_tf32(one) == one);
-  CHECK(bench::round_to_tf32(1.0f + std::ldexp(1.0f, -12)) == one);                           // below half: down
-  CHECK(bench::round_to_tf32(1.0f + std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -10)); // tie: away
-  CHECK(bench::round_to_tf32(-1.0f - std::ldexp(1.0f, -11)) == -1.0f - std::ldexp(1.0f, -10));
-  CHECK(std::isinf(bench::round_to_tf32(std::numeric_limits<float>::infinity())));
-  CHECK(std::isnan(bench::round_to_tf32(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(float_to_tf32(one) == one);
+  CHECK(float_to_tf32(1.0f + std::ldexp(1.0f, -12)) == one);                           // below half: down
+  CHECK(float_to_tf32(1.0f + std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -10)); // tie: away
+  CHECK(float_to_tf32(-1.0f - std::ldexp(1.0f, -11)) == -1.0f - std::ldexp(1.0f, -10));
+  CHECK(std::isinf(float_to_tf32(std::numeric_limits<float>::infinity())));
+  CHECK(std::isnan(float_to_tf32(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST_CASE("the bias grid: every value is exact in f32, bf16 and f16, so every bias vector holds the same numbers") {

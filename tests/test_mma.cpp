@@ -6,29 +6,19 @@
 #include "scheduler/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
+#include "dsl/NarrowFloat.h"
 
 #include <doctest/doctest.h>
 
-#include <cstring>
 
 using namespace coalesce;
 using namespace coalesce::examples;
 
 namespace {
 
-// f32 rounded to tf32 as the instruction rounds it (nearest, ties away).
-float to_tf32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits = (bits + 0x1000u) & 0xFFFFE000u;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
-
 void round_to_tf32(Buffer &b) {
   for (float &v : b.values())
-    v = to_tf32(v);
+    v = float_to_tf32(v);
 }
 
 Gemm tf32_gemm(Epilogue e, MmaTiling t) {

@@ -7,12 +7,12 @@
 // checks it on a machine without a GPU.
 
 #include "bench/reference/CublasReference.h"
+#include "dsl/NarrowFloat.h"
 #include "dsl/Type.h"
 #include "scheduler/GemmMmaSchedule.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -72,18 +72,6 @@ inline std::vector<Precision> parse_precisions(const std::string &list, std::str
   if (result.empty())
     *error = "no precision selected";
   return result;
-}
-
-/// f32 rounded to tf32 as the MMA instruction rounds its inputs (cvt.rna:
-/// to nearest, ties away from zero): add half of the dropped 13 bits, drop
-/// them. Infinities and NaNs are left alone.
-inline float round_to_tf32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits = (bits + 0x1000u) & 0xFFFFE000u;
-  std::memcpy(&x, &bits, 4);
-  return x;
 }
 
 /// The output type's unit roundoff u: rounding to nearest changes a value x
@@ -166,10 +154,7 @@ inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count) {
 /// would round it. So our f32 bias and cuBLASLt's bias of the output type
 /// (bf16, f16 or f32) are the same numbers.
 inline float bias_on_common_grid(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u; // to nearest even, 8 significand bits
-  std::memcpy(&x, &bits, 4);
+  x = bf16_bits_to_float(float_to_bf16_bits(x)); // to nearest even, 8 significand bits
   return std::fabs(x) < std::ldexp(1.0f, -14) ? 0.0f : x;
 }
 

@@ -178,7 +178,7 @@ DoubleSums double_sums(const Problem &pr, std::vector<int> rows) {
   const bool tf32 = pr.p == Precision::TF32;
   auto widen = [&](const Buffer &buffer, size_t n) {
     float v = buffer.get(n);
-    return tf32 ? bench::round_to_tf32(v) : v;
+    return tf32 ? float_to_tf32(v) : v;
   };
   std::vector<float> b(size_t(s.K) * s.N);
   for (size_t n = 0; n < b.size(); ++n)

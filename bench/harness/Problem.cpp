@@ -105,7 +105,7 @@ Problem::Problem(Precision p, const Shape &s)
 
 float Problem::input(const Buffer &b, size_t n) const {
   const float v = b.get(n);
-  return p_ == Precision::TF32 ? round_to_tf32(v) : v;
+  return p_ == Precision::TF32 ? float_to_tf32(v) : v;
 }
 
 void Problem::run_poisoned(const std::function<void()> &run) {
