@@ -99,21 +99,26 @@ public:
 private:
   using IRVisitor::visit;
 
+  // The min and extent of a variable of the definition: a reduction
+  // variable's domain, or the output's extent in a pure variable's dimension
+  // (extent undefined when neither is known).
+  std::pair<Expr, Expr> domain_of(const Variable *var) const {
+    if (var->variable_kind == VariableKind::Reduction)
+      return {var->reduction_min, var->reduction_extent};
+    Expr extent;
+    for (size_t p = 0; p < func_.pure_vars.size() && p < env_.domain.size(); ++p)
+      if (func_.pure_vars[p] == var->name)
+        extent = env_.domain[p];
+    return {Expr(0), extent};
+  }
+
   // The range of a variable of the definition, from its domain.
   std::optional<Range> variable_range(const Variable *var) const {
     if (var->variable_kind == VariableKind::Param) {
       Linear p{0, {{var->name, 1}}};
       return Range{p, p};
     }
-    Expr min = 0, extent;
-    if (var->variable_kind == VariableKind::Reduction) {
-      min = var->reduction_min;
-      extent = var->reduction_extent;
-    } else {
-      for (size_t p = 0; p < func_.pure_vars.size() && p < env_.domain.size(); ++p)
-        if (func_.pure_vars[p] == var->name)
-          extent = env_.domain[p];
-    }
+    auto [min, extent] = domain_of(var);
     auto lo = extent.defined() ? linear(min) : std::nullopt;
     auto ext = extent.defined() ? linear(extent) : std::nullopt;
     if (!lo || !ext)
@@ -172,15 +177,7 @@ private:
     collect.visit_expr(coordinate);
     std::string text;
     for (const Variable *var : collect.vars) {
-      Expr min = 0, extent;
-      if (var->variable_kind == VariableKind::Reduction) {
-        min = var->reduction_min;
-        extent = var->reduction_extent;
-      } else {
-        for (size_t p = 0; p < func_.pure_vars.size() && p < env_.domain.size(); ++p)
-          if (func_.pure_vars[p] == var->name)
-            extent = env_.domain[p];
-      }
+      auto [min, extent] = domain_of(var);
       if (!extent.defined() || text.find(var->name + " in") != std::string::npos)
         continue;
       text += (text.empty() ? "" : ", ") + var->name + " in [" + to_string(min) + ", " +
