@@ -40,17 +40,25 @@ inline MmaKind mma_kind(Precision p) {
                                                                               : MmaKind::TF32_m16n8k8;
 }
 
-/// Parses "all" or a comma-separated list of fp32, tf32, bf16, f16 (in the
-/// order given, without repeats). On a bad name, returns {} and says why.
-inline std::vector<Precision> parse_precisions(const std::string &list, std::string *error) {
-  std::vector<Precision> result;
+/// The non-empty items of a comma-separated list, in order ("a,,b" is a, b).
+inline std::vector<std::string> split_list(const std::string &list) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    if (item.empty())
-      continue;
+    if (!item.empty())
+      items.push_back(item);
+  }
+  return items;
+}
+
+/// Parses "all" or a comma-separated list of fp32, tf32, bf16, f16 (in the
+/// order given, without repeats). On a bad name, returns {} and says why.
+inline std::vector<Precision> parse_precisions(const std::string &list, std::string *error) {
+  std::vector<Precision> result;
+  for (const std::string &item : split_list(list)) {
     std::vector<Precision> named;
     if (item == "all")
       named = all_precisions();

@@ -409,13 +409,7 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
 
 std::vector<Shape> parse_shapes(const std::string &list) {
   std::vector<Shape> shapes;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    if (item.empty())
-      continue;
+  for (const std::string &item : split_list(list)) {
     if (item == "all") {
       for (const auto &named : kShapes)
         shapes.push_back(named.second);
