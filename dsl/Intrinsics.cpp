@@ -56,6 +56,11 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::AsyncWait:
   case Intrinsic::AsyncCommit:
   case Intrinsic::AsyncWaitGroup:
+  case Intrinsic::BitXor:
+  case Intrinsic::FenceProxyAsync:
+  case Intrinsic::WgmmaFence:
+  case Intrinsic::WgmmaCommit:
+  case Intrinsic::WgmmaWait:
     return false;
   }
   return false;
