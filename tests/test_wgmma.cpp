@@ -177,7 +177,7 @@ TEST_CASE("warpgroup MMA kernels assemble for sm_90a without spills, serialized 
     // ptxas reports these as information only, and each costs the MMAs
     // their overlap: C7515 serialized wgmma, C7517 / C7519 inserted waits.
     for (const char *code : {"C7515", "C7517", "C7519", "C7508"}) {
-      INFO(code, " in ptxas's report:\n", assembled.log);
+      INFO(std::string(code), " in ptxas's report:\n", assembled.log);
       CHECK(assembled.log.find(code) == std::string::npos);
     }
   }
