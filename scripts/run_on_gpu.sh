@@ -17,7 +17,7 @@
 #              (the sanitizer case: the fp32 default and a ragged bf16
 #              tensor-core GEMM, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
-#              input type (f32, tf32, bf16, f16); the
+#              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs); the
 #              standalone codegen/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
 #   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
@@ -222,14 +222,17 @@ else
   # cores, 16-bit outputs for the 16-bit types), each built into the example
   # app and run at its shapes.
   aot_rc=0 aot_figures=""
-  for dtype in f32 tf32 bf16 f16; do
+  for variant in f32 tf32 bf16 f16 bf16-wgmma; do
+    # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup).
+    dtype=${variant%-wgmma} mma_flag=""
+    [ "$variant" = "$dtype" ] || mma_flag=--mma=warpgroup
     case $dtype in bf16 | f16) out_dtype=$dtype ;; *) out_dtype=f32 ;; esac
-    gen=$work/aot-generated-$dtype app=$work/aot-app-$dtype
+    gen=$work/aot-generated-$variant app=$work/aot-app-$variant
     mkdir -p "$gen"
     rc=0
-    echo "=== $dtype" >>"$aot_log"
+    echo "=== $variant" >>"$aot_log"
     run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
-      --dtype=$dtype --out-dtype=$out_dtype --output-dir="$gen" || rc=$?
+      --dtype=$dtype --out-dtype=$out_dtype $mma_flag --output-dir="$gen" || rc=$?
     [ $rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
       -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
     [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }
@@ -239,12 +242,12 @@ else
       echo "\$ ldd example_app" >>"$aot_log"
       LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" >>"$aot_log" 2>&1
       if LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" | grep -qiE 'llvm|coalesce'; then llvm_note=" LINKS LLVM/COALESCE"; rc=1; fi
-      : >"$work/aot-$dtype.out"
-      run_logged "$work/aot-$dtype.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || rc=$?
-      cat "$work/aot-$dtype.out" >>"$aot_log"
+      : >"$work/aot-$variant.out"
+      run_logged "$work/aot-$variant.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || rc=$?
+      cat "$work/aot-$variant.out" >>"$aot_log"
     fi
-    big=$(grep -aE '^M=4096 +N=4096' "$work/aot-$dtype.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
-    aot_figures="$aot_figures${aot_figures:+; }$dtype $(status_of $rc)${big:+ $big}$llvm_note"
+    big=$(grep -aE '^M=4096 +N=4096' "$work/aot-$variant.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
+    aot_figures="$aot_figures${aot_figures:+; }$variant $(status_of $rc)${big:+ $big}$llvm_note"
     [ $rc = 0 ] || aot_rc=1
   done
   record aot "$(status_of $aot_rc)" "4096^3: $aot_figures; no LLVM"

@@ -423,6 +423,32 @@ TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and
   CHECK(small_launcher.find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES") == std::string::npos);
 }
 
+TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dynamic tiles; tf32 is refused") {
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --name=gemm_wg --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string ptx = read_file(dir / "gemm_wg.ptx");
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(ptx.find(".extern .shared .align 1024 .b8") != std::string::npos);
+  std::string launcher = read_file(dir / "gemm_wg.cpp");
+  // 3 stages of a 128 x 64 A tile and a 64 x 128 B tile, bf16.
+  CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
+  if (can_assemble()) {
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    REQUIRE(kernel != nullptr);
+    CHECK_FALSE(kernel->spills());
+  }
+  for (const char *dtype : {"tf32", "f32"}) {
+    TempDir other;
+    Result refused = aot(std::string("--dtype=") + dtype + " --mma=warpgroup --output-dir=.", other.path);
+    INFO(refused.err);
+    CHECK(refused.status == 1);
+    CHECK(refused.contains("has no warpgroup schedule"));
+    CHECK(other.entries().empty());
+  }
+}
+
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
   for (const char *flag : {"--dtype=f64", "--out-dtype=int8", "--dtype=", "--out-dtype=BF16"}) {
     TempDir dir;

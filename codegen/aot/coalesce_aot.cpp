@@ -50,9 +50,19 @@ Type element_type(InputType t) {
   return t == InputType::BF16 ? BFloat(16) : t == InputType::F16 ? Float(16) : Float(32);
 }
 
-MmaKind mma_kind(InputType t) {
-  return t == InputType::BF16  ? MmaKind::BF16_m16n8k16
-         : t == InputType::F16 ? MmaKind::F16_m16n8k16
+/// Which tensor-core instructions: the warp's mma.sync (sm_80 and later) or
+/// Hopper's warpgroup wgmma (sm_90a; bf16 and f16).
+enum class MmaFamily { Warp, Warpgroup };
+const std::vector<std::pair<std::string, MmaFamily>> kMmaFamilies = {{"warp", MmaFamily::Warp},
+                                                                     {"warpgroup", MmaFamily::Warpgroup}};
+
+MmaKind mma_kind(InputType t, MmaFamily family) {
+  bool group = family == MmaFamily::Warpgroup;
+  if (group && (t == InputType::TF32 || t == InputType::F32))
+    user_error("--mma=warpgroup multiplies bf16 or f16 inputs; --dtype=", t == InputType::TF32 ? "tf32" : "f32",
+               " has no warpgroup schedule: use --dtype=bf16 or f16, or --mma=warp");
+  return t == InputType::BF16  ? (group ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
+         : t == InputType::F16 ? (group ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
                                : MmaKind::TF32_m16n8k8;
 }
 
@@ -105,6 +115,10 @@ public:
                              "tensor cores: rows of out per warp; 0: chosen with the tile", 0, 256};
   GeneratorParam<int> warp_n{this, "warp-n", 0, "tensor cores: columns of out per warp; 0: chosen with the tile",
                              0, 256};
+  EnumParam<MmaFamily> mma{this, "mma", MmaFamily::Warp, kMmaFamilies,
+                           "tensor cores: warp (mma.sync, sm_80 and later) or warpgroup (Hopper's wgmma, "
+                           "sm_90a only, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
+                           "warpgroup of 4 warps)"};
   GeneratorParam<int> stages{this, "stages", 0,
                              "tensor cores: K steps in flight in the staging pipeline (2: double "
                              "buffering); 0: the tiling's choice",
@@ -125,8 +139,11 @@ public:
       sum = sum + (*bias_vector)(j);
     out(i, j) = cast(out_dtype, activate(activation, sum));
 
+    if (dtype == InputType::F32 && mma == MmaFamily::Warpgroup)
+      mma_kind(dtype, mma); // refuses it: f32 runs on FFMA, with no MMA to choose
     if (dtype != InputType::F32) {
-      MmaTiling tiling = default_mma_tiling(mma_kind(dtype), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0);
+      MmaTiling tiling =
+          default_mma_tiling(mma_kind(dtype, mma), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0);
       if (tile_m > 0)
         tiling.block_m = tile_m;
       if (tile_n > 0)
