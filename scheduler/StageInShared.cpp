@@ -668,20 +668,33 @@ private:
     auto intrinsic = [](Intrinsic which, std::vector<Expr> args = {}) {
       return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
     };
+    // Tiles requested ahead of the one in use: every slot but this one, and
+    // but the previous one while warpgroup MMAs may still be reading it
+    // (they complete one k step later, see mma_groups_in_flight).
+    int ahead_tiles = stages - 1 - mma_groups_in_flight(warpgroup_mma_, stages);
     std::vector<Stmt> prologue;
-    for (int s = 0; s + 1 < stages; ++s) {
+    for (int s = 0; s < ahead_tiles; ++s) {
       Expr at = simplify(op->min + s);
       prologue.push_back(IfThenElse::make(at < end, issue_copies(tiles, scan, op, at, str_cat("first", s), stages)));
       prologue.push_back(intrinsic(Intrinsic::AsyncCommit));
     }
-    Expr ahead = simplify(loop_var + (stages - 1));
-    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(stages - 2)}), publish_fence(tiles),
+    Expr ahead = simplify(loop_var + ahead_tiles);
+    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(ahead_tiles - 1)}), publish_fence(tiles),
                              Barrier::make(),
                              IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
                              intrinsic(Intrinsic::AsyncCommit), body});
-    Stmt result = Block::make({Block::make(prologue),
-                               For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim,
-                                         op->reduction_of),
+    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of);
+    if (ahead_tiles < stages - 1) {
+      // Warpgroup MMAs left in flight across the back edge: the first step
+      // runs before the loop, so that the loop's head is reached only with
+      // the accumulators defined by MMAs. (Reached also from their
+      // initialization, ptxas serializes every MMA: C7515.)
+      Stmt first = substitute({{op->name, op->min}}, step);
+      loop = IfThenElse::make(0 < op->extent,
+                              Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
+                                                            op->for_kind, step, op->gpu_dim, op->reduction_of)}));
+    }
+    Stmt result = Block::make({Block::make(prologue), loop,
                                // Nothing is left in flight after the loop
                                // but empty groups; the barrier keeps the
                                // next use of the buffers after every read.
@@ -744,6 +757,8 @@ class MergeSiblingAllocations : public IRMutator {
 };
 
 } // namespace
+
+int mma_groups_in_flight(bool warpgroup_mma, int stages) { return warpgroup_mma && stages >= 3 ? 1 : 0; }
 
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
   Stmt result = s;

@@ -7,8 +7,10 @@
 #include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/StageInShared.h"
 #include "scheduler/Substitute.h"
 
+#include <algorithm>
 #include <map>
 
 namespace coalesce {
@@ -103,11 +105,35 @@ private:
           return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
         };
         Stmt step = Block::make({sync(Intrinsic::WgmmaFence), loop->body, sync(Intrinsic::WgmmaCommit),
-                                 sync(Intrinsic::WgmmaWait, {Expr(0)})});
+                                 sync(Intrinsic::WgmmaWait, {Expr(in_flight(schedule))})});
         return For::make(loop->name, loop->min, loop->extent, loop->for_kind, step, loop->gpu_dim, loop->reduction_of);
+      }
+      if (group && op->name == stage.prefix + k_outer(schedule) && in_flight(schedule) > 0) {
+        // The last step's MMAs complete before anything after the
+        // reduction reads the accumulators.
+        Stmt loop = IRMutator::visit(op, self);
+        return Block::make(
+            {loop, Evaluate::make(Call::make_intrinsic(Intrinsic::WgmmaWait, Int(32), {Expr(0)}))});
       }
     }
     return IRMutator::visit(op, self);
+  }
+
+  // The loop of the k steps (the outer loop of the reduction's split).
+  static std::string k_outer(const StageSchedule &schedule) {
+    for (const Split &split : schedule.splits)
+      if (split.is_rvar && split.old_var == schedule.reduction_vars.front())
+        return split.outer;
+    return std::string();
+  }
+
+  // Warpgroup MMA groups a k step leaves in flight, as the staging planned.
+  static int in_flight(const StageSchedule &schedule) {
+    int stages = 1;
+    for (const SharedStaging &staged : schedule.staged_inputs)
+      if (staged.layout.double_buffered)
+        stages = std::max(stages, staged.layout.stages);
+    return mma_groups_in_flight(true, stages);
   }
 
   static bool contains_warpgroup_mma(const Stmt &s) {
