@@ -99,7 +99,7 @@ struct FusedGemm {
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
-                            const std::vector<int> &knobs) {
+                            const std::vector<int> &knobs, int block_groups) {
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
@@ -118,12 +118,16 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       if (knobs.size() == 7)
         tiling.stages = knobs[6];
     }
+    if (block_groups >= 0)
+      tiling.block_group_rows = block_groups;
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
   }
   // The library's shape-aware GEMM schedule (scheduler/GemmSchedule.h).
   GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+  if (block_groups >= 0)
+    tiling.block_group_rows = block_groups;
   std::printf("schedule: %s\n", tiling.str().c_str());
   schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
 }
@@ -136,6 +140,7 @@ struct Options {
   Type dtype = Float(32);
   bool tensor_cores = false;
   bool warpgroup = false; ///< --wgmma: bf16/f16 on warpgroup MMAs (sm_90a)
+  int block_groups = -1;  ///< --block-groups=N: gpu_block_groups(N) (0: none; -1: the tiling's choice)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
 };
@@ -181,7 +186,8 @@ Options parse_options(int argc, char **argv) {
                   "--dtype=bf16|f16 makes A, B and out 16-bit (bias stays f32); the arithmetic\n"
                   "stays FP32, on the exactly widened inputs. --tensor-cores runs the warp MMA\n"
                   "schedule instead (tf32 for f32 inputs). --wgmma runs bf16/f16 on Hopper's\n"
-                  "warpgroup MMA (sm_90a).\n");
+                  "warpgroup MMA (sm_90a). --block-groups=N runs the blocks in groups of N block\n"
+                  "rows (gpu_block_groups; 0: row by row).\n");
       std::exit(0);
     }
     if (arg == "--tensor-cores") {
@@ -190,6 +196,10 @@ Options parse_options(int argc, char **argv) {
     }
     if (arg == "--wgmma") {
       options.tensor_cores = options.warpgroup = true;
+      continue;
+    }
+    if (arg.rfind("--block-groups=", 0) == 0) {
+      options.block_groups = parse_extent("--block-groups", arg.substr(15));
       continue;
     }
     if (arg.rfind("--mma-tiling=", 0) == 0) {
@@ -518,7 +528,8 @@ int run_main_job(const Options &options) {
   if (options.warpgroup && options.dtype == Float(32))
     usage_error("--wgmma runs bf16 or f16 inputs (warpgroup MMAs have no f32 schedule here); add --dtype=bf16 or "
                 "--dtype=f16");
-  apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling);
+  apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
+                         options.block_groups);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

@@ -547,6 +547,15 @@ Func &Func::gpu_min_blocks_per_sm(int blocks) {
   });
 }
 
+Func &Func::gpu_block_groups(int rows) {
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (rows < 1 || rows > 1024)
+      user_error("gpu_block_groups of '", name(), "' is ", rows, "; it must be between 1 and 1024 block rows");
+    contents_->schedule.block_group_rows = rows;
+    return *this;
+  });
+}
+
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
     contents_->schedule.bias_folded_into = "requested";

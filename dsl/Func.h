@@ -186,6 +186,12 @@ public:
   /// kernels on each multiprocessor; it caps registers per thread to fit.
   /// 256 threads x 130 registers leaves room for one block, x 128 for two.
   Func &gpu_min_blocks_per_sm(int blocks);
+  /// Runs this (output) Func's GPU blocks in groups of `rows` block rows:
+  /// within a group, down a column of blocks, then the next column, so that
+  /// blocks running at the same time share rows of A and column panels of B
+  /// in the L2 cache. Needs two block loops (gpu_blocks({row, column})); it
+  /// only reorders the blocks, so it never changes the result.
+  Func &gpu_block_groups(int rows);
 
 private:
   std::shared_ptr<FuncContents> contents_;

@@ -123,6 +123,9 @@ struct FuncSchedule {
   /// For the output: blocks of its kernels each multiprocessor should hold
   /// at once (0: whatever the register use allows).
   int min_blocks_per_sm = 0;
+  /// For the output: its blocks run in groups of this many block rows
+  /// (gpu_block_groups; 0: row by row).
+  int block_group_rows = 0;
 };
 
 } // namespace coalesce

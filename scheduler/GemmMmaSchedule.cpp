@@ -8,7 +8,8 @@ std::string MmaTiling::str() const {
   return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
                  is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
-                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string());
+                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
+                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string());
 }
 
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
@@ -78,6 +79,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   out.fuse_epilogue(acc, bj);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
+  if (t.block_group_rows > 0)
+    out.gpu_block_groups(t.block_group_rows);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
   // elements of padding per row, the 32 lanes of one read hit 32 banks.
   SharedLayout a_layout, b_layout;

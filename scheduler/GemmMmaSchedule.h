@@ -25,6 +25,7 @@ struct MmaTiling {
   int stages = 2;                   ///< K steps in flight (3 or more: a deeper pipeline)
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
+  int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
 
   /// Warps per block: a warpgroup MMA's 64-row tile is 4 warps.
   int warps() const { return (block_m / warp_m) * (block_n / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1); }

@@ -6,7 +6,8 @@ namespace coalesce {
 
 std::string GemmTiling::str() const {
   return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
-                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "");
+                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "",
+                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string());
 }
 
 GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
@@ -68,6 +69,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   // blocks per SM, or a few registers more would leave room for only one.
   if (t.threads_m * t.threads_n >= 256)
     out.gpu_min_blocks_per_sm(2);
+  if (t.block_group_rows > 0)
+    out.gpu_block_groups(t.block_group_rows);
 
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};

@@ -18,6 +18,7 @@ struct GemmTiling {
   bool double_buffered = true;      ///< fetch the next K step while computing
   bool async_copy = true;           ///< ... with cp.async, not through registers
   int a_padding = 4;                ///< padding of A's transposed tile rows
+  int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
 
   int register_m() const { return block_m / threads_m; }
   int register_n() const { return block_n / threads_n; }

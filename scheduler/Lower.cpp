@@ -16,6 +16,7 @@
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/FoldBiasIntoInit.h"
 #include "scheduler/FuseGpuThreadLoops.h"
+#include "scheduler/GroupGpuBlocks.h"
 #include "scheduler/HoistLoads.h"
 #include "scheduler/InferDomain.h"
 #include "scheduler/InlineFuncs.h"
@@ -85,6 +86,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   check_thread_ownership(s, env); // before thread fusion, which drops per-thread dimensions
   check_gpu_limits(s, budget);
   check_unroll_size(s); // on every target, before unroll_loops makes the copies
+  // Last: a permutation of the blocks, after every check of the plain nest.
+  s = group_gpu_blocks(s, env);
+  log("group_gpu_blocks", s);
   s = simplify(s);
   log("simplify", s);
   return s;

@@ -114,6 +114,9 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   if (schedule.min_blocks_per_sm > 0)
     user_error("in schedule for '", func.name, "': gpu_min_blocks_per_sm applies to the kernels of the output; '",
                func.name, "' is not the output (call it on '", env.output().name, "')");
+  if (schedule.block_group_rows > 0)
+    user_error("in schedule for '", func.name, "': gpu_block_groups orders the blocks of the output's kernels; '",
+               func.name, "' is not the output (call it on '", env.output().name, "')");
   if (!schedule.placement_set)
     schedule.placement = func.updates.empty() ? Placement::Inline : Placement::Root;
   if (schedule.placement == Placement::Inline && !func.updates.empty())
