@@ -74,6 +74,11 @@ Scheduler mma_schedule(MmaKind kind, int stages) {
     t.warp_m = t.warp_n = 32;
     t.k_step = 16;
     t.stages = stages;
+    if (is_warpgroup_mma(kind)) {
+      t = default_mma_tiling(kind, 64, 64);
+      t.block_m = t.block_n = t.warp_n = 64;
+      t.stages = stages;
+    }
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   };
 }
@@ -107,6 +112,15 @@ TEST_CASE("K = 0 with the tensor-core schedule: double buffered and 3- and 4-sta
     check_k0(Epilogue::Bias, Float(32), mma_schedule(MmaKind::TF32_m16n8k8, stages));
   }
   check_k0(Epilogue::BiasGelu, BFloat(16), mma_schedule(MmaKind::BF16_m16n8k16, 2), true);
+}
+
+TEST_CASE("K = 0 with the warpgroup MMA schedule: double buffered, and pipelines whose first step is peeled") {
+  for (int stages : {2, 3, 4}) {
+    CAPTURE(stages);
+    check_k0(Epilogue::BiasGelu, BFloat(16), mma_schedule(MmaKind::BF16_wgmma_m64k16, stages));
+    check_k0(Epilogue::None, Float(16), mma_schedule(MmaKind::F16_wgmma_m64k16, stages));
+    check_k0(Epilogue::BiasGelu, BFloat(16), mma_schedule(MmaKind::BF16_wgmma_m64k16, stages), true);
+  }
 }
 
 TEST_CASE("a double-buffered copy of the first tile runs only when the staged inputs have elements") {

@@ -68,6 +68,28 @@ TEST_CASE("bf16 and f16 warpgroup MMA GEMMs + bias + GELU match the double refer
   }
 }
 
+TEST_CASE("warpgroup MMA pipelines of 2 to 5 stages and a folded bias compute the same, over several k steps") {
+  MmaKind kind = MmaKind::F16_wgmma_m64k16;
+  for (int stages : {2, 3, 4, 5}) {
+    for (bool fold : {false, true}) {
+      CAPTURE(stages);
+      CAPTURE(fold);
+      MmaTiling t = small_group_tiling(kind);
+      t.stages = stages;
+      Gemm g = make_gemm(Epilogue::BiasGelu, operand_type(kind), BFloat(16));
+      if (fold)
+        g.out.fold_bias_into_init();
+      schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+      Pipeline pipeline(g.out);
+      // K = 64 (one step: only the peeled one), 130 (two and a tail), 320.
+      for (int K : {64, 130, 320}) {
+        CAPTURE(K);
+        CHECK(error_against_reference(pipeline, kind, 70, 72, K, Epilogue::BiasGelu) < 4e-3);
+      }
+    }
+  }
+}
+
 TEST_CASE("a warpgroup MMA schedule's fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
   MmaKind kind = MmaKind::BF16_wgmma_m64k16;
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
