@@ -27,6 +27,7 @@
 #include "scheduler/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 
 #ifdef COALESCE_HAVE_CUBLAS
 #include "bench/reference/CublasReference.h"

@@ -6,6 +6,7 @@
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/GpuExecutable.h"
 #include "scheduler/Lower.h"
 
 #include <chrono>
@@ -15,6 +16,10 @@
 namespace coalesce {
 
 Pipeline::Pipeline(Func output, ResourceBudget budget) : output_(std::move(output)), budget_(budget) {}
+// Here, where GpuExecutable is complete.
+Pipeline::~Pipeline() = default;
+Pipeline::Pipeline(Pipeline &&) noexcept = default;
+Pipeline &Pipeline::operator=(Pipeline &&) noexcept = default;
 
 std::string Pipeline::loop_nest() const { return to_string(lower_loop_nest(output_, budget_)); }
 

@@ -9,7 +9,6 @@
 #include "dsl/Func.h"
 #include "runtime/Arguments.h"
 #include "runtime/Buffer.h"
-#include "runtime/GpuExecutable.h"
 #include "scheduler/LoweredFunc.h"
 #include "scheduler/ResourceBudget.h"
 
@@ -19,6 +18,10 @@
 
 namespace coalesce {
 
+// Defined in runtime/GpuExecutable.h, which needs the CUDA toolkit's cuda.h;
+// this header, hence runtime/Coalesce.h, does not.
+class GpuExecutable;
+
 enum class Device { Cpu, Gpu };
 
 class Pipeline {
@@ -26,6 +29,9 @@ public:
   /// The schedule is read when the pipeline is first lowered; schedule
   /// the Funcs before asking for anything.
   explicit Pipeline(Func output, ResourceBudget budget = {});
+  ~Pipeline();
+  Pipeline(Pipeline &&) noexcept;
+  Pipeline &operator=(Pipeline &&) noexcept;
 
   /// The loop nest the schedule produces (serial semantics), printed.
   std::string loop_nest() const;
@@ -54,7 +60,8 @@ public:
   /// in `note` if given.
   Device realize(const Arguments &args, Buffer &output, std::string *note = nullptr);
 
-  /// The loaded program, for callers that manage device buffers themselves.
+  /// The loaded program, for callers that manage device buffers themselves
+  /// (include runtime/GpuExecutable.h to use it).
   const GpuExecutable &gpu_executable(const GpuTarget &target);
 
   const Func &output() const { return output_; }

@@ -38,6 +38,7 @@
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 #include "scheduler/GemmSchedule.h"
 
 #include <algorithm>

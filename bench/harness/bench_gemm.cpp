@@ -57,6 +57,7 @@
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 #include "scheduler/GemmMmaSchedule.h"
 #include "scheduler/GemmSchedule.h"
 
