@@ -49,6 +49,12 @@ public:
   bool last_ptx_from_cache() const { return last_ptx_cached_; }
   /// ptxas's verdict and resource report for the PTX.
   PtxasResult assemble(const GpuTarget &target = {});
+  /// One self-contained HTML page with the loop nest, the GPU LLVM IR, the
+  /// PTX and ptxas's report side by side, each loop linked to the code it
+  /// became (runtime/StagePage.h). Without ptxas the report says so.
+  std::string stage_page(const GpuTarget &target = {});
+  /// stage_page() written to `path`, whole or not at all.
+  void write_stage_page(const std::string &path, const GpuTarget &target = {});
 
   /// Runs on the CPU; `output` must have the output's shape.
   void realize_on_cpu(const Arguments &args, Buffer &output);
