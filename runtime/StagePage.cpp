@@ -127,7 +127,7 @@ std::vector<LoopLine> link_loops(const std::vector<std::string> &nest, const Lis
       loop.ptx = lines_containing(ptx.lines, "%" + reg + ";");
       loop.note = "on the GPU, the index " + reg;
     } else if (loop.kind == "unrolled") {
-      loop.note = "unrolled: no code of its own, its copies are inline in the enclosing loop's blocks";
+      loop.note = "unrolled: its copies are inline in the enclosing code";
     } else {
       loop.note = loop.kind + ": no block of its own";
     }
@@ -145,7 +145,7 @@ std::string ids(const std::string &prefix, const std::vector<size_t> &lines) {
 void write_pane(std::ostream &out, const char *id, const char *heading, const std::vector<std::string> &lines) {
   out << "<section id=\"" << id << "\"><h2>" << heading << "</h2><pre>";
   for (size_t l = 0; l < lines.size(); ++l)
-    out << "<span class=\"line\" id=\"" << id << "-" << l + 1 << "\">" << escape(lines[l]) << "</span>\n";
+    out << "<span class=\"line\" id=\"" << id << "-" << l + 1 << "\">" << escape(lines[l]) << "</span>";
   out << "</pre></section>\n";
 }
 
@@ -153,11 +153,11 @@ const char *kStyle = R"(
 body { font-family: sans-serif; margin: 0.5em; background: #fafafa; }
 h1 { font-size: 1.2em; margin: 0.2em 0; } h2 { font-size: 1em; margin: 0.2em 0; }
 #summary { margin: 0.2em 0 0.5em; color: #333; }
-.panes { display: grid; grid-template-columns: 1fr 1fr 1fr; gap: 0.5em; }
-section pre { height: 70vh; overflow: auto; background: #fff; border: 1px solid #ccc; margin: 0;
+.panes { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.5em; }
+section pre { position: relative; height: 70vh; overflow: auto; background: #fff; border: 1px solid #ccc; margin: 0;
               font-size: 11px; line-height: 1.35; padding: 0.3em; }
 #ptxas pre { height: auto; max-height: 20vh; }
-.line { display: block; white-space: pre; }
+.line { display: block; white-space: pre; min-height: 1.35em; }
 .loop { cursor: pointer; color: #0645ad; }
 .loop .links { font-size: 10px; margin-left: 1em; }
 .loop .note { color: #777; font-size: 10px; margin-left: 1em; }
@@ -176,7 +176,10 @@ function select(loop) {
   for (const key of ['ir', 'ptx']) {
     const found = targets(loop, key);
     found.forEach(id => document.getElementById(id).classList.add('selected'));
-    if (found.length) document.getElementById(found[0]).scrollIntoView({block: 'center'});
+    if (!found.length) continue;
+    // Scroll the pane, not the page.
+    const line = document.getElementById(found[0]), pane = line.parentElement;
+    pane.scrollTop = line.offsetTop - pane.clientHeight / 3;
   }
 }
 for (const loop of loops) {
@@ -210,7 +213,7 @@ std::string stage_page_html(const StageTexts &texts) {
   for (size_t l = 0; l < nest.size(); ++l) {
     const LoopLine *loop = next_loop < loops.size() && loops[next_loop].line == l ? &loops[next_loop++] : nullptr;
     if (!loop) {
-      out << "<span class=\"line\" id=\"nest-" << l + 1 << "\">" << escape(nest[l]) << "</span>\n";
+      out << "<span class=\"line\" id=\"nest-" << l + 1 << "\">" << escape(nest[l]) << "</span>";
       continue;
     }
     out << "<span class=\"line loop\" id=\"nest-" << l + 1 << "\" data-loop=\"" << escape(loop->name)
@@ -226,7 +229,7 @@ std::string stage_page_html(const StageTexts &texts) {
     }
     if (!loop->note.empty())
       out << "<span class=\"note\">" << escape(loop->note) << "</span>";
-    out << "</span>\n";
+    out << "</span>";
   }
   out << "</pre></section>\n";
   write_pane(out, "ir", "LLVM IR (optimized, for the GPU)", ir.lines);
