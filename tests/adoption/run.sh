@@ -7,6 +7,8 @@
 #   run.sh aot_library    SOURCE BUILD WORK   consumer on WORK/prefix: build and run aot_gemm
 #   run.sh subdirectory   SOURCE BUILD WORK   consumer with add_subdirectory(SOURCE): configure,
 #                                             compile the consumer and two library sources
+#   run.sh example        SOURCE BUILD WORK   examples/aot_consumer on WORK/prefix: build it (it
+#                                             needs a GPU to run)
 #
 # Every mode reuses BUILD's compiled library: nothing of Coalesce is rebuilt,
 # so each takes seconds. The consumer is configured as a parent project
@@ -44,8 +46,8 @@ case $mode in
       [[ -e $prefix/$installed ]] || { echo "FAIL: the install has no $installed"; exit 1; }
     done
     # The installed tool runs from the prefix (its RUNPATH finds libcoalesce).
-    "$prefix/bin/coalesce-aot" --emit=loops | grep -q "gpu_block" ||
-      { echo "FAIL: the installed coalesce-aot does not print a loop nest"; exit 1; }
+    nest=$("$prefix/bin/coalesce-aot" --emit=loops)
+    [[ $nest == *gpu_block* ]] || { echo "FAIL: the installed coalesce-aot does not print a loop nest"; exit 1; }
     echo "ok: installed into $prefix"
     ;;
   find_package | aot_library)
@@ -67,8 +69,17 @@ case $mode in
     make -C "$dir/coalesce/runtime" CudaDriver.cpp.o
     echo "ok: Coalesce configures and compiles as a subproject"
     ;;
+  example)
+    dir="$work/aot-consumer-example"
+    rm -rf "$dir"
+    cmake --no-warn-unused-cli -S "$source/examples/aot_consumer" -B "$dir" -G "Unix Makefiles" \
+      -DCMAKE_BUILD_TYPE=Release "${compiler_flags[@]}" -DCMAKE_PREFIX_PATH="$prefix"
+    cmake --build "$dir" -j2
+    [[ -x $dir/gemm_app ]] || { echo "FAIL: examples/aot_consumer built no gemm_app"; exit 1; }
+    echo "ok: examples/aot_consumer builds against the installed package"
+    ;;
   *)
-    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library or subdirectory" >&2
+    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library, subdirectory or example" >&2
     exit 2
     ;;
 esac
