@@ -1,5 +1,6 @@
 #include "runtime/Pipeline.h"
 
+#include "codegen/CodeGenHost.h"
 #include "codegen/CodeGenPTX.h"
 #include "codegen/PtxCache.h"
 #include "dsl/CompileProfile.h"

@@ -3,7 +3,6 @@
 // use, shown at every stage (loop nest, LLVM IR, PTX, ptxas's report) and run
 // on the CPU (ORC JIT) or the GPU (PTX through the CUDA Driver API).
 
-#include "codegen/CodeGenHost.h"
 #include "codegen/GpuTarget.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/Func.h"
@@ -21,6 +20,8 @@ namespace coalesce {
 // Defined in runtime/GpuExecutable.h, which needs the CUDA toolkit's cuda.h;
 // this header, hence runtime/Coalesce.h, does not.
 class GpuExecutable;
+// The JIT-compiled host function (codegen/CodeGenHost.h), an internal.
+class HostKernel;
 
 enum class Device { Cpu, Gpu };
 
