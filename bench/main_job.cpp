@@ -27,10 +27,15 @@
 #include "scheduler/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 
 #ifdef COALESCE_HAVE_CUBLAS
 #include "bench/reference/CublasReference.h"
 #endif
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <chrono>
@@ -146,12 +151,7 @@ struct Options {
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
-  std::fprintf(stderr,
-               "coalesce-main: %s\n"
-               "usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16] [--tensor-cores]\n"
-               "  (each size a positive integer; also --M=<rows>; default 4096 each on the GPU,\n"
-               "   256 x 320 x 200 on the CPU; --dtype: the element type of A, B and out, default f32)\n",
-               message.c_str());
+  std::fprintf(stderr, "coalesce-main: %s\n(coalesce-main --help lists the flags)\n", message.c_str());
   std::exit(2);
 }
 
@@ -174,71 +174,73 @@ int parse_extent(const std::string &flag, const std::string &text) {
   return static_cast<int>(value);
 }
 
+// The flags, parsed by llvm::cl as coalesce-aot's are (--M=4096 or --M 4096,
+// --help, errors naming the flag). Values are strings checked here, so that
+// a bad one gets the same message whichever way it was written.
 Options parse_options(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("coalesce-main options");
+  cl::opt<std::string> m_flag("M", cl::desc("rows of A and out (default 4096 on the GPU, 256 on the CPU)"),
+                              cl::value_desc("rows"), cl::cat(category));
+  cl::opt<std::string> n_flag("N", cl::desc("columns of B and out (default 4096 on the GPU, 320 on the CPU)"),
+                              cl::value_desc("columns"), cl::cat(category));
+  cl::opt<std::string> k_flag("K", cl::desc("the reduction depth (default 4096 on the GPU, 200 on the CPU)"),
+                              cl::value_desc("depth"), cl::cat(category));
+  cl::opt<std::string> dtype_flag("dtype", cl::desc("the element type of A, B and out: f32, bf16 or f16 "
+                                                    "(the bias and the arithmetic stay f32)"),
+                                  cl::value_desc("type"), cl::init("f32"), cl::cat(category));
+  cl::opt<bool> tensor_cores_flag("tensor-cores", cl::desc("run the warp-MMA schedule (tf32 for f32 inputs)"),
+                                  cl::cat(category));
+  cl::opt<bool> wgmma_flag("wgmma", cl::desc("run bf16/f16 on Hopper's warpgroup MMA (sm_90a)"), cl::cat(category));
+  cl::opt<std::string> block_groups_flag(
+      "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
+                               "row, the default)"),
+      cl::value_desc("rows"), cl::cat(category));
+  cl::opt<std::string> mma_tiling_flag(
+      "mma-tiling", cl::desc("the tensor-core tiling, BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, "
+                             "blocks per SM, pipeline stages); implies --tensor-cores"),
+      cl::value_desc("tiling"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  const char *overview =
+      "the fused GEMM + bias + GELU: prints its loop nest and ptxas report, then times it\n"
+      "against the cuBLAS chain on the GPU, or checks it on the CPU when there is no GPU\n"
+      "(COALESCE_DISABLE_GPU=1 forces the CPU path). --dtype=bf16|f16 makes A, B and out\n"
+      "16-bit; the arithmetic stays FP32, on the exactly widened inputs.\n";
+  std::string errors;
+  llvm::raw_string_ostream error_stream(errors);
+  if (!cl::ParseCommandLineOptions(argc, argv, overview, &error_stream))
+    usage_error(llvm::StringRef(errors).trim().str());
+
   Options options;
-  for (int a = 1; a < argc; ++a) {
-    std::string arg = argv[a];
-    if (arg == "-h" || arg == "--help") {
-      std::printf("usage: coalesce-main [--M <rows>] [--N <columns>] [--K <depth>] [--dtype f32|bf16|f16]\n"
-                  "Runs the fused GEMM + bias + GELU: prints its loop nest and ptxas report,\n"
-                  "then times it against the cuBLAS chain on the GPU, or checks it on the CPU\n"
-                  "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n"
-                  "--dtype=bf16|f16 makes A, B and out 16-bit (bias stays f32); the arithmetic\n"
-                  "stays FP32, on the exactly widened inputs. --tensor-cores runs the warp MMA\n"
-                  "schedule instead (tf32 for f32 inputs). --wgmma runs bf16/f16 on Hopper's\n"
-                  "warpgroup MMA (sm_90a). --block-groups=N runs the blocks in groups of N block\n"
-                  "rows (gpu_block_groups; 0: row by row).\n");
-      std::exit(0);
+  struct Extent {
+    cl::opt<std::string> &flag;
+    int &value;
+  };
+  for (Extent extent : {Extent{m_flag, options.shape.M}, Extent{n_flag, options.shape.N},
+                        Extent{k_flag, options.shape.K}})
+    if (extent.flag.getNumOccurrences()) {
+      extent.value = parse_extent("--" + extent.flag.ArgStr.str(), extent.flag);
+      options.shape_given = true;
     }
-    if (arg == "--tensor-cores") {
-      options.tensor_cores = true;
-      continue;
+  options.dtype = parse_dtype(dtype_flag);
+  options.tensor_cores = tensor_cores_flag || wgmma_flag;
+  options.warpgroup = wgmma_flag;
+  if (block_groups_flag.getNumOccurrences())
+    options.block_groups = block_groups_flag == "0" ? 0 : parse_extent("--block-groups", block_groups_flag);
+  if (mma_tiling_flag.getNumOccurrences()) {
+    const std::string &text = mma_tiling_flag;
+    for (size_t start = 0; start <= text.size();) {
+      size_t x = text.find('x', start);
+      std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+      options.mma_tiling.push_back(parse_extent("--mma-tiling", part));
+      if (x == std::string::npos)
+        break;
+      start = x + 1;
     }
-    if (arg == "--wgmma") {
-      options.tensor_cores = options.warpgroup = true;
-      continue;
-    }
-    if (arg.rfind("--block-groups=", 0) == 0) {
-      options.block_groups = parse_extent("--block-groups", arg.substr(15));
-      continue;
-    }
-    if (arg.rfind("--mma-tiling=", 0) == 0) {
-      std::string text = arg.substr(13);
-      for (size_t start = 0; start <= text.size();) {
-        size_t x = text.find('x', start);
-        std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
-        options.mma_tiling.push_back(parse_extent("--mma-tiling", part));
-        if (x == std::string::npos)
-          break;
-        start = x + 1;
-      }
-      if (options.mma_tiling.size() != 6 && options.mma_tiling.size() != 7)
-        usage_error("--mma-tiling takes six or seven numbers, BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, "
-                    "blocks per SM, pipeline stages)");
-      options.tensor_cores = true;
-      continue;
-    }
-    std::string flag = arg, value;
-    size_t equals = arg.find('=');
-    if (equals != std::string::npos) {
-      flag = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-    }
-    int *target = flag == "--M" ? &options.shape.M : flag == "--N" ? &options.shape.N
-                                                     : flag == "--K" ? &options.shape.K : nullptr;
-    if (!target && flag != "--dtype")
-      usage_error("unknown argument '" + arg + "'");
-    if (equals == std::string::npos) {
-      if (a + 1 >= argc)
-        usage_error("missing value after " + flag);
-      value = argv[++a];
-    }
-    if (!target) {
-      options.dtype = parse_dtype(value);
-      continue;
-    }
-    *target = parse_extent(flag, value);
-    options.shape_given = true;
+    if (options.mma_tiling.size() != 6 && options.mma_tiling.size() != 7)
+      usage_error("--mma-tiling takes six or seven numbers, BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, "
+                  "blocks per SM, pipeline stages)");
+    options.tensor_cores = true;
   }
   const Shape &s = options.shape;
   const int64_t limit = std::numeric_limits<int32_t>::max();

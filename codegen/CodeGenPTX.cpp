@@ -567,15 +567,15 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
   }
 }
 
-} // namespace
-
-std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
+std::string emit_ptx(const GpuProgram &program, const GpuTarget &target, bool annotated) {
   check_target_instructions(program, target);
   std::unique_ptr<llvm::TargetMachine> machine;
   {
     PhaseTimer timer("NVPTX target machine");
     machine = nvptx_machine(target);
   }
+  // Verbose assembly: the AsmPrinter writes each block's IR name after its label.
+  machine->Options.MCOptions.AsmVerbose = annotated;
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, true);
 
@@ -587,6 +587,16 @@ std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
     internal_error("the NVPTX backend cannot emit assembly");
   emit.run(*module);
   return ptx.str().str();
+}
+
+} // namespace
+
+std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
+  return emit_ptx(program, target, /*annotated=*/false);
+}
+
+std::string compile_to_annotated_ptx(const GpuProgram &program, const GpuTarget &target) {
+  return emit_ptx(program, target, /*annotated=*/true);
 }
 
 std::string emit_gpu_llvm_ir(const GpuProgram &program, const GpuTarget &target, bool optimize) {

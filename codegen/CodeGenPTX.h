@@ -17,6 +17,12 @@ namespace coalesce {
 /// scalars by value) under the name GpuKernel::name. Thread-safe.
 std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target = GpuTarget());
 
+/// compile_to_ptx's PTX with LLVM's assembly comments: each basic-block label
+/// followed by the name of the IR block it came from (`// %ko.loop`), loop
+/// headers marked. Same instructions; for reading (the stage page,
+/// runtime/StagePage.h), never cached.
+std::string compile_to_annotated_ptx(const GpuProgram &program, const GpuTarget &target = GpuTarget());
+
 /// The LLVM IR compile_to_ptx would generate PTX from, as text: with
 /// libdevice linked and after the O3 pipeline when `optimize`, else as
 /// emitted.

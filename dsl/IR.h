@@ -65,13 +65,13 @@ enum class IRNodeKind : uint8_t {
 };
 
 struct IRNode {
-  explicit IRNode(IRNodeKind kind) : kind(kind) {}
+  explicit IRNode(IRNodeKind node_kind) : kind(node_kind) {}
   virtual ~IRNode() = default;
   const IRNodeKind kind;
 };
 
 struct BaseExprNode : IRNode {
-  BaseExprNode(IRNodeKind kind, Type type) : IRNode(kind), type(type) {}
+  BaseExprNode(IRNodeKind node_kind, Type value_type) : IRNode(node_kind), type(value_type) {}
   const Type type;
 };
 struct BaseStmtNode : IRNode {

@@ -76,37 +76,9 @@ Probe run_probe() {
 
   DriverApi &a = p.api;
   std::string missing;
-  resolve(lib, a.init, "cuInit", nullptr, missing);
-  resolve(lib, a.driver_get_version, "cuDriverGetVersion", nullptr, missing);
-  resolve(lib, a.get_error_name, "cuGetErrorName", nullptr, missing);
-  resolve(lib, a.get_error_string, "cuGetErrorString", nullptr, missing);
-  resolve(lib, a.device_get, "cuDeviceGet", nullptr, missing);
-  resolve(lib, a.device_get_count, "cuDeviceGetCount", nullptr, missing);
-  resolve(lib, a.device_get_name, "cuDeviceGetName", nullptr, missing);
-  resolve(lib, a.device_get_attribute, "cuDeviceGetAttribute", nullptr, missing);
-  resolve(lib, a.primary_ctx_retain, "cuDevicePrimaryCtxRetain", nullptr, missing);
-  resolve(lib, a.ctx_set_current, "cuCtxSetCurrent", nullptr, missing);
-  resolve(lib, a.ctx_synchronize, "cuCtxSynchronize", nullptr, missing);
-  resolve(lib, a.mem_get_info, "cuMemGetInfo_v2", nullptr, missing);
-  resolve(lib, a.mem_alloc, "cuMemAlloc_v2", nullptr, missing);
-  resolve(lib, a.mem_free, "cuMemFree_v2", nullptr, missing);
-  resolve(lib, a.memcpy_htod, "cuMemcpyHtoD_v2", nullptr, missing);
-  resolve(lib, a.memcpy_dtoh, "cuMemcpyDtoH_v2", nullptr, missing);
-  resolve(lib, a.memset_d8, "cuMemsetD8_v2", nullptr, missing);
-  resolve(lib, a.module_load_data_ex, "cuModuleLoadDataEx", nullptr, missing);
-  resolve(lib, a.module_get_function, "cuModuleGetFunction", nullptr, missing);
-  resolve(lib, a.module_unload, "cuModuleUnload", nullptr, missing);
-  resolve(lib, a.launch_kernel, "cuLaunchKernel", nullptr, missing);
-  resolve(lib, a.func_set_attribute, "cuFuncSetAttribute", nullptr, missing);
-  resolve(lib, a.func_get_attribute, "cuFuncGetAttribute", nullptr, missing);
-  resolve(lib, a.stream_synchronize, "cuStreamSynchronize", nullptr, missing);
-  resolve(lib, a.event_create, "cuEventCreate", nullptr, missing);
-  resolve(lib, a.event_record, "cuEventRecord", nullptr, missing);
-  resolve(lib, a.event_synchronize, "cuEventSynchronize", nullptr, missing);
-  // The _v2 names appeared in CUDA 12.x; older drivers export only the plain
-  // ones, which have the same signature.
-  resolve(lib, a.event_elapsed_time, "cuEventElapsedTime_v2", "cuEventElapsedTime", missing);
-  resolve(lib, a.event_destroy, "cuEventDestroy_v2", "cuEventDestroy", missing);
+#define COALESCE_RESOLVE(member, prototype, symbol, fallback) resolve(lib, a.member, symbol, fallback, missing);
+  COALESCE_FOR_EACH_DRIVER_ENTRY(COALESCE_RESOLVE)
+#undef COALESCE_RESOLVE
   if (!missing.empty()) {
     p.why_not = str_cat("the CUDA driver libcuda.so.1 lacks the symbol ", missing,
                         " (driver too old? Coalesce needs a CUDA 12 or newer driver)");

@@ -26,39 +26,47 @@ public:
   using UserError::UserError;
 };
 
-/// The driver entry points Coalesce uses. Member names deliberately differ from
-/// the cuda.h names, which are macros (cuMemAlloc -> cuMemAlloc_v2, ...); each
-/// comment gives the exported symbol that dlsym resolves.
+/// The driver entry points Coalesce uses, listed once:
+///   X(member, prototype in cuda.h, exported symbol dlsym resolves, older symbol or nullptr)
+/// Member names deliberately differ from the cuda.h names, which are macros
+/// (cuMemAlloc -> cuMemAlloc_v2, ...). The _v2 event symbols appeared in CUDA
+/// 12.x; older drivers export only the plain names, hence the fallbacks.
+#define COALESCE_FOR_EACH_DRIVER_ENTRY(X) \
+  X(init, cuInit, "cuInit", nullptr)                                                       \
+  X(driver_get_version, cuDriverGetVersion, "cuDriverGetVersion", nullptr)                 \
+  X(get_error_name, cuGetErrorName, "cuGetErrorName", nullptr)                             \
+  X(get_error_string, cuGetErrorString, "cuGetErrorString", nullptr)                       \
+  X(device_get, cuDeviceGet, "cuDeviceGet", nullptr)                                       \
+  X(device_get_count, cuDeviceGetCount, "cuDeviceGetCount", nullptr)                       \
+  X(device_get_name, cuDeviceGetName, "cuDeviceGetName", nullptr)                          \
+  X(device_get_attribute, cuDeviceGetAttribute, "cuDeviceGetAttribute", nullptr)           \
+  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", nullptr)     \
+  X(ctx_set_current, cuCtxSetCurrent, "cuCtxSetCurrent", nullptr)                          \
+  X(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", nullptr)                        \
+  X(mem_get_info, cuMemGetInfo, "cuMemGetInfo_v2", nullptr)                                \
+  X(mem_alloc, cuMemAlloc, "cuMemAlloc_v2", nullptr)                                       \
+  X(mem_free, cuMemFree, "cuMemFree_v2", nullptr)                                          \
+  X(memcpy_htod, cuMemcpyHtoD, "cuMemcpyHtoD_v2", nullptr)                                 \
+  X(memcpy_dtoh, cuMemcpyDtoH, "cuMemcpyDtoH_v2", nullptr)                                 \
+  X(memset_d8, cuMemsetD8, "cuMemsetD8_v2", nullptr)                                       \
+  X(module_load_data_ex, cuModuleLoadDataEx, "cuModuleLoadDataEx", nullptr)                \
+  X(module_get_function, cuModuleGetFunction, "cuModuleGetFunction", nullptr)              \
+  X(module_unload, cuModuleUnload, "cuModuleUnload", nullptr)                              \
+  X(launch_kernel, cuLaunchKernel, "cuLaunchKernel", nullptr)                              \
+  X(func_set_attribute, cuFuncSetAttribute, "cuFuncSetAttribute", nullptr)                 \
+  X(func_get_attribute, cuFuncGetAttribute, "cuFuncGetAttribute", nullptr)                 \
+  X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize", nullptr)               \
+  X(event_create, cuEventCreate, "cuEventCreate", nullptr)                                 \
+  X(event_record, cuEventRecord, "cuEventRecord", nullptr)                                 \
+  X(event_synchronize, cuEventSynchronize, "cuEventSynchronize", nullptr)                  \
+  X(event_elapsed_time, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime") \
+  X(event_destroy, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")
+
+/// One function pointer per entry of COALESCE_FOR_EACH_DRIVER_ENTRY.
 struct DriverApi {
-  decltype(&::cuInit) init;                                   // cuInit
-  decltype(&::cuDriverGetVersion) driver_get_version;         // cuDriverGetVersion
-  decltype(&::cuGetErrorName) get_error_name;                 // cuGetErrorName
-  decltype(&::cuGetErrorString) get_error_string;             // cuGetErrorString
-  decltype(&::cuDeviceGet) device_get;                        // cuDeviceGet
-  decltype(&::cuDeviceGetCount) device_get_count;             // cuDeviceGetCount
-  decltype(&::cuDeviceGetName) device_get_name;               // cuDeviceGetName
-  decltype(&::cuDeviceGetAttribute) device_get_attribute;     // cuDeviceGetAttribute
-  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain;   // cuDevicePrimaryCtxRetain
-  decltype(&::cuCtxSetCurrent) ctx_set_current;               // cuCtxSetCurrent
-  decltype(&::cuCtxSynchronize) ctx_synchronize;              // cuCtxSynchronize
-  decltype(&::cuMemGetInfo) mem_get_info;                     // cuMemGetInfo_v2
-  decltype(&::cuMemAlloc) mem_alloc;                          // cuMemAlloc_v2
-  decltype(&::cuMemFree) mem_free;                            // cuMemFree_v2
-  decltype(&::cuMemcpyHtoD) memcpy_htod;                      // cuMemcpyHtoD_v2
-  decltype(&::cuMemcpyDtoH) memcpy_dtoh;                      // cuMemcpyDtoH_v2
-  decltype(&::cuMemsetD8) memset_d8;                          // cuMemsetD8_v2
-  decltype(&::cuModuleLoadDataEx) module_load_data_ex;        // cuModuleLoadDataEx
-  decltype(&::cuModuleGetFunction) module_get_function;       // cuModuleGetFunction
-  decltype(&::cuModuleUnload) module_unload;                  // cuModuleUnload
-  decltype(&::cuLaunchKernel) launch_kernel;                  // cuLaunchKernel
-  decltype(&::cuFuncSetAttribute) func_set_attribute;         // cuFuncSetAttribute
-  decltype(&::cuFuncGetAttribute) func_get_attribute;         // cuFuncGetAttribute
-  decltype(&::cuStreamSynchronize) stream_synchronize;        // cuStreamSynchronize
-  decltype(&::cuEventCreate) event_create;                    // cuEventCreate
-  decltype(&::cuEventRecord) event_record;                    // cuEventRecord
-  decltype(&::cuEventSynchronize) event_synchronize;          // cuEventSynchronize
-  decltype(&::cuEventElapsedTime) event_elapsed_time;         // cuEventElapsedTime_v2, else cuEventElapsedTime
-  decltype(&::cuEventDestroy) event_destroy;                  // cuEventDestroy_v2, else cuEventDestroy
+#define COALESCE_DRIVER_MEMBER(member, prototype, symbol, fallback) decltype(&::prototype) member;
+  COALESCE_FOR_EACH_DRIVER_ENTRY(COALESCE_DRIVER_MEMBER)
+#undef COALESCE_DRIVER_MEMBER
 };
 
 /// True only if libcuda.so.1 loads, cuInit succeeds and there is at least one

@@ -1,20 +1,29 @@
 #include "runtime/Pipeline.h"
 
+#include "codegen/CodeGenHost.h"
 #include "codegen/CodeGenPTX.h"
 #include "codegen/PtxCache.h"
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/GpuExecutable.h"
+#include "runtime/StagePage.h"
 #include "scheduler/Lower.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <optional>
 
 namespace coalesce {
 
 Pipeline::Pipeline(Func output, ResourceBudget budget) : output_(std::move(output)), budget_(budget) {}
+// Here, where GpuExecutable is complete.
+Pipeline::~Pipeline() = default;
+Pipeline::Pipeline(Pipeline &&) noexcept = default;
+Pipeline &Pipeline::operator=(Pipeline &&) noexcept = default;
 
 std::string Pipeline::loop_nest() const { return to_string(lower_loop_nest(output_, budget_)); }
 
@@ -163,6 +172,40 @@ GpuTarget target_for_current_device() {
   if (cc >= 80)
     return parse_gpu_target("sm_80");
   user_error("the GPU has compute capability ", cc / 10, ".", cc % 10, "; Coalesce needs sm_80 or newer");
+}
+
+std::string Pipeline::stage_page(const GpuTarget &target) {
+  StageTexts texts;
+  texts.title = "Coalesce: " + output_.name() + " for " + target.sm();
+  texts.loop_nest = loop_nest();
+  texts.llvm_ir = gpu_llvm_ir(target);
+  texts.ptx = compile_to_annotated_ptx(gpu_program(), target);
+  texts.ptxas_report = ptxas_available()
+                           ? assemble(target).log
+                           : "no report: ptxas was not found (" + cuda_toolkit_path("bin/ptxas") +
+                                 ", or on PATH; set COALESCE_CUDA_ROOT to the CUDA toolkit)";
+  return stage_page_html(texts);
+}
+
+void Pipeline::write_stage_page(const std::string &path, const GpuTarget &target) {
+  std::string page = stage_page(target);
+  // A temporary file renamed into place: a reader never sees half a page.
+  std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << page;
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      user_error("cannot write the stage page to ", path, " (through ", temporary, ")");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::remove(temporary.c_str());
+    user_error("cannot write the stage page to ", path, ": ", error.message());
+  }
 }
 
 } // namespace coalesce

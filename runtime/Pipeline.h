@@ -3,13 +3,11 @@
 // use, shown at every stage (loop nest, LLVM IR, PTX, ptxas's report) and run
 // on the CPU (ORC JIT) or the GPU (PTX through the CUDA Driver API).
 
-#include "codegen/CodeGenHost.h"
 #include "codegen/GpuTarget.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/Func.h"
 #include "runtime/Arguments.h"
 #include "runtime/Buffer.h"
-#include "runtime/GpuExecutable.h"
 #include "scheduler/LoweredFunc.h"
 #include "scheduler/ResourceBudget.h"
 
@@ -19,6 +17,12 @@
 
 namespace coalesce {
 
+// Defined in runtime/GpuExecutable.h, which needs the CUDA toolkit's cuda.h;
+// this header, hence runtime/Coalesce.h, does not.
+class GpuExecutable;
+// The JIT-compiled host function (codegen/CodeGenHost.h), an internal.
+class HostKernel;
+
 enum class Device { Cpu, Gpu };
 
 class Pipeline {
@@ -26,6 +30,9 @@ public:
   /// The schedule is read when the pipeline is first lowered; schedule
   /// the Funcs before asking for anything.
   explicit Pipeline(Func output, ResourceBudget budget = {});
+  ~Pipeline();
+  Pipeline(Pipeline &&) noexcept;
+  Pipeline &operator=(Pipeline &&) noexcept;
 
   /// The loop nest the schedule produces (serial semantics), printed.
   std::string loop_nest() const;
@@ -43,6 +50,12 @@ public:
   bool last_ptx_from_cache() const { return last_ptx_cached_; }
   /// ptxas's verdict and resource report for the PTX.
   PtxasResult assemble(const GpuTarget &target = {});
+  /// One self-contained HTML page with the loop nest, the GPU LLVM IR, the
+  /// PTX and ptxas's report side by side, each loop linked to the code it
+  /// became (runtime/StagePage.h). Without ptxas the report says so.
+  std::string stage_page(const GpuTarget &target = {});
+  /// stage_page() written to `path`, whole or not at all.
+  void write_stage_page(const std::string &path, const GpuTarget &target = {});
 
   /// Runs on the CPU; `output` must have the output's shape.
   void realize_on_cpu(const Arguments &args, Buffer &output);
@@ -54,7 +67,8 @@ public:
   /// in `note` if given.
   Device realize(const Arguments &args, Buffer &output, std::string *note = nullptr);
 
-  /// The loaded program, for callers that manage device buffers themselves.
+  /// The loaded program, for callers that manage device buffers themselves
+  /// (include runtime/GpuExecutable.h to use it).
   const GpuExecutable &gpu_executable(const GpuTarget &target);
 
   const Func &output() const { return output_; }

@@ -18,7 +18,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 say() { echo "setup: $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
 
-packages=(cmake g++ make llvm-22-dev doctest-dev libbenchmark-dev)
+# chromium: tests/test_stage_page renders the stage page in it, headless.
+packages=(cmake g++ make llvm-22-dev doctest-dev libbenchmark-dev chromium)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -27,6 +27,7 @@
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 
 #include <cmath>
 #include <cstdio>

@@ -38,7 +38,12 @@
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 #include "scheduler/GemmSchedule.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <chrono>
@@ -457,34 +462,37 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool sanitizer = false, full = false;
-  std::vector<bench::Precision> precisions = bench::all_precisions();
-  for (int a = 1; a < argc; ++a) {
-    std::string arg = argv[a];
-    if (arg.rfind("--precisions=", 0) == 0) {
-      std::string error;
-      precisions = bench::parse_precisions(arg.substr(13), &error);
-      if (precisions.empty()) {
-        std::fprintf(stderr, "coalesce-gpu-check: %s\n", error.c_str());
-        return 2;
-      }
-    } else if (arg == "--sanitizer-case") {
-      sanitizer = true;
-    } else if (arg == "--full") {
-      full = true;
-    } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: coalesce-gpu-check [--precisions=LIST] [--full | --sanitizer-case]\n"
-                  "Checks every GPU schedule on the GPU against a double reference on the CPU, cuBLAS\n"
-                  "and the unfused chain. LIST: comma-separated fp32 (the FFMA schedules), tf32, bf16,\n"
-                  "f16 (the tensor-core schedule) or all (the default). --full runs every fp32 schedule\n"
-                  "at the large cuBLAS shapes too; --sanitizer-case runs the tuned fp32 default and the\n"
-                  "bf16 tensor-core schedule once each at %s for compute-sanitizer.\n",
-                  kSanitizerShape.str().c_str());
-      return 0;
-    } else {
-      std::fprintf(stderr, "coalesce-gpu-check: unknown argument '%s' (see --help)\n", arg.c_str());
-      return 2;
-    }
+  // The flags, through llvm::cl as coalesce-aot's and coalesce-main's.
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("coalesce-gpu-check options");
+  cl::opt<std::string> precisions_flag(
+      "precisions", cl::desc("comma-separated fp32 (the FFMA schedules), tf32, bf16, f16 (the tensor-core "
+                             "schedule) or all"),
+      cl::value_desc("list"), cl::init("all"), cl::cat(category));
+  cl::opt<bool> full("full", cl::desc("run every fp32 schedule at the large cuBLAS shapes too"), cl::cat(category));
+  // cl::desc keeps a reference: the text must outlive the parse.
+  const std::string sanitizer_help = "run the tuned fp32 default and the bf16 tensor-core schedule once each at " +
+                                     kSanitizerShape.str() + ", for compute-sanitizer";
+  cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  std::string errors;
+  llvm::raw_string_ostream error_stream(errors);
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "checks every GPU schedule on the GPU against a double reference on the CPU,\n"
+                                   "cuBLAS and the unfused chain.\n",
+                                   &error_stream)) {
+    std::fprintf(stderr, "coalesce-gpu-check: %s (see --help)\n", llvm::StringRef(errors).trim().str().c_str());
+    return 2;
+  }
+  if (full && sanitizer) {
+    std::fprintf(stderr, "coalesce-gpu-check: --full and --sanitizer-case exclude each other; give one\n");
+    return 2;
+  }
+  std::string precision_error;
+  std::vector<bench::Precision> precisions = bench::parse_precisions(precisions_flag, &precision_error);
+  if (precisions.empty()) {
+    std::fprintf(stderr, "coalesce-gpu-check: %s\n", precision_error.c_str());
+    return 2;
   }
   std::string why_not;
   if (!gpu::gpu_available(&why_not)) {

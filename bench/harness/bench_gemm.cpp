@@ -57,10 +57,15 @@
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 #include "scheduler/GemmMmaSchedule.h"
 #include "scheduler/GemmSchedule.h"
 
 #include <benchmark/benchmark.h>
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
 #include <chrono>
@@ -446,22 +451,27 @@ std::vector<Shape> parse_shapes(const std::string &list) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // Our own flags first; the rest goes to Google Benchmark.
-  std::string shape_list = "all", precision_list = "all";
-  std::vector<char *> rest;
-  for (int a = 0; a < argc; ++a) {
-    std::string arg = argv[a];
-    if (arg.rfind("--shapes=", 0) == 0)
-      shape_list = arg.substr(9);
-    else if (arg == "--shapes" && a + 1 < argc)
-      shape_list = argv[++a];
-    else if (arg.rfind("--precisions=", 0) == 0)
-      precision_list = arg.substr(13);
-    else if (arg == "--precisions" && a + 1 < argc)
-      precision_list = argv[++a];
-    else
-      rest.push_back(argv[a]);
-  }
+  // Our own flags through llvm::cl, as coalesce-aot's; what it does not know
+  // (--benchmark_*) is sunk and handed to Google Benchmark, which reports
+  // anything it does not know either.
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("coalesce-bench options");
+  cl::opt<std::string> shapes_flag("shapes", cl::desc("comma-separated shapes to time, or all"),
+                                   cl::value_desc("list"), cl::init("all"), cl::cat(category));
+  cl::opt<std::string> precisions_flag("precisions", cl::desc("comma-separated fp32, tf32, bf16, f16, or all"),
+                                       cl::value_desc("list"), cl::init("all"), cl::cat(category));
+  cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
+                                        cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  std::string errors;
+  llvm::raw_string_ostream error_stream(errors);
+  if (!cl::ParseCommandLineOptions(argc, argv, "the fused GEMM + bias + GELU against cuBLAS / cuBLASLt.\n",
+                                   &error_stream))
+    usage_error(llvm::StringRef(errors).trim().str());
+  std::string shape_list = shapes_flag, precision_list = precisions_flag;
+  std::vector<char *> rest = {argv[0]};
+  for (std::string &flag : benchmark_flags)
+    rest.push_back(flag.data());
   std::vector<Shape> shapes = parse_shapes(shape_list);
   std::string precision_error;
   std::vector<Precision> precisions = parse_precisions(precision_list, &precision_error);

@@ -21,7 +21,8 @@ const EmitName kEmitNames[] = {{"ptx", EmitKind::Ptx},
                                {"header", EmitKind::Header},
                                {"launcher", EmitKind::Launcher},
                                {"loops", EmitKind::Loops},
-                               {"llvm", EmitKind::Llvm}};
+                               {"llvm", EmitKind::Llvm},
+                               {"html", EmitKind::Html}};
 
 } // namespace
 
@@ -38,13 +39,13 @@ std::vector<EmitKind> parse_emit_list(const std::string &comma_separated) {
         match = &known;
     if (!match)
       user_error("--emit=", comma_separated, ": unknown output '", item,
-                 "'; expected a comma-separated list of ptx, header, launcher, loops, llvm");
+                 "'; expected a comma-separated list of ptx, header, launcher, loops, llvm, html");
     if (std::find(kinds.begin(), kinds.end(), match->kind) == kinds.end())
       kinds.push_back(match->kind);
   }
   if (!any)
     user_error("--emit is empty; expected a comma-separated list of ptx, header, launcher, "
-               "loops, llvm");
+               "loops, llvm, html");
   return kinds;
 }
 
@@ -53,7 +54,9 @@ const char *emit_kinds_help() {
          "  header    NAME.h: the launcher's declaration and documentation\n"
          "  launcher  NAME.cpp: the launcher, PTX embedded (needs only the CUDA Driver API)\n"
          "  loops     NAME.loops.txt: the scheduled loop nest, as Coalesce prints it\n"
-         "  llvm      NAME.ll: the optimised LLVM IR the PTX is generated from\n";
+         "  llvm      NAME.ll: the optimised LLVM IR the PTX is generated from\n"
+         "  html      NAME.html: one page with the loop nest, LLVM IR, PTX and ptxas's report,\n"
+         "            each loop linked to the code it became\n";
 }
 
 std::string emitted_file_name(const std::string &name, EmitKind kind) {
@@ -63,6 +66,7 @@ std::string emitted_file_name(const std::string &name, EmitKind kind) {
   case EmitKind::Launcher: return name + ".cpp";
   case EmitKind::Loops: return name + ".loops.txt";
   case EmitKind::Llvm: return name + ".ll";
+  case EmitKind::Html: return name + ".html";
   }
   internal_error("unknown EmitKind");
 }
@@ -130,6 +134,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
         contents += '\n';
       break;
     case EmitKind::Llvm: contents = pipeline.gpu_llvm_ir(request.target); break;
+    case EmitKind::Html: contents = pipeline.stage_page(request.target); break;
     }
     files.push_back({kind, emitted_file_name(request.name, kind), std::move(contents)});
   }

@@ -12,7 +12,7 @@
 namespace coalesce {
 
 /// One kind of output; --emit names them.
-enum class EmitKind { Ptx, Header, Launcher, Loops, Llvm };
+enum class EmitKind { Ptx, Header, Launcher, Loops, Llvm, Html };
 
 /// "ptx,header,launcher" -> the kinds, in that order, without repeats. An
 /// unknown or empty name is a UserError listing the accepted ones.
@@ -21,7 +21,7 @@ std::vector<EmitKind> parse_emit_list(const std::string &comma_separated);
 /// The accepted --emit names with what each is, one per line, for --help.
 const char *emit_kinds_help();
 
-/// NAME.ptx, NAME.h, NAME.cpp, NAME.loops.txt, NAME.ll.
+/// NAME.ptx, NAME.h, NAME.cpp, NAME.loops.txt, NAME.ll, NAME.html.
 std::string emitted_file_name(const std::string &name, EmitKind kind);
 
 /// One output: what it is, its file name, its text.
