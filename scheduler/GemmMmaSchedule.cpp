@@ -8,7 +8,9 @@ std::string MmaTiling::str() const {
   return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n, " per warp (",
                  warps(), " warps), k step ", k_step,
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
-                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string());
+                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
+                 split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
+                             : std::string());
 }
 
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
@@ -49,6 +51,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
       .gpu_blocks({bi, bj})
       .mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   out.fuse_epilogue(acc, bj);
+  if (t.split_k > 1)
+    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8

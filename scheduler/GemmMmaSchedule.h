@@ -25,6 +25,9 @@ struct MmaTiling {
   int stages = 2;                   ///< K steps in flight (3 or more: a deeper pipeline)
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
+  /// Blocks the reduction is split across (split_k); 1: one block per tile.
+  int split_k = 1;
+  SplitKMode split_k_mode = SplitKMode::Deterministic;
 
   int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
   std::string str() const;

@@ -6,7 +6,9 @@ namespace coalesce {
 
 std::string GemmTiling::str() const {
   return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
-                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "");
+                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "",
+                 split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
+                             : std::string());
 }
 
 GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
@@ -64,6 +66,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (halves_j)
     out.unroll(hj);
   out.fuse_epilogue(acc, bj);
+  if (t.split_k > 1)
+    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
   // 256 threads with an 8x8 block want about 128 registers each: ask for two
   // blocks per SM, or a few registers more would leave room for only one.
   if (t.threads_m * t.threads_n >= 256)
@@ -72,6 +76,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};
   update_order.insert(update_order.end(), order.begin() + 2, order.end());
+  if (t.split_k > 1)
+    acc.update().allow_reassociation(); // the slices are summed apart, then in slice order
   acc.update()
       .split(k, ko, ki, t.k_step)
       .reorder(update_order)

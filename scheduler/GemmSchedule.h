@@ -18,6 +18,9 @@ struct GemmTiling {
   bool double_buffered = true;      ///< fetch the next K step while computing
   bool async_copy = true;           ///< ... with cp.async, not through registers
   int a_padding = 4;                ///< padding of A's transposed tile rows
+  /// Blocks the reduction is split across (split_k); 1: one block per tile.
+  int split_k = 1;
+  SplitKMode split_k_mode = SplitKMode::Deterministic;
 
   int register_m() const { return block_m / threads_m; }
   int register_n() const { return block_n / threads_n; }
