@@ -1,6 +1,7 @@
 #include "scheduler/GemmMmaSchedule.h"
 
 #include "dsl/Error.h"
+#include "scheduler/GemmSchedule.h"
 
 namespace coalesce {
 
@@ -42,6 +43,15 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   // double buffering; four or five were no faster.
   tiling.stages = 3;
   return tiling;
+}
+
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count) {
+  MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
+  if (M > 0 && N > 0) {
+    int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count);
+  }
+  return t;
 }
 
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,

@@ -2,6 +2,8 @@
 
 #include "dsl/Error.h"
 
+#include <algorithm>
+
 namespace coalesce {
 
 std::string GemmTiling::str() const {
@@ -11,10 +13,35 @@ std::string GemmTiling::str() const {
                              : std::string());
 }
 
-GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
+GemmTiling small_m_tiling(int rows) {
+  if (rows != 16 && rows != 32 && rows != 64)
+    user_error("small_m_tiling(", rows, "): a small-M tile has 16, 32 or 64 rows");
+  GemmTiling t;
+  t.block_m = rows;
+  t.threads_m = rows / 4;
+  t.block_n = 128;
+  t.threads_n = 16;
+  return t;
+}
+
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count) {
+  if (tiles <= 0 || K <= 0 || tiles * 4 >= int64_t{sm_count} * 3)
+    return 1;
+  int64_t wanted = (2 * int64_t{sm_count} + tiles - 1) / tiles;
+  int64_t deep_enough = std::max<int64_t>(K / std::max(kMinSliceDepth, k_step), 1);
+  return static_cast<int>(std::min<int64_t>({wanted, deep_enough, kMaxDefaultSlices}));
+}
+
+namespace {
+
+GemmTiling tile_for_shape(int64_t M, int64_t N, int sm_count) {
   GemmTiling large;
   if (M <= 0 || N <= 0)
     return large;
+  // Decode-like shapes: a 128-row tile would leave most of its rows (and
+  // registers) empty.
+  if (M <= 64)
+    return small_m_tiling(M <= 16 ? 16 : M <= 32 ? 32 : 64);
   auto blocks = [&](int bm, int bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };
   // Two resident blocks per multiprocessor is what the large tile's
   // registers allow; below one full wave, halve the tile.
@@ -29,6 +56,17 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
   small.block_m = 64;
   small.threads_m = 8;
   return small;
+}
+
+} // namespace
+
+GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
+  GemmTiling t = tile_for_shape(M, N, sm_count);
+  if (M > 0 && N > 0) {
+    int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count);
+  }
+  return t;
 }
 
 void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,

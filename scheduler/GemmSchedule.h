@@ -29,9 +29,25 @@ struct GemmTiling {
 
 /// Picks tile sizes for an M x N x K problem on a GPU with `sm_count`
 /// multiprocessors: the largest tile that still gives every multiprocessor
-/// work, so small and ragged shapes are not left with idle SMs. Shapes that
-/// are unknown until run time (pass 0) get the large tile.
+/// work, so small and ragged shapes are not left with idle SMs; for M up to
+/// 64 (decode-like shapes), a tile of 16, 32 or 64 rows (small_m_tiling).
+/// When the tiles still leave multiprocessors idle, the reduction is split
+/// across blocks (default_split_k). Shapes that are unknown until run time
+/// (pass 0) get the large tile and no split.
 GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 132);
+
+/// A tile of `rows` (16, 32 or 64) x 128 for a small M: rows / 4 x 16
+/// threads, each with 4 x 8 outputs (two groups of 4 columns, 64 apart).
+GemmTiling small_m_tiling(int rows);
+
+/// How many blocks to split a K-long reduction across when `tiles` output
+/// tiles would run alone: none (1) when the tiles fill three quarters of
+/// the `sm_count` multiprocessors, or K is unknown (0); else enough slices
+/// for about two blocks per multiprocessor, each slice at least
+/// kMinSliceDepth deep (whole `k_step`s), at most kMaxDefaultSlices.
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132);
+constexpr int kMinSliceDepth = 256;
+constexpr int kMaxDefaultSlices = 32;
 
 /// Schedules `out` (the epilogue, out(i, j) = f(acc(i, j), ...)) and `acc`
 /// (acc(i, j) = 0; acc(i, j) += A(i, k) * B(k, j)) for the GPU:
