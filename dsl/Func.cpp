@@ -293,9 +293,13 @@ Stage &Stage::map_to_gpu(const std::vector<VarOrRVar> &vars, ForKind kind, const
       user_error("in schedule for ", describe(), ": ", primitive, " takes one to three loops, got ", vars.size());
     for (size_t n = 0; n < vars.size(); ++n) {
       Dim &dim = stage.dims[find_dim(vars[n].name, primitive)];
+      if (dim.is_rvar && kind == ForKind::GpuBlock)
+        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var,
+                   "' to GPU blocks: each block would hold only partial sums of '", func_->name,
+                   "', and the epilogue would run on each of them; split a reduction across blocks with "
+                   "split_k on the Func that fuses it, which combines the slices before the epilogue runs once");
       if (dim.is_rvar)
-        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU ",
-                   kind == ForKind::GpuBlock ? "blocks" : "threads",
+        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU threads"
                    ": parallel iterations would add into the same element at once; map a pure loop and keep '",
                    dim.var, "' serial inside it");
       dim.kind = kind;

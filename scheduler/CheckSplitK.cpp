@@ -10,18 +10,6 @@ namespace coalesce {
 
 namespace {
 
-// A reduction loop on GPU blocks leaves each block one part of the sum, and
-// nothing would add the parts before the epilogue reads them.
-void check_no_reduction_on_blocks(const FuncContents &func) {
-  for (size_t s = 1; s < func.schedule.stages.size(); ++s)
-    for (const Dim &dim : func.schedule.stages[s].dims)
-      if (dim.is_rvar && dim.kind == ForKind::GpuBlock)
-        user_error("in schedule for ", stage_description(func, s), ": reduction loop '", dim.var,
-                   "' is mapped to GPU blocks, so each block would hold only partial sums of '", func.name,
-                   "', and its consumer (the epilogue) would run on each of them; split a reduction across blocks "
-                   "with split_k on the consumer, which combines the slices before the epilogue runs once");
-}
-
 void check_split(const Environment &env, const FuncContents &consumer) {
   const SplitReduction &split = consumer.schedule.split_k;
   std::string where = str_cat("in schedule for '", consumer.name, "': split_k of '", split.producer, "' over '",
@@ -71,11 +59,9 @@ void check_split(const Environment &env, const FuncContents &consumer) {
 } // namespace
 
 void check_split_k(const Environment &env) {
-  for (const FuncContents &func : env.funcs) {
-    check_no_reduction_on_blocks(func);
+  for (const FuncContents &func : env.funcs)
     if (func.schedule.split_k.requested())
       check_split(env, func);
-  }
 }
 
 } // namespace coalesce

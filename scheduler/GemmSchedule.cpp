@@ -25,7 +25,7 @@ GemmTiling small_m_tiling(int rows) {
 }
 
 int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count) {
-  if (tiles <= 0 || K <= 0 || tiles * 4 >= int64_t{sm_count} * 3)
+  if (tiles <= 0 || K < kMinSplitDepth || tiles >= 2 * int64_t{sm_count})
     return 1;
   int64_t wanted = (2 * int64_t{sm_count} + tiles - 1) / tiles;
   int64_t deep_enough = std::max<int64_t>(K / std::max(kMinSliceDepth, k_step), 1);

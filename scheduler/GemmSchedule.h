@@ -41,12 +41,14 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 1
 GemmTiling small_m_tiling(int rows);
 
 /// How many blocks to split a K-long reduction across when `tiles` output
-/// tiles would run alone: none (1) when the tiles fill three quarters of
-/// the `sm_count` multiprocessors, or K is unknown (0); else enough slices
-/// for about two blocks per multiprocessor, each slice at least
-/// kMinSliceDepth deep (whole `k_step`s), at most kMaxDefaultSlices.
+/// tiles would run alone: none (1) when the tiles give every one of the
+/// `sm_count` multiprocessors two blocks, when K is shorter than
+/// kMinSplitDepth (one tile's K loop is then not what takes the time) or
+/// unknown (0); else enough slices for about two blocks per multiprocessor,
+/// each slice at least kMinSliceDepth deep, at most kMaxDefaultSlices.
 int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132);
-constexpr int kMinSliceDepth = 256;
+constexpr int kMinSplitDepth = 4096;
+constexpr int kMinSliceDepth = 512;
 constexpr int kMaxDefaultSlices = 32;
 
 /// Schedules `out` (the epilogue, out(i, j) = f(acc(i, j), ...)) and `acc`

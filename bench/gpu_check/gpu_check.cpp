@@ -169,7 +169,7 @@ std::vector<float> random_pool(size_t count, uint32_t seed) {
 double run_once(const GpuExecutable &exe, const Shape &s, DeviceData &data, size_t *not_finite, size_t *guard) {
   std::vector<CUdeviceptr> pointers;
   for (const Argument &arg : exe.program().args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
       pointers.push_back(0);
     else if (arg.is_output)
       pointers.push_back(data.out_dev.ptr());

@@ -274,7 +274,7 @@ std::unique_ptr<CoalesceKernel> bind_coalesce(Epilogue epilogue, Problem &d) {
   auto kernel = std::make_unique<CoalesceKernel>();
   kernel->compiled = &compiled_kernel(epilogue, d.precision(), d.shape());
   for (const Argument &arg : kernel->compiled->executable->program().args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
       kernel->pointers.push_back(0);
     else if (arg.name == "A")
       kernel->pointers.push_back(d.A_dev.ptr());
