@@ -543,20 +543,24 @@ CUresult load(CUkernel *kernels) {
       << "  return coalesce_launcher::load(kernels_);\n}\n\n";
 
   // The workspace: each part at a 256-byte aligned offset, in program order.
-  auto workspace_layout = [&](std::ostringstream &text) {
+  auto workspace_layout = [&](std::ostringstream &text, bool offsets) {
     text << "  int64_t offset_ = 0;\n";
     for (size_t w = 0; w < workspaces.size(); ++w) {
       std::string elements = "int64_t(1)";
       for (const Expr &extent : workspaces[w]->extents)
         elements = "coalesce_launcher::times(" + elements + ", std::max<int64_t>(" + cpp_int(extent) + ", 0))";
-      text << "  const int64_t workspace" << w << "_offset_ = offset_;\n"
-           << "  const int64_t workspace" << w << "_elements_ = " << elements << ";\n"
+      if (offsets)
+        text << "  const int64_t workspace" << w << "_offset_ = offset_;\n";
+      text << "  const int64_t workspace" << w << "_elements_ = " << elements << ";\n"
            << "  offset_ += (workspace" << w << "_elements_ * " << workspaces[w]->type.bytes() << " + 255) / 256 * 256;\n";
     }
   };
   if (has_workspace) {
     out << workspace_signature(name, args) << " {\n";
-    workspace_layout(out);
+    for (const LauncherArg &arg : args)
+      if (!arg.is_buffer())
+        out << "  (void)" << arg.name << "; // the workspace may not depend on every size\n";
+    workspace_layout(out, false);
     out << "  return size_t(offset_);\n}\n\n";
   }
 
@@ -610,7 +614,7 @@ CUresult load(CUkernel *kernels) {
 
   if (has_workspace) {
     out << "\n  // The workspace (split_k): the caller's, zeroed before its first use.\n";
-    workspace_layout(out);
+    workspace_layout(out, true);
     out << "  for (int64_t elements_ : {";
     for (size_t w = 0; w < workspaces.size(); ++w)
       out << (w ? ", " : "") << "workspace" << w << "_elements_";
