@@ -288,9 +288,14 @@ protected:
     llvm::Value *last = builder_->CreateICmpEQ(before, builder_->getInt32(arrivals - 1));
     // The last arrival takes the count back to 0 for the next launch; no
     // other block of this tile touches it again in this one.
-    builder_->CreateAtomicRMW(llvm::AtomicRMWInst::Sub, counter,
-                              builder_->CreateSelect(last, builder_->getInt32(arrivals), builder_->getInt32(0)),
-                              llvm::Align(4), llvm::AtomicOrdering::Monotonic, gpu_scope);
+    llvm::BasicBlock *reset = llvm::BasicBlock::Create(context_, "arrival_reset", function_);
+    llvm::BasicBlock *counted = llvm::BasicBlock::Create(context_, "arrival_counted", function_);
+    builder_->CreateCondBr(last, reset, counted);
+    builder_->SetInsertPoint(reset);
+    builder_->CreateAtomicRMW(llvm::AtomicRMWInst::Xchg, counter, builder_->getInt32(0), llvm::Align(4),
+                              llvm::AtomicOrdering::Monotonic, gpu_scope);
+    builder_->CreateBr(counted);
+    builder_->SetInsertPoint(counted);
     builder_->CreateFence(llvm::AtomicOrdering::AcquireRelease, gpu_scope);
     builder_->CreateAlignedStore(builder_->CreateZExt(last, i32), arrival_flag_, llvm::Align(4));
     builder_->CreateBr(join);
