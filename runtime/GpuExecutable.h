@@ -23,6 +23,8 @@ public:
   /// workspace argument (split_k's partial sums and counters) given as 0
   /// uses this executable's own, allocated zeroed on first need, grown when
   /// a call needs more, and otherwise reused: the kernels leave it zeroed.
+  /// Launches that use it must not overlap (one stream, one thread at a
+  /// time), as two launches sharing one workspace would mix their counts.
   void launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
 
   /// Bytes of workspace argument `arg` at these parameters (0 for others).
