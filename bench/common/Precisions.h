@@ -158,7 +158,7 @@ inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count) {
 }
 /// The same with K known: the reduction split across blocks where the tiles
 /// leave multiprocessors idle (default_split_k).
-inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int64_t K, int sm_count) {
+inline MmaTiling mma_tiling_for_shape(Precision p, int64_t M, int64_t N, int64_t K, int sm_count) {
   return default_mma_tiling(mma_kind(p), M, N, K, sm_count);
 }
 

@@ -239,7 +239,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   std::optional<GemmTiling> ffma;
   std::string tiling;
   if (uses_tensor_cores(p)) {
-    mma = mma_tiling(p, s.M, s.N, s.K, sm_count);
+    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count);
     tiling = mma->str();
   } else {
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
