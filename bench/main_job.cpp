@@ -98,13 +98,14 @@ struct FusedGemm {
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
-void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, Type dtype,
+void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
                             const std::vector<int> &knobs) {
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
-    // instruction, f32 inputs rounded to tf32.
-    MmaKind kind = dtype == BFloat(16)  ? MmaKind::BF16_m16n8k16
-                   : dtype == Float(16) ? MmaKind::F16_m16n8k16
+    // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
+    // on Hopper's warpgroup MMA.
+    MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
+                   : dtype == Float(16) ? (warpgroup ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
                                         : MmaKind::TF32_m16n8k8;
     MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N);
     if (knobs.size() >= 6) {
@@ -134,6 +135,7 @@ struct Options {
   bool shape_given = false;
   Type dtype = Float(32);
   bool tensor_cores = false;
+  bool warpgroup = false; ///< --wgmma: bf16/f16 on warpgroup MMAs (sm_90a)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
 };
@@ -178,11 +180,16 @@ Options parse_options(int argc, char **argv) {
                   "when there is no GPU (set COALESCE_DISABLE_GPU=1 to force the CPU path).\n"
                   "--dtype=bf16|f16 makes A, B and out 16-bit (bias stays f32); the arithmetic\n"
                   "stays FP32, on the exactly widened inputs. --tensor-cores runs the warp MMA\n"
-                  "schedule instead (tf32 for f32 inputs).\n");
+                  "schedule instead (tf32 for f32 inputs). --wgmma runs bf16/f16 on Hopper's\n"
+                  "warpgroup MMA (sm_90a).\n");
       std::exit(0);
     }
     if (arg == "--tensor-cores") {
       options.tensor_cores = true;
+      continue;
+    }
+    if (arg == "--wgmma") {
+      options.tensor_cores = options.warpgroup = true;
       continue;
     }
     if (arg.rfind("--mma-tiling=", 0) == 0) {
@@ -508,7 +515,10 @@ int run_main_job(const Options &options) {
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
   FusedGemm gemm(options.dtype);
-  apply_default_schedule(gemm, shape, options.tensor_cores, options.dtype, options.mma_tiling);
+  if (options.warpgroup && options.dtype == Float(32))
+    usage_error("--wgmma runs bf16 or f16 inputs (warpgroup MMAs have no f32 schedule here); add --dtype=bf16 or "
+                "--dtype=f16");
+  apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

@@ -202,17 +202,25 @@ void CodeGenLLVM::emit_async_vector_copy(llvm::Value *destination, llvm::Value *
 }
 
 void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
-  // For each of this lane's 4 elements, in register order: the sum over the
-  // instruction's k steps, in order.
+  // For each of this lane's elements, in register order: the sum over the
+  // instruction's k steps, in order. A warpgroup MMA's lane holds the same
+  // 4 elements in each 8-column block of its warp's 16 rows of the tile.
+  bool group = is_warpgroup_mma(op->kind);
   std::vector<Stmt> elements;
-  for (int v = 0; v < 4; ++v) {
-    Expr row = op->lane / 4 + 8 * (v / 2), column = (op->lane % 4) * 2 + v % 2;
-    Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update);
-    elements.push_back(LetStmt::make(
-        kMmaRow, row,
-        LetStmt::make(kMmaColumn, column,
-                      LetStmt::make(kMmaFragRow, v / 2, LetStmt::make(kMmaFragColumn, v % 2, steps)))));
-  }
+  for (int block = 0; block < op->n / 8; ++block)
+    for (int v = 0; v < 4; ++v) {
+      Expr row = op->lane / 4 + 8 * (v / 2), column = (op->lane % 4) * 2 + v % 2;
+      if (group) {
+        row = row + (op->warp % 4) * 16;
+        column = column + block * 8;
+      }
+      Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update);
+      Stmt element = LetStmt::make(
+          kMmaRow, row,
+          LetStmt::make(kMmaColumn, column,
+                        LetStmt::make(kMmaFragRow, v / 2, LetStmt::make(kMmaFragColumn, v % 2, steps))));
+      elements.push_back(group ? LetStmt::make(kMmaFragBlock, block, element) : element);
+    }
   codegen(Block::make(elements));
 }
 
@@ -245,6 +253,7 @@ void CodeGenLLVM::emit_atomic_add(llvm::Value *address, llvm::Value *value) {
 }
 
 void CodeGenLLVM::emit_async_wait() {}
+void CodeGenLLVM::emit_async_proxy_sync(Intrinsic, int) {}
 void CodeGenLLVM::emit_async_commit() {}
 void CodeGenLLVM::emit_async_wait_group(int) {}
 
@@ -531,6 +540,19 @@ void CodeGenLLVM::visit(const Call *op) {
     value_ = builder_->getInt32(0);
     return;
   }
+  case Intrinsic::FenceProxyAsync:
+  case Intrinsic::WgmmaFence:
+  case Intrinsic::WgmmaCommit:
+  case Intrinsic::WgmmaWait: {
+    auto pending = op->intrinsic == Intrinsic::WgmmaWait ? as_const_int(op->args[0]) : std::optional<int64_t>(0);
+    COALESCE_INTERNAL_ASSERT(pending, "wgmma_wait takes one constant");
+    emit_async_proxy_sync(*op->intrinsic, static_cast<int>(*pending));
+    value_ = builder_->getInt32(0);
+    return;
+  }
+  case Intrinsic::BitXor:
+    value_ = builder_->CreateXor(codegen(op->args[0]), codegen(op->args[1]));
+    return;
   case Intrinsic::RoundToTf32:
     value_ = round_to_tf32(codegen(op->args[0]));
     return;

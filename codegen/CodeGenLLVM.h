@@ -83,6 +83,11 @@ protected:
   virtual void emit_async_wait_group(int pending);
   /// Waits for this thread's async copies (async_wait()); the base has none.
   virtual void emit_async_wait();
+  /// Synchronization of the GPU's asynchronous proxy and warpgroup MMAs
+  /// (fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait(pending)): a
+  /// call of one of those intrinsics. The host runs every MMA at once, so
+  /// the base emits nothing.
+  virtual void emit_async_proxy_sync(Intrinsic which, int pending);
 
   /// last_arrival: counts one arrival of this block at the i32 counter at
   /// `counter`; true (i1) for the block whose arrival makes `arrivals`,

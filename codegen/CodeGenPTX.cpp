@@ -9,6 +9,7 @@
 #include "dsl/Error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Linker/Linker.h>
@@ -140,6 +141,8 @@ protected:
   // it, not the ones it accumulates), passes its 4 accumulators and gets
   // them back. Row-major A (m x k), column-major B (k x n), as .row.col says.
   void emit_warp_mma(const WarpMma *op) override {
+    if (is_warpgroup_mma(op->kind))
+      return emit_warpgroup_mma(op);
     const auto *store = op->update.as<Store>();
     const auto *add = store ? store->value.as<Add>() : nullptr;
     const auto *mul = add ? add->b.as<Mul>() : nullptr;
@@ -241,6 +244,102 @@ protected:
       builder_->CreateStore(builder_->CreateExtractValue(result, {v}), addresses[v]);
   }
 
+  // The 128 threads' parts of a warpgroup MMA are one wgmma.mma_async:
+  // every thread passes the same two shared-memory matrix descriptors (the
+  // operand tiles' start, byte offsets and swizzle) and its n / 2
+  // accumulators, in the instruction's register order (4 per 8-column
+  // fragment: rows g and g + 8, columns 2t and 2t + 1). LLVM has no
+  // intrinsic for it, so it is inline PTX whose outputs are tied to the
+  // accumulator inputs: nothing but the instruction defines them between
+  // the fence and the wait (ptxas serializes the MMAs otherwise, C7515).
+  void emit_warpgroup_mma(const WarpMma *op) {
+    const auto *store = op->update.as<Store>();
+    const auto *add = store ? store->value.as<Add>() : nullptr;
+    const auto *mul = add ? add->b.as<Mul>() : nullptr;
+    COALESCE_INTERNAL_ASSERT(mul, "warpgroup MMA update is not acc + a * b");
+    llvm::Type *i64 = builder_->getInt64Ty();
+    // The operand's first element (mma.m = mma.n = mma.k = 0) in the shared
+    // window, and its descriptor (bits 0-13 start >> 4, 16-29 leading byte
+    // offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle: 1 = 128 B).
+    auto descriptor = [&](const Expr &operand, const MmaSharedOperand &layout) {
+      const auto *load = unwrap(operand).as<Load>();
+      COALESCE_INTERNAL_ASSERT(load && in_shared(operand), "warpgroup MMA operand outside shared memory");
+      llvm::Value *zero = builder_->getInt32(0);
+      variables_.push(kMmaRow, zero);
+      variables_.push(kMmaColumn, zero);
+      variables_.push(kMmaStep, zero);
+      llvm::Value *address = buffer_element(load->buffer, load->indices, load->type);
+      variables_.pop(kMmaStep);
+      variables_.pop(kMmaColumn);
+      variables_.pop(kMmaRow);
+      address = builder_->CreateAddrSpaceCast(address, builder_->getPtrTy(kSharedAddressSpace));
+      llvm::Value *start = builder_->CreateZExtOrTrunc(builder_->CreatePtrToInt(address, builder_->getInt32Ty()), i64);
+      start = builder_->CreateLShr(builder_->CreateAnd(start, 0x3FFFF), 4);
+      uint64_t fixed = (static_cast<uint64_t>(layout.leading_bytes >> 4) << 16) |
+                       (static_cast<uint64_t>(layout.stride_bytes >> 4) << 32) | (uint64_t{1} << 62);
+      return builder_->CreateOr(start, llvm::ConstantInt::get(i64, fixed));
+    };
+    llvm::Value *a_descriptor = descriptor(mul->a, op->a), *b_descriptor = descriptor(mul->b, op->b);
+    int count = op->n / 2;
+    std::vector<llvm::Value *> addresses, accumulators;
+    for (int r = 0; r < count; ++r) {
+      variables_.push(kMmaFragBlock, builder_->getInt32(r / 4));
+      variables_.push(kMmaFragRow, builder_->getInt32(r % 4 / 2));
+      variables_.push(kMmaFragColumn, builder_->getInt32(r % 2));
+      addresses.push_back(buffer_element(store->buffer, store->indices, Float(32)));
+      variables_.pop(kMmaFragColumn);
+      variables_.pop(kMmaFragRow);
+      variables_.pop(kMmaFragBlock);
+      accumulators.push_back(builder_->CreateLoad(builder_->getFloatTy(), addresses.back()));
+    }
+    std::string text = str_cat("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n", op->n,
+                               "k16.f32.", op->kind == MmaKind::F16_wgmma_m64k16 ? "f16.f16" : "bf16.bf16", " {");
+    std::string constraints;
+    for (int r = 0; r < count; ++r) {
+      text += str_cat(r ? ", " : "", "$", r);
+      constraints += "=f,";
+    }
+    text += str_cat("}, $", count, ", $", count + 1, ", p, 1, 1, ", op->a.mn_major ? 1 : 0, ", ",
+                    op->b.mn_major ? 1 : 0, ";\n}");
+    constraints += "l,l";
+    for (int r = 0; r < count; ++r)
+      constraints += str_cat(",", r);
+    std::vector<llvm::Type *> results(static_cast<size_t>(count), builder_->getFloatTy());
+    std::vector<llvm::Type *> parameters = {i64, i64};
+    parameters.insert(parameters.end(), results.begin(), results.end());
+    auto *type = llvm::FunctionType::get(llvm::StructType::get(context_, results), parameters, false);
+    auto *asm_call = llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true);
+    std::vector<llvm::Value *> args = {a_descriptor, b_descriptor};
+    args.insert(args.end(), accumulators.begin(), accumulators.end());
+    llvm::Value *result = builder_->CreateCall(type, asm_call, args);
+    for (int r = 0; r < count; ++r)
+      builder_->CreateStore(builder_->CreateExtractValue(result, {static_cast<unsigned>(r)}),
+                            addresses[static_cast<size_t>(r)]);
+  }
+
+  void emit_async_proxy_sync(Intrinsic which, int pending) override {
+    switch (which) {
+    case Intrinsic::FenceProxyAsync:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, llvm::ArrayRef<llvm::Type *>{},
+                                llvm::ArrayRef<llvm::Value *>{});
+      return;
+    case Intrinsic::WgmmaFence:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, llvm::ArrayRef<llvm::Type *>{},
+                                llvm::ArrayRef<llvm::Value *>{});
+      return;
+    case Intrinsic::WgmmaCommit:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, llvm::ArrayRef<llvm::Type *>{},
+                                llvm::ArrayRef<llvm::Value *>{});
+      return;
+    case Intrinsic::WgmmaWait:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_wait_group_sync_aligned, {},
+                                {builder_->getInt64(static_cast<uint64_t>(pending))});
+      return;
+    default:
+      internal_error("intrinsic ", intrinsic_name(which), " is not an async-proxy synchronization");
+    }
+  }
+
   void emit_async_commit() override {
     builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Type *>{},
                               llvm::ArrayRef<llvm::Value *>{});
@@ -325,12 +424,13 @@ protected:
           dynamic_shared_ = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::ExternalLinkage,
                                                      nullptr, kernel_->name + "_dynamic_shared", nullptr,
                                                      llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
-          dynamic_shared_->setAlignment(llvm::Align(16));
+          dynamic_shared_->setAlignment(llvm::Align(kernel_->shared_alignment));
         }
         int64_t bytes = elements * std::max(1, op->type.bytes());
         llvm::Value *tile = builder_->CreateConstInBoundsGEP1_64(builder_->getInt8Ty(), dynamic_shared_,
                                                                  static_cast<uint64_t>(dynamic_offset_));
-        dynamic_offset_ += (bytes + 15) / 16 * 16;
+        int64_t align = kernel_->shared_alignment;
+        dynamic_offset_ += (bytes + align - 1) / align * align;
         COALESCE_INTERNAL_ASSERT(dynamic_offset_ <= kernel_->shared_bytes, "kernel '", kernel_->name,
                                  "' has more shared tiles than its ", kernel_->shared_bytes, " bytes");
         return tile;
@@ -343,7 +443,7 @@ protected:
           llvm::UndefValue::get(llvm::ArrayType::get(element, elements)),
           kernel_symbol(kernel_->name) + "_" + op->name, nullptr, llvm::GlobalValue::NotThreadLocal,
           kSharedAddressSpace);
-      storage->setAlignment(llvm::Align(16));
+      storage->setAlignment(llvm::Align(kernel_->shared_alignment));
       return storage;
     }
     case MemoryType::Register:
@@ -497,7 +597,33 @@ std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, llvm::Targ
 
 } // namespace
 
+namespace {
+
+// LLVM's NVPTX backend aborts the process on an instruction the target
+// lacks, so a kernel that needs sm_90a's is refused before it runs.
+void check_target_instructions(const GpuProgram &program, const GpuTarget &target) {
+  struct Finder : IRVisitor {
+    const WarpMma *found = nullptr;
+    using IRVisitor::visit;
+    void visit(const WarpMma *op) override {
+      if (is_warpgroup_mma(op->kind) && !found)
+        found = op;
+    }
+  };
+  for (const GpuKernel &kernel : program.kernels) {
+    Finder finder;
+    finder.visit_stmt(kernel.body);
+    if (finder.found && target.sm() != "sm_90a")
+      user_error("kernel '", kernel.name, "' uses warpgroup MMAs (", mma_kind_name(finder.found->kind),
+                 "), which only target sm_90a has; the target is ", target.sm(),
+                 ": compile for sm_90a, or schedule a warp MMA (bf16 m16n8k16) for this target");
+  }
+}
+
+} // namespace
+
 std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
+  check_target_instructions(program, target);
   std::unique_ptr<llvm::TargetMachine> machine;
   {
     PhaseTimer timer("NVPTX target machine");
@@ -517,6 +643,7 @@ std::string compile_to_ptx(const GpuProgram &program, const GpuTarget &target) {
 }
 
 std::string emit_gpu_llvm_ir(const GpuProgram &program, const GpuTarget &target, bool optimize) {
+  check_target_instructions(program, target);
   std::unique_ptr<llvm::TargetMachine> machine = nvptx_machine(target);
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, optimize);

@@ -203,7 +203,24 @@ Stmt Evaluate::make(Expr value) { return Stmt(std::make_shared<const Evaluate>(s
 Stmt WarpMma::make(MmaKind kind, Expr lane, Stmt update) {
   COALESCE_INTERNAL_ASSERT(kind != MmaKind::None && lane.defined() && update.as<Store>(),
                            "a warp MMA needs an instruction, a lane and one store");
-  return Stmt(std::make_shared<const WarpMma>(kind, std::move(lane), std::move(update)));
+  COALESCE_INTERNAL_ASSERT(!is_warpgroup_mma(kind), "a warpgroup MMA needs its warp and operand layouts");
+  return Stmt(std::make_shared<const WarpMma>(kind, std::move(lane), std::move(update), Expr(), mma_n(kind),
+                                              MmaSharedOperand{}, MmaSharedOperand{}));
+}
+
+Stmt WarpMma::make_warpgroup(MmaKind kind, Expr warp, Expr lane, int n, MmaSharedOperand a, MmaSharedOperand b,
+                             Stmt update) {
+  COALESCE_INTERNAL_ASSERT(is_warpgroup_mma(kind) && warp.defined() && lane.defined() && update.as<Store>(),
+                           "a warpgroup MMA needs a warpgroup instruction, a warp, a lane and one store");
+  COALESCE_INTERNAL_ASSERT(n > 0 && n % 8 == 0 && n <= kWarpgroupMmaMaxColumns, "warpgroup MMA with ", n,
+                           " columns");
+  return Stmt(std::make_shared<const WarpMma>(kind, std::move(lane), std::move(update), std::move(warp), n, a, b));
+}
+
+Stmt WarpMma::rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const {
+  if (is_warpgroup_mma(kind))
+    return make_warpgroup(kind, std::move(new_warp), std::move(new_lane), n, a, b, std::move(new_update));
+  return make(kind, std::move(new_lane), std::move(new_update));
 }
 
 } // namespace coalesce

@@ -22,18 +22,28 @@ namespace coalesce {
 #define COALESCE_FOR_EACH_STMT(X)                                                                  \
   X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma)
 
-/// The warp-level tensor-core instructions a schedule can map a reduction
-/// onto: D (16 x 8, f32) += A (16 x k) * B (k x 8), executed by one warp.
+/// The tensor-core instructions a schedule can map a reduction onto. The
+/// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
+/// * B (k x 8), executed by one warp. The warpgroup-level ones (wgmma,
+/// sm_90a only): D (64 x N, f32) += A (64 x 16) * B (16 x N), executed by the
+/// 4 warps of a warpgroup together, with A and B read from shared memory.
 enum class MmaKind : uint8_t {
   None,
   BF16_m16n8k16, ///< bf16 operands, f32 accumulator
   F16_m16n8k16,  ///< f16 operands, f32 accumulator
   TF32_m16n8k8,  ///< f32 operands rounded to tf32 (10-bit mantissa, nearest, ties away)
+  BF16_wgmma_m64k16, ///< warpgroup: bf16 operands in shared memory, f32 accumulator
+  F16_wgmma_m64k16,  ///< warpgroup: f16 operands in shared memory, f32 accumulator
 };
 const char *mma_kind_name(MmaKind kind);
-int mma_m(MmaKind kind); ///< rows of the instruction's tile (16)
-int mma_n(MmaKind kind); ///< columns (8)
+int mma_m(MmaKind kind); ///< rows of one warp's part of the instruction's tile (16)
+int mma_n(MmaKind kind); ///< columns of one fragment (8)
 int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32)
+/// Whether the instruction is a warpgroup MMA (4 warps, operands in shared).
+bool is_warpgroup_mma(MmaKind kind);
+/// The rows of a warpgroup MMA's tile (64) and the most columns it takes (256).
+inline constexpr int kWarpgroupMmaRows = 64;
+inline constexpr int kWarpgroupMmaMaxColumns = 256;
 
 /// The names WarpMma binds in its update: the element's row and column in
 /// the instruction's tile and the step of its reduction. A '.' keeps them
@@ -45,6 +55,8 @@ inline const char *const kMmaStep = "mma.k";
 /// registers the element is: row half (0 or 1) and column (0 or 1).
 inline const char *const kMmaFragRow = "mma.fi";
 inline const char *const kMmaFragColumn = "mma.fj";
+/// ... and, for a warpgroup MMA, which 8-column fragment of the tile (n / 8).
+inline const char *const kMmaFragBlock = "mma.fn";
 
 enum class IRNodeKind : uint8_t {
 #define COALESCE_KIND(name) name,
@@ -337,14 +349,42 @@ struct Evaluate : BaseStmtNode {
 /// the element's register by mma.fi = mma.m / 8 and mma.fj = mma.n % 2. The host runs it
 /// as written; the GPU runs the 32 lanes' parts as one instruction, which
 /// sums each step in its own order (the schedule allowed reassociation).
+///
+/// A warpgroup MMA (is_warpgroup_mma) is the same with a 64 x n tile shared
+/// by the 4 warps 4 (warp / 4) .. 4 (warp / 4) + 3: warp w % 4 owns rows
+/// 16 (w % 4) .. + 15 of it, each lane the fragment above in every 8-column
+/// block mma.fn of the tile. mma.m (0..63) and mma.n (0..n-1) are the
+/// element's row and column in the warpgroup's tile; acc's index names the
+/// register by mma.fi, mma.fj and mma.fn. On the GPU the instruction reads
+/// A and B from shared memory through matrix descriptors, which `a` and `b`
+/// describe; the code generator takes their start from the operands'
+/// addresses at mma.m = mma.n = mma.k = 0.
+struct MmaSharedOperand {
+  /// The descriptor's leading and stride byte offsets (128-byte swizzle).
+  int leading_bytes = 0;
+  int stride_bytes = 0;
+  /// Whether the tile is stored with the non-reduction dimension contiguous
+  /// (B's [k][n]): the instruction's transpose flag.
+  bool mn_major = false;
+};
+
 struct WarpMma : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::WarpMma;
-  WarpMma(MmaKind k, Expr l, Stmt u)
-      : BaseStmtNode(node_kind), kind(k), lane(std::move(l)), update(std::move(u)) {}
+  WarpMma(MmaKind k, Expr l, Stmt u, Expr w, int n_, MmaSharedOperand a_, MmaSharedOperand b_)
+      : BaseStmtNode(node_kind), kind(k), lane(std::move(l)), update(std::move(u)), warp(std::move(w)), n(n_),
+        a(a_), b(b_) {}
   const MmaKind kind;
   const Expr lane;
   const Stmt update;
+  const Expr warp;          ///< warpgroup MMAs only: the warp's index in the block
+  const int n;              ///< columns of the instruction's tile
+  const MmaSharedOperand a; ///< warpgroup MMAs only
+  const MmaSharedOperand b; ///< warpgroup MMAs only
   static Stmt make(MmaKind kind, Expr lane, Stmt update);
+  static Stmt make_warpgroup(MmaKind kind, Expr warp, Expr lane, int n, MmaSharedOperand a, MmaSharedOperand b,
+                             Stmt update);
+  /// This statement with another lane, warp and update.
+  Stmt rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const;
 };
 
 } // namespace coalesce

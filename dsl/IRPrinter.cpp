@@ -232,9 +232,19 @@ private:
   }
   void visit(const WarpMma *op) override {
     line_start();
-    out_ << "warp_mma " << mma_kind_name(op->kind) << ", lane ";
-    print(op->lane);
-    out_ << ", for each element (mma.m, mma.n) of its fragment, for mma.k:\n";
+    if (is_warpgroup_mma(op->kind)) {
+      out_ << "warpgroup_mma " << mma_kind_name(op->kind) << " m64n" << op->n << "k16, warp ";
+      print(op->warp);
+      out_ << ", lane ";
+      print(op->lane);
+      out_ << " (A: stride " << op->a.stride_bytes << " B" << (op->a.mn_major ? ", mn-major" : "") << "; B: leading "
+           << op->b.leading_bytes << " B, stride " << op->b.stride_bytes << " B" << (op->b.mn_major ? ", mn-major" : "")
+           << "; 128-byte swizzle), for each element (mma.m, mma.n) of its fragments, for mma.k:\n";
+    } else {
+      out_ << "warp_mma " << mma_kind_name(op->kind) << ", lane ";
+      print(op->lane);
+      out_ << ", for each element (mma.m, mma.n) of its fragment, for mma.k:\n";
+    }
     nested(op->update);
   }
 };

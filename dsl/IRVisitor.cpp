@@ -97,6 +97,8 @@ void IRVisitor::visit(const Barrier *) {}
 void IRVisitor::visit(const Evaluate *op) { visit_expr(op->value); }
 void IRVisitor::visit(const WarpMma *op) {
   visit_expr(op->lane);
+  if (op->warp.defined())
+    visit_expr(op->warp);
   visit_stmt(op->update);
 }
 
@@ -254,10 +256,11 @@ Stmt IRMutator::visit(const Evaluate *op, const Stmt &self) {
 }
 Stmt IRMutator::visit(const WarpMma *op, const Stmt &self) {
   Expr lane = mutate(op->lane);
+  Expr warp = op->warp.defined() ? mutate(op->warp) : Expr();
   Stmt update = mutate(op->update);
-  if (lane.same_as(op->lane) && update.same_as(op->update))
+  if (lane.same_as(op->lane) && warp.same_as(op->warp) && update.same_as(op->update))
     return self;
-  return WarpMma::make(op->kind, lane, update);
+  return op->rebuild(lane, warp, update);
 }
 
 } // namespace coalesce

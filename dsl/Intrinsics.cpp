@@ -58,6 +58,11 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::AsyncWaitGroup:
   case Intrinsic::LastArrival:
   case Intrinsic::AtomicAdd:
+  case Intrinsic::BitXor:
+  case Intrinsic::FenceProxyAsync:
+  case Intrinsic::WgmmaFence:
+  case Intrinsic::WgmmaCommit:
+  case Intrinsic::WgmmaWait:
     return false;
   }
   return false;

@@ -52,7 +52,19 @@ enum class IntrinsicResult : uint8_t {
   X(LastArrival, "last_arrival", 2, 2, Int32)                                                      \
   /* atomic_add(value): only as the value of a Store, which then adds value */                     \
   /* to the element atomically instead of overwriting it */                                         \
-  X(AtomicAdd, "atomic_add", 1, 1, SameAsArg0)
+  X(AtomicAdd, "atomic_add", 1, 1, SameAsArg0)                                                     \
+  /* the bits of two i32 values that differ: a 128-byte swizzled shared */                          \
+  /* tile's 16-byte column (scheduler/StageInShared.cpp) */                                          \
+  X(BitXor, "bit_xor", 2, 2, Int32)                                                                \
+  /* shared memory written by this thread's copies becomes visible to the */                        \
+  /* tensor cores' reads (the async proxy) after the next barrier */                                \
+  X(FenceProxyAsync, "fence_proxy_async", 0, 0, Int32)                                             \
+  /* warpgroup MMAs (scheduler/TensorizeMma.cpp): order the accumulators' */                        \
+  /* registers before the first; close a group; wait until at most N */                             \
+  /* (a constant) groups are in flight */                                                           \
+  X(WgmmaFence, "wgmma_fence", 0, 0, Int32)                                                        \
+  X(WgmmaCommit, "wgmma_commit", 0, 0, Int32)                                                      \
+  X(WgmmaWait, "wgmma_wait", 1, 1, Int32)
 
 enum class Intrinsic : uint8_t {
 #define COALESCE_INTRINSIC_ENUM(name, printed, min_args, max_args, result) name,

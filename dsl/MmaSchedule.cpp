@@ -18,6 +18,8 @@ const char *mma_kind_name(MmaKind kind) {
   case MmaKind::BF16_m16n8k16: return "bf16 m16n8k16";
   case MmaKind::F16_m16n8k16: return "f16 m16n8k16";
   case MmaKind::TF32_m16n8k8: return "tf32 m16n8k8";
+  case MmaKind::BF16_wgmma_m64k16: return "bf16 wgmma";
+  case MmaKind::F16_wgmma_m64k16: return "f16 wgmma";
   }
   return "?";
 }
@@ -25,6 +27,9 @@ const char *mma_kind_name(MmaKind kind) {
 int mma_m(MmaKind) { return 16; }
 int mma_n(MmaKind) { return 8; }
 int mma_k(MmaKind kind) { return kind == MmaKind::TF32_m16n8k8 ? 8 : 16; }
+bool is_warpgroup_mma(MmaKind kind) {
+  return kind == MmaKind::BF16_wgmma_m64k16 || kind == MmaKind::F16_wgmma_m64k16;
+}
 
 namespace {
 
@@ -114,6 +119,18 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
       user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(),
                  ") needs both loops to be the inner loops of splits (a block tile), so their extents are constants");
     int im = mma_m(kind), in = mma_n(kind);
+    // A warpgroup MMA's tile is 64 x warp_n for 4 warps together; each warp
+    // holds 16 rows of it, in the same fragment layout as a warp MMA's, so
+    // below it is split like a warp tile of 16 x warp_n.
+    bool group = is_warpgroup_mma(kind);
+    if (group && (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 64 || warp_n > kWarpgroupMmaMaxColumns))
+      user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " tile; ",
+                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 64 (the "
+                 "columns of one 128-byte swizzled atom of B) up to 256: pass 64 and N as the tile's rows and columns");
+    if (group && tile_m % kWarpgroupMmaRows)
+      user_error("in schedule for ", describe(), ": mma_tile of a ", tile_m, "-row tile with ", mma_kind_name(kind),
+                 "; a warpgroup covers 64 rows, so the tile's rows must be a multiple of 64");
+    int rows_per_warp = group ? im : warp_m;
     if (warp_m <= 0 || warp_n <= 0 || warp_m % im || warp_n % in)
       user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " warp tile; ",
                  mma_kind_name(kind), " needs a warp tile that is a positive multiple of ", im, " x ", in);
@@ -121,7 +138,7 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
       user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n,
                  " warp tile does not divide the ", tile_m, " x ", tile_n, " tile of '", x.name(), "' and '", y.name(),
                  "'; choose a warp tile that divides it");
-    int warps = (tile_m / warp_m) * (tile_n / warp_n);
+    int warps = (tile_m / rows_per_warp) * (tile_n / warp_n);
     if (warps * 32 > 1024)
       user_error("in schedule for ", describe(), ": mma_tile makes ", warps, " warps (", warps * 32,
                  " threads) per block; at most 32 warps fit in a block: use a larger warp tile");
@@ -148,16 +165,24 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     // x = wi * warp_m + mma_i * 16 + frag_i * 8 + lane_row, y likewise with
     // lane_col * 2 + frag_j: lane = lane_row * 4 + lane_col owns rows
     // lane / 4 (+ 8) and columns 2 (lane % 4) (+ 1) of each instruction tile.
-    split(x, wi, xw, warp_m).split(y, wj, yw, warp_n);
+    split(x, wi, xw, rows_per_warp).split(y, wj, yw, warp_n);
     split(xw, mma_i, xm, im).split(yw, mma_j, ym, in);
     split(xm, frag_i, lr, 8).split(ym, lc, frag_j, 2);
-    reorder({wi, wj, lr, lc, mma_i, mma_j, frag_i, frag_j});
-    fuse(lc, lr, lane).fuse(wj, wi, warp);
+    if (group) {
+      // warp = wj * (tile_m / 16) + wi: the 4 warps of a warpgroup
+      // (warp / 4) are consecutive 16-row strips of the same columns.
+      reorder({wj, wi, lr, lc, mma_i, mma_j, frag_i, frag_j});
+      fuse(lc, lr, lane).fuse(wi, wj, warp);
+    } else {
+      reorder({wi, wj, lr, lc, mma_i, mma_j, frag_i, frag_j});
+      fuse(lc, lr, lane).fuse(wj, wi, warp);
+    }
     gpu_threads({warp, lane});
     unroll(mma_i).unroll(mma_j).unroll(frag_i).unroll(frag_j);
     StageSchedule &after = schedule();
-    after.mma_layout = MmaLayout{kind,        warp.name(),   lane.name(), mma_i.name(), mma_j.name(), frag_i.name(),
-                                 frag_j.name(), warp_m, warp_n, tile_m / warp_m, tile_n / warp_n};
+    after.mma_layout = MmaLayout{kind,          warp.name(),   lane.name(),          mma_i.name(),
+                                 mma_j.name(),  frag_i.name(), frag_j.name(),        rows_per_warp,
+                                 warp_n,        tile_m / rows_per_warp, tile_n / warp_n};
     return *this;
   });
 }
@@ -179,6 +204,12 @@ Stage &Stage::mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step) {
     if (!stage.dims[d].is_rvar)
       user_error("in schedule for ", describe(), ": mma of '", k.name(), "', which is not a reduction loop");
     int depth = mma_k(layout.kind);
+    // A warpgroup MMA reads its operands from 128-byte swizzled shared
+    // tiles: the staged k extent must be whole 128-byte rows of A.
+    if (is_warpgroup_mma(layout.kind) && (k_step <= 0 || k_step % 64))
+      user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
+                 " reads A from 128-byte swizzled rows of 64 elements, so the k step must be a positive multiple "
+                 "of 64");
     if (k_step <= 0 || k_step % depth)
       user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
                  " needs a k step that is a positive multiple of ", depth);

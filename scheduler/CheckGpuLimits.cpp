@@ -5,6 +5,7 @@
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -28,17 +29,29 @@ private:
   std::string largest_shared_;
   const For *largest_site_ = nullptr; // the loop the largest buffer is staged at
 
+  // A kernel with warpgroup MMAs runs only on sm_90a, which gives a block
+  // up to 227 KiB of shared memory; any other kernel gets the budget every
+  // supported target has.
+  bool sm90a_only_ = false;
+  int64_t shared_limit() const { return sm90a_only_ ? std::max<int64_t>(budget_.shared_bytes, 227 * 1024) : budget_.shared_bytes; }
+
+  void visit(const WarpMma *op) override {
+    sm90a_only_ |= is_warpgroup_mma(op->kind);
+    IRVisitor::visit(op);
+  }
+
   void end_kernel() {
-    if (shared_bytes_ > budget_.shared_bytes) {
+    if (shared_bytes_ > shared_limit()) {
       std::string site = largest_site_ ? str_cat(", staged at loop '", loop_short_name(largest_site_->name), "'") : "";
       user_error(largest_site_ ? str_cat("in schedule for '", loop_owner(largest_site_->name), "': ") : std::string(),
                  "the kernel's shared memory, ", shared_bytes_, " bytes, is over the budget of ",
-                 budget_.shared_bytes, " bytes per block; the largest buffer is '", largest_shared_, "' (",
+                 shared_limit(), " bytes per block; the largest buffer is '", largest_shared_, "' (",
                  largest_bytes_, " bytes", site, "); stage smaller tiles (smaller block tiles or a smaller split of ",
                  "the staging loop)");
     }
     shared_bytes_ = largest_bytes_ = 0;
     largest_site_ = nullptr;
+    sm90a_only_ = false;
   }
 
   // The staging loop under a shared buffer: the first loop that is not one

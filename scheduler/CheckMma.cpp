@@ -13,8 +13,10 @@ namespace {
 // The operand type an instruction multiplies.
 Type operand_type(MmaKind kind) {
   switch (kind) {
-  case MmaKind::BF16_m16n8k16: return BFloat(16);
-  case MmaKind::F16_m16n8k16: return Float(16);
+  case MmaKind::BF16_m16n8k16:
+  case MmaKind::BF16_wgmma_m64k16: return BFloat(16);
+  case MmaKind::F16_m16n8k16:
+  case MmaKind::F16_wgmma_m64k16: return Float(16);
   default: return Float(32);
   }
 }
@@ -150,6 +152,33 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   }
 }
 
+// A warpgroup MMA reads both operands from shared memory through matrix
+// descriptors, in the 128-byte swizzled layout stage_in_shared gives their
+// tiles: so both must be staged at the k step's loop, in that layout (no
+// padding or transposition, which would move elements the descriptor
+// locates by position).
+void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
+  const StageSchedule &stage = c.func.schedule.stages[c.s];
+  std::string k_outer;
+  for (const Split &split : stage.splits)
+    if (split.is_rvar && split.old_var == stage.reduction_vars.front())
+      k_outer = split.outer;
+  for (const std::string &input : {operands.a, operands.b}) {
+    auto staged = std::find_if(stage.staged_inputs.begin(), stage.staged_inputs.end(),
+                               [&](const SharedStaging &s) { return s.input == input; });
+    if (staged == stage.staged_inputs.end() || staged->at_loop != k_outer)
+      user_error(c.where(), mma_kind_name(stage.mma.kind), " reads A and B from shared memory, one k step at a time; "
+                 "stage '", input, "' in shared memory at '", k_outer, "' (stage_in_shared(", input, ", ", k_outer,
+                 ", layout))", staged == stage.staged_inputs.end() ? std::string()
+                                                                  : str_cat(", not at '", staged->at_loop, "'"));
+    if (staged->layout.padding || staged->layout.transposed)
+      user_error(c.where(), mma_kind_name(stage.mma.kind), " finds its operands in shared memory by the 128-byte "
+                 "swizzled layout the compiler gives their tiles; staging '", input, "' with ",
+                 staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
+                 " would move them: leave SharedLayout's padding at 0 and transposed false");
+  }
+}
+
 } // namespace
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {
@@ -168,6 +197,8 @@ void check_mma(const Environment &env) {
       MmaOperands operands = match_update(c, stage.mma.kind);
       check_consumer(c, stage.mma_layout);
       check_loops(c, stage.mma_layout, stage.mma);
+      if (is_warpgroup_mma(stage.mma.kind))
+        check_warpgroup_staging(c, operands);
       check_ragged_reduction(c, operands);
     }
 }

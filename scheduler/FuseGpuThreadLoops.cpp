@@ -23,6 +23,7 @@ public:
   std::map<std::string, std::map<size_t, bool>> thread_dims; // register buffer -> dim -> all accesses by thread var
   std::set<std::string> registers;
   int shared_bytes = 0;
+  int shared_alignment = 16;
   bool has_threads = false;
 
 private:
@@ -87,10 +88,24 @@ private:
       int64_t elements = 1;
       for (const Expr &e : op->extents)
         elements *= *as_const_int(e);
-      // Rounded to 16 bytes per tile, as dynamic shared memory lays them out.
-      shared_bytes += static_cast<int>((elements * op->type.bytes() + 15) / 16 * 16);
+      tile_bytes.push_back(elements * op->type.bytes());
     }
     IRVisitor::visit(op);
+  }
+  void visit(const WarpMma *op) override {
+    if (is_warpgroup_mma(op->kind))
+      shared_alignment = 1024;
+    IRVisitor::visit(op);
+  }
+  std::vector<int64_t> tile_bytes;
+
+public:
+  // Each tile rounded up to the alignment, as the code generator lays them
+  // out (in dynamic shared memory, one after another).
+  void total_shared() {
+    shared_bytes = 0;
+    for (int64_t bytes : tile_bytes)
+      shared_bytes += static_cast<int>((bytes + shared_alignment - 1) / shared_alignment * shared_alignment);
   }
 
 public:
@@ -178,8 +193,10 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
   threads.visit_stmt(body);
   scan.has_threads_anywhere = threads.found;
   scan.visit_stmt(body);
+  scan.total_shared();
   kernel.block = scan.block;
   kernel.shared_bytes = scan.shared_bytes;
+  kernel.shared_alignment = scan.shared_alignment;
   body = FuseThreads(scan).mutate(body);
   for (auto loop = block_loops.rbegin(); loop != block_loops.rend(); ++loop)
     body = LetStmt::make((*loop)->name, gpu_index(block_id_intrinsic((*loop)->gpu_dim)) + (*loop)->min, body);

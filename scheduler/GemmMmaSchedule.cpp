@@ -6,8 +6,8 @@
 namespace coalesce {
 
 std::string MmaTiling::str() const {
-  return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n, " per warp (",
-                 warps(), " warps), k step ", k_step,
+  return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
+                 is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
@@ -19,6 +19,33 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     int block_m, block_n, warp_m, warp_n, min_blocks;
   };
   bool tf32 = kind == MmaKind::TF32_m16n8k8;
+  if (is_warpgroup_mma(kind)) {
+    // Two warpgroups of 64 x 128 (64 accumulators per thread) on a 128 x 128
+    // tile, k step 64 (one 128-byte swizzled row of A), three stages: 96 KiB
+    // of shared memory, two blocks per SM.
+    const Tile group_tiles[] = {{128, 128, 64, 128, 2}, {128, 64, 64, 64, 2}, {64, 64, 64, 64, 2}};
+    const Tile *pick = &group_tiles[2];
+    for (const Tile &t : group_tiles) {
+      if (t.block_m > 64 && M > 0 && M <= 64)
+        continue;
+      int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+      if (M <= 0 || N <= 0 || blocks >= sm_count) {
+        pick = &t;
+        break;
+      }
+    }
+    MmaTiling tiling;
+    tiling.kind = kind;
+    tiling.block_m = pick->block_m;
+    tiling.block_n = pick->block_n;
+    tiling.warp_m = pick->warp_m;
+    tiling.warp_n = pick->warp_n;
+    tiling.min_blocks_per_sm = pick->min_blocks;
+    tiling.k_step = 64;
+    tiling.stages = 3;
+    tiling.a_padding = tiling.b_padding = 0;
+    return tiling;
+  }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
   const Tile *chosen = &tiles[2];
   for (const Tile &t : tiles) {
@@ -75,6 +102,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->double_buffered = t.double_buffered;
     layout->stages = t.stages;
   }
+  if (is_warpgroup_mma(t.kind))
+    a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's
   RVar ko("ko"), kk("kk");
   acc.update()
       .mma(k, ko, kk, t.k_step)

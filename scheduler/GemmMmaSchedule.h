@@ -29,7 +29,8 @@ struct MmaTiling {
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;
 
-  int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
+  /// Warps per block: a warpgroup MMA's 64-row tile is 4 warps.
+  int warps() const { return (block_m / warp_m) * (block_n / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1); }
   std::string str() const;
 };
 

@@ -62,6 +62,10 @@ struct GpuKernel {
   std::array<int, 3> block{{1, 1, 1}}; ///< threads per dimension
   int threads() const { return block[0] * block[1] * block[2]; }
   int shared_bytes = 0;
+  /// Where each shared tile starts, in bytes: 16 (vector copies), or 1024
+  /// in a kernel with warpgroup MMAs, whose swizzled tiles must start at an
+  /// atom of the 128-byte swizzle (the matrix descriptors' base offset 0).
+  int shared_alignment = 16;
   int min_blocks_per_sm = 0; ///< 0: no request
 };
 

@@ -170,6 +170,19 @@ class Simplifier : public IRMutator {
       return make_bool(!*a);
     return e;
   }
+  Expr visit(const Call *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *call = e.as<Call>();
+    if (call && call->intrinsic == Intrinsic::BitXor) {
+      // Unrolled copies index swizzled tiles with constants.
+      auto a = as_const_int(call->args[0]), b = as_const_int(call->args[1]);
+      if (a && b)
+        return Expr(static_cast<int>(*a ^ *b));
+      if ((a && *a == 0) || (b && *b == 0))
+        return a ? call->args[1] : call->args[0];
+    }
+    return e;
+  }
   Expr visit(const Select *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
     const auto *node = e.as<Select>();

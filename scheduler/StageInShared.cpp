@@ -198,7 +198,14 @@ struct StagedTile {
   std::vector<int> order;              // shared dimension -> input dimension
   std::vector<int64_t> shared_extents; // allocated, padding included
   int64_t elements = 1;                // of the tile itself
+  // Read by warpgroup MMAs: stored in 128-byte swizzled atoms (see
+  // shared_indices), the layout their matrix descriptors describe.
+  bool swizzled = false;
 };
+
+// Elements of a 16-bit tile per 128-byte row of a swizzled atom, and the
+// elements of one 16-byte column in it.
+constexpr int kSwizzleRow = 64, kSwizzleColumn = 8;
 
 // The cooperative copy loops: each thread handles elements e*T + t of the
 // tile in row-major order of the input (so that consecutive threads read
@@ -254,10 +261,25 @@ int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan) {
 
 // Shared-memory indices (buffer selector first when double buffered) for
 // tile coordinates given in input order.
+//
+// A swizzled tile [R][C] (C a multiple of 64 16-bit elements) is stored as
+// [C / 64][R][64]: blocks of 64 columns, each row of a block 128 bytes, and
+// in row r the 16-byte column j at position j ^ (r % 8). Eight rows (1024
+// bytes) are one atom of the tensor cores' 128-byte swizzle, the layout a
+// warpgroup MMA's descriptor names; the XOR also spreads the 16-byte
+// columns of eight consecutive rows over all 32 banks.
 std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which) {
   std::vector<Expr> indices;
   if (tile.layout.double_buffered)
     indices.push_back(which);
+  if (tile.swizzled) {
+    const Expr &r = coords[0], &c = coords[1];
+    Expr column = Call::make_intrinsic(Intrinsic::BitXor, Int(32), {(c % kSwizzleRow) / kSwizzleColumn, r % 8});
+    indices.push_back(c / kSwizzleRow);
+    indices.push_back(r);
+    indices.push_back(column * kSwizzleColumn + c % kSwizzleColumn);
+    return indices;
+  }
   for (int d : tile.order)
     indices.push_back(coords[d]);
   return indices;
@@ -392,11 +414,20 @@ Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::st
   return IfThenElse::make(tile.input->extents.back() % vector == 0, vectors, scalar);
 }
 
+// Before the barrier that publishes a tile: a tile that warpgroup MMAs read
+// was written through the ordinary (generic) proxy, by copies or stores,
+// and the tensor cores read through the async proxy, which sees those
+// writes only after a proxy fence by each writing thread.
+Stmt publish_fence(const std::vector<StagedTile> &tiles) {
+  bool any = std::any_of(tiles.begin(), tiles.end(), [](const StagedTile &t) { return t.swizzled; });
+  return any ? Evaluate::make(Call::make_intrinsic(Intrinsic::FenceProxyAsync, Int(32), {})) : Stmt();
+}
+
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage)
-      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage) {}
+              const std::string &stage, bool warpgroup_mma)
+      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), warpgroup_mma_(warpgroup_mma) {}
   bool found = false;
 
 private:
@@ -405,6 +436,7 @@ private:
   std::vector<SharedStaging> requests_;
   const Environment &env_;
   const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
@@ -442,6 +474,16 @@ private:
     for (int d : tile.order)
       tile.shared_extents.push_back(tile.region.extent[d]);
     tile.shared_extents.back() += tile.layout.padding;
+    if (warpgroup_mma_) {
+      // check_mma made sure the tile can be swizzled: 2-D, 16-bit, rows of
+      // whole atoms, no padding or transposition.
+      const std::vector<int64_t> &extent = tile.region.extent;
+      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && tile.input->type.bytes() == 2 && extent[1] % kSwizzleRow == 0 &&
+                                   extent[0] % 8 == 0 && !tile.layout.padding && !tile.layout.transposed,
+                               "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");
+      tile.swizzled = true;
+      tile.shared_extents = {extent[1] / kSwizzleRow, extent[0], kSwizzleRow};
+    }
     return tile;
   }
 
@@ -532,12 +574,13 @@ private:
       // barrier makes it visible (the other buffer was last read before the
       // previous iteration's barrier).
       Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
-      new_body = Block::make({copies.empty() ? Stmt() : Block::make({Block::make(copies), Barrier::make()}),
+      new_body = Block::make({copies.empty() ? Stmt()
+                                             : Block::make({Block::make(copies), publish_fence(tiles), Barrier::make()}),
                               IfThenElse::make(has_next, Block::make(fetches)), body,
                               stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)),
-                              wait, Barrier::make()});
+                              wait, publish_fence(tiles), Barrier::make()});
     } else {
-      new_body = Block::make({Block::make(copies), Barrier::make(), body, Barrier::make()});
+      new_body = Block::make({Block::make(copies), publish_fence(tiles), Barrier::make(), body, Barrier::make()});
     }
     Stmt result = For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of);
     // The first tile is copied before the loop, unconditionally up to here:
@@ -557,7 +600,7 @@ private:
     if (!prologue.empty() && async_prologue) {
       // The predicated copies of the first tile land before the barrier.
       Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
-      result = Block::make({Block::make(prologue), wait, Barrier::make(), result});
+      result = Block::make({Block::make(prologue), wait, publish_fence(tiles), Barrier::make(), result});
     } else if (!prologue.empty()) {
       Expr inputs_have_elements;
       std::set<std::string> seen; // A and B share K: test it once
@@ -567,7 +610,7 @@ private:
             Expr positive = 0 < extent;
             inputs_have_elements = inputs_have_elements.defined() ? (inputs_have_elements && positive) : positive;
           }
-      result = Block::make({Block::make(prologue), Barrier::make(), result});
+      result = Block::make({Block::make(prologue), publish_fence(tiles), Barrier::make(), result});
       if (inputs_have_elements.defined())
         result = IfThenElse::make(simplify(inputs_have_elements), result);
     }
@@ -632,7 +675,8 @@ private:
       prologue.push_back(intrinsic(Intrinsic::AsyncCommit));
     }
     Expr ahead = simplify(loop_var + (stages - 1));
-    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(stages - 2)}), Barrier::make(),
+    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(stages - 2)}), publish_fence(tiles),
+                             Barrier::make(),
                              IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
                              intrinsic(Intrinsic::AsyncCommit), body});
     Stmt result = Block::make({Block::make(prologue),
@@ -712,7 +756,8 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
       for (const auto &[at_loop, requests] : by_loop) {
         std::string loop = stage_prefix(func.name, stage) + at_loop;
         std::string stage_name = stage_description(func, stage);
-        StageAtLoop pass(loop, requests, env, stage_name);
+        bool warpgroup_mma = is_warpgroup_mma(func.schedule.stages[stage].mma.kind);
+        StageAtLoop pass(loop, requests, env, stage_name, warpgroup_mma);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }

@@ -64,6 +64,7 @@ private:
   using IRMutator::visit;
   std::vector<MmaStage> stages_;
   std::map<std::string, Expr> lets_; // every let around the current node
+  std::map<std::string, const Allocate *> allocations_; // every allocation seen, by name
 
   Stmt visit(const LetStmt *op, const Stmt &self) override {
     auto saved = lets_.find(op->name) == lets_.end() ? Expr() : lets_[op->name];
@@ -76,13 +77,71 @@ private:
     return result;
   }
 
+  Stmt visit(const Allocate *op, const Stmt &self) override {
+    allocations_[op->name] = op;
+    return IRMutator::visit(op, self);
+  }
+
   Stmt visit(const For *op, const Stmt &self) override {
     for (const MmaStage &stage : stages_) {
-      const MmaLayout &layout = stage.func->schedule.stages[stage.index].mma_layout;
-      if (op->name == stage.prefix + layout.frag_i)
+      const StageSchedule &schedule = stage.func->schedule.stages[stage.index];
+      const MmaLayout &layout = schedule.mma_layout;
+      bool group = is_warpgroup_mma(schedule.mma.kind);
+      if (!group && op->name == stage.prefix + layout.frag_i)
         return replace(self, stage);
+      if (group && op->name == stage.prefix + layout.mma_j)
+        return replace(self, stage);
+      if (group && op->name == stage.prefix + layout.lane) {
+        // One k step's warpgroup MMAs: the accumulators are ordered before
+        // the first, and all have completed after the wait, before anything
+        // reads the accumulators or the step's shared tiles are refilled.
+        Stmt body = IRMutator::visit(op, self);
+        const auto *loop = body.as<For>();
+        if (!contains_warpgroup_mma(loop->body))
+          return body;
+        auto sync = [](Intrinsic which, std::vector<Expr> args = {}) {
+          return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
+        };
+        Stmt step = Block::make({sync(Intrinsic::WgmmaFence), loop->body, sync(Intrinsic::WgmmaCommit),
+                                 sync(Intrinsic::WgmmaWait, {Expr(0)})});
+        return For::make(loop->name, loop->min, loop->extent, loop->for_kind, step, loop->gpu_dim, loop->reduction_of);
+      }
     }
     return IRMutator::visit(op, self);
+  }
+
+  static bool contains_warpgroup_mma(const Stmt &s) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const WarpMma *op) override { found |= is_warpgroup_mma(op->kind); }
+    } finder;
+    finder.visit_stmt(s);
+    return finder.found;
+  }
+
+  // A warpgroup MMA operand's tile, staged swizzled as [slots][column
+  // blocks][rows][64] (stage_in_shared): the descriptor's byte offsets.
+  // K-major (A, [m][k]): 8-row groups 1024 bytes apart; the leading offset
+  // is unused with the swizzle (1, as the encoding expects). MN-major (B,
+  // [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
+  // (k) groups 1024 bytes apart.
+  MmaSharedOperand shared_operand(const Expr &operand, bool mn_major) {
+    Expr e = operand;
+    if (const auto *cast = e.as<Cast>())
+      e = cast->value;
+    const auto *load = e.as<Load>();
+    auto found = load ? allocations_.find(load->buffer) : allocations_.end();
+    COALESCE_INTERNAL_ASSERT(found != allocations_.end() && found->second->memory == MemoryType::Shared &&
+                                 found->second->extents.size() == 4 && load->type.bytes() == 2,
+                             "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
+    auto rows = as_const_int(found->second->extents[2]);
+    COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");
+    MmaSharedOperand result;
+    result.mn_major = mn_major;
+    result.stride_bytes = 1024;
+    result.leading_bytes = mn_major ? static_cast<int>(*rows * 128) : 16;
+    return result;
   }
 
   // frag_i { frag_j { kt { [if k < K] acc = acc + a * b } } }, with lets at
@@ -91,10 +150,16 @@ private:
     const StageSchedule &schedule = stage.func->schedule.stages[stage.index];
     const MmaLayout &layout = schedule.mma_layout;
     MmaKind kind = schedule.mma.kind;
+    bool group = is_warpgroup_mma(kind);
     std::map<std::string, Expr> lets = lets_;
     std::vector<std::string> expected = {stage.prefix + layout.frag_i, stage.prefix + layout.frag_j,
                                          stage.prefix + schedule.mma.k_inner};
     std::vector<int64_t> extents = {2, 2, mma_k(kind)};
+    if (group) {
+      // A warpgroup MMA also covers the warp's 8-column fragments.
+      expected.insert(expected.begin(), stage.prefix + layout.mma_j);
+      extents.insert(extents.begin(), layout.warp_n / 8);
+    }
     Stmt s = frag_i;
     size_t level = 0;
     const Store *store = nullptr;
@@ -128,11 +193,23 @@ private:
     // lane = (m % 8) * 4 + n / 2 (which lane owns it), k_inner = k.
     Expr m = Variable::make(Int(32), kMmaRow), n = Variable::make(Int(32), kMmaColumn);
     Expr k = Variable::make(Int(32), kMmaStep);
-    std::map<std::string, Expr> element = {{expected[0], Variable::make(Int(32), kMmaFragRow)},
-                                           {expected[1], Variable::make(Int(32), kMmaFragColumn)}};
-    std::map<std::string, Expr> operand = {{expected[0], m / 8}, {expected[1], n % 2}};
+    std::string frag_row = stage.prefix + layout.frag_i, frag_j = stage.prefix + layout.frag_j;
+    std::map<std::string, Expr> element = {{frag_row, Variable::make(Int(32), kMmaFragRow)},
+                                           {frag_j, Variable::make(Int(32), kMmaFragColumn)}};
+    std::map<std::string, Expr> operand = {{frag_row, m / 8}, {frag_j, n % 2}};
     operand[stage.prefix + layout.lane] = (m % 8) * 4 + n / 2;
-    operand[expected[2]] = k;
+    operand[stage.prefix + schedule.mma.k_inner] = k;
+    Expr warp = Variable::make(Int(32), stage.prefix + layout.warp);
+    if (group) {
+      // (mma.m, mma.n) in the warpgroup's 64 x N tile: row m is row m % 16
+      // of warp 4 (warp / 4) + m / 16; column n is in fragment n / 8.
+      std::string mma_j = stage.prefix + layout.mma_j;
+      element[mma_j] = Variable::make(Int(32), kMmaFragBlock);
+      operand[mma_j] = n / 8;
+      operand[frag_row] = (m % 16) / 8;
+      operand[stage.prefix + layout.lane] = (m % 8) * 4 + (n % 8) / 2;
+      operand[stage.prefix + layout.warp] = (warp / 4) * 4 + m / 16;
+    }
     auto operand_value = [&](const Expr &e) { return simplify(substitute(operand, expand(e, lets))); };
     Expr x = operand_value(mul->a), y = operand_value(mul->b);
     Expr a = reads(x, stage.operands.a) ? x : y, b = a.same_as(x) ? y : x;
@@ -151,7 +228,11 @@ private:
     // A first: the GPU back end gathers the factors' fragments by position.
     Stmt update = Store::make(store->buffer, indices, Add::make(acc, Mul::make(a, b)));
     ++replaced;
-    return WarpMma::make(kind, Variable::make(Int(32), stage.prefix + layout.lane), update);
+    Expr lane = Variable::make(Int(32), stage.prefix + layout.lane);
+    if (group)
+      return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n, shared_operand(a, false),
+                                     shared_operand(b, true), update);
+    return WarpMma::make(kind, lane, update);
   }
 };
 

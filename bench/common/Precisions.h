@@ -35,10 +35,18 @@ inline Type output_type(Precision p) { return input_type(p); }
 /// The warp MMA instruction of the tensor-core schedule; FP32 has none (its
 /// kernels are the FFMA schedule, scheduler/GemmSchedule.h).
 inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
-inline MmaKind mma_kind(Precision p) {
+/// With `warpgroup`, bf16 and f16 use Hopper's warpgroup MMA (sm_90a only);
+/// tf32 has no warpgroup schedule (its B would need a transposed staging).
+inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
+  if (warpgroup && p == Precision::BF16)
+    return MmaKind::BF16_wgmma_m64k16;
+  if (warpgroup && p == Precision::F16)
+    return MmaKind::F16_wgmma_m64k16;
   return p == Precision::BF16 ? MmaKind::BF16_m16n8k16 : p == Precision::F16 ? MmaKind::F16_m16n8k16
                                                                               : MmaKind::TF32_m16n8k8;
 }
+/// Whether precision `p` has a warpgroup MMA schedule.
+inline bool has_warpgroup_mma(Precision p) { return p == Precision::BF16 || p == Precision::F16; }
 
 /// The non-empty items of a comma-separated list, in order ("a,,b" is a, b).
 inline std::vector<std::string> split_list(const std::string &list) {
@@ -153,13 +161,14 @@ inline double tolerance(Precision p, Comparison c) {
 
 /// The tensor-core tiling for an M x N problem: the library's shape-aware
 /// choice (scheduler/GemmMmaSchedule.h).
-inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count) {
-  return default_mma_tiling(mma_kind(p), M, N, sm_count);
+inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count, bool warpgroup = false) {
+  return default_mma_tiling(mma_kind(p, warpgroup), M, N, sm_count);
 }
 /// The same with K known: the reduction split across blocks where the tiles
 /// leave multiprocessors idle (default_split_k).
-inline MmaTiling mma_tiling_for_shape(Precision p, int64_t M, int64_t N, int64_t K, int sm_count) {
-  return default_mma_tiling(mma_kind(p), M, N, K, sm_count);
+inline MmaTiling mma_tiling_for_shape(Precision p, int64_t M, int64_t N, int64_t K, int sm_count,
+                                      bool warpgroup = false) {
+  return default_mma_tiling(mma_kind(p, warpgroup), M, N, K, sm_count);
 }
 
 /// A bias value every precision's bias vector holds exactly: `x` in [-1, 1)

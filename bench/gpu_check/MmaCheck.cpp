@@ -60,7 +60,9 @@ constexpr size_t kGuardBytes = 1 << 16;
 constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
-std::string name_of(Precision p) { return std::string("mma ") + reference::precision_name(p) + " (bias_gelu)"; }
+std::string name_of(Precision p, bool warpgroup = false) {
+  return std::string(warpgroup ? "wgmma " : "mma ") + reference::precision_name(p) + " (bias_gelu)";
+}
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
@@ -258,9 +260,10 @@ template <typename Body> void guarded(const std::string &name, const Shape &s, c
 
 /// Our kernel at one shape: against the double reference on `ref_rows`
 /// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
-void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas) {
-  const std::string name = name_of(p);
-  const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count());
+void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas,
+                 bool warpgroup) {
+  const std::string name = name_of(p, warpgroup);
+  const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -343,21 +346,33 @@ void check_mma(Precision p) {
   std::printf("\n== tensor-core schedule, %s (%s A and B, %s out), bias + GELU ==\n", reference::precision_name(p),
               bench::input_type(p).str().c_str(), bench::output_type(p).str().c_str());
   Kernels kernels;
-  for (const Shape &s : kDoubleShapes)
-    check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/true);
-  for (const Shape &s : kCublasShapes)
-    check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true);
-  for (const Shape &s : kSmallKShapes)
-    check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false);
+  // Both instruction families where the GPU has warpgroup MMAs.
+  std::vector<bool> families = {false};
+  if (bench::has_warpgroup_mma(p) && target_for_current_device().sm() == "sm_90a")
+    families.push_back(true);
+  for (bool warpgroup : families) {
+    for (const Shape &s : kDoubleShapes)
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/true, warpgroup);
+    for (const Shape &s : kCublasShapes)
+      check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true, warpgroup);
+    for (const Shape &s : kSmallKShapes)
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, warpgroup);
+  }
 }
 
 void mma_sanitizer_case() {
+  mma_sanitizer_case(false);
+  if (target_for_current_device().sm() == "sm_90a")
+    mma_sanitizer_case(true);
+}
+
+void mma_sanitizer_case(bool warpgroup) {
   const Precision p = Precision::BF16;
   const Shape &s = kSanitizerShape;
-  const std::string name = name_of(p);
+  const std::string name = name_of(p, warpgroup);
   try {
     Kernels kernels;
-    const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count());
+    const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

@@ -12,5 +12,7 @@ void check_mma(bench::Precision p);
 /// One bf16 run at a ragged shape on buffers of exactly the right size, for
 /// compute-sanitizer; its result goes to Report.h too.
 void mma_sanitizer_case();
+/// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a).
+void mma_sanitizer_case(bool warpgroup);
 
 } // namespace coalesce::gpu_check

@@ -15,7 +15,8 @@
 //   coalesce_gemm       make_gemm(Epilogue::None), coalesce_fused with bias + GELU:
 //   coalesce_fused        fp32: the FFMA schedule (schedule_gemm, default_gemm_tiling);
 //                         tf32/bf16/f16: the tensor-core schedule (schedule_gemm_mma,
-//                         bench::mma_tiling for the shape)
+//                         bench::mma_tiling for the shape): for bf16/f16 on sm_90a
+//                         the warpgroup MMA (COALESCE_BENCH_WARP_MMA=1: the warp MMA)
 //
 // Protocol (shared/BENCH.md), for every (precision, variant, shape):
 //   1. correctness: the output is poisoned (NaN), the variant runs once, every
@@ -239,7 +240,12 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   std::optional<GemmTiling> ffma;
   std::string tiling;
   if (uses_tensor_cores(p)) {
-    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count);
+    // Hopper's warpgroup MMA where the GPU has it (bf16, f16), else the
+    // warp MMA; COALESCE_BENCH_WARP_MMA=1 keeps the warp MMA to compare.
+    const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
+    bool warpgroup = has_warpgroup_mma(p) && target_for_current_device().sm() == "sm_90a" &&
+                     !(warp_only && std::string(warp_only) == "1");
+    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
     tiling = mma->str();
   } else {
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);

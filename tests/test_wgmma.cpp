@@ -1,0 +1,184 @@
+// Warpgroup MMA (Hopper's wgmma) schedules on the CPU, which runs the same
+// statements the GPU runs, against the double reference at square and
+// ragged shapes with the K = 1 / K = 3 pair; their legality rules; and their
+// kernels through ptxas, where the silent degradations ptxas reports only as
+// information (serialized MMAs, injected waits) fail the test.
+
+#include "examples/Reference.h"
+#include "scheduler/GemmMmaSchedule.h"
+#include "ErrorCapture.h"
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+Type operand_type(MmaKind kind) { return kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16); }
+
+// One warpgroup on a 64 x 64 tile: the smallest wgmma schedule, so ragged
+// shapes cover several blocks on the CPU quickly.
+MmaTiling small_group_tiling(MmaKind kind) {
+  MmaTiling t = default_mma_tiling(kind, 64, 64);
+  t.block_m = 64;
+  t.block_n = 64;
+  t.warp_m = 64;
+  t.warp_n = 64;
+  return t;
+}
+
+Gemm scheduled(MmaKind kind, const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
+  Gemm g = make_gemm(e, operand_type(kind), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return g;
+}
+
+double error_against_reference(Pipeline &pipeline, MmaKind kind, int M, int N, int K, Epilogue e) {
+  GemmData data = make_data(M, N, K, 11, operand_type(kind));
+  Buffer out({M, N}, BFloat(16));
+  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
+  Buffer wide({M, N});
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      wide(i, j) = out.at(i, j);
+  return relative_error(wide, reference(data, M, N, K, e));
+}
+
+} // namespace
+
+TEST_CASE("bf16 and f16 warpgroup MMA GEMMs + bias + GELU match the double reference, ragged shapes included") {
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
+    for (const MmaTiling &t : {small_group_tiling(kind), default_mma_tiling(kind, 4096, 4096)}) {
+      INFO(t.str());
+      Gemm g = scheduled(kind, t);
+      Pipeline pipeline(g.out);
+      for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {64, 64, 64}, {127, 129, 131}, {130, 200, 72}}) {
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        // Exact sums up to f32 rounding; the output rounded to bf16.
+        CHECK(error_against_reference(pipeline, kind, M, N, K, Epilogue::BiasGelu) < 4e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("a warpgroup MMA schedule's fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
+  MmaKind kind = MmaKind::BF16_wgmma_m64k16;
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = scheduled(kind, small_group_tiling(kind), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, kind, 70, 130, K, e) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("the loop nest shows the warpgroup MMA, its swizzled tiles and its synchronization") {
+  Gemm g = scheduled(MmaKind::BF16_wgmma_m64k16, default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096));
+  std::string nest = Pipeline(g.out).loop_nest();
+  CHECK_HAS(nest, "warpgroup_mma bf16 wgmma m64n128k16");
+  CHECK_HAS(nest, "A: stride 1024 B; B: leading 8192 B, stride 1024 B, mn-major; 128-byte swizzle");
+  CHECK_HAS(nest, "bit_xor(");
+  CHECK_HAS(nest, "fence_proxy_async()");
+  CHECK_HAS(nest, "wgmma_fence()");
+  CHECK_HAS(nest, "wgmma_commit()");
+  CHECK_HAS(nest, "wgmma_wait(0)");
+  // 64-column blocks of the swizzled tiles: A [3][1][128][64], B [3][2][64][64].
+  CHECK_HAS(nest, "allocate A_shared[3][1][128][64] bf16 in shared");
+  CHECK_HAS(nest, "allocate B_shared[3][2][64][64] bf16 in shared");
+}
+
+TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule") {
+  using coalesce::testing::user_error_of;
+  MmaKind kind = MmaKind::BF16_wgmma_m64k16;
+  SUBCASE("a warpgroup tile that is not 64 rows") {
+    MmaTiling t = small_group_tiling(kind);
+    t.warp_m = 32;
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
+              "64 x N tile per warpgroup");
+  }
+  SUBCASE("columns that are not whole swizzle atoms") {
+    MmaTiling t = small_group_tiling(kind);
+    t.warp_n = 32;
+    t.block_n = 64;
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
+              "a multiple of 64");
+  }
+  SUBCASE("a k step that is not whole 128-byte rows") {
+    MmaTiling t = small_group_tiling(kind);
+    t.k_step = 32;
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
+              "k step must be a positive multiple of 64");
+  }
+  SUBCASE("an operand left in global memory") {
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+        .mma_tile(ii, jj, kind, 64, 64, warp, lane, mi, nj, fi, fj);
+    g.out.fuse_epilogue(g.acc, bj);
+    SharedLayout zero;
+    zero.zero_fill = true;
+    RVar ko("ko"), kk("kk");
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, zero);
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "stage 'B' in shared memory at 'ko'");
+  }
+  SUBCASE("padding, which would move what the descriptor locates") {
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+        .mma_tile(ii, jj, kind, 64, 64, warp, lane, mi, nj, fi, fj);
+    g.out.fuse_epilogue(g.acc, bj);
+    SharedLayout padded;
+    padded.zero_fill = true;
+    padded.padding = 8;
+    RVar ko("ko"), kk("kk");
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, padded)
+        .stage_in_shared(g.B, ko, padded);
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "leave SharedLayout's padding at 0");
+  }
+  SUBCASE("a target without warpgroup MMAs") {
+    Gemm g = scheduled(kind, small_group_tiling(kind));
+    Pipeline pipeline(g.out);
+    CHECK_HAS(user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90")); }), "only target sm_90a has");
+    CHECK_HAS(user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_80")); }), "only target sm_90a has");
+  }
+}
+
+TEST_CASE("warpgroup MMA kernels assemble for sm_90a without spills, serialized MMAs or injected waits") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
+    MmaTiling t = default_mma_tiling(kind, 4096, 4096);
+    Gemm g = scheduled(kind, t);
+    Pipeline pipeline(g.out);
+    GpuTarget target = parse_gpu_target("sm_90a");
+    const std::string &ptx = pipeline.ptx(target);
+    CHECK_HAS(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32");
+    CHECK_HAS(ptx, "wgmma.fence.sync.aligned");
+    CHECK_HAS(ptx, "fence.proxy.async.shared::cta");
+    PtxasResult assembled = pipeline.assemble(target);
+    REQUIRE(assembled.kernels.size() == 1);
+    const KernelResources &kernel = assembled.kernels.front();
+    MESSAGE(t.str(), ": ", kernel.registers, " registers, schedule to PTX in ", pipeline.last_ptx_compile_ms(), " ms");
+    CHECK_FALSE(kernel.spills());
+    CHECK(kernel.stack_frame_bytes == 0);
+    // ptxas reports these as information only, and each costs the MMAs
+    // their overlap: C7515 serialized wgmma, C7517 / C7519 inserted waits.
+    for (const char *code : {"C7515", "C7517", "C7519", "C7508"}) {
+      INFO(std::string(code), " in ptxas's report:\n", assembled.log);
+      CHECK(assembled.log.find(code) == std::string::npos);
+    }
+  }
+}
