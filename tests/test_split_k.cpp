@@ -138,6 +138,18 @@ TEST_CASE("FFMA split-K schedules match the double reference at ragged shapes, K
   }
 }
 
+TEST_CASE("a split into one slice is the whole sum, through the workspace and the arrival") {
+  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  g.acc.update().allow_reassociation();
+  g.out.split_k(g.acc, g.k, Var("kz"), 1);
+  Pipeline pipeline(g.out);
+  CHECK(pipeline.loop_nest().find("last_arrival(acc.tile_counters[bi, bj], 1)") != std::string::npos);
+  for (Shape s : {Shape{37, 70, 0}, Shape{17, 130, 50}}) {
+    GemmData data = make_data(s.M, s.N, s.K, 4);
+    CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+  }
+}
+
 TEST_CASE("split-K runs the epilogue once, after the combine: the K = 1 / K = 3 pair") {
   for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
     for (bool fold : {false, true}) {
