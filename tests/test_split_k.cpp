@@ -200,6 +200,12 @@ TEST_CASE("the workspace is kept between calls: counters and atomic tiles are le
   }
 }
 
+TEST_CASE("the kernel's shared memory counts last_arrival's word, so tiles at the static limit go dynamic") {
+  Gemm split = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(2, SplitKMode::Deterministic));
+  Gemm whole = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  CHECK(lower_for_gpu(split.out).kernels.at(0).shared_bytes == lower_for_gpu(whole.out).kernels.at(0).shared_bytes + 16);
+}
+
 TEST_CASE("the workspace is an argument of the lowered program, not of the caller") {
   Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Deterministic));
   std::vector<Argument> args = lowered_arguments(g.out);
