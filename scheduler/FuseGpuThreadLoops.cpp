@@ -77,6 +77,18 @@ private:
     note_access(op->buffer, op->indices);
     IRVisitor::visit(op);
   }
+  void visit(const Call *op) override {
+    // last_arrival answers every thread of the block through one shared
+    // word (codegen/CodeGenPTX.cpp), counted here, 16-byte rounded like a
+    // tile, so that a kernel whose tiles fill the static limit exactly
+    // moves them to dynamic shared memory instead of going past it.
+    if (op->intrinsic == Intrinsic::LastArrival && !counted_arrival_) {
+      shared_bytes += 16;
+      counted_arrival_ = true;
+    }
+    IRVisitor::visit(op);
+  }
+  bool counted_arrival_ = false;
   void visit(const Allocate *op) override {
     if (op->memory == MemoryType::Register || op->memory == MemoryType::Auto)
       registers.insert(op->name);

@@ -171,8 +171,9 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     } else {
       std::string s = slice_loop_name(consumer) + "_sum";
       steps.push_back(Store::make(producer.name, load->indices, read_slice(0)));
-      steps.push_back(For::make(s, 1, split.slices - 1, ForKind::Serial,
-                                Store::make(producer.name, load->indices, element + read_slice(var(s)))));
+      if (split.slices > 1)
+        steps.push_back(For::make(s, 1, split.slices - 1, ForKind::Serial,
+                                  Store::make(producer.name, load->indices, element + read_slice(var(s)))));
     }
     steps.push_back(Store::make(store->buffer, store->indices, store->value));
     return Block::make(steps);

@@ -138,6 +138,18 @@ TEST_CASE("FFMA split-K schedules match the double reference at ragged shapes, K
   }
 }
 
+TEST_CASE("a split into one slice is the whole sum, through the workspace and the arrival") {
+  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  g.acc.update().allow_reassociation();
+  g.out.split_k(g.acc, g.k, Var("kz"), 1);
+  Pipeline pipeline(g.out);
+  CHECK(pipeline.loop_nest().find("last_arrival(acc.tile_counters[bi, bj], 1)") != std::string::npos);
+  for (Shape s : {Shape{37, 70, 0}, Shape{17, 130, 50}}) {
+    GemmData data = make_data(s.M, s.N, s.K, 4);
+    CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+  }
+}
+
 TEST_CASE("split-K runs the epilogue once, after the combine: the K = 1 / K = 3 pair") {
   for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
     for (bool fold : {false, true}) {
@@ -186,6 +198,12 @@ TEST_CASE("the workspace is kept between calls: counters and atomic tiles are le
     CHECK(relative_error(other, reference(db, b.M, b.N, b.K, g.epilogue)) < 1e-5);
     CHECK(relative_error(first, reference(da, a.M, a.N, a.K, g.epilogue)) < 1e-5);
   }
+}
+
+TEST_CASE("the kernel's shared memory counts last_arrival's word, so tiles at the static limit go dynamic") {
+  Gemm split = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(2, SplitKMode::Deterministic));
+  Gemm whole = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  CHECK(lower_for_gpu(split.out).kernels.at(0).shared_bytes == lower_for_gpu(whole.out).kernels.at(0).shared_bytes + 16);
 }
 
 TEST_CASE("the workspace is an argument of the lowered program, not of the caller") {
