@@ -82,10 +82,8 @@ private:
     // word (codegen/CodeGenPTX.cpp), counted here, 16-byte rounded like a
     // tile, so that a kernel whose tiles fill the static limit exactly
     // moves them to dynamic shared memory instead of going past it.
-    if (op->intrinsic == Intrinsic::LastArrival && !counted_arrival_) {
-      shared_bytes += 16;
+    if (op->intrinsic == Intrinsic::LastArrival)
       counted_arrival_ = true;
-    }
     IRVisitor::visit(op);
   }
   bool counted_arrival_ = false;
@@ -118,6 +116,8 @@ public:
     shared_bytes = 0;
     for (int64_t bytes : tile_bytes)
       shared_bytes += static_cast<int>((bytes + shared_alignment - 1) / shared_alignment * shared_alignment);
+    if (counted_arrival_)
+      shared_bytes += 16; // last_arrival's word (visit(const Call *))
   }
 
 public:
