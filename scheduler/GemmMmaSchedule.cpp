@@ -3,6 +3,8 @@
 #include "dsl/Error.h"
 #include "scheduler/GemmSchedule.h"
 
+#include <algorithm>
+
 namespace coalesce {
 
 std::string MmaTiling::str() const {
@@ -76,7 +78,8 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
   MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
   if (M > 0 && N > 0) {
     int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-    t.split_k = default_split_k(tiles, K, t.k_step, sm_count);
+    // As many blocks per multiprocessor as the tiling asks registers for.
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, std::max(t.min_blocks_per_sm, 2));
   }
   return t;
 }

@@ -24,10 +24,13 @@ GemmTiling small_m_tiling(int rows) {
   return t;
 }
 
-int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count) {
-  if (tiles <= 0 || K < kMinSplitDepth || tiles >= 2 * int64_t{sm_count})
+int split_k_blocks_per_sm(int threads) { return std::clamp(512 / std::max(threads, 1), 2, 8); }
+
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blocks_per_sm) {
+  int64_t target = int64_t{blocks_per_sm} * sm_count;
+  if (tiles <= 0 || K < kMinSplitDepth || tiles >= target)
     return 1;
-  int64_t wanted = (2 * int64_t{sm_count} + tiles - 1) / tiles;
+  int64_t wanted = (target + tiles - 1) / tiles;
   int64_t deep_enough = std::max<int64_t>(K / std::max(kMinSliceDepth, k_step), 1);
   return static_cast<int>(std::min<int64_t>({wanted, deep_enough, kMaxDefaultSlices}));
 }
@@ -64,7 +67,7 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
   GemmTiling t = tile_for_shape(M, N, sm_count);
   if (M > 0 && N > 0) {
     int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-    t.split_k = default_split_k(tiles, K, t.k_step, sm_count);
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, split_k_blocks_per_sm(t.threads_m * t.threads_n));
   }
   return t;
 }

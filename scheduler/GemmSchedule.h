@@ -41,12 +41,16 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 1
 GemmTiling small_m_tiling(int rows);
 
 /// How many blocks to split a K-long reduction across when `tiles` output
-/// tiles would run alone: none (1) when the tiles give every one of the
-/// `sm_count` multiprocessors two blocks, when K is shorter than
+/// tiles would run alone: none (1) when the tiles already give each of the
+/// `sm_count` multiprocessors `blocks_per_sm` blocks, when K is shorter than
 /// kMinSplitDepth (one tile's K loop is then not what takes the time) or
-/// unknown (0); else enough slices for about two blocks per multiprocessor,
-/// each slice at least kMinSliceDepth deep, at most kMaxDefaultSlices.
-int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132);
+/// unknown (0); else enough slices for about `blocks_per_sm` blocks per
+/// multiprocessor, each slice at least kMinSliceDepth deep, at most
+/// kMaxDefaultSlices.
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132, int blocks_per_sm = 2);
+/// The blocks of `threads` threads a split aims to keep on one
+/// multiprocessor: 512 threads (16 warps) of them, 2 to 8 blocks.
+int split_k_blocks_per_sm(int threads);
 constexpr int kMinSplitDepth = 4096;
 constexpr int kMinSliceDepth = 512;
 constexpr int kMaxDefaultSlices = 32;

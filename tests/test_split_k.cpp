@@ -316,6 +316,9 @@ TEST_CASE("the default splits K only where the tiles leave multiprocessors idle,
   CHECK(default_split_k(1, kMinSplitDepth, 8) == kMinSplitDepth / kMinSliceDepth);
   CHECK(default_split_k(1, 1 << 20, 8) == kMaxDefaultSlices);
   CHECK(default_split_k(264, 1 << 20, 8) == 1);
+  CHECK(default_split_k(264, 1 << 20, 8, 132, 8) == 4); // small blocks: more of them per multiprocessor
+  CHECK(split_k_blocks_per_sm(256) == 2);
+  CHECK(split_k_blocks_per_sm(64) == 8);
   CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 256, 256, 65536, 132).split_k > 1);
   CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, 4096, 132).split_k == 1);
   // Each default lowers (every check runs) at each of the five shapes.

@@ -18,6 +18,7 @@
 #include "dsl/IROperator.h"
 #include "scheduler/GemmMmaSchedule.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -125,13 +126,13 @@ public:
                              0, 8};
 
   // --split-k, with 0 resolved from the shape (which must then be fixed).
-  int chosen_split(int block_m, int block_n, int step) const {
+  int chosen_split(int block_m, int block_n, int step, int blocks_per_sm) const {
     if (split_k > 0)
       return split_k;
     if (!M.fixed() || !N.fixed() || !K.fixed())
       user_error("--split-k=0 chooses the split from the shape: give --M, --N and --K, or a split count");
     int64_t tiles = ((M.value() + block_m - 1) / block_m) * ((N.value() + block_n - 1) / block_n);
-    return default_split_k(tiles, K.value(), step);
+    return default_split_k(tiles, K.value(), step, 132, blocks_per_sm);
   }
 
   Func build() override {
@@ -165,7 +166,7 @@ public:
         user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
       if (stages > 0)
         tiling.stages = stages;
-      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step);
+      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
       return out;
@@ -179,7 +180,8 @@ public:
     options.reg_m = reg_m > 0 ? static_cast<int>(reg_m) : tile_m > 0 ? 8 : chosen.register_m();
     options.reg_n = reg_n > 0 ? static_cast<int>(reg_n) : tile_n > 0 ? 8 : chosen.register_n();
     options.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
-    options.split_k = chosen_split(options.tile_m, options.tile_n, options.k_step);
+    options.split_k = chosen_split(options.tile_m, options.tile_n, options.k_step,
+                                   split_k_blocks_per_sm((options.tile_m / options.reg_m) * (options.tile_n / options.reg_n)));
     options.split_k_mode = split_k_mode;
     apply_default_schedule(GemmAlgorithm{acc, out, A, B, bias_vector, i, j, k}, options);
     return out;
