@@ -255,6 +255,30 @@ TEST_CASE("tensor-core split-K schedules (bf16, f16, tf32) match the reference a
   }
 }
 
+TEST_CASE("warpgroup MMA split-K schedules (bf16, f16) match the reference and assemble") {
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
+    Type in = kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16);
+    Gemm g = make_gemm(Epilogue::BiasGelu, in, Float(32));
+    MmaTiling t = default_mma_tiling(kind, 64, 64);
+    t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+    t.split_k = 3;
+    t.split_k_mode = kind == MmaKind::BF16_wgmma_m64k16 ? SplitKMode::Deterministic : SplitKMode::Atomic;
+    INFO(t.str());
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    Pipeline pipeline(g.out);
+    for (Shape s : {Shape{37, 70, 0}, Shape{37, 70, 3}, Shape{70, 65, 203}}) {
+      INFO(s.M, "x", s.N, "x", s.K);
+      GemmData data = make_data(s.M, s.N, s.K, 5, in);
+      CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+    }
+    if (ptxas_available()) {
+      PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+      REQUIRE(assembled.kernels.size() == 1);
+      CHECK_FALSE(assembled.kernels.front().spills());
+    }
+  }
+}
+
 TEST_CASE("a split that would run the epilogue on partial sums, or change the sum silently, is rejected") {
   SUBCASE("the epilogue fused at the slice loop") {
     Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Deterministic));
