@@ -420,7 +420,7 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance)
 
   std::vector<CUdeviceptr> pointers;
   for (const Argument &arg : executable.program().args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
       pointers.push_back(0);
     else if (arg.name == "A")
       pointers.push_back(A_dev.ptr());

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs coalesce-bench on the GPU machine, from the root of the working tree:
 #   bash bench/run_benchmarks.sh [coalesce-bench flags, e.g. --precisions=bf16 --shapes=4096,ragged]
-# (every precision at every shape by default: about 8 minutes on an H200)
+# (every precision at every shape by default, the five split-K shapes m16, m64,
+# k16k, k32k and k64k included; eight shapes took about 8 minutes on an H200,
+# the three deep-K ones add a quarter more benchmarks; --shapes=splitk
+# runs those five alone)
 # Needs the GPU bundle, gpu_bundle/coalesce-gpu.tar.gz or $COALESCE_GPU_BUNDLE
 # (built on the development machine by scripts/build_gpu_bundle.sh). Extracts
 # it to $COALESCE_GPU_DIR (/tmp/coalesce-gpu) unless that bundle is already

@@ -29,6 +29,13 @@ protected:
     names.insert(op->buffer);
     IRVisitor::visit(op);
   }
+  void visit(const Call *op) override {
+    // last_arrival writes the counter it is given.
+    if (op->intrinsic == Intrinsic::LastArrival)
+      if (const auto *counter = op->args[0].as<Load>())
+        names.insert(counter->buffer);
+    IRVisitor::visit(op);
+  }
 };
 
 } // namespace
@@ -98,6 +105,10 @@ llvm::Function *CodeGenLLVM::emit_function(const std::string &name,
       continue;
     // The pipeline's buffers never overlap: this is what lets loads be
     // hoisted out of loops and kept in registers across stores.
+    // Not a workspace: other blocks write it while this one runs, and its
+    // reads after last_arrival must not be moved before it or cached.
+    if (args[i].is_workspace)
+      continue;
     function->addParamAttr(i, llvm::Attribute::NoAlias);
     if (!stored.names.contains(args[i].name))
       function->addParamAttr(i, llvm::Attribute::ReadOnly);
@@ -223,6 +234,22 @@ llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
   llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
   llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
   return builder_->CreateBitCast(builder_->CreateSelect(special, bits, rounded), x->getType());
+}
+
+llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, int arrivals) {
+  llvm::Type *i32 = builder_->getInt32Ty();
+  llvm::Value *count = builder_->CreateAdd(builder_->CreateAlignedLoad(i32, counter, llvm::Align(4)),
+                                           builder_->getInt32(1));
+  llvm::Value *last = builder_->CreateICmpEQ(count, builder_->getInt32(arrivals));
+  builder_->CreateAlignedStore(builder_->CreateSelect(last, builder_->getInt32(0), count), counter, llvm::Align(4));
+  return last;
+}
+
+void CodeGenLLVM::emit_atomic_add(llvm::Value *address, llvm::Value *value) {
+  llvm::Type *type = value->getType();
+  llvm::Align align = module_.getDataLayout().getABITypeAlign(type);
+  llvm::Value *old = builder_->CreateAlignedLoad(type, address, align);
+  builder_->CreateAlignedStore(builder_->CreateFAdd(old, value), address, align);
 }
 
 void CodeGenLLVM::emit_async_wait() {}
@@ -546,6 +573,16 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::BlockIdZ:
     value_ = emit_target_intrinsic(op);
     return;
+  case Intrinsic::LastArrival: {
+    const auto *counter = op->args[0].as<Load>();
+    auto arrivals = as_const_int(op->args[1]);
+    COALESCE_INTERNAL_ASSERT(counter && arrivals, "last_arrival takes a counter's load and a constant");
+    llvm::Value *last = emit_last_arrival(buffer_element(counter->buffer, counter->indices, counter->type),
+                                          static_cast<int>(*arrivals));
+    value_ = builder_->CreateZExt(last, builder_->getInt32Ty());
+    return;
+  }
+  case Intrinsic::AtomicAdd:
   case Intrinsic::AsyncLoad:
   case Intrinsic::AsyncLoadVector:
     // Emitted by visit(const Store *), whose value they are.
@@ -584,6 +621,11 @@ void CodeGenLLVM::visit(const Store *op) {
     llvm::Value *in_bounds = async->args.size() == 2 ? codegen(async->args[1]) : nullptr;
     emit_async_copy(buffer_element(op->buffer, op->indices, load->type),
                     buffer_element(load->buffer, load->indices, load->type), load->type, in_bounds);
+    return;
+  }
+  if (async && async->intrinsic == Intrinsic::AtomicAdd) {
+    llvm::Value *value = codegen(async->args[0]);
+    emit_atomic_add(buffer_element(op->buffer, op->indices, async->type), value);
     return;
   }
   llvm::Value *value = codegen(op->value);

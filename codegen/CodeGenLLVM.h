@@ -89,6 +89,15 @@ protected:
   /// the base emits nothing.
   virtual void emit_async_proxy_sync(Intrinsic which, int pending);
 
+  /// last_arrival: counts one arrival of this block at the i32 counter at
+  /// `counter`; true (i1) for the block whose arrival makes `arrivals`,
+  /// which also resets the counter to 0. The base is serial: a plain
+  /// read-modify-write, as the host runs one block at a time.
+  virtual llvm::Value *emit_last_arrival(llvm::Value *counter, int arrivals);
+  /// A Store of atomic_add(value): adds `value` to the element at `address`
+  /// atomically. The base is a plain read-modify-write (serial).
+  virtual void emit_atomic_add(llvm::Value *address, llvm::Value *value);
+
   /// One lane's part of a warp MMA (see WarpMma). The base runs it as its
   /// definition says, element by element, as the host does.
   virtual void emit_warp_mma(const WarpMma *op);

@@ -359,6 +359,58 @@ protected:
                               {builder_->getInt32(0)});
   }
 
+  // The pattern of cooperative groups' grid sync: the block's stores, a
+  // barrier, then one thread publishes them (fence at GPU scope) and counts
+  // the arrival; the last block's thread fences again before the barrier
+  // that releases its threads to read the other blocks' stores.
+  llvm::Value *emit_last_arrival(llvm::Value *counter, int arrivals) override {
+    llvm::SyncScope::ID gpu_scope = context_.getOrInsertSyncScopeID("device");
+    llvm::Type *i32 = builder_->getInt32Ty();
+    if (!arrival_flag_)
+      arrival_flag_ = new llvm::GlobalVariable(module_, i32, false, llvm::GlobalValue::InternalLinkage,
+                                               llvm::UndefValue::get(i32), "last_arrival_flag", nullptr,
+                                               llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+    emit_barrier();
+    auto read = [&](llvm::Intrinsic::ID id) {
+      return builder_->CreateIntrinsic(id, llvm::ArrayRef<llvm::Type *>{}, llvm::ArrayRef<llvm::Value *>{});
+    };
+    llvm::Value *tid = builder_->CreateOr(
+        builder_->CreateOr(read(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), read(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y)),
+        read(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z));
+    llvm::BasicBlock *count = llvm::BasicBlock::Create(context_, "arrival_count", function_);
+    llvm::BasicBlock *join = llvm::BasicBlock::Create(context_, "arrival_join", function_);
+    builder_->CreateCondBr(builder_->CreateICmpEQ(tid, builder_->getInt32(0)), count, join);
+    builder_->SetInsertPoint(count);
+    builder_->CreateFence(llvm::AtomicOrdering::AcquireRelease, gpu_scope);
+    llvm::Value *before = builder_->CreateAtomicRMW(llvm::AtomicRMWInst::Add, counter, builder_->getInt32(1),
+                                                    llvm::Align(4), llvm::AtomicOrdering::AcquireRelease, gpu_scope);
+    llvm::Value *last = builder_->CreateICmpEQ(before, builder_->getInt32(arrivals - 1));
+    // The last arrival takes the count back to 0 for the next launch; no
+    // other block of this tile touches it again in this one.
+    llvm::BasicBlock *reset = llvm::BasicBlock::Create(context_, "arrival_reset", function_);
+    llvm::BasicBlock *counted = llvm::BasicBlock::Create(context_, "arrival_counted", function_);
+    builder_->CreateCondBr(last, reset, counted);
+    builder_->SetInsertPoint(reset);
+    builder_->CreateAtomicRMW(llvm::AtomicRMWInst::Xchg, counter, builder_->getInt32(0), llvm::Align(4),
+                              llvm::AtomicOrdering::Monotonic, gpu_scope);
+    builder_->CreateBr(counted);
+    builder_->SetInsertPoint(counted);
+    builder_->CreateFence(llvm::AtomicOrdering::AcquireRelease, gpu_scope);
+    builder_->CreateAlignedStore(builder_->CreateZExt(last, i32), arrival_flag_, llvm::Align(4));
+    builder_->CreateBr(join);
+    builder_->SetInsertPoint(join);
+    emit_barrier();
+    llvm::Value *flag = builder_->CreateAlignedLoad(i32, arrival_flag_, llvm::Align(4));
+    // A kernel makes one arrival, so the flag is not written again while a
+    // thread may still read it.
+    return builder_->CreateICmpNE(flag, builder_->getInt32(0));
+  }
+
+  void emit_atomic_add(llvm::Value *address, llvm::Value *value) override {
+    builder_->CreateAtomicRMW(llvm::AtomicRMWInst::FAdd, address, value, llvm::Align(4),
+                              llvm::AtomicOrdering::Monotonic, context_.getOrInsertSyncScopeID("device"));
+  }
+
   llvm::Value *allocate_buffer(const Allocate *op, int64_t elements) override {
     llvm::Type *element = llvm_type_of(op->type);
     switch (op->memory) {
@@ -444,6 +496,7 @@ private:
   }
 
   const GpuKernel *kernel_ = nullptr;
+  llvm::GlobalVariable *arrival_flag_ = nullptr; ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
   int64_t dynamic_offset_ = 0;                     ///< where its next tile starts
 };

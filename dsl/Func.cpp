@@ -293,9 +293,13 @@ Stage &Stage::map_to_gpu(const std::vector<VarOrRVar> &vars, ForKind kind, const
       user_error("in schedule for ", describe(), ": ", primitive, " takes one to three loops, got ", vars.size());
     for (size_t n = 0; n < vars.size(); ++n) {
       Dim &dim = stage.dims[find_dim(vars[n].name, primitive)];
+      if (dim.is_rvar && kind == ForKind::GpuBlock)
+        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var,
+                   "' to GPU blocks: each block would hold only partial sums of '", func_->name,
+                   "', and the epilogue would run on each of them; split a reduction across blocks with "
+                   "split_k on the Func that fuses it, which combines the slices before the epilogue runs once");
       if (dim.is_rvar)
-        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU ",
-                   kind == ForKind::GpuBlock ? "blocks" : "threads",
+        user_error("in schedule for ", describe(), ": cannot map reduction loop '", dim.var, "' to GPU threads"
                    ": parallel iterations would add into the same element at once; map a pure loop and keep '",
                    dim.var, "' serial inside it");
       dim.kind = kind;
@@ -431,6 +435,14 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
                      "' holds only partial sums there, and an epilogue must run after the reduction; compute '",
                      name(), "' at a pure loop of its consumer, or compute '", consumer.name(),
                      "' at a loop of '", name(), "' instead");
+    // The slice loop of a split reduction is the same mistake one level up:
+    // each of its blocks holds one slice's partial sums.
+    if (theirs.split_k.requested() && theirs.split_k.slice_var == loop.name)
+      user_error("in schedule for '", name(), "': cannot compute '", name(), "' at '", loop.name,
+                 "', the loop over the slices of '", theirs.split_k.producer, "'s split reduction (split_k): each "
+                 "slice holds only partial sums of '", theirs.split_k.producer,
+                 "', and an epilogue must run once, after the slices are combined; fuse at the block loop outside "
+                 "the slices, where split_k runs the epilogue after the combine");
     const StageSchedule &consumer_pure = theirs.stages.front();
     size_t at = consumer_pure.dims.size();
     for (size_t d = 0; d < consumer_pure.dims.size(); ++d)

@@ -182,6 +182,17 @@ public:
   /// of 0 and drops the addition. b is added once either way; only the
   /// rounding order changes (b first instead of last).
   Func &fold_bias_into_init();
+  /// Splits the reduction `k` of `producer` (fused into this Func with
+  /// fuse_epilogue at a block loop) across `slices` GPU blocks: a new block
+  /// loop `slice` (GPU z) inside the fuse site runs one contiguous range of
+  /// k per block (ranges of whole K steps, the last one ragged), each
+  /// writing its partial sums to a workspace; the last block of each tile
+  /// to finish combines the slices and runs this Func (the epilogue) once
+  /// per element. Bias folded into the initial value goes into slice 0
+  /// only. The summation order changes, so the producer's update must
+  /// allow_reassociation(). `mode` picks the combine (SplitKMode).
+  Func &split_k(const Func &producer, const VarOrRVar &k, const Var &slice, int slices,
+                SplitKMode mode = SplitKMode::Deterministic);
   /// Asks the GPU compiler to fit `blocks` blocks of this (output) Func's
   /// kernels on each multiprocessor; it caps registers per thread to fit.
   /// 256 threads x 130 registers leaves room for one block, x 128 for two.

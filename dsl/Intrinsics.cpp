@@ -56,6 +56,8 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::AsyncWait:
   case Intrinsic::AsyncCommit:
   case Intrinsic::AsyncWaitGroup:
+  case Intrinsic::LastArrival:
+  case Intrinsic::AtomicAdd:
   case Intrinsic::BitXor:
   case Intrinsic::FenceProxyAsync:
   case Intrinsic::WgmmaFence:

@@ -43,6 +43,16 @@ enum class IntrinsicResult : uint8_t {
   X(AsyncWait, "async_wait", 0, 0, Int32)                                                          \
   X(AsyncCommit, "async_commit", 0, 0, Int32)                                                      \
   X(AsyncWaitGroup, "async_wait_group", 1, 1, Int32)                                              \
+  /* a reduction split across blocks (scheduler/SplitReductionAcrossBlocks.cpp): */                 \
+  /* last_arrival(counters[tile], arrivals) counts this block's arrival at */                       \
+  /* its tile, called by every thread of the block at once; 1 for the block */                     \
+  /* that brings the count to `arrivals` (a constant), which also resets the */                    \
+  /* count to 0, else 0. Every store the block made before it is visible to */                     \
+  /* that last block after it. */                                                                   \
+  X(LastArrival, "last_arrival", 2, 2, Int32)                                                      \
+  /* atomic_add(value): only as the value of a Store, which then adds value */                     \
+  /* to the element atomically instead of overwriting it */                                         \
+  X(AtomicAdd, "atomic_add", 1, 1, SameAsArg0)                                                     \
   /* the bits of two i32 values that differ: a 128-byte swizzled shared */                          \
   /* tile's 16-byte column (scheduler/StageInShared.cpp) */                                          \
   X(BitXor, "bit_xor", 2, 2, Int32)                                                                \

@@ -107,6 +107,33 @@ struct StageSchedule {
 /// Where a Func is computed.
 enum class Placement { Inline, Root, At };
 
+/// How the slices of a reduction split across GPU blocks are combined.
+enum class SplitKMode {
+  /// Each slice writes its partial sums to its own part of the workspace;
+  /// the last block of an output tile to finish adds them in slice order
+  /// (0, 1, ..., S - 1): the same bits on every run.
+  Deterministic,
+  /// Each slice adds its partial sums into one zeroed workspace tile with
+  /// float atomics; the last block reads the total and zeroes the tile
+  /// again. The order of the additions is the order the blocks finish in,
+  /// so the low bits may differ from run to run.
+  Atomic,
+};
+const char *split_k_mode_name(SplitKMode mode);
+
+/// A reduction of `producer` split across GPU blocks (split_k, recorded on
+/// the consumer that fuses it): its reduction variable `rvar` is cut into
+/// `slices` contiguous ranges, one per block of a new block loop
+/// `slice_var` (GPU z) just inside the consumer's fuse site. Each block
+/// computes its slice's partial sums; the epilogue runs once per element,
+/// after the combine.
+struct SplitReduction {
+  std::string producer, rvar, slice_var;
+  int slices = 0; ///< 0: no split
+  SplitKMode mode = SplitKMode::Deterministic;
+  bool requested() const { return slices > 0; }
+};
+
 struct FuncSchedule {
   Placement placement = Placement::Inline;
   bool placement_set = false; ///< false: the default (inline if pure, else root)
@@ -126,6 +153,8 @@ struct FuncSchedule {
   /// For the output: its blocks run in groups of this many block rows
   /// (gpu_block_groups; 0: row by row).
   int block_group_rows = 0;
+  /// For the consumer of a split reduction: the split (split_k).
+  SplitReduction split_k;
 };
 
 } // namespace coalesce

@@ -6,6 +6,7 @@
 #include "scheduler/EvaluateInt.h"
 #include "scheduler/InputReads.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace coalesce {
@@ -67,16 +68,28 @@ std::string always_reading(const std::vector<InputRead> &reads, const std::map<s
 
 } // namespace
 
+int64_t workspace_elements(const Argument &arg, const std::map<std::string, int64_t> &params) {
+  int64_t elements = 1;
+  for (const Expr &extent : arg.extents) {
+    elements *= std::max<int64_t>(evaluate_int(extent, params), 0);
+    if (elements > kMaxExtent)
+      user_error("the workspace '", arg.name, "' would have ", extents_text(arg.extents), " = ", elements,
+                 " or more elements; a buffer holds at most ", kMaxExtentText,
+                 " elements, since the generated code indexes in 32 bits: split the reduction into fewer slices");
+  }
+  return elements;
+}
+
 BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments &given, const Buffer &output) {
   BoundArguments bound;
   std::string expected;
   for (const Argument &arg : args)
-    if (!arg.is_output)
+    if (!arg.is_output && !arg.is_workspace)
       expected += (expected.empty() ? "" : ", ") + arg.name;
   for (const auto &[name, value] : given) {
     bool known = false;
     for (const Argument &arg : args) {
-      known |= arg.name == name && !arg.is_output;
+      known |= arg.name == name && !arg.is_output && !arg.is_workspace;
       if (arg.name == name && arg.is_output)
         user_error("'", name, "' is the pipeline's output; pass its buffer as the output argument of realize, "
                    "not among the inputs and parameters");
@@ -106,6 +119,13 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
         output_empty |= evaluate_int(extent, bound.params) == 0;
   for (const Argument &arg : args) {
     const Buffer *buffer = nullptr;
+    if (arg.is_workspace) {
+      // The runtime's own: sized here, never passed by the caller.
+      bound.inputs.push_back(nullptr);
+      bound.elements.push_back(static_cast<size_t>(workspace_elements(arg, bound.params)));
+      bound.bytes.push_back(bound.elements.back() * static_cast<size_t>(arg.type.bytes()));
+      continue;
+    }
     if (arg.is_output) {
       buffer = &output;
     } else if (arg.is_buffer()) {

@@ -33,10 +33,14 @@ using Arguments = std::map<std::string, ArgumentValue>;
 /// The arguments resolved in the lowered function's order.
 struct BoundArguments {
   std::map<std::string, int64_t> params;
-  std::vector<const Buffer *> inputs; ///< per argument; nullptr for scalars and the output
+  std::vector<const Buffer *> inputs; ///< per argument; nullptr for scalars, workspaces and the output
   std::vector<size_t> elements;       ///< per argument: buffer size in elements
   std::vector<size_t> bytes;          ///< per argument: buffer size in bytes (0 for scalars)
 };
+
+/// The elements of a workspace argument (Argument::is_workspace) at these
+/// parameters; a UserError past the 32-bit indexing limit.
+int64_t workspace_elements(const Argument &arg, const std::map<std::string, int64_t> &params);
 
 /// Checks `given` (plus the output buffer) against `args` and returns them in
 /// order. Throws a UserError naming the first argument that is wrong.

@@ -2,7 +2,10 @@
 
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
+#include "runtime/Arguments.h"
 #include "scheduler/EvaluateInt.h"
+
+#include <algorithm>
 
 namespace coalesce {
 
@@ -10,6 +13,14 @@ GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
     : program_(std::move(program)), module_(gpu::Module::load_ptx(ptx)) {
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+  workspace_.resize(program_.args.size());
+}
+
+size_t GpuExecutable::workspace_bytes(size_t arg, const std::map<std::string, int64_t> &params) const {
+  const Argument &a = program_.args.at(arg);
+  if (!a.is_workspace)
+    return 0;
+  return static_cast<size_t>(workspace_elements(a, params)) * static_cast<size_t>(a.type.bytes());
 }
 
 void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const {
@@ -19,6 +30,16 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
   std::vector<void *> slots;
   for (size_t a = 0; a < program_.args.size(); ++a) {
     const Argument &arg = program_.args[a];
+    if (arg.is_workspace && pointers[a] == 0) {
+      // Zeroed once, when allocated: the counters and the atomic tiles must
+      // start at 0, and every launch leaves them so.
+      size_t bytes = std::max<size_t>(workspace_bytes(a, params), 16);
+      if (workspace_[a].bytes() < bytes) {
+        workspace_[a] = gpu::DeviceBuffer(bytes);
+        workspace_[a].fill_bytes(0);
+      }
+      pointers[a] = workspace_[a].ptr();
+    }
     if (arg.is_buffer()) {
       if (pointers[a] == 0)
         user_error("device buffer for '", arg.name, "' is null");

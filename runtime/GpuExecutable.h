@@ -19,8 +19,16 @@ public:
   GpuExecutable(GpuProgram program, const std::string &ptx);
 
   /// Launches every kernel. `buffers[i]` is the device pointer for argument
-  /// i (ignored for scalars); `params` holds every scalar argument.
+  /// i (ignored for scalars); `params` holds every scalar argument. A
+  /// workspace argument (split_k's partial sums and counters) given as 0
+  /// uses this executable's own, allocated zeroed on first need, grown when
+  /// a call needs more, and otherwise reused: the kernels leave it zeroed.
+  /// Launches that use it must not overlap (one stream, one thread at a
+  /// time), as two launches sharing one workspace would mix their counts.
   void launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
+
+  /// Bytes of workspace argument `arg` at these parameters (0 for others).
+  size_t workspace_bytes(size_t arg, const std::map<std::string, int64_t> &params) const;
 
   const GpuProgram &program() const { return program_; }
 
@@ -28,6 +36,8 @@ private:
   GpuProgram program_;
   gpu::Module module_;
   std::vector<CUfunction> functions_;
+  /// Per argument: the workspace this executable owns (empty for others).
+  mutable std::vector<gpu::DeviceBuffer> workspace_;
 };
 
 } // namespace coalesce

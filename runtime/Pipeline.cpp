@@ -86,7 +86,13 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
   std::vector<void *> slots;
   for (size_t a = 0; a < lowered.args.size(); ++a) {
     const Argument &arg = lowered.args[a];
-    if (arg.is_output) {
+    if (arg.is_workspace) {
+      // Kept between calls: the code leaves it zeroed; grown with zeros.
+      std::vector<uint8_t> &workspace = host_workspace_[arg.name];
+      if (workspace.size() < bound.bytes[a])
+        workspace.resize(bound.bytes[a], 0);
+      slots.push_back(workspace.data());
+    } else if (arg.is_output) {
       slots.push_back(output.raw_data());
     } else if (arg.is_buffer()) {
       slots.push_back(const_cast<void *>(bound.inputs[a]->raw_data()));
@@ -122,9 +128,9 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
   size_t output_index = 0;
   for (size_t a = 0; a < program.args.size(); ++a) {
     const Argument &arg = program.args[a];
-    if (!arg.is_buffer()) {
+    if (!arg.is_buffer() || arg.is_workspace) {
       device.emplace_back();
-      pointers.push_back(0);
+      pointers.push_back(0); // a workspace: the executable's own
       continue;
     }
     // By bytes: a bf16/f16 buffer holds 2 per element. An empty input

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
+#include <cstdint>
 
 namespace coalesce {
 
@@ -78,6 +80,8 @@ private:
   ResourceBudget budget_;
   std::unique_ptr<LoweredFunc> host_lowered_;
   std::unique_ptr<HostKernel> host_kernel_;
+  /// The CPU run's workspaces (split_k), by argument name.
+  std::map<std::string, std::vector<uint8_t>> host_workspace_;
   std::unique_ptr<GpuNest> gpu_nest_;
   std::unique_ptr<GpuProgram> gpu_program_;
   std::map<std::string, std::string> ptx_;

@@ -5,6 +5,7 @@
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/SplitReductionAcrossBlocks.h"
 #include "scheduler/Simplify.h"
 
 #include <algorithm>
@@ -111,6 +112,23 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
   }
   for (size_t p = 0; p < func.pure_vars.size(); ++p)
     plan.extent[own(func.pure_vars[p])] = env.domain[p];
+  // A reduction split across blocks covers, in this block, its slice of
+  // the split variable (whose loops, splits and guards follow from it).
+  if (const SplitReduction *split = split_of(env, func, s)) {
+    std::string rvar = own(split->rvar);
+    int step = 1;
+    for (const Split &sp : stage.splits)
+      if (sp.old_var == split->rvar && !sp.is_fuse) {
+        step = sp.factor;
+        break;
+      }
+    COALESCE_INTERNAL_ASSERT(plan.extent.count(rvar), "split_k of '", split->rvar, "', not a reduction variable of '",
+                             func.name, "'");
+    SliceRange range = slice_range(plan.min[rvar], plan.extent[rvar], step, split->slices,
+                                   Variable::make(Int(32), slice_loop_name(*env.find(func.schedule.at_func))));
+    plan.min[rvar] = range.min;
+    plan.extent[rvar] = range.extent;
+  }
 
   bool at_site = func.schedule.placement == Placement::At;
   if (at_site) {
@@ -285,27 +303,47 @@ Stmt build_func(const Environment &env, const FuncContents &func) {
 }
 
 // Injects a Func computed at a consumer's loop into that loop's body.
+// A producer whose reduction is split across blocks (split_k) gets the
+// slice loop, the partial sums and the combine around it there
+// (scheduler/SplitReductionAcrossBlocks.h).
 class InjectAtSite : public IRMutator {
 public:
-  InjectAtSite(const std::string &loop, Stmt produce, const FuncContents &func, MemoryType memory,
-               std::vector<Expr> extents)
-      : loop_(loop), produce_(std::move(produce)), func_(func), memory_(memory), extents_(std::move(extents)) {}
+  InjectAtSite(const Environment &env, const std::string &loop, Stmt produce, const FuncContents &func,
+               MemoryType memory, std::vector<Expr> extents)
+      : env_(env), loop_(loop), produce_(std::move(produce)), func_(func), memory_(memory),
+        extents_(std::move(extents)) {}
   bool injected = false;
 
 private:
   using IRMutator::visit;
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->name != loop_)
-      return IRMutator::visit(op, self);
+    if (op->name != loop_) {
+      bool block = op->for_kind == ForKind::GpuBlock;
+      if (block)
+        block_loops_.push_back(op->name);
+      Stmt result = IRMutator::visit(op, self);
+      if (block)
+        block_loops_.pop_back();
+      return result;
+    }
     injected = true;
-    Stmt body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
+    Stmt body;
+    if (split_of(env_, func_, 1)) {
+      std::vector<std::string> blocks = block_loops_;
+      blocks.push_back(op->name);
+      body = split_reduction_site(env_, func_, memory_, extents_, produce_, op->body, blocks);
+    } else {
+      body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
+    }
     return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
   }
+  const Environment &env_;
   const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   Stmt produce_;
   const FuncContents &func_;
   MemoryType memory_;
   std::vector<Expr> extents_;
+  std::vector<std::string> block_loops_; // enclosing the visit, outermost first
 };
 
 } // namespace
@@ -333,12 +371,28 @@ Stmt build_loop_nest(const Environment &env) {
                  func.schedule.at_var, "' has a size that is not a constant, so it cannot be stored in ",
                  memory_type_name(memory), "; split the consumer's loops below '", func.schedule.at_var,
                  "' by constant factors");
-    InjectAtSite inject(stage_prefix(func.schedule.at_func, 0) + func.schedule.at_var, produce, func, memory,
+    InjectAtSite inject(env, stage_prefix(func.schedule.at_func, 0) + func.schedule.at_var, produce, func, memory,
                         plan.buffer_extents);
     nest = inject.mutate(nest);
     COALESCE_INTERNAL_ASSERT(inject.injected, "compute_at site of '", func.name, "' not found");
   }
   return nest;
+}
+
+std::vector<Argument> workspace_arguments(const Environment &env) {
+  const FuncContents &output = env.output();
+  if (!output.schedule.split_k.requested())
+    return {};
+  // One arrival counter per block of the loops down to the fuse site.
+  const FuncContents &producer = *env.find(output.schedule.split_k.producer);
+  StagePlan plan = plan_stage(env, output, 0);
+  std::vector<Expr> block_extents;
+  for (const Dim &dim : plan.dims) {
+    block_extents.push_back(plan.extent[dim.var]);
+    if (dim.var == stage_prefix(output.name, 0) + producer.schedule.at_var)
+      break;
+  }
+  return split_k_workspace(env, block_extents);
 }
 
 } // namespace coalesce

@@ -11,9 +11,15 @@
 // root Func's pure dimensions, on the whole update for a reduction.
 
 #include "scheduler/Environment.h"
+#include "scheduler/LoweredFunc.h"
 
 namespace coalesce {
 
 Stmt build_loop_nest(const Environment &env);
+
+/// The scratch buffers the nest uses besides the pipeline's own (a split
+/// reduction's partial sums and tile counters), as arguments after the
+/// others; empty without split_k.
+std::vector<Argument> workspace_arguments(const Environment &env);
 
 } // namespace coalesce

@@ -77,6 +77,16 @@ private:
     note_access(op->buffer, op->indices);
     IRVisitor::visit(op);
   }
+  void visit(const Call *op) override {
+    // last_arrival answers every thread of the block through one shared
+    // word (codegen/CodeGenPTX.cpp), counted here, 16-byte rounded like a
+    // tile, so that a kernel whose tiles fill the static limit exactly
+    // moves them to dynamic shared memory instead of going past it.
+    if (op->intrinsic == Intrinsic::LastArrival)
+      counted_arrival_ = true;
+    IRVisitor::visit(op);
+  }
+  bool counted_arrival_ = false;
   void visit(const Allocate *op) override {
     if (op->memory == MemoryType::Register || op->memory == MemoryType::Auto)
       registers.insert(op->name);
@@ -106,6 +116,8 @@ public:
     shared_bytes = 0;
     for (int64_t bytes : tile_bytes)
       shared_bytes += static_cast<int>((bytes + shared_alignment - 1) / shared_alignment * shared_alignment);
+    if (counted_arrival_)
+      shared_bytes += 16; // last_arrival's word (visit(const Call *))
   }
 
 public:

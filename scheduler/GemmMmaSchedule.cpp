@@ -1,6 +1,9 @@
 #include "scheduler/GemmMmaSchedule.h"
 
 #include "dsl/Error.h"
+#include "scheduler/GemmSchedule.h"
+
+#include <algorithm>
 
 namespace coalesce {
 
@@ -9,7 +12,9 @@ std::string MmaTiling::str() const {
                  is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
-                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string());
+                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
+                 split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
+                             : std::string());
 }
 
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
@@ -70,6 +75,16 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   return tiling;
 }
 
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count) {
+  MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
+  if (M > 0 && N > 0) {
+    int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    // As many blocks per multiprocessor as the tiling asks registers for.
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, std::max(t.min_blocks_per_sm, 2));
+  }
+  return t;
+}
+
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
                        const RDom &k, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
@@ -77,6 +92,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
       .gpu_blocks({bi, bj})
       .mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   out.fuse_epilogue(acc, bj);
+  if (t.split_k > 1)
+    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   if (t.block_group_rows > 0)

@@ -26,6 +26,9 @@ struct MmaTiling {
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
+  /// Blocks the reduction is split across (split_k); 1: one block per tile.
+  int split_k = 1;
+  SplitKMode split_k_mode = SplitKMode::Deterministic;
 
   /// Warps per block: a warpgroup MMA's 64-row tile is 4 warps.
   int warps() const { return (block_m / warp_m) * (block_n / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1); }
@@ -41,6 +44,9 @@ struct MmaTiling {
 /// tiles and one block per SM at 128x128: its fragments need more registers
 /// than 64 x 64 leaves (ptxas spills there).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count = 132);
+/// The same, and the reduction split across blocks when the tiles leave
+/// multiprocessors idle (default_split_k, scheduler/GemmSchedule.h).
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it

@@ -2,18 +2,50 @@
 
 #include "dsl/Error.h"
 
+#include <algorithm>
+
 namespace coalesce {
 
 std::string GemmTiling::str() const {
   return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
                  register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "",
-                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string());
+                 block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
+                 split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
+                             : std::string());
 }
 
-GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
+GemmTiling small_m_tiling(int rows) {
+  if (rows != 16 && rows != 32 && rows != 64)
+    user_error("small_m_tiling(", rows, "): a small-M tile has 16, 32 or 64 rows");
+  GemmTiling t;
+  t.block_m = rows;
+  t.threads_m = rows / 4;
+  t.block_n = 128;
+  t.threads_n = 16;
+  return t;
+}
+
+int split_k_blocks_per_sm(int threads) { return std::clamp(512 / std::max(threads, 1), 2, 8); }
+
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blocks_per_sm) {
+  int64_t target = int64_t{blocks_per_sm} * sm_count;
+  if (tiles <= 0 || K < kMinSplitDepth || tiles >= target)
+    return 1;
+  int64_t wanted = (target + tiles - 1) / tiles;
+  int64_t deep_enough = std::max<int64_t>(K / std::max(kMinSliceDepth, k_step), 1);
+  return static_cast<int>(std::min<int64_t>({wanted, deep_enough, kMaxDefaultSlices}));
+}
+
+namespace {
+
+GemmTiling tile_for_shape(int64_t M, int64_t N, int sm_count) {
   GemmTiling large;
   if (M <= 0 || N <= 0)
     return large;
+  // Decode-like shapes: a 128-row tile would leave most of its rows (and
+  // registers) empty.
+  if (M <= 64)
+    return small_m_tiling(M <= 16 ? 16 : M <= 32 ? 32 : 64);
   auto blocks = [&](int bm, int bn) { return ((M + bm - 1) / bm) * ((N + bn - 1) / bn); };
   // Two resident blocks per multiprocessor is what the large tile's
   // registers allow; below one full wave, halve the tile.
@@ -28,6 +60,17 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
   small.block_m = 64;
   small.threads_m = 8;
   return small;
+}
+
+} // namespace
+
+GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count) {
+  GemmTiling t = tile_for_shape(M, N, sm_count);
+  if (M > 0 && N > 0) {
+    int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, split_k_blocks_per_sm(t.threads_m * t.threads_n));
+  }
+  return t;
 }
 
 void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
@@ -65,6 +108,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (halves_j)
     out.unroll(hj);
   out.fuse_epilogue(acc, bj);
+  if (t.split_k > 1)
+    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
   // 256 threads with an 8x8 block want about 128 registers each: ask for two
   // blocks per SM, or a few registers more would leave room for only one.
   if (t.threads_m * t.threads_n >= 256)
@@ -75,6 +120,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};
   update_order.insert(update_order.end(), order.begin() + 2, order.end());
+  if (t.split_k > 1)
+    acc.update().allow_reassociation(); // the slices are summed apart, then in slice order
   acc.update()
       .split(k, ko, ki, t.k_step)
       .reorder(update_order)

@@ -19,6 +19,9 @@ struct GemmTiling {
   bool async_copy = true;           ///< ... with cp.async, not through registers
   int a_padding = 4;                ///< padding of A's transposed tile rows
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
+  /// Blocks the reduction is split across (split_k); 1: one block per tile.
+  int split_k = 1;
+  SplitKMode split_k_mode = SplitKMode::Deterministic;
 
   int register_m() const { return block_m / threads_m; }
   int register_n() const { return block_n / threads_n; }
@@ -27,9 +30,31 @@ struct GemmTiling {
 
 /// Picks tile sizes for an M x N x K problem on a GPU with `sm_count`
 /// multiprocessors: the largest tile that still gives every multiprocessor
-/// work, so small and ragged shapes are not left with idle SMs. Shapes that
-/// are unknown until run time (pass 0) get the large tile.
+/// work, so small and ragged shapes are not left with idle SMs; for M up to
+/// 64 (decode-like shapes), a tile of 16, 32 or 64 rows (small_m_tiling).
+/// When the tiles still leave multiprocessors idle, the reduction is split
+/// across blocks (default_split_k). Shapes that are unknown until run time
+/// (pass 0) get the large tile and no split.
 GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 132);
+
+/// A tile of `rows` (16, 32 or 64) x 128 for a small M: rows / 4 x 16
+/// threads, each with 4 x 8 outputs (two groups of 4 columns, 64 apart).
+GemmTiling small_m_tiling(int rows);
+
+/// How many blocks to split a K-long reduction across when `tiles` output
+/// tiles would run alone: none (1) when the tiles already give each of the
+/// `sm_count` multiprocessors `blocks_per_sm` blocks, when K is shorter than
+/// kMinSplitDepth (one tile's K loop is then not what takes the time) or
+/// unknown (0); else enough slices for about `blocks_per_sm` blocks per
+/// multiprocessor, each slice at least kMinSliceDepth deep, at most
+/// kMaxDefaultSlices.
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132, int blocks_per_sm = 2);
+/// The blocks of `threads` threads a split aims to keep on one
+/// multiprocessor: 512 threads (16 warps) of them, 2 to 8 blocks.
+int split_k_blocks_per_sm(int threads);
+constexpr int kMinSplitDepth = 4096;
+constexpr int kMinSliceDepth = 512;
+constexpr int kMaxDefaultSlices = 32;
 
 /// Schedules `out` (the epilogue, out(i, j) = f(acc(i, j), ...)) and `acc`
 /// (acc(i, j) = 0; acc(i, j) += A(i, k) * B(k, j)) for the GPU:

@@ -7,6 +7,7 @@
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckNames.h"
+#include "scheduler/CheckSplitK.h"
 #include "scheduler/CheckThreadOwnership.h"
 #include "scheduler/CheckUnrollSize.h"
 #include "scheduler/CheckMirroredLoops.h"
@@ -62,6 +63,7 @@ Environment prepare(const Func &output) {
   check_mirrored_loops(env); // a Func computed at a site runs on the consumer's loops, as the consumer has them
   inline_funcs(env);      // needs placements
   check_mma(env);         // after inlining: the update is what the instruction computes
+  check_split_k(env);     // after inlining, likewise: the split sum is the one that runs
   fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
   infer_domain(env);
   check_input_reads(env); // needs the domain
@@ -132,6 +134,8 @@ std::vector<Argument> arguments_of(const Environment &env) {
   args.push_back(Argument{env.output().name, Argument::Kind::Buffer, env.output().type, env.domain, true, {}});
   for (const std::string &param : env.params)
     args.push_back(Argument{param, Argument::Kind::Scalar, Int(32), {}, false, {}});
+  for (const Argument &workspace : workspace_arguments(env))
+    args.push_back(workspace);
   return args;
 }
 

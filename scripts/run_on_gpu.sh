@@ -10,12 +10,14 @@
 #              and every bin/lesson_*, in parallel
 #   gpu-check  coalesce-gpu-check: every GPU schedule, per precision (fp32
 #              FFMA; tf32, bf16, f16 tensor cores), against a double
-#              reference, cuBLAS / cuBLASLt and the unfused chain
+#              reference, cuBLAS / cuBLASLt and the unfused chain, and
+#              split-K at its five shapes (bits equal across two launches)
 #   memcheck   compute-sanitizer --tool memcheck  on coalesce-gpu-check --sanitizer-case
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
-#              (the sanitizer case: the fp32 default and a ragged bf16
-#              tensor-core GEMM, once each)
+#              (the sanitizer case: the fp32 default, a ragged bf16
+#              tensor-core GEMM, and split-K GEMMs in fp32 and bf16 in both
+#              combine modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
 #              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs); the
 #              standalone codegen/aot/example_app is built against each with
@@ -32,7 +34,8 @@
 #
 # Environment: COALESCE_GPU_BUNDLE (the tarball; default
 # gpu_bundle/coalesce-gpu.tar.gz), COALESCE_STEP_TIMEOUT (seconds per step,
-# default 600), CUDA_ROOT (default /usr/local/cuda), COALESCE_GPU_CHECK_ARGS
+# default 1200: the benchmark's eleven shapes take longer than its eight
+# did, about 8 minutes), CUDA_ROOT (default /usr/local/cuda), COALESCE_GPU_CHECK_ARGS
 # (extra flags for coalesce-gpu-check, e.g. --full: every schedule at the
 # large shapes; --precisions=bf16 for one precision).
 #
@@ -57,7 +60,7 @@ done
 
 bundle=${COALESCE_GPU_BUNDLE:-$tree/gpu_bundle/coalesce-gpu.tar.gz}
 logs=${OUT:-$tree/gpu_logs}
-step_timeout=${COALESCE_STEP_TIMEOUT:-600}
+step_timeout=${COALESCE_STEP_TIMEOUT:-1200}
 cuda=${CUDA_ROOT:-/usr/local/cuda}
 mkdir -p "$logs"
 if [ ! -f "$bundle" ]; then

@@ -159,7 +159,8 @@ TEST_CASE("coalesce-aot --help documents every flag") {
   CHECK(help.status == 0);
   for (const char *flag :
        {"--generator=", "--target=", "--name=", "--output-dir=", "--emit=", "-M ", "-N ", "-K ",
-        "--bias", "--activation=", "--tile-m=", "--tile-n=", "--reg-m=", "--reg-n=", "--k-step="}) {
+        "--bias", "--activation=", "--tile-m=", "--tile-n=", "--reg-m=", "--reg-n=", "--k-step=",
+        "--split-k=", "--split-k-mode="}) {
     INFO(std::string(flag));
     CHECK(help.contains(flag));
   }
@@ -447,6 +448,42 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
     CHECK(refused.contains("has no warpgroup schedule"));
     CHECK(other.entries().empty());
   }
+}
+
+TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace and says how large it is") {
+  TempDir dir;
+  Result result = aot("--split-k=3 --tile-m=64 --tile-n=64 --reg-m=4 --reg-n=4 --name=gemm_split --output-dir=.",
+                      dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "gemm_split.h");
+  CHECK(header.find("int M, int N, int K, CUdeviceptr workspace, CUstream stream);") != std::string::npos);
+  CHECK(header.find("size_t gemm_split_workspace_bytes(int M, int N, int K);") != std::string::npos);
+  CHECK(header.find("zeroed once") != std::string::npos);
+  CHECK(header.find("grid (ceil(N/64), ceil(M/64), 3)") != std::string::npos);
+  std::string launcher = read_file(dir / "gemm_split.cpp");
+  CHECK(launcher.find("workspace is a null pointer") != std::string::npos);
+  std::string ptx = read_file(dir / "gemm_split.ptx");
+  CHECK(ptx.find("fence.acq_rel.gpu") != std::string::npos);
+  if (can_assemble())
+    CHECK_FALSE(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out")->spills());
+  if (can_compile_launchers())
+    check_launcher_builds(dir, "gemm_split", "gemm_split(0, 0, 0, 0, 1, 1, 1, 0, 0)");
+  // Atomic slices and tensor cores take a workspace too.
+  Result bf16 = aot("--dtype=bf16 --split-k=2 --split-k-mode=atomic --name=gemm_split_bf16 --output-dir=.", dir.path);
+  INFO(bf16.err);
+  REQUIRE(bf16.status == 0);
+  CHECK(read_file(dir / "gemm_split_bf16.h").find("gemm_split_bf16_workspace_bytes") != std::string::npos);
+  // 0 chooses from the shape, which must then be known.
+  Result unknown = aot("--split-k=0 --emit=loops", dir.path);
+  CHECK(unknown.status == 1);
+  CHECK(unknown.contains("give --M, --N and --K"));
+  Result chosen = aot("--split-k=0 --M=16 --N=4096 --K=4096 --emit=loops", dir.path);
+  CHECK(chosen.status == 0);
+  CHECK(chosen.contains("for kz in gpu_block.z"));
+  Result unsplit = aot("--split-k=0 --M=4096 --N=4096 --K=4096 --emit=loops", dir.path);
+  CHECK(unsplit.status == 0);
+  CHECK_FALSE(unsplit.contains("gpu_block.z"));
 }
 
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {

@@ -164,6 +164,12 @@ inline double tolerance(Precision p, Comparison c) {
 inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count, bool warpgroup = false) {
   return default_mma_tiling(mma_kind(p, warpgroup), M, N, sm_count);
 }
+/// The same with K known: the reduction split across blocks where the tiles
+/// leave multiprocessors idle (default_split_k).
+inline MmaTiling mma_tiling_for_shape(Precision p, int64_t M, int64_t N, int64_t K, int sm_count,
+                                      bool warpgroup = false) {
+  return default_mma_tiling(mma_kind(p, warpgroup), M, N, K, sm_count);
+}
 
 /// A bias value every precision's bias vector holds exactly: `x` in [-1, 1)
 /// rounded to bf16, and 0 below f16's smallest normal (2^-14), where f16

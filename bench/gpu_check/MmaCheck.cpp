@@ -135,7 +135,7 @@ struct Problem {
   Outcome run(const GpuExecutable &exe) {
     std::vector<CUdeviceptr> pointers;
     for (const Argument &arg : exe.program().args) {
-      if (!arg.is_buffer())
+      if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
         pointers.push_back(0);
       else if (arg.is_output)
         pointers.push_back(out.ptr());

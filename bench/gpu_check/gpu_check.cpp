@@ -16,6 +16,9 @@
 //   - every fused epilogue schedule at K = 1 and K = 3 (67 x 45) against the
 //     unfused chain in float on the CPU, tolerance 1e-5.
 // tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp.
+// Every precision: reductions split across blocks (split_k) at the five
+// split-K shapes, deterministic mode bit-reproducible across two launches,
+// and the K = 1 / K = 3 pair: SplitKCheck.cpp.
 //
 // The output is poisoned (every byte 0xFF, a NaN) before each run; then every
 // element is read back and must be finite, and the poison just past the
@@ -25,13 +28,15 @@
 // each pool.
 //
 // Without a GPU it prints "no GPU: <reason>; skipping" and exits 0.
-// --sanitizer-case runs the tuned fp32 default once at 131x133x67 and the
-// bf16 tensor-core schedule once at the same ragged shape, each on buffers of
+// --sanitizer-case runs the tuned fp32 default once at 131x133x67, the
+// bf16 tensor-core schedule once at the same ragged shape, and a 3-way
+// split-K (fp32 and bf16, each combine mode) there, each on buffers of
 // exactly the right size, for compute-sanitizer. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/Report.h"
+#include "bench/gpu_check/SplitKCheck.h"
 #include "bench/reference/CublasReference.h"
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
@@ -174,7 +179,7 @@ std::vector<float> random_pool(size_t count, uint32_t seed) {
 double run_once(const GpuExecutable &exe, const Shape &s, DeviceData &data, size_t *not_finite, size_t *guard) {
   std::vector<CUdeviceptr> pointers;
   for (const Argument &arg : exe.program().args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
       pointers.push_back(0);
     else if (arg.is_output)
       pointers.push_back(data.out_dev.ptr());
@@ -348,6 +353,7 @@ int sanitizer_case() {
   DoubleSums sums = double_sums(data, s);
   check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
   gpu_check::mma_sanitizer_case();
+  gpu_check::split_k_sanitizer_case();
   return gpu_check::all_passed() ? 0 : 1;
 }
 
@@ -454,6 +460,7 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
     } else {
       gpu_check::check_mma(p);
     }
+    gpu_check::check_split_k(p);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return gpu_check::print_summary(seconds) ? 1 : 0;
@@ -467,12 +474,12 @@ int main(int argc, char **argv) {
   cl::OptionCategory category("coalesce-gpu-check options");
   cl::opt<std::string> precisions_flag(
       "precisions", cl::desc("comma-separated fp32 (the FFMA schedules), tf32, bf16, f16 (the tensor-core "
-                             "schedule) or all"),
+                             "schedules) or all; every precision also checks split-K at its five shapes"),
       cl::value_desc("list"), cl::init("all"), cl::cat(category));
   cl::opt<bool> full("full", cl::desc("run every fp32 schedule at the large cuBLAS shapes too"), cl::cat(category));
   // cl::desc keeps a reference: the text must outlive the parse.
-  const std::string sanitizer_help = "run the tuned fp32 default and the bf16 tensor-core schedule once each at " +
-                                     kSanitizerShape.str() + ", for compute-sanitizer";
+  const std::string sanitizer_help = "run the tuned fp32 default, the bf16 tensor-core schedules and a split-K GEMM "
+                                     "once each at " + kSanitizerShape.str() + ", for compute-sanitizer";
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;

@@ -93,13 +93,16 @@ constexpr int kMinTimedRuns = 30;
 constexpr int kMaxTimedRuns = 200;
 /// Timed runs are added (up to kMaxTimedRuns) until they sum to about this:
 /// with the warm-up, the check and the compile, every precision at every
-/// shape (160 benchmarks) stays within about 8 minutes on an H200.
+/// shape stays short: the 160 benchmarks of eight shapes took about 8
+/// minutes on an H200 (220 with the three deep-K shapes, not yet timed).
 constexpr double kTargetTimedMs = 250;
 
 const std::vector<std::pair<std::string, Shape>> kShapes = {
     {"1024", {1024, 1024, 1024}},   {"2048", {2048, 2048, 2048}},     {"4096", {4096, 4096, 4096}},
     {"8192", {8192, 8192, 8192}},   {"ragged", {4093, 4091, 4097}},   {"llama", {8192, 11008, 4096}},
     {"m16", {16, 4096, 4096}},      {"m64", {64, 11008, 4096}},
+    // Deep reductions on few output tiles: the default splits K across blocks.
+    {"k16k", {128, 4096, 16384}},   {"k32k", {512, 512, 32768}},     {"k64k", {256, 256, 65536}},
 };
 
 enum class Variant { CublasGemm, CublasChain, CublasLt, CoalesceGemm, CoalesceFused };
@@ -247,7 +250,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
     bool warpgroup = has_warpgroup_mma(p) && target_for_current_device().sm() == "sm_90a" &&
                      !(warp_only && std::string(warp_only) == "1");
-    mma = mma_tiling(p, s.M, s.N, sm_count, warpgroup);
+    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
     tiling = mma->str();
   } else {
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
@@ -285,7 +288,7 @@ std::unique_ptr<CoalesceKernel> bind_coalesce(Epilogue epilogue, Problem &d) {
   auto kernel = std::make_unique<CoalesceKernel>();
   kernel->compiled = &compiled_kernel(epilogue, d.precision(), d.shape());
   for (const Argument &arg : kernel->compiled->executable->program().args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
       kernel->pointers.push_back(0);
     else if (arg.name == "A")
       kernel->pointers.push_back(d.A_dev.ptr());
@@ -413,7 +416,8 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
                "coalesce-bench: %s\n"
                "usage: coalesce-bench [--precisions=LIST] [--shapes=LIST] [Google Benchmark flags]\n"
                "  precisions: comma-separated fp32, tf32, bf16, f16, or all\n"
-               "  shapes: comma-separated MxNxK or aliases 1024, 2048, 4096, 8192, ragged, llama, m16, m64, all\n",
+               "  shapes: comma-separated MxNxK or aliases 1024, 2048, 4096, 8192, ragged, llama, m16, m64, k16k,\n"
+               "          k32k, k64k, splitk (m16, m64, k16k, k32k, k64k), all\n",
                message.c_str());
   std::exit(2);
 }
@@ -424,6 +428,13 @@ std::vector<Shape> parse_shapes(const std::string &list) {
     if (item == "all") {
       for (const auto &named : kShapes)
         shapes.push_back(named.second);
+      continue;
+    }
+    if (item == "splitk") { // the five shapes the default splits K for
+      for (const char *alias : {"m16", "m64", "k16k", "k32k", "k64k"})
+        for (const auto &named : kShapes)
+          if (named.first == alias)
+            shapes.push_back(named.second);
       continue;
     }
     bool found = false;

@@ -20,6 +20,8 @@ void apply_default_schedule(const GemmAlgorithm &gemm, const GemmScheduleOptions
   tiling.threads_m = options.tile_m / options.reg_m;
   tiling.threads_n = options.tile_n / options.reg_n;
   tiling.k_step = options.k_step;
+  tiling.split_k = options.split_k;
+  tiling.split_k_mode = options.split_k_mode;
   schedule_gemm(gemm.out, gemm.acc, gemm.A, gemm.B, gemm.i, gemm.j, gemm.k, tiling);
 }
 

@@ -25,6 +25,8 @@ struct GemmScheduleOptions {
   int tile_m = 128, tile_n = 128; ///< elements of out per thread block
   int reg_m = 8, reg_n = 8;       ///< elements of out per thread, kept in registers
   int k_step = 8;                 ///< K elements of A and B staged in shared memory per step
+  int split_k = 1;                ///< blocks the reduction is split across (1: none)
+  SplitKMode split_k_mode = SplitKMode::Deterministic;
 };
 
 /// Schedules `gemm` for the GPU: a tile_m x tile_n tile of out per block,

@@ -82,7 +82,7 @@ void check_argument_name(const std::string &name, const std::string &what) {
 std::vector<LauncherArg> launcher_args(const LauncherSpec &spec) {
   std::vector<LauncherArg> args;
   for (const Argument &arg : spec.program.args)
-    if (arg.is_buffer()) {
+    if (arg.is_buffer() && !arg.is_workspace) {
       check_argument_name(arg.name, arg.is_output ? "output Func" : "input");
       args.push_back({arg.name, &arg, {}});
     }
@@ -266,8 +266,17 @@ std::string element_typedefs(const std::vector<LauncherArg> &args) {
   return text;
 }
 
-/// "CUresult NAME(CUdeviceptr A, ..., int M, ..., CUstream stream)"
-std::string signature(const std::string &name, const std::vector<LauncherArg> &args) {
+/// The workspace arguments of a program (split_k), in program order.
+std::vector<const Argument *> workspace_args(const LauncherSpec &spec) {
+  std::vector<const Argument *> result;
+  for (const Argument &arg : spec.program.args)
+    if (arg.is_workspace)
+      result.push_back(&arg);
+  return result;
+}
+
+/// "CUresult NAME(CUdeviceptr A, ..., int M, ..., [CUdeviceptr workspace,] CUstream stream)"
+std::string signature(const std::string &name, const std::vector<LauncherArg> &args, bool workspace) {
   std::string text = "CUresult " + name + "(";
   std::string indent(text.size(), ' ');
   for (size_t a = 0; a < args.size(); ++a) {
@@ -276,7 +285,21 @@ std::string signature(const std::string &name, const std::vector<LauncherArg> &a
     bool break_line = args[a].is_buffer() && a + 1 < args.size() && !args[a + 1].is_buffer();
     text += break_line ? "\n" + indent : " ";
   }
+  if (workspace)
+    text += "CUdeviceptr workspace, ";
   return text + "CUstream stream)";
+}
+
+/// "size_t NAME_workspace_bytes(int M, ...)": the sizes only.
+std::string workspace_signature(const std::string &name, const std::vector<LauncherArg> &args) {
+  std::string text = "size_t " + name + "_workspace_bytes(";
+  bool first = true;
+  for (const LauncherArg &arg : args)
+    if (!arg.is_buffer()) {
+      text += (first ? "int " : ", int ") + arg.name;
+      first = false;
+    }
+  return text + (first ? "void)" : ")");
 }
 
 std::string grid_text(const GpuKernel &kernel) {
@@ -297,6 +320,7 @@ std::string pad(const std::string &text, size_t width) {
 
 std::string launcher_header(const LauncherSpec &spec) {
   std::vector<LauncherArg> args = launcher_args(spec);
+  const bool has_workspace = !workspace_args(spec).empty();
   const std::string &name = spec.name;
   std::ostringstream out;
   out << "// " << name << ".h: generated ahead of time by Coalesce from generator '" << spec.generator
@@ -333,6 +357,12 @@ std::string launcher_header(const LauncherSpec &spec) {
       out << ": " << arg.size.help;
     out << "\n";
   }
+  if (has_workspace)
+    out << "// workspace: scratch device memory of " << name << "_workspace_bytes(sizes) bytes\n"
+        << "// (the K split's partial sums and per-tile arrival counters), allocated by the\n"
+        << "// caller and zeroed once (cuMemsetD8) before its first use. Every launch leaves\n"
+        << "// it zeroed again, so it is reused as is: no allocation or clearing per call.\n"
+        << "// Launches that share one workspace must not run at the same time (one stream).\n";
   out << "// Launches, in order, on `stream`:\n";
   for (const GpuKernel &kernel : spec.program.kernels)
     out << "//   kernel '" << kernel.name << "': grid " << grid_text(kernel) << " blocks of "
@@ -357,16 +387,19 @@ std::string launcher_header(const LauncherSpec &spec) {
 
   std::string guard = "COALESCE_AOT_" + upper_case(name) + "_H";
   out << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-      << "#include <cuda.h>\n\n"
+      << "#include <cuda.h>\n#include <stddef.h>\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
       << element_typedefs(args)
       << "/// Checks the arguments, loads the module if this is the first call, and\n"
       << "/// launches the kernels on `stream` (see above).\n"
-      << signature(name, args) << ";\n\n"
+      << signature(name, args, has_workspace) << ";\n\n"
       << "/// Loads and JIT-compiles the module now instead of on the first launch (to\n"
       << "/// keep that out of a timing); needs an initialised driver (cuInit).\n"
-      << "CUresult " << name << "_load(void);\n\n"
-      << "/// Why the last call of " << name << " or " << name
+      << "CUresult " << name << "_load(void);\n\n";
+  if (has_workspace)
+    out << "/// Bytes of device memory the `workspace` argument must hold at these sizes.\n"
+        << workspace_signature(name, args) << ";\n\n";
+  out << "/// Why the last call of " << name << " or " << name
       << "_load on this thread failed (\"\" if it succeeded).\n"
       << "const char *" << name << "_error_message(void);\n\n"
       << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n"
@@ -376,6 +409,8 @@ std::string launcher_header(const LauncherSpec &spec) {
 
 std::string launcher_source(const LauncherSpec &spec) {
   std::vector<LauncherArg> args = launcher_args(spec);
+  const std::vector<const Argument *> workspaces = workspace_args(spec);
+  const bool has_workspace = !workspaces.empty();
   const std::string &name = spec.name;
   const std::string &sm = spec.target.sm();
   const size_t kernels = spec.program.kernels.size();
@@ -507,7 +542,29 @@ CUresult load(CUkernel *kernels) {
       << "  CUkernel kernels_[coalesce_launcher::kKernels];\n"
       << "  return coalesce_launcher::load(kernels_);\n}\n\n";
 
-  out << signature(name, args) << " {\n"
+  // The workspace: each part at a 256-byte aligned offset, in program order.
+  auto workspace_layout = [&](std::ostringstream &text, bool offsets) {
+    text << "  int64_t offset_ = 0;\n";
+    for (size_t w = 0; w < workspaces.size(); ++w) {
+      std::string elements = "int64_t(1)";
+      for (const Expr &extent : workspaces[w]->extents)
+        elements = "coalesce_launcher::times(" + elements + ", std::max<int64_t>(" + cpp_int(extent) + ", 0))";
+      if (offsets)
+        text << "  const int64_t workspace" << w << "_offset_ = offset_;\n";
+      text << "  const int64_t workspace" << w << "_elements_ = " << elements << ";\n"
+           << "  offset_ += (workspace" << w << "_elements_ * " << workspaces[w]->type.bytes() << " + 255) / 256 * 256;\n";
+    }
+  };
+  if (has_workspace) {
+    out << workspace_signature(name, args) << " {\n";
+    for (const LauncherArg &arg : args)
+      if (!arg.is_buffer())
+        out << "  (void)" << arg.name << "; // the workspace may not depend on every size\n";
+    workspace_layout(out, false);
+    out << "  return size_t(offset_);\n}\n\n";
+  }
+
+  out << signature(name, args, has_workspace) << " {\n"
       << "  coalesce_launcher::last_error.clear();\n\n"
       << "\n  // Sizes: zero or more, and those fixed when generating as generated.\n";
   for (const LauncherArg &arg : args) {
@@ -554,6 +611,24 @@ CUresult load(CUkernel *kernels) {
       out << "  if (" << arg.name << " == 0 && " << arg.name << "_elements_ > 0)\n"
           << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
           << " is a null pointer\");\n";
+
+  if (has_workspace) {
+    out << "\n  // The workspace (split_k): the caller's, zeroed before its first use.\n";
+    workspace_layout(out, true);
+    out << "  for (int64_t elements_ : {";
+    for (size_t w = 0; w < workspaces.size(); ++w)
+      out << (w ? ", " : "") << "workspace" << w << "_elements_";
+    out << "})\n"
+        << "    if (elements_ > " << kMaxExtent << ")\n"
+        << "      return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"the workspace would hold \" + "
+           "std::to_string(elements_) + \" elements in one part; the kernels index with 32-bit integers (at most "
+           "2^30 elements)\");\n"
+        << "  if (workspace == 0 && offset_ > 0)\n"
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"workspace is a null pointer; allocate "
+        << name << "_workspace_bytes(...) bytes and zero them once\");\n";
+    for (size_t w = 0; w < workspaces.size(); ++w)
+      out << "  CUdeviceptr workspace" << w << "_ = workspace + CUdeviceptr(workspace" << w << "_offset_);\n";
+  }
 
   const LauncherArg *output = nullptr;
   for (const LauncherArg &arg : args)
@@ -646,7 +721,12 @@ CUresult load(CUkernel *kernels) {
 
   out << "  // The kernels' parameters, in the program's order: buffers, then i32 scalars.\n";
   std::string params;
+  size_t next_workspace = 0;
   for (const Argument &arg : spec.program.args) {
+    if (arg.is_workspace) {
+      params += (params.empty() ? "" : ", ") + ("&workspace" + std::to_string(next_workspace++) + "_");
+      continue;
+    }
     if (arg.is_buffer()) {
       params += (params.empty() ? "" : ", ") + ("&" + arg.name);
       continue;

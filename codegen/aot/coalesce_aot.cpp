@@ -18,6 +18,7 @@
 #include "dsl/IROperator.h"
 #include "scheduler/GemmMmaSchedule.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -102,11 +103,25 @@ public:
                              0, 256};
   GeneratorParam<int> tile_n{this, "tile-n", 0, "columns of out per thread block; 0: chosen from the shape",
                              0, 256};
-  GeneratorParam<int> reg_m{this, "reg-m", 8,
+  GeneratorParam<int> reg_m{this, "reg-m", 0,
                             "rows of out per thread, in registers (threads per block: "
-                            "tile-m/reg-m by tile-n/reg-n, 16 x 16 by default)",
-                            1, 16};
-  GeneratorParam<int> reg_n{this, "reg-n", 8, "columns of out per thread, in registers", 1, 16};
+                            "tile-m/reg-m by tile-n/reg-n); 0: the tiling's choice (8, or 4 for a "
+                            "small-M tile)",
+                            0, 16};
+  GeneratorParam<int> reg_n{this, "reg-n", 0, "columns of out per thread, in registers; 0: the tiling's choice",
+                            0, 16};
+  GeneratorParam<int> split_k{this, "split-k", 1,
+                              "blocks the reduction is split across (split_k): each computes a slice of K, "
+                              "the last block of a tile adds the slices and runs the epilogue; the launcher "
+                              "then takes a workspace (NAME_workspace_bytes). 1: no split; 0: chosen from "
+                              "the shape and the GPU's 132 multiprocessors (needs --M, --N and --K)",
+                              0, 256};
+  EnumParam<SplitKMode> split_k_mode{this,
+                                     "split-k-mode",
+                                     SplitKMode::Deterministic,
+                                     {{"deterministic", SplitKMode::Deterministic}, {"atomic", SplitKMode::Atomic}},
+                                     "how the slices are added: deterministic (in slice order, the same bits on "
+                                     "every run) or atomic (float atomics, faster, the order of arrival)"};
   GeneratorParam<int> k_step{this, "k-step", 0,
                              "elements of K staged in shared memory per step; 0: 8 for f32, the "
                              "tensor-core tiling's choice otherwise",
@@ -123,6 +138,16 @@ public:
                              "tensor cores: K steps in flight in the staging pipeline (2: double "
                              "buffering); 0: the tiling's choice",
                              0, 8};
+
+  // --split-k, with 0 resolved from the shape (which must then be fixed).
+  int chosen_split(int block_m, int block_n, int step, int blocks_per_sm) const {
+    if (split_k > 0)
+      return split_k;
+    if (!M.fixed() || !N.fixed() || !K.fixed())
+      user_error("--split-k=0 chooses the split from the shape: give --M, --N and --K, or a split count");
+    int64_t tiles = ((M.value() + block_m - 1) / block_m) * ((N.value() + block_n - 1) / block_n);
+    return default_split_k(tiles, K.value(), step, 132, blocks_per_sm);
+  }
 
   Func build() override {
     Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
@@ -158,6 +183,8 @@ public:
         user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
       if (stages > 0)
         tiling.stages = stages;
+      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
+      tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
       return out;
     }
@@ -167,9 +194,12 @@ public:
                                             K.fixed() ? K.value() : 0);
     options.tile_m = tile_m > 0 ? static_cast<int>(tile_m) : chosen.block_m;
     options.tile_n = tile_n > 0 ? static_cast<int>(tile_n) : chosen.block_n;
-    options.reg_m = reg_m;
-    options.reg_n = reg_n;
+    options.reg_m = reg_m > 0 ? static_cast<int>(reg_m) : tile_m > 0 ? 8 : chosen.register_m();
+    options.reg_n = reg_n > 0 ? static_cast<int>(reg_n) : tile_n > 0 ? 8 : chosen.register_n();
     options.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
+    options.split_k = chosen_split(options.tile_m, options.tile_n, options.k_step,
+                                   split_k_blocks_per_sm((options.tile_m / options.reg_m) * (options.tile_n / options.reg_n)));
+    options.split_k_mode = split_k_mode;
     apply_default_schedule(GemmAlgorithm{acc, out, A, B, bias_vector, i, j, k}, options);
     return out;
   }

@@ -260,7 +260,26 @@ private:
       if (chance(60))
         acc_->update().stage_in_shared(*B_, ko, layout());
       log << "fused at bj, k step " << step << "\n";
+      maybe_split_k(log);
     }
+  }
+
+  // A reduction split across blocks (split_k), sometimes without the
+  // reassociation it needs or with a slice count out of range. A UserError
+  // from the call leaves the schedule as it was.
+  void maybe_split_k(std::ostream &log) {
+    if (!chance(25))
+      return;
+    int slices = chance(3) ? one_of(std::vector<int>{0, 1000}) : 1 + pick(6);
+    SplitKMode mode = chance(30) ? SplitKMode::Atomic : SplitKMode::Deterministic;
+    log << "split_k " << slices << " slices, " << split_k_mode_name(mode) << "\n";
+    try {
+      out_->split_k(*acc_, *k_, Var(name("kz")), slices, mode);
+    } catch (const UserError &e) {
+      log << "  refused: " << e.what() << "\n";
+    }
+    if (chance(90))
+      acc_->update().allow_reassociation();
   }
 
   void mma_template(std::ostream &log) {
@@ -306,6 +325,7 @@ private:
     if (chance(90))
       acc_->update().allow_reassociation();
     acc_->update().stage_in_shared(*A_, ko, l).stage_in_shared(*B_, ko, l);
+    maybe_split_k(log);
     has_mma_ = true;
   }
 

@@ -1,0 +1,244 @@
+// Reductions split across GPU blocks (split_k), GEMM + bias + exact GELU:
+//
+//   - the five shapes split-K is for (16x4096x4096, 64x11008x4096,
+//     128x4096x16384, 512x512x32768, 256x256x65536) with the default
+//     schedule of the precision at that shape (default_gemm_tiling or
+//     default_mma_tiling with K and the device's SM count, which split K
+//     there), in deterministic mode launched twice: the two outputs must be
+//     the same bits; then in atomic mode. Each against the double reference
+//     on 8 sampled rows (every column), tolerance 1e-4 (sums of up to 65536
+//     exact products in f32; tf32 inputs rounded as the instruction does);
+//   - 67x45 at K = 1 and K = 3 with a forced 3-way split of a 32x64 tile (so
+//     that two of three slices are empty at K = 1) against the double
+//     reference: an epilogue run per slice agrees at neither.
+// Outputs are f32 (tensor cores too: the check is of the sum, not of the
+// output's rounding). The output is poisoned (0xFF) before each launch and
+// every element read back must be finite.
+
+#include "bench/gpu_check/SplitKCheck.h"
+
+#include "bench/gpu_check/Report.h"
+#include "dsl/NarrowFloat.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+#include "scheduler/GemmMmaSchedule.h"
+#include "scheduler/GemmSchedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+using examples::Epilogue;
+
+struct Shape {
+  int M, N, K;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+  size_t mn() const { return size_t(M) * N; }
+};
+
+const std::vector<Shape> kSplitShapes = {
+    {16, 4096, 4096}, {64, 11008, 4096}, {128, 4096, 16384}, {512, 512, 32768}, {256, 256, 65536}};
+const std::vector<Shape> kSmallKShapes = {{67, 45, 1}, {67, 45, 3}};
+const Shape kSanitizerShape{131, 133, 67};
+constexpr int kSampleRows = 8;
+/// Sums of up to 65536 f32 terms against double: the cuBLAS tolerance.
+constexpr double kTolerance = 1e-4;
+
+/// One problem on the host and the device; the output is f32.
+struct Problem {
+  Shape s;
+  examples::GemmData host;
+  gpu::DeviceBuffer a, b, bias, out;
+
+  /// `tf32`: A and B rounded to tf32 first, as the instruction rounds them,
+  /// so that the reference sees the values multiplied.
+  Problem(const Shape &shape, Type in, bool tf32)
+      : s(shape), host(examples::make_data(shape.M, shape.N, shape.K, 17 + shape.K, in)) {
+    if (tf32)
+      for (Buffer *operand : {&host.a, &host.b})
+        for (float &v : operand->values())
+          v = float_to_tf32(v);
+    a = upload(host.a);
+    b = upload(host.b);
+    bias = upload(host.bias);
+    out = gpu::DeviceBuffer(std::max<size_t>(s.mn() * sizeof(float), 16));
+  }
+  static gpu::DeviceBuffer upload(const Buffer &buffer) {
+    gpu::DeviceBuffer device(std::max<size_t>(buffer.size_in_bytes(), 16));
+    if (buffer.size_in_bytes())
+      gpu::cu_check(gpu::driver().memcpy_htod(device.ptr(), buffer.raw_data(), buffer.size_in_bytes()),
+                    "cuMemcpyHtoD of ", buffer.size_in_bytes(), " bytes");
+    return device;
+  }
+
+  /// Launches `exe` into a poisoned output and reads it back; the workspace
+  /// is the executable's own (kept between launches).
+  std::vector<float> run(const GpuExecutable &exe, double *ms) {
+    std::vector<CUdeviceptr> pointers;
+    for (const Argument &arg : exe.program().args) {
+      if (!arg.is_buffer() || arg.is_workspace)
+        pointers.push_back(0);
+      else if (arg.is_output)
+        pointers.push_back(out.ptr());
+      else if (arg.name == "A")
+        pointers.push_back(a.ptr());
+      else if (arg.name == "B")
+        pointers.push_back(b.ptr());
+      else if (arg.name == "bias")
+        pointers.push_back(bias.ptr());
+      else
+        user_error("unexpected pipeline argument '", arg.name, "'");
+    }
+    out.fill_bytes(0xFF);
+    gpu::EventTimer timer;
+    timer.start();
+    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
+    timer.stop();
+    gpu::synchronize();
+    *ms = timer.elapsed_ms();
+    std::vector<float> result(s.mn());
+    if (!result.empty())
+      gpu::cu_check(gpu::driver().memcpy_dtoh(result.data(), out.ptr(), result.size() * sizeof(float)),
+                    "cuMemcpyDtoH of the output");
+    return result;
+  }
+
+  /// ||got - want|| / ||want|| on kSampleRows rows (all of them when M is
+  /// smaller), want = gelu(sum + bias) in double on the inputs' exact values.
+  double error(const std::vector<float> &got) const {
+    std::vector<int> rows;
+    for (int r = 0; r < kSampleRows && r < s.M; ++r)
+      rows.push_back(s.M <= kSampleRows ? r : int(int64_t(r) * (s.M - 1) / (kSampleRows - 1)));
+    double diff = 0, norm = 0;
+    std::vector<double> sums(size_t(s.N));
+    for (int i : rows) {
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (int k = 0; k < s.K; ++k) {
+        double a = host.a.get(size_t(i) * s.K + k);
+        for (int j = 0; j < s.N; ++j)
+          sums[size_t(j)] += a * host.b.get(size_t(k) * s.N + j);
+      }
+      for (int j = 0; j < s.N; ++j) {
+        double want = examples::reference_epilogue<double>(Epilogue::BiasGelu, sums[size_t(j)], host.bias.get(j));
+        double d = got[size_t(i) * s.N + j] - want;
+        diff += d * d;
+        norm += want * want;
+      }
+    }
+    if (!std::isfinite(diff))
+      return std::numeric_limits<double>::infinity();
+    return norm == 0 ? (diff == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::sqrt(diff / norm);
+  }
+};
+
+size_t not_finite(const std::vector<float> &values) {
+  size_t count = 0;
+  for (float v : values)
+    count += std::isfinite(v) ? 0 : 1;
+  return count;
+}
+
+/// The default schedule of precision p at s, with the combine `mode`; a
+/// forced split count when `slices` > 0 (then on a small tile).
+std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode mode, int slices, std::string *detail) {
+  int sm_count = gpu::Device::get().sm_count();
+  examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), Float(32));
+  if (p == Precision::FP32) {
+    GemmTiling t = default_gemm_tiling(s.M, s.N, s.K, sm_count);
+    if (slices > 0) {
+      t = GemmTiling();
+      t.block_m = 32;
+      t.block_n = 64;
+      t.threads_m = 8;
+      t.threads_n = 16;
+      t.split_k = slices;
+    }
+    t.split_k_mode = mode;
+    *detail = t.str();
+    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  } else {
+    MmaTiling t = default_mma_tiling(bench::mma_kind(p), s.M, s.N, s.K, sm_count);
+    if (slices > 0) {
+      t.block_m = t.block_n = 64;
+      t.warp_m = t.warp_n = 32;
+      t.split_k = slices;
+    }
+    t.split_k_mode = mode;
+    *detail = t.str();
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  }
+  return std::make_unique<Pipeline>(g.out);
+}
+
+std::string name_of(Precision p, SplitKMode mode) {
+  return std::string("split-K ") + reference::precision_name(p) + " " + split_k_mode_name(mode) + " (bias_gelu)";
+}
+
+// Every precision sums exact f32 products in f32 here (the output is f32).
+double tolerance(Precision) { return kTolerance; }
+
+/// One shape in one mode: against the reference, and (deterministic) the
+/// same bits on a second launch.
+void check_one(Precision p, const Shape &s, SplitKMode mode, int slices) {
+  Outcome o;
+  o.tolerance = tolerance(p);
+  std::string name = name_of(p, mode);
+  try {
+    std::unique_ptr<Pipeline> pipeline = pipeline_for(p, s, mode, slices, &o.detail);
+    const GpuExecutable &exe = pipeline->gpu_executable(target_for_current_device());
+    Problem problem(s, bench::input_type(p), p == Precision::TF32);
+    std::vector<float> first = problem.run(exe, &o.ms);
+    o.not_finite = not_finite(first);
+    o.error = problem.error(first);
+    record(name, s.str(), "double (" + std::to_string(std::min(kSampleRows, s.M)) + " rows)", o);
+    if (mode != SplitKMode::Deterministic)
+      return;
+    double ms = 0;
+    std::vector<float> second = problem.run(exe, &ms);
+    size_t differ = 0;
+    for (size_t n = 0; n < first.size(); ++n)
+      differ += std::memcmp(&first[n], &second[n], sizeof(float)) != 0;
+    Outcome bits;
+    bits.error = first.empty() ? 0 : double(differ) / double(first.size());
+    bits.tolerance = 0;
+    bits.ms = ms;
+    bits.detail = std::to_string(differ) + " of " + std::to_string(first.size()) + " differ";
+    record(name, s.str(), "same bits, 2nd launch", bits);
+  } catch (const std::exception &error) {
+    o.failure = error.what();
+    record(name, s.str(), "double", o);
+  }
+}
+
+} // namespace
+
+void check_split_k(Precision p) {
+  std::printf("\n==== split-K, %s: the five shapes, the K = 1 / K = 3 pair ====\n", reference::precision_name(p));
+  for (const Shape &s : kSplitShapes)
+    for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
+      check_one(p, s, mode, 0);
+  for (const Shape &s : kSmallKShapes)
+    for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
+      check_one(p, s, mode, 3);
+}
+
+void split_k_sanitizer_case() {
+  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic}) {
+    check_one(Precision::FP32, kSanitizerShape, mode, 3);
+    check_one(Precision::BF16, kSanitizerShape, mode, 3);
+  }
+}
+
+} // namespace coalesce::gpu_check

@@ -1,0 +1,196 @@
+#include "scheduler/SplitReductionAcrossBlocks.h"
+
+#include "dsl/Error.h"
+#include "dsl/IREquality.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
+#include "scheduler/Simplify.h"
+
+namespace coalesce {
+
+namespace {
+
+std::string partials_name(const std::string &producer) { return producer + ".partials"; }
+std::string counters_name(const std::string &producer) { return producer + ".tile_counters"; }
+
+Expr var(const std::string &name) { return Variable::make(Int(32), name); }
+
+// The one element of the producer the consumer's store reads (Funcs call
+// each other at the caller's own coordinates, so every read is alike).
+class FindProducerLoad : public IRVisitor {
+public:
+  explicit FindProducerLoad(const std::string &producer) : producer_(producer) {}
+  Expr load;
+
+private:
+  using IRVisitor::visit;
+  void visit(const Load *op) override {
+    if (op->buffer == producer_) {
+      Expr found = Load::make(op->type, op->buffer, op->indices);
+      COALESCE_INTERNAL_ASSERT(!load.defined() || equal(load, found), "the epilogue reads '", producer_,
+                               "' at two places: ", to_string(load), " and ", to_string(found));
+      load = found;
+    }
+    IRVisitor::visit(op);
+  }
+  const std::string producer_;
+};
+
+// Rewrites each store of the output in the consumer's loops by `rewrite`,
+// given the store and the producer element it reads.
+template <typename Rewrite> class RewriteOutputStores : public IRMutator {
+public:
+  RewriteOutputStores(const std::string &output, const std::string &producer, Rewrite rewrite)
+      : output_(output), producer_(producer), rewrite_(rewrite) {}
+
+private:
+  using IRMutator::visit;
+  Stmt visit(const Store *op, const Stmt &self) override {
+    if (op->buffer != output_)
+      return self;
+    FindProducerLoad find(producer_);
+    find.visit_expr(op->value);
+    COALESCE_INTERNAL_ASSERT(find.load.defined(), "the store of '", output_, "' does not read '", producer_, "'");
+    return rewrite_(op, find.load);
+  }
+  const std::string output_, producer_;
+  Rewrite rewrite_;
+};
+
+template <typename Rewrite>
+Stmt rewrite_output_stores(const Stmt &s, const std::string &output, const std::string &producer, Rewrite rewrite) {
+  return RewriteOutputStores<Rewrite>(output, producer, rewrite).mutate(s);
+}
+
+// Slice 0 starts from the producer's initial value (a folded bias, say),
+// the others from 0, so that the initial value is added once. The initial
+// stores are the producer's stores outside its reduction loops.
+class StartSlicesFromZero : public IRMutator {
+public:
+  StartSlicesFromZero(const std::string &producer, Expr first_slice)
+      : producer_(producer), first_slice_(std::move(first_slice)) {}
+
+private:
+  using IRMutator::visit;
+  int reduction_depth_ = 0;
+  Stmt visit(const For *op, const Stmt &self) override {
+    bool reduction = op->reduction_of == producer_;
+    reduction_depth_ += reduction;
+    Stmt result = IRMutator::visit(op, self);
+    reduction_depth_ -= reduction;
+    return result;
+  }
+  Stmt visit(const Store *op, const Stmt &self) override {
+    const auto *zero = op->value.as<FloatImm>();
+    if (op->buffer != producer_ || reduction_depth_ > 0 || (zero && zero->value == 0.0) || is_const(op->value, 0))
+      return self;
+    return Store::make(op->buffer, op->indices,
+                       select(first_slice_, op->value, make_zero(op->value.type())));
+  }
+  const std::string producer_;
+  Expr first_slice_;
+};
+
+} // namespace
+
+const SplitReduction *split_of(const Environment &env, const FuncContents &func, size_t s) {
+  if (s == 0 || func.schedule.placement != Placement::At)
+    return nullptr;
+  const FuncContents *consumer = env.find(func.schedule.at_func);
+  if (!consumer || !consumer->schedule.split_k.requested() || consumer->schedule.split_k.producer != func.name)
+    return nullptr;
+  return &consumer->schedule.split_k;
+}
+
+std::string slice_loop_name(const FuncContents &consumer) {
+  return stage_prefix(consumer.name, 0) + consumer.schedule.split_k.slice_var;
+}
+
+SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice) {
+  Expr chunk = simplify(ceil_div(ceil_div(extent, step), slices) * step);
+  Expr start = slice * chunk;
+  return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};
+}
+
+std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents) {
+  const FuncContents &output = env.output();
+  const SplitReduction &split = output.schedule.split_k;
+  if (!split.requested())
+    return {};
+  const FuncContents *producer = env.find(split.producer);
+  std::vector<Expr> partial_extents;
+  if (split.mode == SplitKMode::Deterministic)
+    partial_extents.push_back(split.slices);
+  partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
+  Argument partials{partials_name(split.producer), Argument::Kind::Buffer, producer->type, partial_extents, false, {}};
+  Argument counters{counters_name(split.producer), Argument::Kind::Buffer, Int(32), block_extents, false, {}};
+  partials.is_workspace = counters.is_workspace = true;
+  return {partials, counters};
+}
+
+Stmt split_reduction_site(const Environment &env, const FuncContents &producer, MemoryType memory,
+                          const std::vector<Expr> &buffer_extents, const Stmt &produce, const Stmt &consume,
+                          const std::vector<std::string> &block_loops) {
+  const FuncContents &consumer = env.output();
+  const SplitReduction &split = consumer.schedule.split_k;
+  const std::string partials = partials_name(producer.name);
+  Expr slice = var(slice_loop_name(consumer));
+  bool atomic = split.mode == SplitKMode::Atomic;
+  auto partial_index = [&](const Store *store) {
+    std::vector<Expr> index;
+    if (!atomic)
+      index.push_back(slice);
+    index.insert(index.end(), store->indices.begin(), store->indices.end());
+    return index;
+  };
+
+  // Each slice's partial sums, where the epilogue would have stored.
+  Stmt store_partials = rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store,
+                                                                                          const Expr &element) {
+    Expr value = atomic ? Call::make_intrinsic(Intrinsic::AtomicAdd, element.type(), {element}) : element;
+    return Store::make(partials, partial_index(store), value);
+  });
+
+  // The combine, in slice order, into the producer's registers; then the
+  // epilogue as the consumer wrote it.
+  Stmt combine = rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store,
+                                                                                   const Expr &element) {
+    const auto *load = element.as<Load>();
+    auto read_slice = [&](const Expr &s) {
+      std::vector<Expr> index = {s};
+      index.insert(index.end(), store->indices.begin(), store->indices.end());
+      return Load::make(element.type(), partials, index);
+    };
+    std::vector<Stmt> steps;
+    if (atomic) {
+      // The total, then the tile zeroed again for the next launch.
+      steps.push_back(Store::make(producer.name, load->indices, Load::make(element.type(), partials, store->indices)));
+      steps.push_back(Store::make(partials, store->indices, make_zero(element.type())));
+    } else {
+      std::string s = slice_loop_name(consumer) + "_sum";
+      steps.push_back(Store::make(producer.name, load->indices, read_slice(0)));
+      if (split.slices > 1)
+        steps.push_back(For::make(s, 1, split.slices - 1, ForKind::Serial,
+                                  Store::make(producer.name, load->indices, element + read_slice(var(s)))));
+    }
+    steps.push_back(Store::make(store->buffer, store->indices, store->value));
+    return Block::make(steps);
+  });
+
+  std::vector<Expr> tile;
+  for (const std::string &loop : block_loops)
+    tile.push_back(var(loop));
+  Expr counter = Load::make(Int(32), counters_name(producer.name), tile);
+  std::string last = stage_prefix(consumer.name, 0) + "last";
+  Stmt arrive = LetStmt::make(last, Call::make_intrinsic(Intrinsic::LastArrival, Int(32), {counter, Expr(split.slices)}),
+                              IfThenElse::make(var(last) == 1, combine));
+
+  Stmt slice_produce = StartSlicesFromZero(producer.name, slice == 0).mutate(produce);
+  Stmt body = Allocate::make(producer.name, producer.type, memory, buffer_extents,
+                             Block::make({slice_produce, store_partials, arrive}));
+  return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
+}
+
+} // namespace coalesce

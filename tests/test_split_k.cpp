@@ -1,0 +1,413 @@
+// split_k: a reduction split across GPU blocks. On the CPU (serial
+// semantics, where the last slice of a tile is the last to arrive) against
+// the double reference at ragged shapes, with split counts that do not divide
+// K, K smaller than the split count, and K = 0, 1, 3; the K = 1 / K = 3 pair
+// against the unfused chain and against the epilogue applied per slice; the
+// folded bias added once; the workspace reused across calls and shapes; both
+// combine modes; the FFMA and the tensor-core schedules; the rules; the
+// default choice of split and tile; and the PTX (counters, fences, atomics)
+// assembled by ptxas.
+
+#include "ErrorCapture.h"
+#include "codegen/PtxAssembler.h"
+#include "dsl/NarrowFloat.h"
+#include "examples/Reference.h"
+#include "runtime/CudaDriver.h"
+#include "scheduler/GemmMmaSchedule.h"
+#include "scheduler/GemmSchedule.h"
+#include "scheduler/Lower.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+using coalesce::testing::user_error_of;
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+// Ragged everywhere: M and N overhang the tiles, K is not a multiple of the
+// K step or of the split count, and is smaller than the split count, 0, 1, 3.
+const Shape kShapes[] = {{1, 1, 1}, {37, 70, 0}, {37, 70, 1}, {37, 70, 3}, {17, 130, 50}, {70, 65, 203}};
+
+Buffer run(Pipeline &pipeline, const GemmData &data, Shape s, Epilogue e) {
+  Buffer out({s.M, s.N}, pipeline.output().contents()->type);
+  out.poison();
+  pipeline.realize_on_cpu(gemm_arguments(data, s.M, s.N, s.K, e), out);
+  return out;
+}
+
+// A small tile, so that the shapes above have several tiles and slices.
+GemmTiling ffma_tiling(int slices, SplitKMode mode) {
+  GemmTiling t;
+  t.block_m = 32;
+  t.block_n = 64;
+  t.threads_m = 8;
+  t.threads_n = 16;
+  t.split_k = slices;
+  t.split_k_mode = mode;
+  return t;
+}
+
+Gemm ffma_gemm(Epilogue e, const GemmTiling &t, bool fold_bias = false) {
+  Gemm g = make_gemm(e);
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  if (fold_bias)
+    g.out.fold_bias_into_init();
+  return g;
+}
+
+// What a careless split computes: the epilogue (bias included) applied to
+// each slice's partial sum, and the results added.
+Buffer epilogue_per_slice(const GemmData &data, Shape s, int slices, Epilogue e) {
+  Buffer out({s.M, s.N});
+  int chunk = (s.K + slices - 1) / slices;
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      double total = 0;
+      for (int slice = 0; slice < slices; ++slice) {
+        double partial = 0;
+        for (int k = slice * chunk; k < std::min(s.K, (slice + 1) * chunk); ++k)
+          partial += double(data.a(i, k)) * data.b(k, j);
+        total += reference_epilogue<double>(e, partial, data.bias.values()[j]);
+      }
+      out(i, j) = static_cast<float>(total);
+    }
+  return out;
+}
+
+void round_to_tf32(Buffer &b) {
+  for (float &v : b.values())
+    v = float_to_tf32(v);
+}
+
+Type input_type(MmaKind kind) {
+  return kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : kind == MmaKind::F16_m16n8k16 ? Float(16) : Float(32);
+}
+
+Gemm mma_gemm(MmaKind kind, int slices, SplitKMode mode) {
+  Gemm g = make_gemm(Epilogue::BiasGelu, input_type(kind), Float(32));
+  MmaTiling t;
+  t.kind = kind;
+  t.block_m = 64;
+  t.block_n = 64;
+  t.warp_m = 32;
+  t.warp_n = 32;
+  t.k_step = 16;
+  t.split_k = slices;
+  t.split_k_mode = mode;
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return g;
+}
+
+bool same_bits(const Buffer &a, const Buffer &b) {
+  return a.size_in_bytes() == b.size_in_bytes() && std::memcmp(a.raw_data(), b.raw_data(), a.size_in_bytes()) == 0;
+}
+
+} // namespace
+
+TEST_CASE("FFMA split-K schedules match the double reference at ragged shapes, K = 0, 1, 3 and K below the split") {
+  struct Case {
+    int slices;
+    SplitKMode mode;
+    bool fold_bias;
+    GemmTiling tiling;
+  };
+  const Case cases[] = {{3, SplitKMode::Deterministic, false, ffma_tiling(3, SplitKMode::Deterministic)},
+                        {5, SplitKMode::Atomic, false, ffma_tiling(5, SplitKMode::Atomic)},
+                        {4, SplitKMode::Deterministic, true, ffma_tiling(4, SplitKMode::Deterministic)},
+                        {7, SplitKMode::Deterministic, false, small_m_tiling(16)}};
+  for (Case c : cases) {
+    c.tiling.split_k = c.slices;
+    c.tiling.split_k_mode = c.mode;
+    INFO(c.tiling.str(), c.fold_bias ? ", bias folded" : "");
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, c.tiling, c.fold_bias);
+    Pipeline pipeline(g.out);
+    for (Shape s : kShapes) {
+      INFO(s.M, "x", s.N, "x", s.K);
+      GemmData data = make_data(s.M, s.N, s.K, 7);
+      Buffer out = run(pipeline, data, s, g.epilogue);
+      CHECK(count_nan(out) == 0);
+      CHECK(relative_error(out, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("a split into one slice is the whole sum, through the workspace and the arrival") {
+  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  g.acc.update().allow_reassociation();
+  g.out.split_k(g.acc, g.k, Var("kz"), 1);
+  Pipeline pipeline(g.out);
+  CHECK(pipeline.loop_nest().find("last_arrival(acc.tile_counters[bi, bj], 1)") != std::string::npos);
+  for (Shape s : {Shape{37, 70, 0}, Shape{17, 130, 50}}) {
+    GemmData data = make_data(s.M, s.N, s.K, 4);
+    CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+  }
+}
+
+TEST_CASE("split-K runs the epilogue once, after the combine: the K = 1 / K = 3 pair") {
+  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
+    for (bool fold : {false, true}) {
+      const int slices = 3;
+      Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(slices, mode), fold);
+      Pipeline pipeline(g.out);
+      for (int K : {1, 3}) {
+        INFO(split_k_mode_name(mode), fold ? ", bias folded" : "", ", K = ", K);
+        Shape s{19, 33, K};
+        GemmData data = make_data(s.M, s.N, s.K, 11);
+        Buffer out = run(pipeline, data, s, g.epilogue);
+        CHECK(relative_error(out, unfused_chain(data, s.M, s.N, s.K, g.epilogue)) < 1e-6);
+        // The mistake the pair exists to catch, at every slice count.
+        CHECK(relative_error(out, epilogue_per_slice(data, s, slices, g.epilogue)) > 1e-2);
+      }
+    }
+}
+
+TEST_CASE("a bias folded into the initial value is added once, by slice 0 alone") {
+  Gemm g = ffma_gemm(Epilogue::Bias, ffma_tiling(4, SplitKMode::Deterministic), true);
+  Pipeline pipeline(g.out);
+  // K = 0: every slice is empty and the result is the bias, exactly.
+  Shape s{5, 70, 0};
+  GemmData data = make_data(s.M, s.N, s.K, 3);
+  Buffer out = run(pipeline, data, s, g.epilogue);
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j)
+      REQUIRE(out(i, j) == data.bias.values()[j]);
+  // K = 2 with 4 slices: two slices are empty; a bias per slice would be 4x.
+  s.K = 2;
+  data = make_data(s.M, s.N, s.K, 3);
+  CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-6);
+}
+
+TEST_CASE("the workspace is kept between calls: counters and atomic tiles are left zeroed, at any shape") {
+  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic}) {
+    INFO(split_k_mode_name(mode));
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, mode));
+    Pipeline pipeline(g.out);
+    Shape a{40, 70, 90}, b{70, 130, 33};
+    GemmData da = make_data(a.M, a.N, a.K, 1), db = make_data(b.M, b.N, b.K, 2);
+    Buffer first = run(pipeline, da, a, g.epilogue);
+    Buffer other = run(pipeline, db, b, g.epilogue);
+    Buffer again = run(pipeline, da, a, g.epilogue);
+    CHECK(same_bits(first, again));
+    CHECK(relative_error(other, reference(db, b.M, b.N, b.K, g.epilogue)) < 1e-5);
+    CHECK(relative_error(first, reference(da, a.M, a.N, a.K, g.epilogue)) < 1e-5);
+  }
+}
+
+TEST_CASE("the kernel's shared memory counts last_arrival's word, so tiles at the static limit go dynamic") {
+  Gemm split = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(2, SplitKMode::Deterministic));
+  Gemm whole = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+  CHECK(lower_for_gpu(split.out).kernels.at(0).shared_bytes == lower_for_gpu(whole.out).kernels.at(0).shared_bytes + 16);
+}
+
+TEST_CASE("the workspace is an argument of the lowered program, not of the caller") {
+  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Deterministic));
+  std::vector<Argument> args = lowered_arguments(g.out);
+  std::vector<std::string> workspaces;
+  for (const Argument &arg : args)
+    if (arg.is_workspace)
+      workspaces.push_back(arg.name + " " + std::to_string(arg.extents.size()));
+  CHECK(workspaces == std::vector<std::string>{"acc.partials 3", "acc.tile_counters 2"});
+  Gemm atomic = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Atomic));
+  for (const Argument &arg : lowered_arguments(atomic.out))
+    if (arg.name == "acc.partials")
+      CHECK(arg.extents.size() == 2); // one tile for all slices
+  // Passing it by name is an error: the runtime owns it.
+  Pipeline pipeline(g.out);
+  GemmData data = make_data(4, 4, 4, 1);
+  Buffer out({4, 4});
+  Arguments given = gemm_arguments(data, 4, 4, 4, g.epilogue);
+  given.emplace("acc.partials", data.a);
+  CHECK_HAS(user_error_of([&] { pipeline.realize_on_cpu(given, out); }), "unknown argument 'acc.partials'");
+}
+
+TEST_CASE("tensor-core split-K schedules (bf16, f16, tf32) match the reference at ragged shapes") {
+  struct Case {
+    MmaKind kind;
+    int slices;
+    SplitKMode mode;
+  };
+  const Case cases[] = {{MmaKind::BF16_m16n8k16, 3, SplitKMode::Deterministic},
+                        {MmaKind::F16_m16n8k16, 2, SplitKMode::Atomic},
+                        {MmaKind::TF32_m16n8k8, 5, SplitKMode::Deterministic}};
+  for (const Case &c : cases) {
+    INFO(mma_kind_name(c.kind), ", ", c.slices, " slices, ", split_k_mode_name(c.mode));
+    Gemm g = mma_gemm(c.kind, c.slices, c.mode);
+    Pipeline pipeline(g.out);
+    for (Shape s : kShapes) {
+      INFO(s.M, "x", s.N, "x", s.K);
+      GemmData data = make_data(s.M, s.N, s.K, 5, input_type(c.kind));
+      if (c.kind == MmaKind::TF32_m16n8k8) {
+        round_to_tf32(data.a);
+        round_to_tf32(data.b);
+      }
+      Buffer out = run(pipeline, data, s, g.epilogue);
+      CHECK(relative_error(out, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+      if (s.K == 1 || s.K == 3)
+        CHECK(relative_error(out, epilogue_per_slice(data, s, c.slices, g.epilogue)) > 1e-2);
+    }
+  }
+}
+
+TEST_CASE("warpgroup MMA split-K schedules (bf16, f16) match the reference and assemble") {
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
+    Type in = kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16);
+    Gemm g = make_gemm(Epilogue::BiasGelu, in, Float(32));
+    MmaTiling t = default_mma_tiling(kind, 64, 64);
+    t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+    t.split_k = 3;
+    t.split_k_mode = kind == MmaKind::BF16_wgmma_m64k16 ? SplitKMode::Deterministic : SplitKMode::Atomic;
+    INFO(t.str());
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    Pipeline pipeline(g.out);
+    for (Shape s : {Shape{37, 70, 0}, Shape{37, 70, 3}, Shape{70, 65, 203}}) {
+      INFO(s.M, "x", s.N, "x", s.K);
+      GemmData data = make_data(s.M, s.N, s.K, 5, in);
+      CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+    }
+    if (ptxas_available()) {
+      PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+      REQUIRE(assembled.kernels.size() == 1);
+      CHECK_FALSE(assembled.kernels.front().spills());
+    }
+  }
+}
+
+TEST_CASE("a split that would run the epilogue on partial sums, or change the sum silently, is rejected") {
+  SUBCASE("the epilogue fused at the slice loop") {
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Deterministic));
+    std::string message = user_error_of([&] { g.out.fuse_epilogue(g.acc, Var("kz")); });
+    CHECK_HAS(message, "partial sums");
+    CHECK_HAS(message, "after the slices are combined");
+  }
+  SUBCASE("a reduction loop mapped to GPU blocks") {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    RVar ko("ko"), ki("ki");
+    g.acc.update().split(g.k, ko, ki, 64);
+    std::string message = user_error_of([&] { g.acc.update().gpu_blocks({ko}); });
+    CHECK_HAS(message, "partial sums");
+    CHECK_HAS(message, "split_k");
+  }
+  SUBCASE("without allow_reassociation") {
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+    g.out.split_k(g.acc, g.k, Var("kz"), 3);
+    std::string message = user_error_of([&] { lower_loop_nest(g.out); });
+    CHECK_HAS(message, "allow_reassociation");
+    CHECK_HAS(message, "slice order");
+  }
+  SUBCASE("before the producer is fused") {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, g.k, Var("kz"), 3); }), "must be fused into 'out' first");
+  }
+  SUBCASE("a slice count out of range, or a name taken") {
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+    CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, g.k, Var("kz"), 0); }), "between 1 and");
+    CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, g.k, Var("bi"), 2); }), "already a loop of 'out'");
+    CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, RVar("ko"), Var("kz"), 2); }), "not a reduction variable");
+  }
+  SUBCASE("fused outside the innermost block loop") {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 16, 16).gpu_blocks({bi, bj}).gpu_threads({ii, jj});
+    g.out.fuse_epilogue(g.acc, bi);
+    g.acc.update().allow_reassociation();
+    g.out.split_k(g.acc, g.k, Var("kz"), 2);
+    CHECK_HAS(user_error_of([&] { lower_loop_nest(g.out); }), "outside block loop 'bj'");
+  }
+}
+
+TEST_CASE("the default splits K only where the tiles leave multiprocessors idle, and picks small-M tiles") {
+  // The five shapes that motivated split-K, and two that must not change.
+  GemmTiling decode = default_gemm_tiling(16, 4096, 4096);
+  CHECK(decode.block_m == 16);
+  CHECK(decode.split_k > 1);
+  CHECK(default_gemm_tiling(64, 11008, 4096).block_m == 64);
+  CHECK(default_gemm_tiling(64, 11008, 4096).split_k > 1);
+  CHECK(default_gemm_tiling(128, 4096, 16384).split_k > 1);
+  CHECK(default_gemm_tiling(512, 512, 32768).split_k > 1);
+  CHECK(default_gemm_tiling(256, 256, 65536).split_k > 1);
+  CHECK(default_gemm_tiling(4096, 4096, 4096).split_k == 1);
+  CHECK(default_gemm_tiling(1024, 1024, 1024).split_k == 1);
+  CHECK(default_gemm_tiling(256, 256, 0).split_k == 1); // K unknown until run time
+  // Each slice at least kMinSliceDepth deep, at most kMaxDefaultSlices.
+  CHECK(default_split_k(1, kMinSplitDepth - 1, 8) == 1);
+  CHECK(default_split_k(1, kMinSplitDepth, 8) == kMinSplitDepth / kMinSliceDepth);
+  CHECK(default_split_k(1, 1 << 20, 8) == kMaxDefaultSlices);
+  CHECK(default_split_k(264, 1 << 20, 8) == 1);
+  CHECK(default_split_k(264, 1 << 20, 8, 132, 8) == 4); // small blocks: more of them per multiprocessor
+  CHECK(split_k_blocks_per_sm(256) == 2);
+  CHECK(split_k_blocks_per_sm(64) == 8);
+  CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 256, 256, 65536, 132).split_k > 1);
+  CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, 4096, 132).split_k == 1);
+  // Each default lowers (every check runs) at each of the five shapes.
+  const Shape five[] = {{16, 4096, 4096}, {64, 11008, 4096}, {128, 4096, 16384}, {512, 512, 32768}, {256, 256, 65536}};
+  for (Shape s : five) {
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, default_gemm_tiling(s.M, s.N, s.K));
+    CHECK_NOTHROW(lower_loop_nest(g.out));
+  }
+}
+
+TEST_CASE("split-K kernels assemble with ptxas: per-tile counters behind GPU-scope fences, float atomics") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  struct Case {
+    std::string what;
+    Gemm gemm;
+    std::vector<std::string> expected;
+  };
+  Case cases[] = {
+      {"fp32 deterministic, 16-row tile", ffma_gemm(Epilogue::BiasGelu, [] {
+         GemmTiling t = small_m_tiling(16);
+         t.split_k = 8;
+         return t;
+       }()),
+       {"fence.acq_rel.gpu", "atom.global.add.u32"}},
+      {"fp32 atomic", ffma_gemm(Epilogue::BiasGelu, ffma_tiling(4, SplitKMode::Atomic)),
+       {"fence.acq_rel.gpu", "atom.global.add.u32", "add.f32"}},
+      {"bf16 tensor cores, deterministic", mma_gemm(MmaKind::BF16_m16n8k16, 4, SplitKMode::Deterministic),
+       {"mma.sync.aligned", "fence.acq_rel.gpu", "atom.global.add.u32"}},
+  };
+  for (Case &c : cases) {
+    Pipeline pipeline(c.gemm.out);
+    for (std::string sm : {"sm_90a", "sm_80"}) {
+      INFO(c.what, " for ", sm);
+      GpuTarget target = parse_gpu_target(sm);
+      const std::string &ptx = pipeline.ptx(target);
+      for (const std::string &text : c.expected)
+        CHECK_MESSAGE(ptx.find(text) != std::string::npos, "no ", text);
+      if (c.what.find("atomic") != std::string::npos)
+        CHECK((ptx.find("atom.global.add.f32") != std::string::npos ||
+               ptx.find("red.global.add.f32") != std::string::npos));
+      PtxasResult assembled = pipeline.assemble(target);
+      REQUIRE(assembled.kernels.size() == 1);
+      CHECK_FALSE(assembled.kernels.front().spills());
+    }
+  }
+}
+
+TEST_CASE("on a GPU, deterministic split-K gives the same bits on every launch, and the reference's values") {
+  std::string why_not;
+  if (!gpu::gpu_available(&why_not)) {
+    MESSAGE("no GPU (", why_not, "): skipping");
+    return;
+  }
+  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(5, SplitKMode::Deterministic));
+  Pipeline pipeline(g.out);
+  Shape s{70, 130, 203};
+  GemmData data = make_data(s.M, s.N, s.K, 9);
+  Buffer first({s.M, s.N}), second({s.M, s.N});
+  first.poison();
+  second.poison();
+  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), first);
+  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), second);
+  CHECK(same_bits(first, second));
+  CHECK(relative_error(first, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+}
