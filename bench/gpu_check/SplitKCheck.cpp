@@ -21,6 +21,7 @@
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "runtime/Coalesce.h"
+#include "runtime/GpuExecutable.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "scheduler/GemmMmaSchedule.h"
