@@ -16,7 +16,9 @@
 //   coalesce_fused        fp32: the FFMA schedule (schedule_gemm, default_gemm_tiling);
 //                         tf32/bf16/f16: the tensor-core schedule (schedule_gemm_mma,
 //                         bench::mma_tiling for the shape): for bf16/f16 on sm_90a
-//                         the warpgroup MMA (COALESCE_BENCH_WARP_MMA=1: the warp MMA)
+//                         the warpgroup MMA where K and N are multiples of 8
+//                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
+//                         always the warp MMA)
 //
 // Protocol (shared/BENCH.md), for every (precision, variant, shape):
 //   1. correctness: the output is poisoned (NaN), the variant runs once, every
@@ -248,7 +250,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     // Hopper's warpgroup MMA where the GPU has it (bf16, f16), else the
     // warp MMA; COALESCE_BENCH_WARP_MMA=1 keeps the warp MMA to compare.
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
-    bool warpgroup = has_warpgroup_mma(p) && target_for_current_device().sm() == "sm_90a" &&
+    bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().sm() == "sm_90a" &&
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
     tiling = mma->str();
