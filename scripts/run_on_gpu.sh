@@ -3,9 +3,11 @@
 # the working tree, with gpu_bundle/coalesce-gpu.tar.gz built beforehand on the
 # development machine (bash scripts/build_gpu_bundle.sh) and carried along:
 #
-#   bash scripts/run_on_gpu.sh [--bench]
+#   bash scripts/run_on_gpu.sh [--bench] [--steps=LIST]
 #
-# Steps, each logged, each run even when an earlier one failed:
+# Steps, each logged, each run even when an earlier one failed (--steps=LIST,
+# e.g. --steps=tests,gpu-check, runs only those: tests, gpu-check (with the
+# three sanitizer runs), aot, main):
 #   tests      every bin/test_* (doctest; GPU parts run when there is a GPU)
 #              and every bin/lesson_*, in parallel
 #   gpu-check  coalesce-gpu-check: every GPU schedule, per precision (fp32
@@ -49,10 +51,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tree=$PWD
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
-bench=0
+bench=0 only_steps=""
 for arg in "$@"; do
   case $arg in
     --bench) bench=1 ;;
+    --steps=*) only_steps=,${arg#--steps=}, ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run_on_gpu: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -76,6 +79,8 @@ system_ld_path=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH="$bin:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 steps=() statuses=() figures=()
+# Whether to run a step: all of them, or those named by --steps=a,b.
+want() { [ -z "$only_steps" ] || [[ $only_steps == *",$1,"* ]]; }
 record() { # step status figure
   steps+=("$1") statuses+=("$2") figures+=("$3")
   printf '>> %-10s %-12s %s\n' "$1" "$2" "$3"
@@ -132,6 +137,7 @@ if [ -n "$src_dir" ] && [ -n "$bin_dir" ]; then
   fi
 fi
 
+if want tests; then
 tests_log=$logs/tests.log
 : >"$tests_log"
 mkdir -p "$work/test-logs"
@@ -169,8 +175,10 @@ elif [ ${#failed_programs[@]} -eq 0 ]; then
 else
   record tests FAIL "$figure"
 fi
+fi # tests
 
 # --------------------------------------------------------------- gpu-check
+if want gpu-check; then
 check_log=$logs/gpu_check.log
 : >"$check_log"
 check=$bin/coalesce-gpu-check
@@ -214,8 +222,10 @@ else
     fi
   done
 fi
+fi # gpu-check
 
 # --------------------------------------------------------------------- aot
+if want aot; then
 aot_log=$logs/aot.log
 : >"$aot_log"
 if [ ! -x "$bin/coalesce-aot" ]; then
@@ -255,8 +265,10 @@ else
   done
   record aot "$(status_of $aot_rc)" "4096^3: $aot_figures; no LLVM"
 fi
+fi # aot
 
 # -------------------------------------------------------------------- main
+if want main; then
 main_log=$logs/main.log
 : >"$main_log"
 if [ ! -x "$bin/coalesce-main" ]; then
@@ -269,6 +281,7 @@ else
   verdict=$(grep -aE '^main job: ' "$main_log" | tail -1 | sed 's/^main job: //')
   record main "$(status_of $rc)" "${verdict:-no verdict}${ours:+; $ours}${ratio:+; $ratio}"
 fi
+fi # main
 
 # ------------------------------------------------------------------- bench
 if [ $bench = 1 ]; then
