@@ -21,7 +21,8 @@
 #              tensor-core GEMM, and split-K GEMMs in fp32 and bf16 in both
 #              combine modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
-#              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs); the
+#              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs,
+#              and f32 and bf16 with split-K at the five split-K shapes); the
 #              standalone codegen/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
 #   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
@@ -235,19 +236,27 @@ else
   # cores, 16-bit outputs for the 16-bit types), each built into the example
   # app and run at its shapes.
   aot_rc=0 aot_figures=""
-  for variant in f32 tf32 bf16 f16 bf16-wgmma; do
-    # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup).
-    dtype=${variant%-wgmma} mma_flag=""
-    [ "$variant" = "$dtype" ] || mma_flag=--mma=warpgroup
+  # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup);
+  # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
+  # caller's workspace), run at the five skinny and deep split-K shapes.
+  splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
+  for variant in f32 tf32 bf16 f16 bf16-wgmma f32-splitk bf16-splitk; do
+    dtype=${variant%%-*} extra_flags="" split=OFF
+    case $variant in
+      *-wgmma) extra_flags=--mma=warpgroup ;;
+      f32-splitk) extra_flags=--split-k=8 split=ON ;;
+      bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;
+    esac
     case $dtype in bf16 | f16) out_dtype=$dtype ;; *) out_dtype=f32 ;; esac
     gen=$work/aot-generated-$variant app=$work/aot-app-$variant
     mkdir -p "$gen"
     rc=0
     echo "=== $variant" >>"$aot_log"
     run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
-      --dtype=$dtype --out-dtype=$out_dtype $mma_flag --output-dir="$gen" || rc=$?
+      --dtype=$dtype --out-dtype=$out_dtype $extra_flags --output-dir="$gen" || rc=$?
     [ $rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
-      -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
+      -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCOALESCE_EXAMPLE_SPLIT_K=$split \
+      -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
     [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }
     llvm_note=""
     if [ $rc = 0 ]; then
@@ -256,14 +265,22 @@ else
       LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" >>"$aot_log" 2>&1
       if LD_LIBRARY_PATH=$system_ld_path ldd "$app/example_app" | grep -qiE 'llvm|coalesce'; then llvm_note=" LINKS LLVM/COALESCE"; rc=1; fi
       : >"$work/aot-$variant.out"
-      run_logged "$work/aot-$variant.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || rc=$?
+      if [ $split = ON ]; then
+        IFS=';' read -ra shapes <<<"$splitk_shapes"
+        for shape in "${shapes[@]}"; do
+          # shellcheck disable=SC2086 # M N K as three arguments
+          run_logged "$work/aot-$variant.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" $shape || rc=$?
+        done
+      else
+        run_logged "$work/aot-$variant.out" env LD_LIBRARY_PATH="$system_ld_path" "$app/example_app" || rc=$?
+      fi
       cat "$work/aot-$variant.out" >>"$aot_log"
     fi
-    big=$(grep -aE '^M=4096 +N=4096' "$work/aot-$variant.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
+    big=$(grep -aE '^M=(4096 +N=4096|256 +N=256)' "$work/aot-$variant.out" 2>/dev/null | tail -1 | sed -E 's/.*, *([0-9.]+) ms, *([0-9.]+) TFLOP\/s.*/\1 ms/')
     aot_figures="$aot_figures${aot_figures:+; }$variant $(status_of $rc)${big:+ $big}$llvm_note"
     [ $rc = 0 ] || aot_rc=1
   done
-  record aot "$(status_of $aot_rc)" "4096^3: $aot_figures; no LLVM"
+  record aot "$(status_of $aot_rc)" "4096^3 (split-K: 256x256x65536): $aot_figures; no LLVM"
 fi
 fi # aot
 

@@ -173,7 +173,18 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   else
     check(cuMemsetD32(out_dev.ptr, 0x7fc00000u, out_elements.size()), "cuMemsetD32");
 
-  CUresult status = gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream);
+#if defined(COALESCE_EXAMPLE_SPLIT_K)
+  // A launcher generated with --split-k takes a workspace: the caller's,
+  // zeroed once, as large as the launcher says; every launch leaves it zeroed.
+  DeviceBuffer workspace(std::max<size_t>(gemm_bias_gelu_workspace_bytes(M, N, K), 1), 1);
+  check(cuMemsetD8(workspace.ptr, 0, workspace.bytes), "cuMemsetD8");
+  auto launch = [&] {
+    return gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, workspace.ptr, stream);
+  };
+#else
+  auto launch = [&] { return gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream); };
+#endif
+  CUresult status = launch();
   if (status != CUDA_SUCCESS) {
     std::fprintf(stderr, "gemm_bias_gelu: %s\n", gemm_bias_gelu_error_message());
     return false;
@@ -210,8 +221,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   const int launches = 20;
   check(cuEventRecord(start, stream), "cuEventRecord");
   for (int r = 0; r < launches; ++r)
-    check(gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, stream),
-          "gemm_bias_gelu");
+    check(launch(), "gemm_bias_gelu");
   check(cuEventRecord(stop, stream), "cuEventRecord");
   check(cuEventSynchronize(stop), "the timed kernels");
   float ms = 0;
@@ -253,7 +263,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", gemm_bias_gelu_error_message());
     return 2;
   }
+#if defined(COALESCE_EXAMPLE_SPLIT_K)
+  CUresult rejected = gemm_bias_gelu(0, 0, 0, 0, 0, 1, 1, 0, nullptr);
+#else
   CUresult rejected = gemm_bias_gelu(0, 0, 0, 0, 0, 1, 1, nullptr);
+#endif
   std::printf("a bad call returns %d: %s\n", int(rejected), gemm_bias_gelu_error_message());
   if (rejected != CUDA_ERROR_INVALID_VALUE)
     return 1;
