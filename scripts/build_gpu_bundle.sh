@@ -20,7 +20,10 @@ cmake --build "$build" -j"$(nproc)"
 
 rm -rf "$staging" "$bundle"
 mkdir -p "$staging/bin" "$bundle"
-cp "$build/libcoalesce.so" "$staging/bin/"
+# The library under its soname (what the programs' NEEDED entries name),
+# as one file: the transfer to the GPU machine is capped at 64 MiB.
+soname=$(readelf -d "$build/libcoalesce.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+cp -L "$build/libcoalesce.so" "$staging/bin/${soname:-libcoalesce.so}"
 for program in "$build"/tests/test_* "$build"/bench/coalesce-* "$build"/examples/lesson_* "$build"/codegen/aot/coalesce-aot "$build"/codegen/aot/coalesce-aot-example; do
   [ -f "$program" ] && [ -x "$program" ] && cp "$program" "$staging/bin/"
 done
