@@ -31,7 +31,9 @@ PRECISION_TITLES = {
 
 def descriptions(precision):
     ours = ("the FFMA schedule (schedule_gemm, default_gemm_tiling)" if precision == "fp32"
-            else "the tensor-core schedule (schedule_gemm_mma, bench::mma_tiling)")
+            else "the tensor-core schedule (schedule_gemm_mma, bench::mma_tiling)" if precision == "tf32"
+            else "the tensor-core schedule (schedule_gemm_mma, bench::mma_tiling): Hopper's warpgroup MMA where "
+                 "K and N are multiples of 8 on sm_90a, else the warp MMA (the Tiling line names the one used)")
     gemm = "cublasSgemm (true FP32)" if precision == "fp32" else f"cublasGemmEx ({precision})"
     return {
         "cublas_gemm": f"cuBLAS GEMM alone, {gemm}",
