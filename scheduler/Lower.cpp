@@ -5,6 +5,7 @@
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
+#include "scheduler/CheckGpuStructure.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckNames.h"
 #include "scheduler/CheckSplitK.h"
@@ -93,6 +94,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   log("group_gpu_blocks", s);
   s = simplify(s);
   log("simplify", s);
+  // Last, on the nest the GPU path starts from: the CPU run rejects what the
+  // GPU path would.
+  check_gpu_structure(s, env.output().name);
   return s;
 }
 
