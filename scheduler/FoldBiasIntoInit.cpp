@@ -1,6 +1,7 @@
 #include "scheduler/FoldBiasIntoInit.h"
 
 #include "dsl/Error.h"
+#include "dsl/IREquality.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/Substitute.h"
@@ -57,7 +58,7 @@ public:
 private:
   using IRMutator::visit;
   const Environment &env_;
-  std::string match_;
+  Expr match_; // the sum folded first; every structurally equal copy folds too
   Expr folded_call_;
   const FuncContents *sum_call(const Expr &e) {
     const auto *call = e.as<Call>();
@@ -68,7 +69,7 @@ private:
   }
   Expr visit(const Add *op, const Expr &self) override {
     // gelu(x) reads x = acc + b more than once: every copy of the match folds.
-    if (producer && to_string(self) == match_) {
+    if (producer && equal(self, match_)) {
       ++folded;
       return folded_call_;
     }
@@ -82,7 +83,7 @@ private:
           continue;
         producer = func;
         bias = other;
-        match_ = to_string(self);
+        match_ = self;
         folded_call_ = call;
         ++folded;
         return call;

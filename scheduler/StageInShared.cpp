@@ -1,6 +1,7 @@
 #include "scheduler/StageInShared.h"
 
 #include "dsl/Error.h"
+#include "dsl/IREquality.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -603,10 +604,12 @@ private:
       result = Block::make({Block::make(prologue), wait, publish_fence(tiles), Barrier::make(), result});
     } else if (!prologue.empty()) {
       Expr inputs_have_elements;
-      std::set<std::string> seen; // A and B share K: test it once
+      std::vector<Expr> seen; // A and B share K: test it once
       for (const StagedTile &tile : tiles)
         for (const Expr &extent : tile.input->extents)
-          if (!as_const_int(extent) && seen.insert(to_string(extent)).second) {
+          if (!as_const_int(extent) &&
+              std::none_of(seen.begin(), seen.end(), [&](const Expr &e) { return equal(e, extent); })) {
+            seen.push_back(extent);
             Expr positive = 0 < extent;
             inputs_have_elements = inputs_have_elements.defined() ? (inputs_have_elements && positive) : positive;
           }
@@ -733,7 +736,7 @@ class MergeSiblingAllocations : public IRMutator {
     if (a->name != b->name || a->type != b->type || a->memory != b->memory || a->extents.size() != b->extents.size())
       return false;
     for (size_t d = 0; d < a->extents.size(); ++d)
-      if (to_string(a->extents[d]) != to_string(b->extents[d]))
+      if (!equal(a->extents[d], b->extents[d]))
         return false;
     return true;
   }
