@@ -299,6 +299,16 @@ private:
     int k_step = one_of(std::vector<int>{8, 16, 32, 64});
     if (chance(5))
       k_step = one_of(std::vector<int>{0, 12, 24});
+    if (in_type_ != Float(32) && chance(35)) {
+      // Hopper's warpgroup MMA: 64 x N per warpgroup, k steps of 64, with
+      // some tiles it refuses (32 rows, 32 columns, k step 32).
+      kind = in_type_ == BFloat(16) ? MmaKind::BF16_wgmma_m64k16 : MmaKind::F16_wgmma_m64k16;
+      block_m = one_of(std::vector<int>{64, 128, 32});
+      block_n = one_of(std::vector<int>{64, 128});
+      warp_m = chance(90) ? 64 : 32;
+      warp_n = one_of(std::vector<int>{64, 128, 32});
+      k_step = one_of(std::vector<int>{64, 64, 128, 32});
+    }
     log << "mma template " << mma_kind_name(kind) << " block " << block_m << "x" << block_n << " warp " << warp_m
         << "x" << warp_n << " k step " << k_step << "\n";
     out_->tile(*i_, *j_, bi, bj, ii, jj, block_m, block_n).gpu_blocks({bi, bj});
@@ -342,7 +352,7 @@ private:
     int stages = static_cast<int>(f.contents()->schedule.stages.size());
     int s = pick(stages);
     Stage st = s == 0 ? f.pure() : f.update(s - 1);
-    int op = pick(24);
+    int op = pick(25);
     log << "  op " << op << " on " << st.describe() << ": ";
     try {
       switch (op) {
@@ -441,8 +451,9 @@ private:
       case 22: {
         VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
         MmaKind kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16,
-                                                   MmaKind::TF32_m16n8k8, MmaKind::None});
-        int wm = one_of(std::vector<int>{16, 32, 8}), wn = one_of(std::vector<int>{8, 16, 32, 12});
+                                                   MmaKind::TF32_m16n8k8, MmaKind::BF16_wgmma_m64k16,
+                                                   MmaKind::F16_wgmma_m64k16, MmaKind::None});
+        int wm = one_of(std::vector<int>{16, 32, 8, 64}), wn = one_of(std::vector<int>{8, 16, 32, 12, 64});
         log << "mma_tile " << a.name << " " << b.name << " " << mma_kind_name(kind) << " " << wm << "x" << wn;
         st.mma_tile(Var(a.name), Var(b.name), kind, wm, wn, Var(fresh()), Var(fresh()), Var(fresh()), Var(fresh()),
                     Var(fresh()), Var(fresh()));
@@ -450,9 +461,10 @@ private:
           has_mma_ = true; // tf32 tolerance if it is accepted
         break;
       }
+      case 24: { int rows = pick(10); log << "gpu_block_groups " << rows; f.gpu_block_groups(rows); break; }
       case 23: {
         VarOrRVar k = loop_of(f, s);
-        int step = one_of(std::vector<int>{8, 16, 32, 12});
+        int step = one_of(std::vector<int>{8, 16, 32, 12, 64});
         log << "mma " << k.name << " step " << step;
         st.mma(RVar(k.name), RVar(fresh()), RVar(fresh()), step);
         has_mma_ = true;
