@@ -299,14 +299,14 @@ private:
     int k_step = one_of(std::vector<int>{8, 16, 32, 64});
     if (chance(5))
       k_step = one_of(std::vector<int>{0, 12, 24});
-    if (in_type_ != Float(32) && chance(35)) {
+    if (in_type_ != Float(32) && chance(60)) {
       // Hopper's warpgroup MMA: 64 x N per warpgroup, k steps of 64, with
       // some tiles it refuses (32 rows, 32 columns, k step 32).
       kind = in_type_ == BFloat(16) ? MmaKind::BF16_wgmma_m64k16 : MmaKind::F16_wgmma_m64k16;
-      block_m = one_of(std::vector<int>{64, 128, 32});
-      block_n = one_of(std::vector<int>{64, 128});
+      block_m = one_of(std::vector<int>{64, 128, 128, 32});
+      block_n = one_of(std::vector<int>{64, 128, 128});
       warp_m = chance(90) ? 64 : 32;
-      warp_n = one_of(std::vector<int>{64, 128, 32});
+      warp_n = chance(85) ? std::min(block_n, one_of(std::vector<int>{64, 128})) : 32;
       k_step = one_of(std::vector<int>{64, 64, 128, 32});
     }
     log << "mma template " << mma_kind_name(kind) << " block " << block_m << "x" << block_n << " warp " << warp_m
@@ -328,6 +328,11 @@ private:
       l.async_copy = true;
       l.stages = l.double_buffered ? 2 + pick(3) : 2;
       l.padding = one_of(std::vector<int>{0, 4, 8});
+    }
+    if (is_warpgroup_mma(kind) && chance(85)) {
+      // Mostly the layout the warpgroup MMA takes (the compiler's swizzle).
+      l.padding = 0;
+      l.transposed = false;
     }
     log << "staging: double buffered " << l.double_buffered << " async " << l.async_copy << " stages " << l.stages
         << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << "\n";
