@@ -147,7 +147,8 @@ private:
   }
 
   // A warpgroup MMA operand's tile, staged swizzled as [slots][column
-  // blocks][rows][64] (stage_in_shared): the descriptor's byte offsets.
+  // blocks][rows][64] (stage_in_shared; no slots when staged once per
+  // step): the descriptor's byte offsets.
   // K-major (A, [m][k]): 8-row groups 1024 bytes apart; the leading offset
   // is unused with the swizzle (1, as the encoding expects). MN-major (B,
   // [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
@@ -158,10 +159,13 @@ private:
       e = cast->value;
     const auto *load = e.as<Load>();
     auto found = load ? allocations_.find(load->buffer) : allocations_.end();
+    // [slots][column blocks][rows][64] when double buffered or pipelined,
+    // [column blocks][rows][64] when staged once per step.
+    size_t dims = found != allocations_.end() ? found->second->extents.size() : 0;
     COALESCE_INTERNAL_ASSERT(found != allocations_.end() && found->second->memory == MemoryType::Shared &&
-                                 found->second->extents.size() == 4 && load->type.bytes() == 2,
+                                 (dims == 3 || dims == 4) && load->type.bytes() == 2,
                              "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
-    auto rows = as_const_int(found->second->extents[2]);
+    auto rows = as_const_int(found->second->extents[dims - 2]);
     COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");
     MmaSharedOperand result;
     result.mn_major = mn_major;
