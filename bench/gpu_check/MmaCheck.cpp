@@ -262,9 +262,10 @@ template <typename Body> void guarded(const std::string &name, const Shape &s, c
 /// Our kernel at one shape: against the double reference on `ref_rows`
 /// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
 void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas,
-                 bool warpgroup) {
+                 bool warpgroup, const MmaTiling *chosen = nullptr) {
   const std::string name = name_of(p, warpgroup);
-  const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
+  const MmaTiling tiling =
+      chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -358,6 +359,14 @@ void check_mma(Precision p) {
       check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true, warpgroup);
     for (const Shape &s : kSmallKShapes)
       check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, warpgroup);
+  }
+  if (families.size() > 1) {
+    // The warpgroup MMA over tiles staged once per step (no pipeline slots).
+    MmaTiling single = bench::mma_tiling(p, 64, 64, gpu::Device::get().sm_count(), true);
+    single.double_buffered = false;
+    single.stages = 2;
+    for (const Shape &s : kDoubleShapes)
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &single);
   }
 }
 
