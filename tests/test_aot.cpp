@@ -486,6 +486,21 @@ TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace an
   CHECK_FALSE(unsplit.contains("gpu_block.z"));
 }
 
+TEST_CASE("gemm: --block-groups and --min-blocks-per-sm reach the schedule's knobs") {
+  TempDir dir;
+  Result grouped = aot("--block-groups=4 --emit=loops", dir.path);
+  INFO(grouped.err);
+  CHECK(grouped.status == 0);
+  CHECK(grouped.contains("for bi_grouped in gpu_block.y"));
+  Result one_block = aot("--dtype=bf16 --min-blocks-per-sm=1 --name=one --output-dir=.", dir.path);
+  INFO(one_block.err);
+  REQUIRE(one_block.status == 0);
+  CHECK(read_file(dir / "one.ptx").find(".minnctapersm 1") != std::string::npos);
+  Result ffma = aot("--min-blocks-per-sm=1 --emit=loops", dir.path);
+  CHECK(ffma.status == 1);
+  CHECK(ffma.contains("leave the flag out for --dtype=f32"));
+}
+
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
   for (const char *flag : {"--dtype=f64", "--out-dtype=int8", "--dtype=", "--out-dtype=BF16"}) {
     TempDir dir;

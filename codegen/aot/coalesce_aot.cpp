@@ -11,7 +11,7 @@
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --emit=loops
 
-#include "codegen/aot/GemmSchedule.h"
+#include "scheduler/GemmSchedule.h"
 #include "codegen/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
@@ -138,6 +138,14 @@ public:
                              "tensor cores: K steps in flight in the staging pipeline (2: double "
                              "buffering); 0: the tiling's choice",
                              0, 8};
+  GeneratorParam<int> min_blocks_per_sm{this, "min-blocks-per-sm", -1,
+                                        "blocks each multiprocessor should hold (ptxas caps registers to fit); "
+                                        "0: no cap; -1 (default): the tiling's choice",
+                                        -1, 32};
+  GeneratorParam<int> block_groups{this, "block-groups", 0,
+                                   "run the blocks in groups of this many block rows (gpu_block_groups); 0: row "
+                                   "by row",
+                                   0, 1024};
 
   // --split-k, with 0 resolved from the shape (which must then be fixed).
   int chosen_split(int block_m, int block_n, int step, int blocks_per_sm) const {
@@ -183,24 +191,40 @@ public:
         user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
       if (stages > 0)
         tiling.stages = stages;
+      if (min_blocks_per_sm >= 0)
+        tiling.min_blocks_per_sm = min_blocks_per_sm;
+      tiling.block_group_rows = block_groups;
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
       return out;
     }
-    GemmScheduleOptions options;
-    // The library's shape-aware choice unless the tile is given.
-    GemmTiling chosen = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
+    // The FFMA schedule: the library's shape-aware tiling (one knob struct,
+    // scheduler/GemmSchedule.h), with the tile given by the flags.
+    GemmTiling tiling = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
                                             K.fixed() ? K.value() : 0);
-    options.tile_m = tile_m > 0 ? static_cast<int>(tile_m) : chosen.block_m;
-    options.tile_n = tile_n > 0 ? static_cast<int>(tile_n) : chosen.block_n;
-    options.reg_m = reg_m > 0 ? static_cast<int>(reg_m) : tile_m > 0 ? 8 : chosen.register_m();
-    options.reg_n = reg_n > 0 ? static_cast<int>(reg_n) : tile_n > 0 ? 8 : chosen.register_n();
-    options.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
-    options.split_k = chosen_split(options.tile_m, options.tile_n, options.k_step,
-                                   split_k_blocks_per_sm((options.tile_m / options.reg_m) * (options.tile_n / options.reg_n)));
-    options.split_k_mode = split_k_mode;
-    apply_default_schedule(GemmAlgorithm{acc, out, A, B, bias_vector, i, j, k}, options);
+    int rows = tile_m > 0 ? static_cast<int>(tile_m) : tiling.block_m;
+    int columns = tile_n > 0 ? static_cast<int>(tile_n) : tiling.block_n;
+    int per_thread_m = reg_m > 0 ? static_cast<int>(reg_m) : tile_m > 0 ? 8 : tiling.register_m();
+    int per_thread_n = reg_n > 0 ? static_cast<int>(reg_n) : tile_n > 0 ? 8 : tiling.register_n();
+    if (rows % per_thread_m != 0)
+      user_error("--tile-m=", rows, " is not a multiple of --reg-m=", per_thread_m,
+                 ": each thread computes reg-m rows of the tile");
+    if (columns % per_thread_n != 0)
+      user_error("--tile-n=", columns, " is not a multiple of --reg-n=", per_thread_n,
+                 ": each thread computes reg-n columns of the tile");
+    tiling.block_m = rows;
+    tiling.block_n = columns;
+    tiling.threads_m = rows / per_thread_m;
+    tiling.threads_n = columns / per_thread_n;
+    tiling.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
+    tiling.block_group_rows = block_groups;
+    if (min_blocks_per_sm >= 0)
+      user_error("--min-blocks-per-sm sets the tensor-core tiling's request; the FFMA schedule asks for two blocks "
+                 "per SM when it has 256 threads or more: leave the flag out for --dtype=f32");
+    tiling.split_k = chosen_split(rows, columns, tiling.k_step, split_k_blocks_per_sm(tiling.threads_m * tiling.threads_n));
+    tiling.split_k_mode = split_k_mode;
+    schedule_gemm(out, acc, A, B, i, j, k, tiling);
     return out;
   }
 };
