@@ -21,6 +21,7 @@
 // Exit status: 0 when every check passed, 1 when a check or a step failed,
 // 2 for a bad command line.
 
+#include "bench/common/GemmPointers.h"
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
 #include "scheduler/GemmMmaSchedule.h"
@@ -418,21 +419,8 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance)
   // Writing twice the L2 evicts what earlier iterations left there.
   gpu::DeviceBuffer flush(static_cast<size_t>(std::max<int64_t>(device.l2_bytes(), 1 << 20)) * 2);
 
-  std::vector<CUdeviceptr> pointers;
-  for (const Argument &arg : executable.program().args) {
-    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
-      pointers.push_back(0);
-    else if (arg.name == "A")
-      pointers.push_back(A_dev.ptr());
-    else if (arg.name == "B")
-      pointers.push_back(B_dev.ptr());
-    else if (arg.name == "bias")
-      pointers.push_back(bias_dev.ptr());
-    else if (arg.is_output)
-      pointers.push_back(out_dev.ptr());
-    else
-      internal_error("coalesce-main: unexpected argument '", arg.name, "'");
-  }
+  std::vector<CUdeviceptr> pointers =
+      bench::gemm_pointers(executable, A_dev.ptr(), B_dev.ptr(), bias_dev.ptr(), out_dev.ptr());
   std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
   auto ours = [&] { executable.launch(pointers, params); };
 

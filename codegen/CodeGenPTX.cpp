@@ -7,6 +7,7 @@
 #include "codegen/PtxAssembler.h"
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/InlineAsm.h>
@@ -181,15 +182,7 @@ protected:
     // back its fragment registers, in the instruction's register order.
     auto ldmatrix = [&](const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k, llvm::Intrinsic::ID id,
                         unsigned count) {
-      const auto *load = unwrap(operand).as<Load>();
-      variables_.push(kMmaRow, m);
-      variables_.push(kMmaColumn, n);
-      variables_.push(kMmaStep, k);
-      llvm::Value *address = buffer_element(load->buffer, load->indices, load->type);
-      variables_.pop(kMmaStep);
-      variables_.pop(kMmaColumn);
-      variables_.pop(kMmaRow);
-      address = builder_->CreateAddrSpaceCast(address, builder_->getPtrTy(kSharedAddressSpace));
+      llvm::Value *address = shared_operand_address(operand, m, n, k);
       llvm::Value *result = builder_->CreateIntrinsic(id, {address->getType()}, {address});
       for (unsigned r = 0; r < count; ++r)
         args.push_back(builder_->CreateExtractValue(result, {r}));
@@ -262,17 +255,9 @@ protected:
     // window, and its descriptor (bits 0-13 start >> 4, 16-29 leading byte
     // offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle: 1 = 128 B).
     auto descriptor = [&](const Expr &operand, const MmaSharedOperand &layout) {
-      const auto *load = unwrap(operand).as<Load>();
-      COALESCE_INTERNAL_ASSERT(load && in_shared(operand), "warpgroup MMA operand outside shared memory");
+      COALESCE_INTERNAL_ASSERT(in_shared(operand), "warpgroup MMA operand outside shared memory");
       llvm::Value *zero = builder_->getInt32(0);
-      variables_.push(kMmaRow, zero);
-      variables_.push(kMmaColumn, zero);
-      variables_.push(kMmaStep, zero);
-      llvm::Value *address = buffer_element(load->buffer, load->indices, load->type);
-      variables_.pop(kMmaStep);
-      variables_.pop(kMmaColumn);
-      variables_.pop(kMmaRow);
-      address = builder_->CreateAddrSpaceCast(address, builder_->getPtrTy(kSharedAddressSpace));
+      llvm::Value *address = shared_operand_address(operand, zero, zero, zero);
       llvm::Value *start = builder_->CreateZExtOrTrunc(builder_->CreatePtrToInt(address, builder_->getInt32Ty()), i64);
       start = builder_->CreateLShr(builder_->CreateAnd(start, 0x3FFFF), 4);
       uint64_t fixed = (static_cast<uint64_t>(layout.leading_bytes >> 4) << 16) |
@@ -465,6 +450,21 @@ protected:
   }
 
 private:
+  // The shared-memory address of an MMA operand's element (mma.m, mma.n,
+  // mma.k): what ldmatrix and the warpgroup MMA's descriptors take.
+  llvm::Value *shared_operand_address(const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k) {
+    const auto *load = unwrap(operand).as<Load>();
+    COALESCE_INTERNAL_ASSERT(load, "MMA operand is not a load: ", operand);
+    variables_.push(kMmaRow, m);
+    variables_.push(kMmaColumn, n);
+    variables_.push(kMmaStep, k);
+    llvm::Value *address = buffer_element(load->buffer, load->indices, load->type);
+    variables_.pop(kMmaStep);
+    variables_.pop(kMmaColumn);
+    variables_.pop(kMmaRow);
+    return builder_->CreateAddrSpaceCast(address, builder_->getPtrTy(kSharedAddressSpace));
+  }
+
   // The factor of a WarpMma's product that reads A: the one that depends on
   // the row (mma.m), which tensorize_mma puts first.
   // Whether the operand reads a shared-memory buffer (what ldmatrix reads).

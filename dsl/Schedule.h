@@ -102,6 +102,15 @@ struct StageSchedule {
   MmaLayout mma_layout;
   /// Update stage: the reduction mapped onto MMA instructions.
   MmaRequest mma;
+
+  /// The split of the stage's (first) reduction variable, or nullptr: for
+  /// an MMA stage, its k steps (outer loop `ko`, factor the k step).
+  const Split *reduction_split() const {
+    for (const Split &split : splits)
+      if (split.is_rvar && !reduction_vars.empty() && split.old_var == reduction_vars.front())
+        return &split;
+    return nullptr;
+  }
 };
 
 /// Where a Func is computed.

@@ -131,10 +131,8 @@ void check_consumer(const Context &c, const MmaLayout &layout) {
 // inputs; an instruction cannot skip its elements, so they must read as 0.
 void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   const StageSchedule &stage = c.func.schedule.stages[c.s];
-  int k_step = 0;
-  for (const Split &split : stage.splits)
-    if (split.is_rvar && split.old_var == stage.reduction_vars.front())
-      k_step = split.factor;
+  const Split *steps = stage.reduction_split();
+  int k_step = steps ? steps->factor : 0;
   Expr extent;
   for (const auto &[name, input] : c.env.inputs)
     if (name == operands.a)
@@ -159,10 +157,8 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
 // locates by position).
 void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   const StageSchedule &stage = c.func.schedule.stages[c.s];
-  std::string k_outer;
-  for (const Split &split : stage.splits)
-    if (split.is_rvar && split.old_var == stage.reduction_vars.front())
-      k_outer = split.outer;
+  const Split *steps = stage.reduction_split();
+  std::string k_outer = steps ? steps->outer : std::string();
   for (const std::string &input : {operands.a, operands.b}) {
     auto staged = std::find_if(stage.staged_inputs.begin(), stage.staged_inputs.end(),
                                [&](const SharedStaging &s) { return s.input == input; });

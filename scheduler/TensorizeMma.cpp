@@ -121,10 +121,8 @@ private:
 
   // The loop of the k steps (the outer loop of the reduction's split).
   static std::string k_outer(const StageSchedule &schedule) {
-    for (const Split &split : schedule.splits)
-      if (split.is_rvar && split.old_var == schedule.reduction_vars.front())
-        return split.outer;
-    return std::string();
+    const Split *steps = schedule.reduction_split();
+    return steps ? steps->outer : std::string();
   }
 
   // Warpgroup MMA groups a k step leaves in flight, as the staging planned.

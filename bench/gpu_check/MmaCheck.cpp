@@ -19,6 +19,7 @@
 // each run, every element is read back and must be finite, and 64 KiB of
 // poison past its end must be intact.
 
+#include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MmaCheck.h"
 
 #include "bench/gpu_check/Report.h"
@@ -133,21 +134,7 @@ struct Problem {
   /// Runs our kernel into the poisoned output; reads it all back into
   /// `result`; counts what is not finite and the overwritten guard bytes.
   Outcome run(const GpuExecutable &exe) {
-    std::vector<CUdeviceptr> pointers;
-    for (const Argument &arg : exe.program().args) {
-      if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
-        pointers.push_back(0);
-      else if (arg.is_output)
-        pointers.push_back(out.ptr());
-      else if (arg.name == "A")
-        pointers.push_back(a.ptr());
-      else if (arg.name == "B")
-        pointers.push_back(b.ptr());
-      else if (arg.name == "bias")
-        pointers.push_back(bias.ptr());
-      else
-        user_error("unexpected pipeline argument '", arg.name, "'");
-    }
+    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
     out.fill_bytes(0xFF);
     gpu::EventTimer timer;
     timer.start();

@@ -17,6 +17,7 @@
 
 #include "bench/gpu_check/SplitKCheck.h"
 
+#include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/Report.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
@@ -87,21 +88,7 @@ struct Problem {
   /// Launches `exe` into a poisoned output and reads it back; the workspace
   /// is the executable's own (kept between launches).
   std::vector<float> run(const GpuExecutable &exe, double *ms) {
-    std::vector<CUdeviceptr> pointers;
-    for (const Argument &arg : exe.program().args) {
-      if (!arg.is_buffer() || arg.is_workspace)
-        pointers.push_back(0);
-      else if (arg.is_output)
-        pointers.push_back(out.ptr());
-      else if (arg.name == "A")
-        pointers.push_back(a.ptr());
-      else if (arg.name == "B")
-        pointers.push_back(b.ptr());
-      else if (arg.name == "bias")
-        pointers.push_back(bias.ptr());
-      else
-        user_error("unexpected pipeline argument '", arg.name, "'");
-    }
+    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
     out.fill_bytes(0xFF);
     gpu::EventTimer timer;
     timer.start();

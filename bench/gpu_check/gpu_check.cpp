@@ -34,6 +34,7 @@
 // exactly the right size, for compute-sanitizer. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
+#include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SplitKCheck.h"
@@ -177,21 +178,8 @@ std::vector<float> random_pool(size_t count, uint32_t seed) {
 /// whole output back into data.out, counts elements that are not finite and
 /// poisoned floats past the output that were overwritten.
 double run_once(const GpuExecutable &exe, const Shape &s, DeviceData &data, size_t *not_finite, size_t *guard) {
-  std::vector<CUdeviceptr> pointers;
-  for (const Argument &arg : exe.program().args) {
-    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
-      pointers.push_back(0);
-    else if (arg.is_output)
-      pointers.push_back(data.out_dev.ptr());
-    else if (arg.name == "A")
-      pointers.push_back(data.a_dev.ptr());
-    else if (arg.name == "B")
-      pointers.push_back(data.b_dev.ptr());
-    else if (arg.name == "bias")
-      pointers.push_back(data.bias_dev.ptr());
-    else
-      user_error("unexpected pipeline argument '", arg.name, "'");
-  }
+  std::vector<CUdeviceptr> pointers =
+      bench::gemm_pointers(exe, data.a_dev.ptr(), data.b_dev.ptr(), data.bias_dev.ptr(), data.out_dev.ptr());
   data.out_dev.fill_bytes(0xFF);
   gpu::EventTimer timer;
   timer.start();

@@ -51,6 +51,7 @@
 //   e.g. --precisions=bf16 --shapes=4096 --benchmark_out=bench.json --benchmark_out_format=json
 // Without a GPU it says why and exits 0 (CI builds and runs it there).
 
+#include "bench/common/GemmPointers.h"
 #include "bench/common/Precisions.h"
 #include "bench/harness/Problem.h"
 #include "bench/reference/CublasReference.h"
@@ -289,20 +290,8 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
 std::unique_ptr<CoalesceKernel> bind_coalesce(Epilogue epilogue, Problem &d) {
   auto kernel = std::make_unique<CoalesceKernel>();
   kernel->compiled = &compiled_kernel(epilogue, d.precision(), d.shape());
-  for (const Argument &arg : kernel->compiled->executable->program().args) {
-    if (!arg.is_buffer() || arg.is_workspace) // a workspace: the executable's own
-      kernel->pointers.push_back(0);
-    else if (arg.name == "A")
-      kernel->pointers.push_back(d.A_dev.ptr());
-    else if (arg.name == "B")
-      kernel->pointers.push_back(d.B_dev.ptr());
-    else if (arg.name == "bias")
-      kernel->pointers.push_back(d.bias_dev.ptr());
-    else if (arg.is_output)
-      kernel->pointers.push_back(d.out_dev.ptr());
-    else
-      user_error("coalesce-bench: unexpected argument '", arg.name, "'");
-  }
+  kernel->pointers = gemm_pointers(*kernel->compiled->executable, d.A_dev.ptr(), d.B_dev.ptr(), d.bias_dev.ptr(),
+                                   d.out_dev.ptr());
   return kernel;
 }
 
