@@ -50,6 +50,23 @@ double error_against_reference(Pipeline &pipeline, MmaKind kind, int M, int N, i
   return relative_error(wide, reference(data, M, N, K, e));
 }
 
+// The message of scheduling an unscheduled bf16 GEMM with tiling `t`.
+std::string refused_tiling(const MmaTiling &t) {
+  Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+  return coalesce::testing::user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); });
+}
+
+// A bf16 GEMM whose output is laid out for warpgroup MMAs on one 64 x 64
+// warpgroup tile, acc fused at the block; the reduction left to the test.
+Gemm warpgroup_tiled(MmaKind kind) {
+  Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+      .mma_tile(ii, jj, kind, 64, 64, warp, lane, mi, nj, fi, fj);
+  g.out.fuse_epilogue(g.acc, bj);
+  return g;
+}
+
 } // namespace
 
 TEST_CASE("bf16 and f16 warpgroup MMA GEMMs + bias + GELU match the double reference, ragged shapes included") {
@@ -126,31 +143,21 @@ TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule
   SUBCASE("a warpgroup tile that is not 64 rows") {
     MmaTiling t = small_group_tiling(kind);
     t.warp_m = 32;
-    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
-              "64 x N tile per warpgroup");
+    CHECK_HAS(refused_tiling(t), "64 x N tile per warpgroup");
   }
   SUBCASE("columns that are not whole swizzle atoms") {
     MmaTiling t = small_group_tiling(kind);
     t.warp_n = 32;
     t.block_n = 64;
-    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
-              "a multiple of 64");
+    CHECK_HAS(refused_tiling(t), "a multiple of 64");
   }
   SUBCASE("a k step that is not whole 128-byte rows") {
     MmaTiling t = small_group_tiling(kind);
     t.k_step = 32;
-    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-    CHECK_HAS(user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); }),
-              "k step must be a positive multiple of 64");
+    CHECK_HAS(refused_tiling(t), "k step must be a positive multiple of 64");
   }
   SUBCASE("an operand left in global memory") {
-    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
-        .mma_tile(ii, jj, kind, 64, 64, warp, lane, mi, nj, fi, fj);
-    g.out.fuse_epilogue(g.acc, bj);
+    Gemm g = warpgroup_tiled(kind);
     SharedLayout zero;
     zero.zero_fill = true;
     RVar ko("ko"), kk("kk");
@@ -158,11 +165,7 @@ TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule
     CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "stage 'B' in shared memory at 'ko'");
   }
   SUBCASE("padding, which would move what the descriptor locates") {
-    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-    g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
-        .mma_tile(ii, jj, kind, 64, 64, warp, lane, mi, nj, fi, fj);
-    g.out.fuse_epilogue(g.acc, bj);
+    Gemm g = warpgroup_tiled(kind);
     SharedLayout padded;
     padded.zero_fill = true;
     padded.padding = 8;
