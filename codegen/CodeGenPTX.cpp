@@ -292,7 +292,13 @@ protected:
       variables_.pop(kMmaFragBlock);
       accumulators.push_back(builder_->CreateLoad(builder_->getFloatTy(), addresses.back()));
     }
-    std::string text = str_cat("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n", op->n,
+    // The step's fence opens the first MMA's own instruction block, so
+    // that nothing (such as the copies of zeroed accumulators into the
+    // registers the MMA ties) lands between the two: ptxas would inject a
+    // warpgroup.arrive there (C7519).
+    std::string fence = pending_wgmma_fence_ ? "wgmma.fence.sync.aligned;\n" : "";
+    pending_wgmma_fence_ = false;
+    std::string text = str_cat("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n", fence, "wgmma.mma_async.sync.aligned.m64n", op->n,
                                "k16.f32.", op->kind == MmaKind::F16_wgmma_m64k16 ? "f16.f16" : "bf16.bf16", " {");
     std::string constraints;
     for (int r = 0; r < count; ++r) {
@@ -324,10 +330,12 @@ protected:
                                 llvm::ArrayRef<llvm::Value *>{});
       return;
     case Intrinsic::WgmmaFence:
-      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_fence_sync_aligned, llvm::ArrayRef<llvm::Type *>{},
-                                llvm::ArrayRef<llvm::Value *>{});
+      // Emitted with the step's first MMA (emit_warpgroup_mma).
+      COALESCE_INTERNAL_ASSERT(!pending_wgmma_fence_, "two wgmma fences without an MMA between them");
+      pending_wgmma_fence_ = true;
       return;
     case Intrinsic::WgmmaCommit:
+      COALESCE_INTERNAL_ASSERT(!pending_wgmma_fence_, "a wgmma fence without an MMA before its commit");
       builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, llvm::ArrayRef<llvm::Type *>{},
                                 llvm::ArrayRef<llvm::Value *>{});
       return;
@@ -578,6 +586,7 @@ private:
 
   const GpuKernel *kernel_ = nullptr;
   unsigned tensor_map_base_ = 0; ///< the parameter of the kernel's first tensor map
+  bool pending_wgmma_fence_ = false; ///< a wgmma_fence waits for the next MMA's instruction block
   llvm::GlobalVariable *arrival_flag_ = nullptr; ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
   int64_t dynamic_offset_ = 0;                     ///< where its next tile starts

@@ -55,6 +55,9 @@ struct Shape {
 const std::vector<Shape> kDoubleShapes = {{1, 1, 1}, {127, 129, 131}, {1024, 1024, 1024}};
 const std::vector<Shape> kCublasShapes = {{4093, 4091, 4097}, {8192, 11008, 4096}};
 const std::vector<Shape> kSmallKShapes = {{67, 45, 1}, {67, 45, 3}};
+/// Rows the TMA can describe (N and K multiples of 8) with ragged edges:
+/// M anywhere, N and K short of the tile and of the k step, K of one step.
+const std::vector<Shape> kTmaShapes = {{131, 136, 200}, {1000, 1048, 1000}, {67, 64, 8}, {4093, 4096, 4104}};
 /// Ragged in M, N and K (K not a multiple of the k step): every edge path.
 const Shape kSanitizerShape{131, 133, 67};
 constexpr size_t kGuardBytes = 1 << 16;
@@ -62,8 +65,9 @@ constexpr size_t kGuardBytes = 1 << 16;
 constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
-std::string name_of(Precision p, bool warpgroup = false) {
-  return std::string(warpgroup ? "wgmma " : "mma ") + reference::precision_name(p) + " (bias_gelu)";
+std::string name_of(Precision p, bool warpgroup = false, bool tma = false) {
+  return std::string(tma ? "wgmma+tma " : warpgroup ? "wgmma " : "mma ") + reference::precision_name(p) +
+         " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -250,7 +254,7 @@ template <typename Body> void guarded(const std::string &name, const Shape &s, c
 /// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
 void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas,
                  bool warpgroup, const MmaTiling *chosen = nullptr) {
-  const std::string name = name_of(p, warpgroup);
+  const std::string name = name_of(p, warpgroup, chosen && chosen->tma);
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   std::unique_ptr<Problem> pr;
@@ -354,22 +358,50 @@ void check_mma(Precision p) {
     single.stages = 2;
     for (const Shape &s : kDoubleShapes)
       check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &single);
+    // The warpgroup MMA fed by the TMA (where the rows are not 16-byte
+    // multiples, the same kernel takes its cp.async copies).
+    auto with_tma = [&](const Shape &s) {
+      MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), true);
+      tiling.tma = true;
+      return tiling;
+    };
+    for (const Shape &s : kDoubleShapes) {
+      MmaTiling tiling = with_tma(s);
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/true, true, &tiling);
+    }
+    for (const Shape &s : kCublasShapes) {
+      MmaTiling tiling = with_tma(s);
+      check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true, true, &tiling);
+    }
+    for (const Shape &s : kTmaShapes) {
+      MmaTiling tiling = with_tma(s);
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true, &tiling);
+    }
+    for (const Shape &s : kSmallKShapes) {
+      MmaTiling tiling = with_tma(s);
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &tiling);
+    }
   }
 }
 
 void mma_sanitizer_case() {
   mma_sanitizer_case(false);
-  if (target_for_current_device().sm() == "sm_90a")
+  if (target_for_current_device().sm() == "sm_90a") {
     mma_sanitizer_case(true);
+    mma_sanitizer_case(true, true);
+  }
 }
 
-void mma_sanitizer_case(bool warpgroup) {
+void mma_sanitizer_case(bool warpgroup, bool tma) {
   const Precision p = Precision::BF16;
-  const Shape &s = kSanitizerShape;
-  const std::string name = name_of(p, warpgroup);
+  // The TMA's case at a shape whose rows it can describe, ragged in M and
+  // N (K % 8 != 0 would take the cp.async copies, checked above).
+  const Shape s = tma ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
+  const std::string name = name_of(p, warpgroup, tma);
   try {
     Kernels kernels;
-    const MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
+    MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
+    tiling.tma = tma;
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

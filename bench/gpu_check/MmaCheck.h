@@ -13,6 +13,6 @@ void check_mma(bench::Precision p);
 /// compute-sanitizer; its result goes to Report.h too.
 void mma_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a).
-void mma_sanitizer_case(bool warpgroup);
+void mma_sanitizer_case(bool warpgroup, bool tma = false);
 
 } // namespace coalesce::gpu_check

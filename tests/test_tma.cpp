@@ -1,0 +1,199 @@
+// Warpgroup MMA pipelines fed by the tensor memory accelerator
+// (SharedLayout::tma): the CPU runs the same statements the GPU runs (each
+// TMA copy as its element-wise definition), against the double reference at
+// shapes the TMA describes (rows of whole 16-byte multiples) and shapes it
+// does not (the cp.async copies then run); the pipeline's slots and
+// parities in the nest; the rules; the kernel through ptxas; the tensor maps
+// the kernel takes.
+
+#include "examples/Reference.h"
+#include "scheduler/GemmMmaSchedule.h"
+#include "runtime/TensorMaps.h"
+#include "ErrorCapture.h"
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// One warpgroup on a 64 x 64 tile, copied by the TMA.
+MmaTiling small_tma_tiling(int stages = 3) {
+  MmaTiling t = default_mma_tiling(kKind, 64, 64);
+  t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  t.stages = stages;
+  t.tma = true;
+  return t;
+}
+
+Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
+  Gemm g = make_gemm(e, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return g;
+}
+
+double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
+  GemmData data = make_data(M, N, K, 5, BFloat(16));
+  Buffer out({M, N}, BFloat(16));
+  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
+  Buffer wide({M, N});
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      wide(i, j) = out.at(i, j);
+  return relative_error(wide, reference(data, M, N, K, e));
+}
+
+std::string refused(const std::function<void(SharedLayout &)> &change, bool wgmma = true) {
+  Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+  MmaKind kind = wgmma ? kKind : MmaKind::BF16_m16n8k16;
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+      .mma_tile(ii, jj, kind, wgmma ? 64 : 32, wgmma ? 64 : 32, warp, lane, mi, nj, fi, fj);
+  g.out.fuse_epilogue(g.acc, bj);
+  SharedLayout a, b;
+  for (SharedLayout *layout : {&a, &b}) {
+    layout->zero_fill = true;
+    layout->double_buffered = true;
+    layout->stages = 3;
+    layout->tma = true;
+  }
+  change(b);
+  RVar ko("ko"), kk("kk");
+  g.acc.update().mma(g.k, ko, kk, wgmma ? 64 : 32).allow_reassociation().stage_in_shared(g.A, ko, a)
+      .stage_in_shared(g.B, ko, b);
+  return coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
+}
+
+} // namespace
+
+TEST_CASE("TMA-fed warpgroup MMA GEMMs + bias + GELU match the double reference, on both copy paths") {
+  for (int stages : {3, 4}) {
+    CAPTURE(stages);
+    Gemm g = scheduled(small_tma_tiling(stages));
+    Pipeline pipeline(g.out);
+    // N and K multiples of 8: the TMA path, ragged against the tile and the
+    // k step (M anywhere); then K or N not: the cp.async path.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
+             {64, 64, 64}, {70, 72, 8}, {130, 136, 200}, {1, 8, 320}, {70, 72, 131}, {67, 45, 64}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("a TMA pipeline's fused epilogue runs once, after the whole reduction (K = 1 / K = 3, K = 8 / K = 24)") {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = scheduled(small_tma_tiling(), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3, 8, 24}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, 70, 72, K, e) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("the loop nest shows the TMA copies, the barriers' slots and parities, and the cp.async fallback") {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096);
+  t.tma = true;
+  Gemm g = scheduled(t);
+  std::string nest = Pipeline(g.out).loop_nest();
+  CHECK_HAS(nest, "allocate A_full[3] u64 in shared");
+  CHECK_HAS(nest, "if K % 8 == 0 && N % 8 == 0:");
+  CHECK_HAS(nest, "mbarrier_init(A_full[0], 1)");
+  CHECK_HAS(nest, "mbarrier_init_fence()");
+  // A 128 x 64 box; B's 64 x 128 tile in two 64-column boxes.
+  CHECK_HAS(nest, "tensor_copy A[bi*128, 0] box 128x64 (0 outside A) -> A_shared[0, 0, 0, 0], completes on A_full[0]");
+  CHECK_HAS(nest, "tensor_copy B[0, bj*128 + 64] box 64x64 (0 outside B) -> B_shared[0, 1, 0, 0]");
+  CHECK_HAS(nest, "mbarrier_expect_tx(A_full[0], 32768)");
+  // Tile ko in slot ko % 3, phase ko / 3; the refill two tiles ahead goes
+  // to the slot the previous step read.
+  CHECK_HAS(nest, "mbarrier_wait(A_full[ko % 3], ko/3 % 2)");
+  CHECK_HAS(nest, "mbarrier_expect_tx(A_full[(ko + 2) % 3], 32768)");
+  CHECK_HAS(nest, "mbarrier_inval(A_full[2])");
+  // The other branch: every thread's copies.
+  CHECK_HAS(nest, "async_load_vector(");
+}
+
+TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with the rule") {
+  CHECK_HAS(refused([](SharedLayout &) {}, /*wgmma=*/false), "the TMA copies only the 128-byte swizzled tiles");
+  CHECK_HAS(refused([](SharedLayout &b) { b.stages = 2; }), "a software pipeline of 3 or more stages");
+  CHECK_HAS(refused([](SharedLayout &b) {
+              b.double_buffered = false;
+              b.stages = 2;
+            }),
+            "one buffer");
+  CHECK_HAS(refused([](SharedLayout &b) { b.zero_fill = false; }), "set zero_fill too");
+  CHECK_HAS(refused([](SharedLayout &b) { b.tma = false; }), "stage both with SharedLayout::tma or neither");
+  SUBCASE("a name the barriers take") {
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    Func clash("A_full");
+    clash(g.i, g.j) = g.out(g.i, g.j);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(clash).loop_nest(); }), "A_full");
+  }
+  SUBCASE("a target without the TMA") {
+    Gemm g = scheduled(small_tma_tiling());
+    Pipeline pipeline(g.out);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_80")); }), "sm_90a");
+  }
+}
+
+TEST_CASE("the kernel takes one tensor map per input and box, by value, as a grid constant") {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096);
+  t.tma = true;
+  Gemm g = scheduled(t);
+  Pipeline pipeline(g.out);
+  const GpuProgram &program = pipeline.gpu_program();
+  REQUIRE(program.kernels.size() == 1);
+  const std::vector<TensorMapParam> &maps = program.kernels[0].tensor_maps;
+  REQUIRE(maps.size() == 2);
+  CHECK(maps[0].input == "A");
+  CHECK(maps[0].box == std::vector<int>{128, 64});
+  CHECK(maps[1].input == "B");
+  CHECK(maps[1].box == std::vector<int>{64, 64});
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+  CHECK_HAS(ptx, ".param .align 64 .b8 coalesce_out_param_7[128]");
+  CHECK_HAS(ptx, "cvta.param.u64");
+  CHECK_HAS(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes");
+  CHECK_HAS(ptx, "mbarrier.try_wait.parity.shared::cta.b64");
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping the assembly");
+    return;
+  }
+  PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+  REQUIRE(assembled.kernels.size() == 1);
+  CHECK_FALSE(assembled.kernels.front().spills());
+  CHECK(assembled.kernels.front().stack_frame_bytes == 0);
+  for (const char *code : {"C7515", "C7517", "C7519", "C7508"}) {
+    INFO(std::string(code), " in ptxas's report:\n", assembled.log);
+    CHECK(assembled.log.find(code) == std::string::npos);
+  }
+}
+
+TEST_CASE("a tensor map is left zeroed where the TMA cannot describe the input, and refuses unaligned data") {
+  TensorMapParam param{"A", {64, 64}};
+  auto all_zero = [](const CUtensorMap &map) {
+    CUtensorMap zero;
+    std::memset(&zero, 0, sizeof zero);
+    return std::memcmp(&map, &zero, sizeof map) == 0;
+  };
+  // Rows of 4097 bf16 (8194 bytes) and empty inputs: the kernel takes the
+  // cp.async copies and never reads the map, so no driver is needed.
+  CHECK(all_zero(encode_tensor_map(param, BFloat(16), {64, 4097}, 0x10000)));
+  CHECK(all_zero(encode_tensor_map(param, BFloat(16), {0, 64}, 0x10000)));
+  CHECK_FALSE(tma_can_describe(BFloat(16), {64, 4097}, 0x10000));
+  CHECK_FALSE(tma_can_describe(BFloat(16), {64, 4096}, 0x10008));
+  CHECK(tma_can_describe(BFloat(16), {64, 4096}, 0x10000));
+  CHECK_HAS(coalesce::testing::user_error_of([&] { encode_tensor_map(param, BFloat(16), {64, 4096}, 0x10008); }),
+            "input 'A' starts at a device address that is not a multiple of 16 bytes");
+}
