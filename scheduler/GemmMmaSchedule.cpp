@@ -13,7 +13,7 @@ std::string MmaTiling::str() const {
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
-                 tma ? ", TMA copies" : "",
+                 uses_tma() ? ", TMA copies" : "",
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
 }
@@ -48,6 +48,10 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     tiling.k_step = 64;
     tiling.stages = 3;
     tiling.a_padding = tiling.b_padding = 0;
+    // Tiles copied by the TMA: at bf16 4096^3 on the H200, 0.368 -> 0.294
+    // ms against every thread's cp.async copies (which stay in the kernel
+    // for inputs whose rows are not 16-byte multiples).
+    tiling.tma = true;
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
@@ -108,7 +112,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->zero_fill = true;
     layout->double_buffered = t.double_buffered;
     layout->stages = t.stages;
-    layout->tma = t.tma;
+    layout->tma = t.uses_tma();
   }
   if (is_warpgroup_mma(t.kind))
     a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's

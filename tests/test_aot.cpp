@@ -433,8 +433,24 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
   CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
   CHECK(ptx.find(".extern .shared .align 1024 .b8") != std::string::npos);
   std::string launcher = read_file(dir / "gemm_wg.cpp");
-  // 3 stages of a 128 x 64 A tile and a 64 x 128 B tile, bf16.
-  CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
+  // 3 stages of a 128 x 64 A tile and a 64 x 128 B tile, bf16, and the
+  // TMA's barriers at the next 1024-byte boundary.
+  CHECK(launcher.find("const int kDynamicShared[kKernels] = {99328};") != std::string::npos);
+  // The tensor maps: encoded for the call's pointers and sizes, passed after the arguments.
+  CHECK(ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile") != std::string::npos);
+  CHECK(launcher.find("cuTensorMapEncodeTiled(&map0_0_.map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2") != std::string::npos);
+  CHECK(launcher.find("const cuuint32_t box[2] = {64, 128};") != std::string::npos);
+  CHECK(launcher.find("&map0_0_.map, &map0_1_.map};") != std::string::npos);
+  CHECK(launcher.find("A is not 16-byte aligned") != std::string::npos);
+  {
+    // --tma=false: every thread's cp.async copies, no tensor maps.
+    TempDir plain;
+    Result copies = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --tma=false --name=gemm_cp --output-dir=.",
+                        plain.path);
+    REQUIRE(copies.status == 0);
+    CHECK(read_file(plain / "gemm_cp.cpp").find("cuTensorMapEncodeTiled") == std::string::npos);
+    CHECK(read_file(plain / "gemm_cp.cpp").find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
+  }
   if (can_assemble()) {
     const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
     REQUIRE(kernel != nullptr);

@@ -254,9 +254,9 @@ template <typename Body> void guarded(const std::string &name, const Shape &s, c
 /// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
 void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas,
                  bool warpgroup, const MmaTiling *chosen = nullptr) {
-  const std::string name = name_of(p, warpgroup, chosen && chosen->tma);
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
+  const std::string name = name_of(p, warpgroup, tiling.uses_tma());
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -358,28 +358,21 @@ void check_mma(Precision p) {
     single.stages = 2;
     for (const Shape &s : kDoubleShapes)
       check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &single);
-    // The warpgroup MMA fed by the TMA (where the rows are not 16-byte
-    // multiples, the same kernel takes its cp.async copies).
-    auto with_tma = [&](const Shape &s) {
-      MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), true);
-      tiling.tma = true;
-      return tiling;
-    };
-    for (const Shape &s : kDoubleShapes) {
-      MmaTiling tiling = with_tma(s);
-      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/true, true, &tiling);
-    }
-    for (const Shape &s : kCublasShapes) {
-      MmaTiling tiling = with_tma(s);
-      check_shape(kernels, p, s, spread_rows(s, kCublasSampleRows), /*cublas=*/true, true, &tiling);
-    }
-    for (const Shape &s : kTmaShapes) {
-      MmaTiling tiling = with_tma(s);
-      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true, &tiling);
-    }
-    for (const Shape &s : kSmallKShapes) {
-      MmaTiling tiling = with_tma(s);
-      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &tiling);
+    // The default warpgroup tiling copies with the TMA (where the rows are
+    // not 16-byte multiples, the same kernel takes its cp.async copies):
+    // the shapes the TMA describes with ragged edges, then the pipeline of
+    // cp.async copies alone.
+    for (const Shape &s : kTmaShapes)
+      check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true);
+    for (bool tma : {false}) {
+      for (const Shape &s : kDoubleShapes) {
+        MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), true);
+        tiling.tma = tma;
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &tiling);
+      }
+      MmaTiling tiling = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+      tiling.tma = tma;
+      check_shape(kernels, p, kTmaShapes.back(), all_or_sampled_rows(kTmaShapes.back()), false, true, &tiling);
     }
   }
 }
@@ -401,7 +394,7 @@ void mma_sanitizer_case(bool warpgroup, bool tma) {
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
-    tiling.tma = tma;
+    tiling.tma = warpgroup && tma;
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

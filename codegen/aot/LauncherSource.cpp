@@ -407,6 +407,65 @@ std::string launcher_header(const LauncherSpec &spec) {
   return out.str();
 }
 
+/// The TMA tensor maps kernel `k` takes after the arguments
+/// (GpuKernel::tensor_maps), encoded for this call's pointers and sizes and
+/// kept while they stay the same; then its parameter array `paramsK_`.
+/// Where an input's rows are not 16-byte multiples, the kernel takes its
+/// cp.async copies and never reads the map, which stays zeroed.
+std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::string &params) {
+  const GpuKernel &kernel = spec.program.kernels[k];
+  if (kernel.tensor_maps.empty())
+    return "";
+  std::ostringstream out;
+  std::string all = params;
+  for (size_t m = 0; m < kernel.tensor_maps.size(); ++m) {
+    const TensorMapParam &map = kernel.tensor_maps[m];
+    auto arg = std::find_if(spec.program.args.begin(), spec.program.args.end(),
+                            [&](const Argument &a) { return a.name == map.input && a.is_buffer(); });
+    COALESCE_INTERNAL_ASSERT(arg != spec.program.args.end() && arg->extents.size() == 2 && map.box.size() == 2,
+                             "tensor map of '", map.input, "' without a 2-D input argument");
+    std::string data_type = arg->type == BFloat(16)  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                            : arg->type == Float(16) ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
+                                                     : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+    std::string v = str_cat("map", k, "_", m, "_");
+    std::string rows = cpp_int(arg->extents[0]), columns = cpp_int(arg->extents[1]);
+    int bytes = arg->type.bytes();
+    out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << map.box[0] << " x "
+        << map.box[1] << ", 128-byte swizzle, 0 outside " << map.input << ").\n"
+        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t rows = -1, columns = -1; "
+        << "CUtensorMap map = {}; };\n"
+        << "  static thread_local TensorMap" << k << "_" << m << " " << v << ";\n"
+        << "  if (" << v << ".data != " << map.input << " || " << v << ".rows != " << rows << " || " << v
+        << ".columns != " << columns << ") {\n"
+        << "    " << v << " = {};\n"
+        << "    if (" << rows << " > 0 && " << columns << " > 0 && (" << columns << ") * " << bytes
+        << " % 16 == 0) {\n"
+        << "      if (" << map.input << " % 16 != 0)\n"
+        << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
+        << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"
+        << "      const cuuint64_t dims[2] = {cuuint64_t(" << columns << "), cuuint64_t(" << rows << ")};\n"
+        << "      const cuuint64_t strides[1] = {cuuint64_t(" << columns << ") * " << bytes << "};\n"
+        << "      const cuuint32_t box[2] = {" << map.box[1] << ", " << map.box[0] << "};\n"
+        << "      const cuuint32_t element_strides[2] = {1, 1};\n"
+        << "      status_ = cuTensorMapEncodeTiled(&" << v << ".map, " << data_type << ", 2, reinterpret_cast<void *>("
+        << map.input << "), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, "
+        << "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+        << "      if (status_ != CUDA_SUCCESS) {\n"
+        << "        " << v << " = {};\n"
+        << "        return coalesce_launcher::fail(status_, \"cannot encode the tensor map of " << map.input
+        << ": \" + coalesce_launcher::describe(status_));\n"
+        << "      }\n"
+        << "    }\n"
+        << "    " << v << ".data = " << map.input << ";\n"
+        << "    " << v << ".rows = " << rows << ";\n"
+        << "    " << v << ".columns = " << columns << ";\n"
+        << "  }\n";
+    all += ", &" + v + ".map";
+  }
+  out << "  void *params" << k << "_[] = {" << all << "};\n";
+  return out.str();
+}
+
 std::string launcher_source(const LauncherSpec &spec) {
   std::vector<LauncherArg> args = launcher_args(spec);
   const std::vector<const Argument *> workspaces = workspace_args(spec);
@@ -737,10 +796,18 @@ CUresult load(CUkernel *kernels) {
     params += (params.empty() ? "" : ", ") + ("&" + arg.name + "_value_");
   }
   out << "  void *params_[] = {" << params << "};\n";
+  bool all_take_maps = true;
+  for (size_t k = 0; k < kernels; ++k) {
+    out << tensor_map_setup(spec, k, params);
+    all_take_maps &= !spec.program.kernels[k].tensor_maps.empty();
+  }
+  if (all_take_maps)
+    out << "  (void)params_; // every kernel takes its own, with its tensor maps\n";
 
   for (size_t k = 0; k < kernels; ++k) {
     const GpuKernel &kernel = spec.program.kernels[k];
     std::string grid = "grid" + std::to_string(k) + "_";
+    std::string kernel_params = kernel.tensor_maps.empty() ? "params_" : str_cat("params", k, "_");
     // An empty grid (M = 0 or N = 0) has nothing to compute: no launch (the
     // driver rejects a grid of 0 blocks).
     out << "\n  if (" << grid << "[0] > 0 && " << grid << "[1] > 0 && " << grid << "[2] > 0) {\n"
@@ -748,7 +815,8 @@ CUresult load(CUkernel *kernels) {
         << "                           unsigned(" << grid << "[0]), unsigned(" << grid
         << "[1]), unsigned(" << grid << "[2]),\n"
         << "                           " << kernel.block[0] << ", " << kernel.block[1] << ", "
-        << kernel.block[2] << ", " << dynamic_shared_bytes(kernel) << ", stream, params_, nullptr);\n"
+        << kernel.block[2] << ", " << dynamic_shared_bytes(kernel) << ", stream, " << kernel_params
+        << ", nullptr);\n"
         << "  if (status_ != CUDA_SUCCESS)\n"
         << "    return coalesce_launcher::fail(status_, \"cannot launch kernel '" << kernel.name
         << "': \" + coalesce_launcher::describe(status_));\n"
