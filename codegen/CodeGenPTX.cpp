@@ -709,14 +709,14 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
   for (const GpuKernel &kernel : program.kernels) {
     Finder finder;
     finder.visit_stmt(kernel.body);
-    if (finder.copy && target.sm() != "sm_90a")
-      user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (SharedLayout::tma), "
-                 "which this compiler targets on sm_90a only; the target is ", target.sm(),
-                 ": compile for sm_90a, or stage with cp.async copies (tma = false)");
     if (finder.found && target.sm() != "sm_90a")
       user_error("kernel '", kernel.name, "' uses warpgroup MMAs (", mma_kind_name(finder.found->kind),
                  "), which only target sm_90a has; the target is ", target.sm(),
                  ": compile for sm_90a, or schedule a warp MMA (bf16 m16n8k16) for this target");
+    if (finder.copy && target.sm() != "sm_90a")
+      user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (SharedLayout::tma), "
+                 "which this compiler targets on sm_90a only; the target is ", target.sm(),
+                 ": compile for sm_90a, or stage with cp.async copies (tma = false)");
   }
 }
 
