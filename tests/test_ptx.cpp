@@ -114,7 +114,7 @@ TEST_CASE("the FP32 GEMM schedule with 3 stages and warp layouts assembles witho
       const std::string &ptx = pipeline.ptx(target);
       // A pipeline waits for all but its newest stages - 2 copy groups.
       if (tiling.stages == 3)
-        CHECK(ptx.find("cp.async.wait_group 1") != std::string::npos);
+        CHECK(ptx.find("cp.async.wait_group \t1;") != std::string::npos);
       PtxasResult assembled = pipeline.assemble(target);
       REQUIRE(assembled.kernels.size() == 1);
       const KernelResources &kernel = assembled.kernels.front();
