@@ -99,13 +99,21 @@ struct FusedGemm {
   }
 };
 
+/// The FFMA schedule's knobs that coalesce-main's flags set (0: the
+/// tiling's choice).
+struct FfmaKnobs {
+  int stages = 0;                   ///< --stages=N: GemmTiling::stages
+  int warp_rows = 0, warp_cols = 0; ///< --warp-layout=RxC: GemmTiling::warp_rows/warp_cols
+};
+
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
 /// 16x16 threads per block, each computing a 4x4 register block; the
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
-                            const std::vector<int> &knobs, int block_groups, bool tma) {
+                            const std::vector<int> &knobs, int block_groups, bool cp_async,
+                            const FfmaKnobs &ffma) {
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
@@ -126,8 +134,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     }
     if (block_groups >= 0)
       tiling.block_group_rows = block_groups;
-    if (tma)
-      tiling.tma = true;
+    if (cp_async)
+      tiling.tma = false;
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
@@ -136,6 +144,10 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
   GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
   if (block_groups >= 0)
     tiling.block_group_rows = block_groups;
+  if (ffma.stages > 0)
+    tiling.stages = ffma.stages;
+  tiling.warp_rows = ffma.warp_rows;
+  tiling.warp_cols = ffma.warp_cols;
   std::printf("schedule: %s\n", tiling.str().c_str());
   schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
 }
@@ -148,10 +160,11 @@ struct Options {
   Type dtype = Float(32);
   bool tensor_cores = false;
   bool warpgroup = false; ///< --wgmma: bf16/f16 on warpgroup MMAs (sm_90a)
-  bool tma = false;       ///< --tma: the warpgroup MMA's tiles copied by the TMA
+  bool cp_async = false;  ///< --cp-async: the warpgroup MMA's tiles copied by cp.async, not the TMA
   int block_groups = -1;  ///< --block-groups=N: gpu_block_groups(N) (0: none; -1: the tiling's choice)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
+  FfmaKnobs ffma;
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
@@ -196,9 +209,9 @@ Options parse_options(int argc, char **argv) {
   cl::opt<bool> tensor_cores_flag("tensor-cores", cl::desc("run the warp-MMA schedule (tf32 for f32 inputs)"),
                                   cl::cat(category));
   cl::opt<bool> wgmma_flag("wgmma", cl::desc("run bf16/f16 on Hopper's warpgroup MMA (sm_90a)"), cl::cat(category));
-  cl::opt<bool> tma_flag("tma", cl::desc("with --wgmma: copy the tiles with the tensor memory accelerator (TMA) "
-                                          "instead of cp.async; implies --wgmma"),
-                         cl::cat(category));
+  cl::opt<bool> cp_async_flag("cp-async", cl::desc("with --wgmma: copy the tiles with every thread's cp.async "
+                                                  "instead of the tensor memory accelerator (TMA), the default"),
+                              cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -207,6 +220,13 @@ Options parse_options(int argc, char **argv) {
       "mma-tiling", cl::desc("the tensor-core tiling, BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, "
                              "blocks per SM, pipeline stages); implies --tensor-cores"),
       cl::value_desc("tiling"), cl::cat(category));
+  cl::opt<std::string> stages_flag("stages", cl::desc("FFMA schedule: tiles of A and B in shared memory per K step "
+                                                    "(1 to 8; 2, double buffered, is the default)"),
+                                   cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> warp_layout_flag(
+      "warp-layout", cl::desc("FFMA schedule: each warp covers RxC of the block's threads (R * C = 32; default: "
+                              "row order)"),
+      cl::value_desc("RxC"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   const char *overview =
       "the fused GEMM + bias + GELU: prints its loop nest and ptxas report, then times it\n"
@@ -230,9 +250,9 @@ Options parse_options(int argc, char **argv) {
       options.shape_given = true;
     }
   options.dtype = parse_dtype(dtype_flag);
-  options.tensor_cores = tensor_cores_flag || wgmma_flag || tma_flag;
-  options.warpgroup = wgmma_flag || tma_flag;
-  options.tma = tma_flag;
+  options.tensor_cores = tensor_cores_flag || wgmma_flag;
+  options.warpgroup = wgmma_flag;
+  options.cp_async = cp_async_flag;
   if (block_groups_flag.getNumOccurrences())
     options.block_groups = block_groups_flag == "0" ? 0 : parse_extent("--block-groups", block_groups_flag);
   if (mma_tiling_flag.getNumOccurrences()) {
@@ -250,6 +270,22 @@ Options parse_options(int argc, char **argv) {
                   "blocks per SM, pipeline stages)");
     options.tensor_cores = true;
   }
+  if (stages_flag.getNumOccurrences()) {
+    options.ffma.stages = parse_extent("--stages", stages_flag);
+    if (options.ffma.stages > 8)
+      usage_error("bad value '" + stages_flag + "' for --stages: expected 1 to 8");
+  }
+  if (warp_layout_flag.getNumOccurrences()) {
+    const std::string &text = warp_layout_flag;
+    size_t x = text.find('x');
+    if (x == std::string::npos)
+      usage_error("bad value '" + text + "' for --warp-layout: expected RxC, e.g. 4x8");
+    options.ffma.warp_rows = parse_extent("--warp-layout", text.substr(0, x));
+    options.ffma.warp_cols = parse_extent("--warp-layout", text.substr(x + 1));
+  }
+  if ((options.ffma.stages || options.ffma.warp_rows) && options.tensor_cores)
+    usage_error("--stages and --warp-layout set the FFMA schedule; the tensor-core tiling's stages are the last "
+                "number of --mma-tiling");
   const Shape &s = options.shape;
   const int64_t limit = std::numeric_limits<int32_t>::max();
   if (int64_t(s.M) * s.K > limit || int64_t(s.K) * s.N > limit || int64_t(s.M) * s.N > limit)
@@ -526,7 +562,7 @@ int run_main_job(const Options &options) {
     usage_error("--wgmma runs bf16 or f16 inputs (warpgroup MMAs have no f32 schedule here); add --dtype=bf16 or "
                 "--dtype=f16");
   apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
-                         options.block_groups, options.tma);
+                         options.block_groups, options.cp_async, options.ffma);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

@@ -315,6 +315,8 @@ void CodeGenLLVM::emit_for(const For *op) {
   builder_->SetInsertPoint(loop);
   llvm::PHINode *index = builder_->CreatePHI(min->getType(), 2, op->name);
   index->addIncoming(min, preheader);
+  RegisterArrays::State on_entry = registers_.state();
+  RegisterArrays::LoopPhis register_phis = registers_.open_loop(*builder_, preheader, op->body);
   variables_.push(op->name, index);
   codegen(op->body);
   variables_.pop(op->name);
@@ -322,7 +324,9 @@ void CodeGenLLVM::emit_for(const For *op) {
                                           op->name + ".next", false, true);
   llvm::BranchInst *back_edge =
       builder_->CreateCondBr(builder_->CreateICmpSLT(next, end), loop, after);
-  index->addIncoming(next, builder_->GetInsertBlock());
+  llvm::BasicBlock *latch = builder_->GetInsertBlock();
+  index->addIncoming(next, latch);
+  registers_.close_loop(register_phis, latch);
 
   if (op->name == kMmaStep) {
     // A warp MMA's k steps as the host runs them (emit_warp_mma): left a
@@ -333,18 +337,31 @@ void CodeGenLLVM::emit_for(const For *op) {
     self->replaceOperandWith(0, self);
     back_edge->setMetadata(llvm::LLVMContext::MD_loop, self);
   }
-  if (op->for_kind == ForKind::Vectorized) {
-    // The schedule asked for vectors: tell the loop vectorizer so.
-    llvm::Metadata *enable[] = {
+  // A vectorized loop: the schedule asked for vectors, so tell the loop
+  // vectorizer. A GPU thread loop (which reaches this emitter on the host
+  // only; on the GPU it is a thread index): not vectorized. Its body is one
+  // thread's whole unrolled work, and widened across threads it compiled
+  // slower and, with AVX-512, wrong: LLVM 22's loop vectorizer miscompiled
+  // the interleaved accesses of the staged GEMM's thread loops in 8 x 4
+  // warps (gpu_thread_warps), whose every iteration updates each
+  // accumulator eight times. The same IR, through opt and llc, is right for
+  // -mcpu=haswell, for the native CPU with -mattr=-avx512f or
+  // -enable-interleaved-mem-accesses=false, and wrong for the native
+  // AVX-512 CPU. Only the host's speed depends on it.
+  if (op->for_kind == ForKind::Vectorized || op->for_kind == ForKind::GpuThread) {
+    llvm::Metadata *hint[] = {
         llvm::MDString::get(context_, "llvm.loop.vectorize.enable"),
-        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getTrue(context_))};
-    llvm::MDNode *self = llvm::MDNode::getDistinct(
-        context_, {nullptr, llvm::MDNode::get(context_, enable)});
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getBool(context_, op->for_kind == ForKind::Vectorized))};
+    llvm::MDNode *self = llvm::MDNode::getDistinct(context_, {nullptr, llvm::MDNode::get(context_, hint)});
     self->replaceOperandWith(0, self);
     back_edge->setMetadata(llvm::LLVMContext::MD_loop, self);
   }
   after->insertInto(function_);
   builder_->SetInsertPoint(after);
+  // Reached from the preheader when the loop does not run, else from the
+  // last iteration.
+  RegisterArrays::State on_exit = registers_.state();
+  registers_.join(*builder_, on_entry, preheader, on_exit, latch);
 }
 
 // ------------------------------------------------------------ expressions
@@ -400,41 +417,88 @@ llvm::Value *CodeGenLLVM::emit_cast(Type from, Type to, llvm::Value *value) {
   return from_signed ? builder_->CreateSIToFP(value, target) : builder_->CreateUIToFP(value, target);
 }
 
+llvm::Value *CodeGenLLVM::reuse_or_emit(int tag, llvm::Value *a, llvm::Value *b, llvm::Type *type,
+                                        llvm::function_ref<llvm::Value *()> emit) {
+  ValueKey key{builder_->GetInsertBlock(), tag, a, b, type};
+  auto [entry, added] = emitted_values_.try_emplace(key, nullptr);
+  if (added)
+    entry->second = emit();
+  return entry->second;
+}
+
+namespace {
+// reuse_or_emit's tags: the integer operations, and element addresses.
+enum ReuseTag { kAdd, kSub, kMul, kDiv, kMod, kMin, kMax, kElement };
+} // namespace
+
 // Signed integers wrap nowhere (nsw), as in C; this lets LLVM widen and
 // strength-reduce index arithmetic.
 void CodeGenLLVM::visit(const Add *op) {
+  // An f32 a*b + c is one llvm.fmuladd: the fused multiply-add that
+  // `contract` lets the backends make of the fmul/fadd pair anyway (FFMA on
+  // the GPU, vfmadd on the host), in one instruction instead of two for the
+  // optimizer to carry through the unrolled inner product.
+  const auto *product = op->a.as<Mul>();
+  const Expr *addend = &op->b;
+  if (!product) {
+    product = op->b.as<Mul>();
+    addend = &op->a;
+  }
+  if (product && op->type == Float(32) && product->type == Float(32)) {
+    llvm::Value *x = codegen(product->a), *y = codegen(product->b), *c = codegen(*addend);
+    value_ = builder_->CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, c});
+    return;
+  }
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float()) {
+    value_ = builder_->CreateFAdd(a, b);
+    return;
+  }
   bool nsw = op->type.code == Type::Code::Int;
-  value_ = op->type.is_float() ? builder_->CreateFAdd(a, b) : builder_->CreateAdd(a, b, "", false, nsw);
+  value_ = reuse_or_emit(kAdd, a, b, nullptr, [&] { return builder_->CreateAdd(a, b, "", false, nsw); });
 }
 
 void CodeGenLLVM::visit(const Sub *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float()) {
+    value_ = builder_->CreateFSub(a, b);
+    return;
+  }
   bool nsw = op->type.code == Type::Code::Int;
-  value_ = op->type.is_float() ? builder_->CreateFSub(a, b) : builder_->CreateSub(a, b, "", false, nsw);
+  value_ = reuse_or_emit(kSub, a, b, nullptr, [&] { return builder_->CreateSub(a, b, "", false, nsw); });
 }
 
 void CodeGenLLVM::visit(const Mul *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
+  if (op->type.is_float()) {
+    value_ = builder_->CreateFMul(a, b);
+    return;
+  }
   bool nsw = op->type.code == Type::Code::Int;
-  value_ = op->type.is_float() ? builder_->CreateFMul(a, b) : builder_->CreateMul(a, b, "", false, nsw);
+  value_ = reuse_or_emit(kMul, a, b, nullptr, [&] { return builder_->CreateMul(a, b, "", false, nsw); });
 }
 
 // Integer division and remainder truncate toward zero, as in C.
 void CodeGenLLVM::visit(const Div *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
-  if (op->type.is_float())
+  if (op->type.is_float()) {
     value_ = builder_->CreateFDiv(a, b);
-  else
-    value_ = op->type.code == Type::Code::Int ? builder_->CreateSDiv(a, b) : builder_->CreateUDiv(a, b);
+    return;
+  }
+  bool is_signed = op->type.code == Type::Code::Int;
+  value_ = reuse_or_emit(kDiv, a, b, nullptr,
+                         [&] { return is_signed ? builder_->CreateSDiv(a, b) : builder_->CreateUDiv(a, b); });
 }
 
 void CodeGenLLVM::visit(const Mod *op) {
   llvm::Value *a = codegen(op->a), *b = codegen(op->b);
-  if (op->type.is_float())
+  if (op->type.is_float()) {
     value_ = builder_->CreateFRem(a, b);
-  else
-    value_ = op->type.code == Type::Code::Int ? builder_->CreateSRem(a, b) : builder_->CreateURem(a, b);
+    return;
+  }
+  bool is_signed = op->type.code == Type::Code::Int;
+  value_ = reuse_or_emit(kMod, a, b, nullptr,
+                         [&] { return is_signed ? builder_->CreateSRem(a, b) : builder_->CreateURem(a, b); });
 }
 
 void CodeGenLLVM::visit(const Min *op) {
@@ -445,9 +509,10 @@ void CodeGenLLVM::visit(const Min *op) {
     value_ = builder_->CreateMinimum(a, b);
     return;
   }
-  llvm::Value *less = op->type.code == Type::Code::Int ? builder_->CreateICmpSLT(a, b)
-                                                       : builder_->CreateICmpULT(a, b);
-  value_ = builder_->CreateSelect(less, a, b);
+  value_ = reuse_or_emit(kMin, a, b, nullptr, [&] {
+    llvm::Value *less = op->type.code == Type::Code::Int ? builder_->CreateICmpSLT(a, b) : builder_->CreateICmpULT(a, b);
+    return builder_->CreateSelect(less, a, b);
+  });
 }
 
 void CodeGenLLVM::visit(const Max *op) {
@@ -458,9 +523,11 @@ void CodeGenLLVM::visit(const Max *op) {
     value_ = builder_->CreateMaximum(a, b);
     return;
   }
-  llvm::Value *greater = op->type.code == Type::Code::Int ? builder_->CreateICmpSGT(a, b)
-                                                          : builder_->CreateICmpUGT(a, b);
-  value_ = builder_->CreateSelect(greater, a, b);
+  value_ = reuse_or_emit(kMax, a, b, nullptr, [&] {
+    llvm::Value *greater =
+        op->type.code == Type::Code::Int ? builder_->CreateICmpSGT(a, b) : builder_->CreateICmpUGT(a, b);
+    return builder_->CreateSelect(greater, a, b);
+  });
 }
 
 namespace {
@@ -518,10 +585,16 @@ llvm::Value *CodeGenLLVM::buffer_element(const std::string &buffer,
   if (!base)
     internal_error("buffer '", buffer, "' is neither an argument nor allocated here");
   llvm::Value *index = codegen(indices[0]);
-  return builder_->CreateInBoundsGEP(llvm_type_of(element_type), base, index);
+  llvm::Type *element = llvm_type_of(element_type);
+  return reuse_or_emit(kElement, base, index, element,
+                       [&] { return builder_->CreateInBoundsGEP(element, base, index); });
 }
 
 void CodeGenLLVM::visit(const Load *op) {
+  if (registers_.holds(op->buffer)) {
+    value_ = registers_.load(op->buffer, op->indices[0]);
+    return;
+  }
   llvm::Value *address = buffer_element(op->buffer, op->indices, op->type);
   llvm::Type *type = llvm_type_of(op->type);
   value_ = builder_->CreateAlignedLoad(type, address, module_.getDataLayout().getABITypeAlign(type));
@@ -652,6 +725,10 @@ void CodeGenLLVM::visit(const Store *op) {
     return;
   }
   llvm::Value *value = codegen(op->value);
+  if (registers_.holds(op->buffer)) {
+    registers_.store(op->buffer, op->indices[0], value);
+    return;
+  }
   llvm::Value *address = buffer_element(op->buffer, op->indices, op->value.type());
   builder_->CreateAlignedStore(value, address,
                                module_.getDataLayout().getABITypeAlign(value->getType()));
@@ -666,6 +743,12 @@ void CodeGenLLVM::visit(const Allocate *op) {
       internal_error("allocation '", op->name, "' has a negative extent at codegen");
     constant_size &= constant.has_value();
     elements *= constant.value_or(1);
+  }
+  if (RegisterArrays::promotable(op)) {
+    registers_.add(op->name, llvm_type_of(op->type), std::max<int64_t>(elements, 1));
+    codegen(op->body);
+    registers_.remove(op->name);
+    return;
   }
   llvm::Value *storage = nullptr;
   if (constant_size) {
@@ -700,19 +783,27 @@ void CodeGenLLVM::visit(const IfThenElse *op) {
   llvm::BasicBlock *after = llvm::BasicBlock::Create(context_, "endif");
   llvm::BasicBlock *else_block =
       op->else_case.defined() ? llvm::BasicBlock::Create(context_, "else") : after;
+  llvm::BasicBlock *else_end = builder_->GetInsertBlock(); // without an else: the branch itself
+  RegisterArrays::State before = registers_.state();
   builder_->CreateCondBr(condition, then_block, else_block);
 
   builder_->SetInsertPoint(then_block);
   codegen(op->then_case);
   builder_->CreateBr(after);
+  llvm::BasicBlock *then_end = builder_->GetInsertBlock();
+  RegisterArrays::State after_then = registers_.state();
+  registers_.set_state(std::move(before));
   if (op->else_case.defined()) {
     else_block->insertInto(function_);
     builder_->SetInsertPoint(else_block);
     codegen(op->else_case);
     builder_->CreateBr(after);
+    else_end = builder_->GetInsertBlock();
   }
   after->insertInto(function_);
   builder_->SetInsertPoint(after);
+  RegisterArrays::State after_else = registers_.state();
+  registers_.join(*builder_, after_then, then_end, after_else, else_end);
 }
 
 void CodeGenLLVM::visit(const LetStmt *op) {

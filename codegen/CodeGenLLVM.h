@@ -13,9 +13,12 @@
 // Internal to codegen/: the public entry points are in CodeGenHost.h and
 // CodeGenPTX.h, which keep LLVM types out of their interfaces.
 
+#include "codegen/RegisterArrays.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoweredFunc.h"
 
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
@@ -24,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace coalesce {
@@ -157,6 +161,20 @@ protected:
   llvm::Value *value_ = nullptr;
   /// Storage from allocate_buffer that release_buffer must free.
   llvm::SmallPtrSet<llvm::Value *, 4> heap_buffers_;
+  /// Register arrays held as SSA values instead of memory (RegisterArrays.h).
+  RegisterArrays registers_;
+
+  /// Integer arithmetic and element addresses are emitted once per block
+  /// and operands: the unrolled body recomputes the same index terms for
+  /// every element (ko % 2*512 + ti*4, ...), and LLVM would otherwise spend
+  /// its first passes finding the copies. An operation's kind (a tag of
+  /// reuse_or_emit's callers), its operands and its element type (GEPs).
+  using ValueKey = std::tuple<llvm::BasicBlock *, int, llvm::Value *, llvm::Value *, llvm::Type *>;
+  llvm::DenseMap<ValueKey, llvm::Value *> emitted_values_;
+  /// The value of `tag(a, b)` computed earlier in the current block, or
+  /// `emit()`'s, remembered.
+  llvm::Value *reuse_or_emit(int tag, llvm::Value *a, llvm::Value *b, llvm::Type *type,
+                             llvm::function_ref<llvm::Value *()> emit);
 
   // IRVisitor: one visit per node kind, every one overridden.
 #define COALESCE_CODEGEN_VISIT(name) void visit(const name *op) override;

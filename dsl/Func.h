@@ -95,6 +95,23 @@ public:
   /// fuse_epilogue) then maps its reduction with mma().
   Stage &mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
                   const Var &lane, const Var &mma_i, const Var &mma_j, const Var &frag_i, const Var &frag_j);
+  /// Maps thread loops y (rows) and x (columns, directly inside y; both
+  /// from splits by constants, R x C threads) to GPU threads like
+  /// gpu_threads({y, x}), with each warp covering a warp_rows x
+  /// warp_columns tile of the R x C grid instead of 32 consecutive threads
+  /// in row order. This changes which threads share a warp (and so the
+  /// shared-memory access pattern), never the result:
+  ///
+  ///   for y in gpu_thread.y(0, R):        for warp in gpu_thread.y(0, R*C/32):
+  ///     for x in gpu_thread.x(0, C):  ->    for lane in gpu_thread.x(0, 32):
+  ///       body                                let y = (warp / (C/wc))*wr + lane / wc
+  ///                                           let x = (warp % (C/wc))*wc + lane % wc
+  ///                                           body
+  ///
+  /// Legal when warp_rows * warp_columns = 32 and the warp tile tiles the
+  /// grid (warp_layout_error), so every thread has exactly one place.
+  Stage &gpu_thread_warps(const Var &y, const Var &x, int warp_rows, int warp_columns, const Var &warp,
+                          const Var &lane);
   /// For a reduction computed on a consumer's mma_tile: splits reduction
   /// loop k into ko (steps of k_step) and k_step / mma_k instruction steps
   /// kk, and runs each step of every instruction tile as one warp MMA
@@ -159,6 +176,8 @@ public:
   Func &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
   Func &mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
                  const Var &lane, const Var &mma_i, const Var &mma_j, const Var &frag_i, const Var &frag_j);
+  Func &gpu_thread_warps(const Var &y, const Var &x, int warp_rows, int warp_columns, const Var &warp,
+                         const Var &lane);
 
   /// Computes this Func inside loop `loop` of `consumer`, on the consumer's
   /// tile: every stage of this Func runs over the consumer's loops below

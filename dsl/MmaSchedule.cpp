@@ -31,12 +31,6 @@ bool is_warpgroup_mma(MmaKind kind) {
   return kind == MmaKind::BF16_wgmma_m64k16 || kind == MmaKind::F16_wgmma_m64k16;
 }
 
-namespace {
-
-// The extent of a loop made by this stage's splits and fuses when it is a
-// known constant (the inner loop of a split, the outer loop of a split of
-// such a loop, a fuse of two), else 0. The stage's own variables have
-// extents known only at run time.
 int constant_extent(const StageSchedule &stage, const std::string &var) {
   for (const Split &split : stage.splits) {
     if (split.is_fuse && split.old_var == var) {
@@ -52,8 +46,6 @@ int constant_extent(const StageSchedule &stage, const std::string &var) {
   }
   return 0;
 }
-
-} // namespace
 
 Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
   return all_or_nothing({func_}, [&]() -> Stage & {

@@ -121,6 +121,21 @@ struct StageSchedule {
   }
 };
 
+/// The extent of a loop made by this stage's splits and fuses when it is a
+/// known constant (the inner loop of a split, the outer loop of a split of
+/// such a loop, a fuse of two), else 0. The stage's own variables have
+/// extents known only at run time.
+int constant_extent(const StageSchedule &stage, const std::string &var);
+
+/// Threads per warp.
+inline constexpr int kWarpSize = 32;
+
+/// Why warps of warp_rows x warp_columns threads are not a bijection of a
+/// block's rows x columns threads (a warp has 32 threads; the warp tile
+/// must tile the grid), or "" when they are. The one place gpu_thread_warps
+/// and the GEMM tiling check a warp layout.
+std::string warp_layout_error(int rows, int columns, int warp_rows, int warp_columns);
+
 /// Where a Func is computed.
 enum class Placement { Inline, Root, At };
 

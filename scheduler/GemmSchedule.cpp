@@ -8,7 +8,9 @@ namespace coalesce {
 
 std::string GemmTiling::str() const {
   return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
-                 register_n(), " registers, k step ", k_step, double_buffered ? ", double buffered" : "",
+                 register_n(), " registers, k step ", k_step,
+                 stages > 2 ? str_cat(", ", stages, " stages") : stages == 2 ? std::string(", double buffered") : "",
+                 warp_rows ? str_cat(", warps of ", warp_rows, "x", warp_cols, " threads") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
@@ -77,6 +79,15 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
                    const GemmTiling &t) {
   if (t.block_m % t.threads_m || t.block_n % t.threads_n)
     user_error("GEMM tiling ", t.str(), ": the block tile must be a multiple of the thread tile");
+  if (t.stages < 1 || t.stages > 8)
+    user_error("GEMM tiling ", t.str(), ": ", t.stages, " stages; the staging has 1 to 8 (1: one tile per K step, 2: ",
+               "double buffered, 3 or more: a pipeline)");
+  if (t.stages > 2 && !t.async_copy)
+    user_error("GEMM tiling ", t.str(), ": ", t.stages, " stages without async_copy; only asynchronous copies can have ",
+               "more than one K step in flight: use async_copy or at most 2 stages");
+  if ((t.warp_rows == 0) != (t.warp_cols == 0))
+    user_error("GEMM tiling ", t.str(), ": a warp layout of ", t.warp_rows, "x", t.warp_cols,
+               "; give both warp_rows and warp_cols, or neither (0 x 0: linear order)");
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
   out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks({bi, bj});
   // Each thread owns register_m x register_n outputs. With 8 per direction
@@ -102,7 +113,21 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (halves_j)
     order.push_back(hj);
   order.push_back(rj);
-  out.reorder(order).gpu_threads({ti, tj}).unroll(ri).unroll(rj);
+  out.reorder(order);
+  // The thread loops, in row order (tj fastest) or in warps of
+  // warp_rows x warp_cols threads.
+  Var warp("warp"), lane("lane");
+  std::vector<VarOrRVar> thread_loops = {ti, tj};
+  if (t.warp_rows > 0) {
+    std::string why = warp_layout_error(t.threads_m, t.threads_n, t.warp_rows, t.warp_cols);
+    if (!why.empty())
+      user_error("GEMM tiling ", t.str(), ": ", why);
+    out.gpu_thread_warps(ti, tj, t.warp_rows, t.warp_cols, warp, lane);
+    thread_loops = {warp, lane};
+  } else {
+    out.gpu_threads({ti, tj});
+  }
+  out.unroll(ri).unroll(rj);
   if (halves_i)
     out.unroll(hi);
   if (halves_j)
@@ -117,8 +142,11 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (t.block_group_rows > 0)
     out.gpu_block_groups(t.block_group_rows);
 
+  SharedLayout a_layout{true, t.a_padding, t.stages >= 2, t.async_copy};
+  SharedLayout b_layout{false, 0, t.stages >= 2, t.async_copy};
+  a_layout.stages = b_layout.stages = std::max(t.stages, 2);
   RVar ko("ko"), ki("ki");
-  std::vector<VarOrRVar> update_order = {ko, ti, tj, ki};
+  std::vector<VarOrRVar> update_order = {ko, thread_loops[0], thread_loops[1], ki};
   update_order.insert(update_order.end(), order.begin() + 2, order.end());
   if (t.split_k > 1)
     acc.update().allow_reassociation(); // the slices are summed apart, then in slice order
@@ -126,8 +154,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
       .split(k, ko, ki, t.k_step)
       .reorder(update_order)
       .unroll(ki)
-      .stage_in_shared(A, ko, SharedLayout{true, t.a_padding, t.double_buffered, t.async_copy})
-      .stage_in_shared(B, ko, SharedLayout{false, 0, t.double_buffered, t.async_copy});
+      .stage_in_shared(A, ko, a_layout)
+      .stage_in_shared(B, ko, b_layout);
 }
 
 } // namespace coalesce

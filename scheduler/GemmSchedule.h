@@ -15,8 +15,16 @@ struct GemmTiling {
   int block_m = 128, block_n = 128; ///< output tile per GPU block
   int threads_m = 16, threads_n = 16; ///< threads per block in each direction
   int k_step = 8;                   ///< reduction elements staged per step
-  bool double_buffered = true;      ///< fetch the next K step while computing
-  bool async_copy = true;           ///< ... with cp.async, not through registers
+  /// Tiles of A and B in shared memory, each one K step: 1 (copy a step,
+  /// then use it), 2 (double buffered: fetch the next step while computing),
+  /// or 3 to 8 (a software pipeline with stages - 1 steps in flight, which
+  /// needs async_copy).
+  int stages = 2;
+  bool async_copy = true;           ///< fetch with cp.async, not through registers
+  /// How the threads_m x threads_n threads form warps: each warp covers
+  /// warp_rows x warp_cols of them (gpu_thread_warps; warp_rows * warp_cols
+  /// = 32). 0 x 0: linear order, tj fastest (gpu_threads).
+  int warp_rows = 0, warp_cols = 0;
   int a_padding = 4;                ///< padding of A's transposed tile rows
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
@@ -63,7 +71,8 @@ constexpr int kMaxDefaultSlices = 32;
 ///     direction 64 apart (so a warp's shared reads are consecutive);
 ///   - acc computed on out's register tile (fuse_epilogue at the block loop);
 ///   - K split by k_step; A staged transposed and padded, B staged as is,
-///     both double buffered; the k_step loop and the register block unrolled.
+///     both in `stages` tiles (double buffered by default); the k_step loop
+///     and the register block unrolled.
 /// The store of out happens once, after the K loop.
 void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
                    const GemmTiling &tiling);

@@ -1,9 +1,11 @@
 #include "scheduler/HoistLoads.h"
 
 #include "dsl/IREquality.h"
+#include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace coalesce {
@@ -27,15 +29,34 @@ private:
   }
 };
 
-// The hoisted loads of one run, found by structure.
+// The hoisted loads of one run, found by structure. Kept in buckets by
+// buffer and the index's constant term (a run of the unrolled GEMM body
+// reads a few hundred loads, mostly base + c for a handful of bases), so a
+// lookup compares a few loads, not all of them.
 struct HoistedLoads {
-  std::vector<std::pair<Expr, Expr>> entries; // (load, its variable)
+  using Bucket = std::vector<std::pair<Expr, Expr>>; // (load, its variable)
+  std::map<std::pair<std::string, int64_t>, Bucket> buckets;
+  static std::pair<std::string, int64_t> bucket_of(const Expr &load) {
+    const auto *node = load.as<Load>();
+    int64_t offset = 0;
+    if (node->indices.size() == 1) {
+      const Expr &index = node->indices[0];
+      const auto *sum = index.as<Add>();
+      std::optional<int64_t> constant = sum ? as_const_int(sum->b) : as_const_int(index);
+      offset = constant.value_or(0);
+    }
+    return {node->buffer, offset};
+  }
   const Expr *find(const Expr &load) const {
-    for (const auto &[hoisted, variable] : entries)
+    auto bucket = buckets.find(bucket_of(load));
+    if (bucket == buckets.end())
+      return nullptr;
+    for (const auto &[hoisted, variable] : bucket->second)
       if (equal(hoisted, load))
         return &variable;
     return nullptr;
   }
+  void add(const Expr &load, const Expr &variable) { buckets[bucket_of(load)].emplace_back(load, variable); }
 };
 
 class ReplaceLoads : public IRMutator {
@@ -78,12 +99,12 @@ private:
         if (names.find(load))
           continue;
         std::string name = node->buffer + "_v" + std::to_string(counter_++);
-        names.entries.emplace_back(load, Variable::make(load.type(), name));
+        names.add(load, Variable::make(load.type(), name));
         size_t at = p > static_cast<size_t>(lookahead_) ? p - lookahead_ : 0;
         lets[at].emplace_back(name, load);
       }
     }
-    if (names.entries.empty())
+    if (names.buckets.empty())
       return run;
     // Build from the end so that each let's body is the rest of the run.
     ReplaceLoads replace(names);

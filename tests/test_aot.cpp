@@ -160,7 +160,7 @@ TEST_CASE("coalesce-aot --help documents every flag") {
   for (const char *flag :
        {"--generator=", "--target=", "--name=", "--output-dir=", "--emit=", "-M ", "-N ", "-K ",
         "--bias", "--activation=", "--tile-m=", "--tile-n=", "--reg-m=", "--reg-n=", "--k-step=",
-        "--split-k=", "--split-k-mode="}) {
+        "--split-k=", "--split-k-mode=", "--stages=", "--warp-layout="}) {
     INFO(std::string(flag));
     CHECK(help.contains(flag));
   }
@@ -194,6 +194,11 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--tile-m=64 --reg-m=3", "--tile-m=64 is not a multiple of --reg-m=3"},
       {"--tile-n=512", "--tile-n=512: out of range"},
       {"--k-step=-1", "--k-step=-1: out of range"},
+      {"--stages=9", "--stages=9: out of range"},
+      {"--warp-layout=3x8", "--warp-layout=3x8: a warp of 3x8 threads; a warp has 32 threads"},
+      {"--warp-layout=4", "--warp-layout=4: expected RxC"},
+      {"--tile-n=64 --reg-n=8 --warp-layout=2x16", "warps of 2x16 threads do not tile the 16x8 threads"},
+      {"--dtype=bf16 --warp-layout=4x8", "leave it out for tf32, bf16 and f16"},
   };
   for (const Bad &bad : cases) {
     TempDir dir;
@@ -500,6 +505,20 @@ TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace an
   Result unsplit = aot("--split-k=0 --M=4096 --N=4096 --K=4096 --emit=loops", dir.path);
   CHECK(unsplit.status == 0);
   CHECK_FALSE(unsplit.contains("gpu_block.z"));
+}
+
+TEST_CASE("gemm: --stages and --warp-layout reach the FFMA schedule's knobs") {
+  TempDir dir;
+  Result pipelined = aot("--stages=3 --warp-layout=4x8 --emit=loops", dir.path);
+  INFO(pipelined.err);
+  REQUIRE(pipelined.status == 0);
+  CHECK(pipelined.contains("allocate A_shared[3]"));
+  CHECK(pipelined.contains("for warp in gpu_thread.y(0, 8)"));
+  CHECK(pipelined.contains("for lane in gpu_thread.x(0, 32)"));
+  Result one_tile = aot("--stages=1 --emit=loops", dir.path);
+  REQUIRE(one_tile.status == 0);
+  CHECK_FALSE(one_tile.contains("A_shared[2]"));
+  CHECK(one_tile.contains("for ti in gpu_thread.y"));
 }
 
 TEST_CASE("gemm: --block-groups and --min-blocks-per-sm reach the schedule's knobs") {

@@ -52,12 +52,12 @@ void check_k0(Epilogue e, Type in, const Scheduler &schedule, bool fold_bias = f
 
 void unscheduled(Gemm &) {}
 
-GemmTiling small_gemm_tiling(bool async_copy) {
+GemmTiling small_gemm_tiling(bool async_copy, int stages = 2) {
   GemmTiling t;
   t.block_m = t.block_n = 32;
   t.threads_m = t.threads_n = 8;
   t.k_step = 8;
-  t.double_buffered = true;
+  t.stages = stages;
   t.async_copy = async_copy;
   return t;
 }
@@ -102,6 +102,15 @@ TEST_CASE("K = 0 with the default FP32 GEMM schedule: double buffered through re
   }
   // The shape-aware default tiling, as the AOT tool and the benchmark use it.
   check_k0(Epilogue::Bias, Float(32), fp32_schedule(default_gemm_tiling(64, 64, 0)));
+}
+
+TEST_CASE("K = 0 with the FP32 GEMM schedule: one tile, and 3- and 4-stage pipelines") {
+  check_k0(Epilogue::BiasGelu, Float(32), fp32_schedule(small_gemm_tiling(false, 1)));
+  for (int stages : {3, 4}) {
+    CAPTURE(stages);
+    check_k0(Epilogue::BiasGelu, Float(32), fp32_schedule(small_gemm_tiling(true, stages)));
+    check_k0(Epilogue::Bias, Float(32), fp32_schedule(small_gemm_tiling(true, stages)), true);
+  }
 }
 
 TEST_CASE("K = 0 with the tensor-core schedule: double buffered and 3- and 4-stage pipelines") {

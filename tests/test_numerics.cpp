@@ -125,8 +125,22 @@ TEST_CASE("the default GEMM schedule matches the reference at ragged shapes and 
   through_registers.async_copy = false;
   GemmTiling k16 = large;
   k16.k_step = 16;
+  // The staging's other depths and the warp layouts (which the CPU runs in
+  // their order too): one tile per step, and 3- and 4-stage pipelines.
+  GemmTiling one_tile = small;
+  one_tile.stages = 1;
+  one_tile.async_copy = false;
+  GemmTiling three_stages_in_4x8_warps = large;
+  three_stages_in_4x8_warps.stages = 3;
+  three_stages_in_4x8_warps.warp_rows = 4;
+  three_stages_in_4x8_warps.warp_cols = 8;
+  GemmTiling four_stages_in_8x4_warps = small;
+  four_stages_in_8x4_warps.stages = 4;
+  four_stages_in_8x4_warps.warp_rows = 8;
+  four_stages_in_8x4_warps.warp_cols = 4;
   const Shape shapes[] = {{1, 1, 1}, {127, 129, 131}, {96, 200, 40}, {130, 67, 9}};
-  for (const GemmTiling &tiling : {large, small, through_registers, k16}) {
+  for (const GemmTiling &tiling :
+       {large, small, through_registers, k16, one_tile, three_stages_in_4x8_warps, four_stages_in_8x4_warps}) {
     for (Epilogue e : {Epilogue::BiasGelu, Epilogue::BiasRelu}) {
       INFO(tiling.str(), ", ", epilogue_name(e));
       Gemm g = make_gemm(e);

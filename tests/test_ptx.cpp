@@ -87,3 +87,42 @@ TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, witho
     }
   }
 }
+
+// The FP32 schedule's other knobs: a 3-stage pipeline, and threads arranged
+// in warps of 4x8 and 8x4 (different thread indices, the same registers).
+TEST_CASE("the FP32 GEMM schedule with 3 stages and warp layouts assembles without spills") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  GemmTiling three_stages = default_gemm_tiling(4096, 4096, 4096);
+  three_stages.stages = 3;
+  GemmTiling warps_4x8 = three_stages;
+  warps_4x8.stages = 2;
+  warps_4x8.warp_rows = 4;
+  warps_4x8.warp_cols = 8;
+  GemmTiling warps_8x4 = default_gemm_tiling(1024, 1024, 1024);
+  warps_8x4.warp_rows = 8;
+  warps_8x4.warp_cols = 4;
+  for (const GemmTiling &tiling : {three_stages, warps_4x8, warps_8x4}) {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
+    Pipeline pipeline(g.out);
+    for (std::string sm : {"sm_90a", "sm_80"}) {
+      INFO(tiling.str(), " for ", sm);
+      GpuTarget target = parse_gpu_target(sm);
+      const std::string &ptx = pipeline.ptx(target);
+      // A pipeline waits for all but its newest stages - 2 copy groups.
+      if (tiling.stages == 3)
+        CHECK(ptx.find("cp.async.wait_group \t1;") != std::string::npos);
+      PtxasResult assembled = pipeline.assemble(target);
+      REQUIRE(assembled.kernels.size() == 1);
+      const KernelResources &kernel = assembled.kernels.front();
+      MESSAGE(tiling.str(), " ", sm, ": ", kernel.registers, " registers, ", kernel.shared_bytes, " B shared");
+      CHECK_FALSE(kernel.spills());
+      CHECK(kernel.stack_frame_bytes == 0);
+      if (tiling.threads_m * tiling.threads_n >= 256)
+        CHECK(kernel.registers <= 128);
+    }
+  }
+}

@@ -135,14 +135,18 @@ public:
                            "sm_90a only, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
                            "warpgroup of 4 warps)"};
   GeneratorParam<int> stages{this, "stages", 0,
-                             "tensor cores: K steps in flight in the staging pipeline (2: double "
-                             "buffering); 0: the tiling's choice",
+                             "tiles of A and B in shared memory, one K step each (f32: 1 to 8, 1: one tile, "
+                             "2: double buffering, 3 or more: a cp.async pipeline; tensor cores: 2 to 8); 0: the "
+                             "tiling's choice",
                              0, 8};
   GeneratorParam<bool> tma{this, "tma", true,
                            "with --mma=warpgroup and 3 or more stages: copy the tiles with the tensor memory "
                            "accelerator (one thread's bulk copies, an mbarrier per pipeline slot) instead of every "
                            "thread's cp.async copies (--tma=false); inputs whose rows are not multiples of 16 bytes "
                            "take the cp.async copies at run time. Warp MMAs and f32 always use cp.async"};
+  GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
+                                          "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
+                                          "4x8); empty: row order (gpu_threads)"};
   GeneratorParam<int> min_blocks_per_sm{this, "min-blocks-per-sm", -1,
                                         "blocks each multiprocessor should hold (ptxas caps registers to fit); "
                                         "0: no cap; -1 (default): the tiling's choice",
@@ -162,6 +166,26 @@ public:
     return default_split_k(tiles, K.value(), step, 132, blocks_per_sm);
   }
 
+  // --warp-layout=RxC into the tiling (schedule_gemm checks the shape).
+  void parse_warp_layout(GemmTiling *tiling) const {
+    std::string text = warp_layout;
+    if (text.empty())
+      return;
+    size_t x = text.find('x');
+    auto number = [&](const std::string &part) {
+      if (part.empty() || part.size() > 4 || part.find_first_not_of("0123456789") != std::string::npos)
+        user_error("--warp-layout=", text, ": expected RxC, two positive numbers with R * C = 32 (e.g. 4x8)");
+      return std::stoi(part);
+    };
+    if (x == std::string::npos)
+      number("");
+    tiling->warp_rows = number(text.substr(0, x));
+    tiling->warp_cols = number(text.substr(x + 1));
+    std::string why = warp_layout_error(tiling->threads_m, tiling->threads_n, tiling->warp_rows, tiling->warp_cols);
+    if (!why.empty())
+      user_error("--warp-layout=", text, ": ", why);
+  }
+
   Func build() override {
     Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
     std::optional<Input> bias_vector;
@@ -179,6 +203,9 @@ public:
 
     if (dtype == InputType::F32 && mma == MmaFamily::Warpgroup)
       mma_kind(dtype, mma); // refuses it: f32 runs on FFMA, with no MMA to choose
+    if (dtype != InputType::F32 && !std::string(warp_layout).empty())
+      user_error("--warp-layout=", std::string(warp_layout), " arranges the FFMA schedule's threads; the tensor-core "
+                 "schedule's warps are its warp tiles (--warp-m, --warp-n): leave it out for tf32, bf16 and f16");
     if (dtype != InputType::F32) {
       MmaTiling tiling =
           default_mma_tiling(mma_kind(dtype, mma), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0);
@@ -225,6 +252,9 @@ public:
     tiling.threads_n = columns / per_thread_n;
     tiling.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
     tiling.block_group_rows = block_groups;
+    if (stages > 0)
+      tiling.stages = stages;
+    parse_warp_layout(&tiling);
     if (min_blocks_per_sm >= 0)
       user_error("--min-blocks-per-sm sets the tensor-core tiling's request; the FFMA schedule asks for two blocks "
                  "per SM when it has 256 threads or more: leave the flag out for --dtype=f32");
