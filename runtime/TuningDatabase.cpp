@@ -164,13 +164,6 @@ bool from_json(const json::Value &value, TuningRecord &r, json::Path path) {
     return false;
   if (!from_json(*schedule, r.schedule, path.field("schedule")))
     return false;
-  if (q.tensor_cores() != (r.schedule.family != GemmFamily::Ffma)) {
-    if (q.tensor_cores())
-      path.field("schedule").field("family").report("an FFMA schedule for a tensor-core dtype");
-    else
-      path.field("schedule").field("family").report("an MMA schedule for dtype f32");
-    return false;
-  }
   if (!o.map("ms", r.ms) || !o.mapOptional("default_ms", r.default_ms))
     return false;
   if (const json::Value *counts = object->get("candidates")) {
@@ -238,6 +231,19 @@ TuningDatabase TuningDatabase::parse(const std::string &text, const std::string 
       record.problem.validate();
     } catch (const UserError &error) {
       database_error(name, str_cat("bad entry: entries[", index, "].problem: ", error.what()));
+    }
+    // The instruction follows from the dtype and the family (an FFMA
+    // schedule for a tensor-core dtype, or warpgroup MMA for tf32, is refused).
+    if (record.problem.tensor_cores() != (record.schedule.family != GemmFamily::Ffma))
+      database_error(name, str_cat("bad entry: entries[", index, "].schedule.family: ",
+                                   gemm_family_name(record.schedule.family), " does not run dtype ",
+                                   record.problem.dtype));
+    if (record.schedule.family != GemmFamily::Ffma) {
+      try {
+        record.schedule.mma.kind = gemm_mma_kind(record.problem, record.schedule.family);
+      } catch (const UserError &error) {
+        database_error(name, str_cat("bad entry: entries[", index, "].schedule.family: ", error.what()));
+      }
     }
     for (const TuningRecord &seen : db.records_)
       if (same_entry(seen, record))
