@@ -60,10 +60,10 @@ GemmCandidate tuned_or_default_candidate(const std::string &path, const GemmProb
   TuningDatabase database = TuningDatabase::load(path);
   if (std::optional<TuningMatch> match = database.find(problem, sm, gpu_name)) {
     if (note)
-      *note = str_cat("tuning database ", path, ": ", match->exact ? "the entry for " : "the nearest entry of class ",
+      *note = str_cat("note: tuning database ", path, ": using ", match->exact ? "the entry for " : "the nearest entry of class ",
                       match->exact ? problem.shape() : problem.shape_class(),
-                      match->exact ? std::string() : str_cat(" (", match->record->problem.shape(), ")"), " on ",
-                      match->record->gpu.name, " (", sm, "), ", match->record->ms, " ms there");
+                      match->exact ? std::string() : str_cat(" (", match->record->problem.shape(), ")"), ", measured on ",
+                      match->record->gpu.name, " (", sm, "): ", match->record->ms, " ms");
     return match->record->schedule;
   }
   if (note)

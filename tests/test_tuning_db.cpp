@@ -189,7 +189,7 @@ TEST_CASE("an unknown problem falls back to the default tiling, with a note") {
       tuned_or_default_candidate(dir / "db.json", problem("f32", 4096, 4096, 4096), "sm_90a", "", 132, &note);
   CHECK(tuned.ffma.block_n == 64);
   CHECK(tuned.ffma.block_group_rows == 8);
-  CHECK(note.find("the entry for 4096x4096x4096") != std::string::npos);
+  CHECK(note.find("using the entry for 4096x4096x4096") != std::string::npos);
 }
 
 TEST_CASE("a corrupted, truncated or malformed database is an error naming the file and the fault") {

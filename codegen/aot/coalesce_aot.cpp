@@ -20,9 +20,8 @@
 #include "runtime/TuneProgress.h"
 #include "scheduler/GemmMmaSchedule.h"
 
-#include <llvm/Support/raw_ostream.h>
-
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -200,7 +199,7 @@ public:
     if (!autotune) {
       std::string note;
       GemmCandidate candidate = tuned_or_default_candidate(tuning_db, problem, target().sm(), "", 132, &note);
-      llvm::errs() << note << "\n";
+      std::fprintf(stderr, "%s\n", note.c_str());
       return candidate;
     }
     TuneRequest request;
@@ -210,9 +209,9 @@ public:
     request.max_candidates = static_cast<size_t>(autotune_candidates.value());
     request.progress = progress_wanted(stderr);
     TuneOutcome outcome = tune_gemm_on_this_gpu(request);
-    llvm::errs() << outcome.result.summary();
+    std::fprintf(stderr, "%s", outcome.result.summary().c_str());
     if (!request.database.empty())
-      llvm::errs() << "merged into the tuning database " << request.database << "\n";
+      std::fprintf(stderr, "merged into the tuning database %s\n", request.database.c_str());
     return outcome.best;
   }
 
