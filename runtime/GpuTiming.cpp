@@ -29,7 +29,7 @@ GpuTiming time_gpu_runs(const std::function<void()> &run, gpu::DeviceBuffer &flu
   for (;;) {
     run();
     ++t.warmup_runs;
-    if (t.warmup_runs % 4 == 0 || t.warmup_runs >= protocol.min_warmup_runs) {
+    if (t.warmup_runs % 4 == 0 || t.warmup_runs == protocol.min_warmup_runs) {
       gpu::synchronize();
       if (t.warmup_runs >= protocol.min_warmup_runs && elapsed_ms() >= protocol.warmup_ms)
         break;
