@@ -73,17 +73,22 @@ void check_legality(const GemmProblem &problem, AutotuneResult &result, int thre
   });
 }
 
-// Compiles `pipelines` on a pool of threads in the background and hands
-// each finished index to the consumer in the order they finish.
+// Compiles `pipelines` on a pool of threads in the background, finishes each
+// with `finish` on the same thread, and hands each finished index to the
+// consumer in the order they finish.
 class BackgroundCompiler {
 public:
-  BackgroundCompiler(std::vector<Pipeline> &pipelines, const GpuTarget &target, int threads)
+  using Finish = std::function<void(size_t, CompileOutcome &)>;
+  BackgroundCompiler(std::vector<Pipeline> &pipelines, const GpuTarget &target, int threads, Finish finish)
       : outcomes_(pipelines.size()) {
-    thread_ = std::thread([this, &pipelines, target, threads] {
+    thread_ = std::thread([this, &pipelines, target, threads, finish] {
       run_in_parallel(pipelines.size(), threads, [&](size_t index) {
         CompileOutcome outcome;
         try {
           outcome.ptx = pipelines[index].ptx(target);
+          // The finished program too (a PTX cache hit skips it), so that
+          // loading on the consumer's thread does not lower again.
+          pipelines[index].gpu_program();
         } catch (const UserError &error) {
           outcome.error = error.what();
           outcome.rule = error.rule().empty() ? "codegen" : error.rule();
@@ -91,6 +96,8 @@ public:
           outcome.error = error.what();
           outcome.rule = "internal";
         }
+        if (outcome.ok())
+          finish(index, outcome);
         std::lock_guard<std::mutex> lock(mutex_);
         outcomes_[index] = std::move(outcome);
         finished_.push_back(index);
@@ -163,15 +170,29 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
   TuneProgress progress(chosen.size(), options.progress);
   progress.update(0, "");
   {
-    BackgroundCompiler compiler(pipelines, options.target, result.threads);
+    // Each compile thread also prepares its candidate (TimingSteps::prepare).
+    auto prepare = [&](size_t slot, CompileOutcome &outcome) {
+      if (!timing.prepare)
+        return;
+      CompiledCandidate compiled{chosen[slot], result.results[chosen[slot]].candidate, pipelines[slot],
+                                 options.target};
+      try {
+        timing.prepare(compiled);
+      } catch (const UserError &error) {
+        outcome.error = error.what();
+        outcome.rule = "load";
+      }
+    };
+    BackgroundCompiler compiler(pipelines, options.target, result.threads, prepare);
     for (size_t done = 0; done < chosen.size(); ++done) {
       auto [slot, outcome] = compiler.next();
       CandidateResult &r = result.results[chosen[slot]];
       if (!outcome.ok()) {
-        r.status = CandidateStatus::CompileError;
+        bool load = outcome.rule == "load"; // compiled, but TimingSteps::prepare failed
+        r.status = load ? CandidateStatus::Failed : CandidateStatus::CompileError;
         r.rule = outcome.rule;
         r.error = outcome.error;
-        ++result.failed_by_rule["compile:" + outcome.rule];
+        ++result.failed_by_rule[load ? outcome.rule : "compile:" + outcome.rule];
       } else {
         CompiledCandidate compiled{chosen[slot], r.candidate, pipelines[slot], options.target};
         Measurement m = timing.rank(compiled);

@@ -45,7 +45,12 @@ struct CompiledCandidate {
 };
 
 struct TimingSteps {
-  /// A quick, checked timing for ranking.
+  /// Optional: runs on the compile threads right after a candidate compiles
+  /// (on the GPU it loads the module: the driver's JIT of the PTX is the
+  /// slow part of loading, and it runs in parallel there). A UserError from
+  /// it fails the candidate with rule "load".
+  std::function<void(CompiledCandidate &)> prepare;
+  /// A quick, checked timing for ranking, on the calling thread.
   std::function<Measurement(CompiledCandidate &)> rank;
   /// The full protocol, for the winner only; empty: rank's time stands.
   std::function<Measurement(CompiledCandidate &)> confirm;

@@ -170,6 +170,9 @@ TimingSteps gpu_timing_steps(const GemmProblem &problem) {
   gpu::Device::get(); // GpuUnavailable now, before any work
   auto bench = std::make_shared<GemmBench>(problem);
   TimingSteps steps;
+  // Loading JIT-compiles the PTX in the driver: on the compile threads, in
+  // parallel (the context is made current on each; gpu::Device::get).
+  steps.prepare = [](CompiledCandidate &c) { c.pipeline.gpu_executable(c.target); };
   steps.rank = [bench](CompiledCandidate &c) { return bench->measure(c, true, quick_timing()); };
   steps.confirm = [bench](CompiledCandidate &c) { return bench->measure(c, false, benchmark_timing()); };
   return steps;

@@ -2,6 +2,7 @@
 // The autotuner's timing steps on the current GPU (runtime/Autotune.h):
 // random inputs for the problem's shape (fixed seeds), and for each
 // candidate a numerical check, then a timing:
+//   prepare: the module loaded (the driver's JIT), on the compile threads;
 //   rank:    output poisoned (NaN), one run, 16 rows spread over the output
 //            compared with a double-precision reference (the epilogue
 //            included) at the precision's tolerance; then quick_timing();

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -56,15 +57,29 @@ std::vector<GemmCandidate> candidates() {
 
 /// A fake GPU: a time per candidate index, counting its calls.
 struct FakeTimer {
-  std::map<size_t, double> ms;
-  std::set<size_t> wrong; ///< indices whose result does not match
+  /// Illegal candidates (3, 4, 6) would be the fastest, were they ever timed.
+  std::map<size_t, double> ms = {{0, 3.0}, {1, 2.0}, {2, 1.0}, {3, 0.1}, {4, 0.1}, {5, 1.5}, {6, 0.1}};
+  std::set<size_t> wrong;      ///< indices whose result does not match
+  std::set<size_t> unloadable; ///< indices whose module does not load
+  std::mutex prepared_mutex;   ///< prepare runs on the compile threads
+  std::set<size_t> prepared;
   std::map<size_t, int> rank_calls;
   int confirm_calls = 0;
   double confirm_ms = 0.75;
 
   TimingSteps steps() {
     TimingSteps t;
+    t.prepare = [this](CompiledCandidate &c) {
+      std::lock_guard<std::mutex> lock(prepared_mutex);
+      prepared.insert(c.index);
+      if (unloadable.count(c.index))
+        throw UserError("cuModuleLoadDataEx failed: too many resources requested");
+    };
     t.rank = [this](CompiledCandidate &c) {
+      {
+        std::lock_guard<std::mutex> lock(prepared_mutex);
+        CHECK(prepared.count(c.index) == 1); // prepared before it is timed
+      }
       ++rank_calls[c.index];
       CHECK_FALSE(c.pipeline.ptx(c.target).empty()); // compiled before it is timed
       Measurement m;
@@ -88,13 +103,6 @@ struct FakeTimer {
   }
 };
 
-FakeTimer timer_with_times() {
-  FakeTimer fake;
-  // Illegal candidates would be the fastest, were they ever timed.
-  fake.ms = {{0, 3.0}, {1, 2.0}, {2, 1.0}, {3, 0.1}, {4, 0.1}, {5, 1.5}, {6, 0.1}};
-  return fake;
-}
-
 AutotuneOptions options(size_t max_candidates = 50) {
   AutotuneOptions o;
   o.max_candidates = max_candidates;
@@ -105,7 +113,7 @@ AutotuneOptions options(size_t max_candidates = 50) {
 } // namespace
 
 TEST_CASE("the search picks the fastest legal candidate and counts the illegal ones by rule") {
-  FakeTimer fake = timer_with_times();
+  FakeTimer fake;
   AutotuneResult result = autotune_gemm(f32_problem(), candidates(), fake.steps(), options());
 
   REQUIRE(result.best.has_value());
@@ -138,7 +146,7 @@ TEST_CASE("the search picks the fastest legal candidate and counts the illegal o
 }
 
 TEST_CASE("a candidate with a wrong result is counted and never wins") {
-  FakeTimer fake = timer_with_times();
+  FakeTimer fake;
   fake.wrong = {2}; // the fastest
   AutotuneResult result = autotune_gemm(f32_problem(), candidates(), fake.steps(), options());
   REQUIRE(result.best.has_value());
@@ -149,8 +157,20 @@ TEST_CASE("a candidate with a wrong result is counted and never wins") {
   CHECK(result.timed == 3);
 }
 
+TEST_CASE("a candidate that fails to load is counted under \"load\" and never timed") {
+  FakeTimer fake;
+  fake.unloadable = {2};
+  AutotuneResult result = autotune_gemm(f32_problem(), candidates(), fake.steps(), options());
+  CHECK(fake.prepared == std::set<size_t>{0, 1, 2, 5});
+  CHECK(fake.rank_calls.count(2) == 0);
+  CHECK(result.results[2].status == CandidateStatus::Failed);
+  CHECK(result.failed_by_rule == std::map<std::string, int>{{"load", 1}});
+  REQUIRE(result.best.has_value());
+  CHECK(*result.best == 5);
+}
+
 TEST_CASE("max_candidates bounds what is compiled and timed; the default is among them") {
-  FakeTimer fake = timer_with_times();
+  FakeTimer fake;
   AutotuneResult result = autotune_gemm(f32_problem(), candidates(), fake.steps(), options(2));
   CHECK(result.legal == 4);
   CHECK(result.timed == 2);
@@ -164,7 +184,7 @@ TEST_CASE("max_candidates bounds what is compiled and timed; the default is amon
 }
 
 TEST_CASE("no legal candidate: no winner, and best_candidate says why") {
-  FakeTimer fake = timer_with_times();
+  FakeTimer fake;
   std::vector<GemmCandidate> all = candidates();
   std::vector<GemmCandidate> illegal = {all[3], all[4]};
   AutotuneResult result = autotune_gemm(f32_problem(), illegal, fake.steps(), options());
