@@ -18,6 +18,10 @@
 //    without a GPU: runs it on the CPU at a small ragged shape and checks it
 //    against a double-precision reference.
 //
+// --autotune searches the tiling on the GPU first (runtime/TuneGemm.h) and
+// --tuning-db=PATH records the winner there, or, alone, reads the tiling
+// recorded for the problem (docs/tuning.md).
+//
 // Exit status: 0 when every check passed, 1 when a check or a step failed,
 // 2 for a bad command line.
 

@@ -19,6 +19,9 @@
 //                         the warpgroup MMA where K and N are multiples of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
 //                         always the warp MMA)
+//                       with --tuning-db=PATH (or COALESCE_TUNING_DB), the tiling
+//                       the tuning database records for the problem on this GPU
+//                       (docs/tuning.md), where it has one
 //
 // Protocol (shared/BENCH.md), for every (precision, variant, shape):
 //   1. correctness: the output is poisoned (NaN), the variant runs once, every
