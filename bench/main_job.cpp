@@ -112,7 +112,7 @@ struct FusedGemm {
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
-                            const std::vector<int> &knobs, int block_groups) {
+                            const std::vector<int> &knobs, int block_groups, bool tma) {
   if (tensor_cores) {
     // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
@@ -133,6 +133,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     }
     if (block_groups >= 0)
       tiling.block_group_rows = block_groups;
+    if (tma)
+      tiling.tma = true;
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
@@ -153,6 +155,7 @@ struct Options {
   Type dtype = Float(32);
   bool tensor_cores = false;
   bool warpgroup = false; ///< --wgmma: bf16/f16 on warpgroup MMAs (sm_90a)
+  bool tma = false;       ///< --tma: the warpgroup MMA's tiles copied by the TMA
   int block_groups = -1;  ///< --block-groups=N: gpu_block_groups(N) (0: none; -1: the tiling's choice)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
@@ -203,6 +206,9 @@ Options parse_options(int argc, char **argv) {
   cl::opt<bool> tensor_cores_flag("tensor-cores", cl::desc("run the warp-MMA schedule (tf32 for f32 inputs)"),
                                   cl::cat(category));
   cl::opt<bool> wgmma_flag("wgmma", cl::desc("run bf16/f16 on Hopper's warpgroup MMA (sm_90a)"), cl::cat(category));
+  cl::opt<bool> tma_flag("tma", cl::desc("with --wgmma: copy the tiles with the tensor memory accelerator (TMA) "
+                                          "instead of cp.async; implies --wgmma"),
+                         cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -245,8 +251,9 @@ Options parse_options(int argc, char **argv) {
       options.shape_given = true;
     }
   options.dtype = parse_dtype(dtype_flag);
-  options.tensor_cores = tensor_cores_flag || wgmma_flag;
-  options.warpgroup = wgmma_flag;
+  options.tensor_cores = tensor_cores_flag || wgmma_flag || tma_flag;
+  options.warpgroup = wgmma_flag || tma_flag;
+  options.tma = tma_flag;
   if (block_groups_flag.getNumOccurrences())
     options.block_groups = block_groups_flag == "0" ? 0 : parse_extent("--block-groups", block_groups_flag);
   if (mma_tiling_flag.getNumOccurrences()) {
@@ -277,7 +284,8 @@ Options parse_options(int argc, char **argv) {
     if (options.block_groups >= 0)
       usage_error("--block-groups sets a knob that --tuning-db/--autotune choose; use one or the other");
     if (options.warpgroup)
-      usage_error("--wgmma picks the MMA family, which --tuning-db/--autotune choose; leave it out");
+      usage_error(std::string(options.tma ? "--tma" : "--wgmma") +
+                  " picks a knob of the MMA schedule, which --tuning-db/--autotune choose; leave it out");
     // bf16/f16 are tuned on tensor cores (warp or warpgroup MMA).
     if (options.dtype != Float(32))
       options.tensor_cores = true;
@@ -602,7 +610,7 @@ int run_main_job(const Options &options) {
     apply_tuned_schedule(gemm, shape, options.dtype, options.tensor_cores, have_gpu, options);
   else
     apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
-                           options.block_groups);
+                           options.block_groups, options.tma);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

@@ -88,11 +88,13 @@ llvm::Type *CodeGenLLVM::llvm_type_of(Type type) const {
 
 llvm::Function *CodeGenLLVM::emit_function(const std::string &name,
                                            const std::vector<Argument> &args, const Stmt &body,
-                                           llvm::GlobalValue::LinkageTypes linkage) {
+                                           llvm::GlobalValue::LinkageTypes linkage,
+                                           const std::vector<llvm::Type *> &trailing) {
   std::vector<llvm::Type *> params;
   for (const Argument &arg : args)
     params.push_back(arg.is_buffer() ? llvm::PointerType::getUnqual(context_)
                                      : llvm_type_of(arg.type));
+  params.insert(params.end(), trailing.begin(), trailing.end());
   auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), params, false);
   llvm::Function *function = llvm::Function::Create(type, linkage, name, module_);
   function->addFnAttr(llvm::Attribute::NoUnwind);
@@ -254,6 +256,10 @@ void CodeGenLLVM::emit_atomic_add(llvm::Value *address, llvm::Value *value) {
 
 void CodeGenLLVM::emit_async_wait() {}
 void CodeGenLLVM::emit_async_proxy_sync(Intrinsic, int) {}
+
+void CodeGenLLVM::emit_mbarrier(Intrinsic, llvm::Value *, llvm::Value *) {}
+
+void CodeGenLLVM::emit_tensor_copy(const TensorCopy *op) { codegen(op->copy); }
 void CodeGenLLVM::emit_async_commit() {}
 void CodeGenLLVM::emit_async_wait_group(int) {}
 
@@ -550,6 +556,23 @@ void CodeGenLLVM::visit(const Call *op) {
     value_ = builder_->getInt32(0);
     return;
   }
+  case Intrinsic::MbarrierInit:
+  case Intrinsic::MbarrierInitFence:
+  case Intrinsic::MbarrierExpectTx:
+  case Intrinsic::MbarrierWait:
+  case Intrinsic::MbarrierInval: {
+    llvm::Value *barrier = nullptr, *operand = nullptr;
+    if (!op->args.empty()) {
+      const auto *load = op->args[0].as<Load>();
+      COALESCE_INTERNAL_ASSERT(load, op->name, " takes the load of its barrier first");
+      barrier = buffer_element(load->buffer, load->indices, load->type);
+    }
+    if (op->args.size() > 1)
+      operand = codegen(op->args[1]);
+    emit_mbarrier(*op->intrinsic, barrier, operand);
+    value_ = builder_->getInt32(0);
+    return;
+  }
   case Intrinsic::BitXor:
     value_ = builder_->CreateXor(codegen(op->args[0]), codegen(op->args[1]));
     return;
@@ -703,5 +726,7 @@ void CodeGenLLVM::visit(const Barrier *) { emit_barrier(); }
 void CodeGenLLVM::visit(const Evaluate *op) { codegen(op->value); }
 
 void CodeGenLLVM::visit(const WarpMma *op) { emit_warp_mma(op); }
+
+void CodeGenLLVM::visit(const TensorCopy *op) { emit_tensor_copy(op); }
 
 } // namespace coalesce

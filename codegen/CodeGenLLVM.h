@@ -36,8 +36,11 @@ public:
   /// Creates `void name(args...)` in the module, buffers as noalias pointers
   /// (readonly when `body` never stores to them), scalars by value, and emits
   /// `body` into it. Subclasses add calling conventions and attributes.
+  /// `trailing` parameters of the given types follow the arguments (a GPU
+  /// kernel's tensor maps), for the body's code to find by position.
   llvm::Function *emit_function(const std::string &name, const std::vector<Argument> &args,
-                                const Stmt &body, llvm::GlobalValue::LinkageTypes linkage);
+                                const Stmt &body, llvm::GlobalValue::LinkageTypes linkage,
+                                const std::vector<llvm::Type *> &trailing = {});
 
   /// The LLVM type of a Coalesce scalar type (a bf16/f16 is `bfloat`/`half`,
   /// or i16 bits where the target says narrow_floats_as_bits()).
@@ -88,6 +91,13 @@ protected:
   /// call of one of those intrinsics. The host runs every MMA at once, so
   /// the base emits nothing.
   virtual void emit_async_proxy_sync(Intrinsic which, int pending);
+  /// An mbarrier intrinsic (mbarrier_init, _init_fence, _expect_tx, _wait,
+  /// _inval) on the barrier at `barrier` (null for the fence) with its
+  /// second argument `operand` (or null). The host runs each TMA copy at
+  /// once (emit_tensor_copy), so the base emits nothing.
+  virtual void emit_mbarrier(Intrinsic which, llvm::Value *barrier, llvm::Value *operand);
+  /// A TensorCopy. The base runs its element-wise copy, as the host does.
+  virtual void emit_tensor_copy(const TensorCopy *op);
 
   /// last_arrival: counts one arrival of this block at the i32 counter at
   /// `counter`; true (i1) for the block whose arrival makes `arrivals`,

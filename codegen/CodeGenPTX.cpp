@@ -30,6 +30,7 @@ namespace {
 
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 constexpr unsigned kSharedAddressSpace = 3;
+constexpr int kTensorMapBytes = 128, kTensorMapAlignment = 64; // CUtensorMap
 
 /// The GPU flavour of the emitter: one kernel per GpuKernel.
 class CodeGenPTX : public CodeGenLLVM {
@@ -42,8 +43,22 @@ public:
       kernel_ = &kernel;
       dynamic_shared_ = nullptr;
       dynamic_offset_ = 0;
+      // The tensor maps follow the arguments, each a 128-byte CUtensorMap
+      // passed by value in the parameter space (grid constant: the TMA
+      // reads it there; without the attribute LLVM would copy it to local
+      // memory, where the TMA cannot read it).
+      tensor_map_base_ = static_cast<unsigned>(program.args.size());
+      std::vector<llvm::Type *> maps(kernel.tensor_maps.size(), builder_->getPtrTy());
       llvm::Function *function = emit_function(kernel_symbol(kernel.name), program.args, kernel.body,
-                                                llvm::GlobalValue::ExternalLinkage);
+                                                llvm::GlobalValue::ExternalLinkage, maps);
+      for (unsigned m = 0; m < maps.size(); ++m) {
+        unsigned param = tensor_map_base_ + m;
+        function->getArg(param)->setName(kernel.tensor_maps[m].input + "_tensor_map");
+        function->addParamAttr(param, llvm::Attribute::getWithByValType(
+                                          context_, llvm::ArrayType::get(builder_->getInt8Ty(), kTensorMapBytes)));
+        function->addParamAttr(param, llvm::Attribute::getWithAlignment(context_, llvm::Align(kTensorMapAlignment)));
+        function->addParamAttr(param, llvm::Attribute::get(context_, "nvvm.grid_constant"));
+      }
       // LLVM 22 marks kernels by calling convention (the old nvvm.annotations
       // "kernel" entry is auto-upgraded to it), and takes the launch bound
       // as a function attribute that the backend prints as `.maxntid`.
@@ -325,6 +340,55 @@ protected:
     }
   }
 
+  // The mbarriers and the TMA have intrinsics in LLVM 22, but inline PTX
+  // keeps their operands plain 32-bit shared addresses, which is what the
+  // instructions take. Each clobbers memory, so no shared access moves
+  // across it.
+  void emit_mbarrier(Intrinsic which, llvm::Value *barrier, llvm::Value *operand) override {
+    llvm::Value *address = barrier ? shared_address(barrier) : nullptr;
+    switch (which) {
+    case Intrinsic::MbarrierInit:
+      inline_ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {address, operand});
+      return;
+    case Intrinsic::MbarrierInitFence:
+      // Makes the initialized barriers visible to the TMA (the async proxy).
+      inline_ptx("fence.mbarrier_init.release.cluster;", "", {});
+      return;
+    case Intrinsic::MbarrierExpectTx:
+      inline_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {address, operand});
+      return;
+    case Intrinsic::MbarrierWait:
+      // Labels are local to the braces, so every copy of the loop may
+      // repeat them.
+      inline_ptx("{\n.reg .pred done;\nwait:\nmbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+                 "@!done bra wait;\n}",
+                 "r,r", {address, operand});
+      return;
+    case Intrinsic::MbarrierInval:
+      inline_ptx("mbarrier.inval.shared::cta.b64 [$0];", "r", {address});
+      return;
+    default:
+      internal_error("intrinsic ", intrinsic_name(which), " is not an mbarrier operation");
+    }
+  }
+
+  // One TMA box into shared memory, its bytes counted on the barrier. The
+  // coordinates go innermost first, as the tensor map's dimensions do.
+  void emit_tensor_copy(const TensorCopy *op) override {
+    int map = tensor_map_index(*kernel_, op->input, op->box);
+    COALESCE_INTERNAL_ASSERT(map >= 0 && op->origin.size() == 2, "tensor copy of '", op->input,
+                             "' without its tensor map");
+    const auto *destination = op->destination.as<Load>();
+    const auto *barrier = op->barrier.as<Load>();
+    llvm::Value *to = shared_address(buffer_element(destination->buffer, destination->indices, destination->type));
+    llvm::Value *on = shared_address(buffer_element(barrier->buffer, barrier->indices, barrier->type));
+    llvm::Value *tensor_map =
+        builder_->CreatePtrToInt(function_->getArg(tensor_map_base_ + static_cast<unsigned>(map)), builder_->getInt64Ty());
+    inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], "
+               "[$4];",
+               "r,l,r,r,r", {to, tensor_map, codegen(op->origin[1]), codegen(op->origin[0]), on});
+  }
+
   void emit_async_commit() override {
     builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, llvm::ArrayRef<llvm::Type *>{},
                               llvm::ArrayRef<llvm::Value *>{});
@@ -450,6 +514,23 @@ protected:
   }
 
 private:
+  // A pointer into shared memory as the 32-bit address PTX's shared-space
+  // instructions take.
+  llvm::Value *shared_address(llvm::Value *pointer) {
+    llvm::Value *shared = builder_->CreateAddrSpaceCast(pointer, builder_->getPtrTy(kSharedAddressSpace));
+    return builder_->CreatePtrToInt(shared, builder_->getInt32Ty());
+  }
+
+  // A PTX instruction with side effects that clobbers memory.
+  void inline_ptx(const std::string &text, const std::string &constraints, const std::vector<llvm::Value *> &args) {
+    std::vector<llvm::Type *> types;
+    for (llvm::Value *arg : args)
+      types.push_back(arg->getType());
+    auto *type = llvm::FunctionType::get(builder_->getVoidTy(), types, false);
+    std::string all = constraints.empty() ? "~{memory}" : constraints + ",~{memory}";
+    builder_->CreateCall(type, llvm::InlineAsm::get(type, text, all, /*hasSideEffects=*/true), args);
+  }
+
   // The shared-memory address of an MMA operand's element (mma.m, mma.n,
   // mma.k): what ldmatrix and the warpgroup MMA's descriptors take.
   llvm::Value *shared_operand_address(const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k) {
@@ -496,6 +577,7 @@ private:
   }
 
   const GpuKernel *kernel_ = nullptr;
+  unsigned tensor_map_base_ = 0; ///< the parameter of the kernel's first tensor map
   llvm::GlobalVariable *arrival_flag_ = nullptr; ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
   int64_t dynamic_offset_ = 0;                     ///< where its next tile starts
@@ -604,15 +686,24 @@ namespace {
 void check_target_instructions(const GpuProgram &program, const GpuTarget &target) {
   struct Finder : IRVisitor {
     const WarpMma *found = nullptr;
+    const TensorCopy *copy = nullptr;
     using IRVisitor::visit;
     void visit(const WarpMma *op) override {
       if (is_warpgroup_mma(op->kind) && !found)
         found = op;
     }
+    void visit(const TensorCopy *op) override {
+      if (!copy)
+        copy = op;
+    }
   };
   for (const GpuKernel &kernel : program.kernels) {
     Finder finder;
     finder.visit_stmt(kernel.body);
+    if (finder.copy && target.sm() != "sm_90a")
+      user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (SharedLayout::tma), "
+                 "which this compiler targets on sm_90a only; the target is ", target.sm(),
+                 ": compile for sm_90a, or stage with cp.async copies (tma = false)");
     if (finder.found && target.sm() != "sm_90a")
       user_error("kernel '", kernel.name, "' uses warpgroup MMAs (", mma_kind_name(finder.found->kind),
                  "), which only target sm_90a has; the target is ", target.sm(),

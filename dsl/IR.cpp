@@ -223,4 +223,22 @@ Stmt WarpMma::rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const {
   return make(kind, std::move(new_lane), std::move(new_update));
 }
 
+Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination,
+                      Expr barrier, Stmt copy) {
+  COALESCE_INTERNAL_ASSERT(!input.empty() && !origin.empty() && origin.size() == box.size() &&
+                               destination.as<Load>() && barrier.as<Load>() && copy.defined(),
+                           "a tensor copy needs an input, a box of its rank, a destination, a barrier and a copy");
+  for (int extent : box)
+    COALESCE_INTERNAL_ASSERT(extent > 0 && extent <= 256, "a tensor copy's box extent of ", extent);
+  return Stmt(std::make_shared<const TensorCopy>(std::move(input), std::move(origin), std::move(box),
+                                                 std::move(destination), std::move(barrier), std::move(copy)));
+}
+
+int TensorCopy::bytes() const {
+  int elements = 1;
+  for (int extent : box)
+    elements *= extent;
+  return elements * destination.type().bytes();
+}
+
 } // namespace coalesce

@@ -20,7 +20,8 @@ namespace coalesce {
   X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Load) X(Call) X(Let)
 
 #define COALESCE_FOR_EACH_STMT(X)                                                                  \
-  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma)
+  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma)     \
+  X(TensorCopy)
 
 /// The tensor-core instructions a schedule can map a reduction onto. The
 /// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
@@ -385,6 +386,35 @@ struct WarpMma : BaseStmtNode {
                              Stmt update);
   /// This statement with another lane, warp and update.
   Stmt rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const;
+};
+
+/// One thread's request that the tensor memory accelerator (TMA) copy a
+/// box of an input into a 128-byte swizzled shared tile, completing on an
+/// mbarrier (scheduler/StageWithTma.cpp). The box starts at `origin` (the
+/// input's coordinates, outermost first) and spans `box` elements per
+/// dimension; its innermost extent is one swizzle row (64 16-bit
+/// elements). Elements outside the input arrive as 0. `destination` is a
+/// Load of the tile's first element in shared memory (the copy's address,
+/// never read); `barrier` a Load of the mbarrier that counts the copy's
+/// bytes. `copy` is what the copy does, element by element: the host runs
+/// it; the GPU issues one cp.async.bulk.tensor instead, which reads the
+/// input through the tensor map of (input, box) the kernel is given.
+struct TensorCopy : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::TensorCopy;
+  TensorCopy(std::string in, std::vector<Expr> o, std::vector<int> b, Expr d, Expr bar, Stmt c)
+      : BaseStmtNode(node_kind), input(std::move(in)), origin(std::move(o)), box(std::move(b)),
+        destination(std::move(d)), barrier(std::move(bar)), copy(std::move(c)) {}
+  const std::string input;
+  const std::vector<Expr> origin;
+  const std::vector<int> box;
+  const Expr destination;
+  const Expr barrier;
+  const Stmt copy;
+  static Stmt make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination, Expr barrier,
+                   Stmt copy);
+  /// The bytes the copy delivers (zero-filled ones included), for 16-bit
+  /// elements: what its mbarrier expects.
+  int bytes() const;
 };
 
 } // namespace coalesce

@@ -247,6 +247,22 @@ private:
     }
     nested(op->update);
   }
+  void visit(const TensorCopy *op) override {
+    line_start();
+    out_ << "tensor_copy " << op->input << "[";
+    for (size_t d = 0; d < op->origin.size(); ++d) {
+      out_ << (d ? ", " : "");
+      print(op->origin[d]);
+    }
+    out_ << "] box ";
+    for (size_t d = 0; d < op->box.size(); ++d)
+      out_ << (d ? "x" : "") << op->box[d];
+    out_ << " (0 outside " << op->input << ") -> ";
+    print(op->destination);
+    out_ << ", completes on ";
+    print(op->barrier);
+    out_ << "\n";
+  }
 };
 
 } // namespace

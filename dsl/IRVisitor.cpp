@@ -102,6 +102,14 @@ void IRVisitor::visit(const WarpMma *op) {
   visit_stmt(op->update);
 }
 
+void IRVisitor::visit(const TensorCopy *op) {
+  for (const Expr &e : op->origin)
+    visit_expr(e);
+  visit_expr(op->destination);
+  visit_expr(op->barrier);
+  visit_stmt(op->copy);
+}
+
 // ------------------------------------------------------------------- mutator
 
 Expr IRMutator::mutate(const Expr &e) {
@@ -261,6 +269,21 @@ Stmt IRMutator::visit(const WarpMma *op, const Stmt &self) {
   if (lane.same_as(op->lane) && warp.same_as(op->warp) && update.same_as(op->update))
     return self;
   return op->rebuild(lane, warp, update);
+}
+
+Stmt IRMutator::visit(const TensorCopy *op, const Stmt &self) {
+  bool changed = false;
+  std::vector<Expr> origin;
+  for (const Expr &e : op->origin) {
+    origin.push_back(mutate(e));
+    changed |= !origin.back().same_as(e);
+  }
+  Expr destination = mutate(op->destination);
+  Expr barrier = mutate(op->barrier);
+  Stmt copy = mutate(op->copy);
+  if (!changed && destination.same_as(op->destination) && barrier.same_as(op->barrier) && copy.same_as(op->copy))
+    return self;
+  return TensorCopy::make(op->input, origin, op->box, destination, barrier, copy);
 }
 
 } // namespace coalesce

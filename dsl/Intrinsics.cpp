@@ -63,6 +63,11 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::WgmmaFence:
   case Intrinsic::WgmmaCommit:
   case Intrinsic::WgmmaWait:
+  case Intrinsic::MbarrierInit:
+  case Intrinsic::MbarrierInitFence:
+  case Intrinsic::MbarrierExpectTx:
+  case Intrinsic::MbarrierWait:
+  case Intrinsic::MbarrierInval:
     return false;
   }
   return false;

@@ -56,6 +56,14 @@ struct SharedLayout {
   /// (2: this one and the next; 3 or more: a deeper software pipeline, the
   /// copies of the next stages - 1 tiles overlapping this tile's use).
   int stages = 2;
+  /// With a pipeline of 3 or more stages whose tiles warpgroup MMAs read:
+  /// copy each tile with the tensor memory accelerator (one thread's bulk
+  /// copy per 64-column box, completing on an mbarrier per slot) instead of
+  /// every thread's cp.async copies. Needs zero_fill (the TMA writes 0
+  /// outside the input). Where an input's rows are not whole 16-byte
+  /// multiples, the TMA cannot describe it and the kernel takes the
+  /// cp.async copies instead (both are in the loop nest).
+  bool tma = false;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration

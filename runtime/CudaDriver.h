@@ -60,7 +60,8 @@ public:
   X(event_record, cuEventRecord, "cuEventRecord", nullptr)                                 \
   X(event_synchronize, cuEventSynchronize, "cuEventSynchronize", nullptr)                  \
   X(event_elapsed_time, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime") \
-  X(event_destroy, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")
+  X(event_destroy, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")                   \
+  X(tensor_map_encode_tiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", nullptr)
 
 /// One function pointer per entry of COALESCE_FOR_EACH_DRIVER_ENTRY.
 struct DriverApi {

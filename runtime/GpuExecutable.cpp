@@ -3,6 +3,7 @@
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "runtime/Arguments.h"
+#include "runtime/TensorMaps.h"
 #include "scheduler/EvaluateInt.h"
 
 #include <algorithm>
@@ -14,6 +15,32 @@ GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
   workspace_.resize(program_.args.size());
+  tensor_maps_.resize(program_.kernels.size());
+  for (size_t k = 0; k < program_.kernels.size(); ++k)
+    tensor_maps_[k].resize(program_.kernels[k].tensor_maps.size());
+}
+
+const std::vector<GpuExecutable::EncodedMap> &
+GpuExecutable::tensor_maps(size_t k, const std::vector<CUdeviceptr> &pointers,
+                           const std::map<std::string, int64_t> &params) const {
+  const GpuKernel &kernel = program_.kernels[k];
+  for (size_t m = 0; m < kernel.tensor_maps.size(); ++m) {
+    const TensorMapParam &param = kernel.tensor_maps[m];
+    auto arg = std::find_if(program_.args.begin(), program_.args.end(),
+                            [&](const Argument &a) { return a.name == param.input && a.is_buffer(); });
+    COALESCE_INTERNAL_ASSERT(arg != program_.args.end(), "tensor map of '", param.input, "', which is no argument");
+    std::vector<int64_t> extents;
+    for (const Expr &extent : arg->extents)
+      extents.push_back(evaluate_int(extent, params));
+    CUdeviceptr pointer = pointers[static_cast<size_t>(arg - program_.args.begin())];
+    EncodedMap &encoded = tensor_maps_[k][m];
+    if (encoded.pointer == pointer && encoded.extents == extents)
+      continue;
+    encoded.map = encode_tensor_map(param, arg->type, extents, pointer);
+    encoded.pointer = pointer;
+    encoded.extents = extents;
+  }
+  return tensor_maps_[k];
 }
 
 size_t GpuExecutable::workspace_bytes(size_t arg, const std::map<std::string, int64_t> &params) const {
@@ -66,7 +93,11 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
     grid = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
     block = {static_cast<unsigned>(kernel.block[0]), static_cast<unsigned>(kernel.block[1]),
              static_cast<unsigned>(kernel.block[2])};
-    gpu::launch(functions_[k], grid, block, static_cast<size_t>(dynamic_shared_bytes(kernel)), slots.data());
+    // The kernel's tensor maps follow the arguments, each passed by value.
+    std::vector<void *> kernel_slots = slots;
+    for (const EncodedMap &encoded : tensor_maps(k, pointers, params))
+      kernel_slots.push_back(const_cast<CUtensorMap *>(&encoded.map));
+    gpu::launch(functions_[k], grid, block, static_cast<size_t>(dynamic_shared_bytes(kernel)), kernel_slots.data());
   }
 }
 

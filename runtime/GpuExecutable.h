@@ -38,6 +38,18 @@ private:
   std::vector<CUfunction> functions_;
   /// Per argument: the workspace this executable owns (empty for others).
   mutable std::vector<gpu::DeviceBuffer> workspace_;
+  /// Per kernel, per tensor map: the last map encoded, and the pointer and
+  /// extents it was encoded for (a launch on the same buffer and shape
+  /// reuses it).
+  struct EncodedMap {
+    CUdeviceptr pointer = 0;
+    std::vector<int64_t> extents;
+    CUtensorMap map;
+  };
+  mutable std::vector<std::vector<EncodedMap>> tensor_maps_;
+  /// The maps of kernel `k` at these buffers and parameters.
+  const std::vector<EncodedMap> &tensor_maps(size_t k, const std::vector<CUdeviceptr> &pointers,
+                                             const std::map<std::string, int64_t> &params) const;
 };
 
 } // namespace coalesce

@@ -56,6 +56,7 @@ json::Value to_json(const GemmCandidate &c) {
     o["b_padding"] = t.b_padding;
     o["min_blocks_per_sm"] = t.min_blocks_per_sm;
     o["block_group_rows"] = t.block_group_rows;
+    o["tma"] = t.tma;
     o["split_k"] = t.split_k;
     o["split_k_mode"] = split_k_mode_name(t.split_k_mode);
   }
@@ -134,7 +135,7 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
          o.map("warp_n", t.warp_n) && o.map("k_step", t.k_step) && o.map("double_buffered", t.double_buffered) &&
          o.map("stages", t.stages) && o.map("a_padding", t.a_padding) && o.map("b_padding", t.b_padding) &&
          o.map("min_blocks_per_sm", t.min_blocks_per_sm) && o.map("block_group_rows", t.block_group_rows) &&
-         o.map("split_k", t.split_k) && mode(t.split_k_mode);
+         o.mapOptional("tma", t.tma) && o.map("split_k", t.split_k) && mode(t.split_k_mode);
 }
 
 bool from_json(const json::Value &value, TuningRecord &r, json::Path path) {

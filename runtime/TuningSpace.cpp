@@ -1,6 +1,7 @@
 #include "runtime/TuningSpace.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace coalesce {
 
@@ -18,6 +19,25 @@ std::vector<int> split_choices(const GemmProblem &problem, const std::vector<Ext
       splits.push_back(split);
   }
   return splits;
+}
+
+// Calls visit(at) for every combination of indices into lists of the given
+// sizes (at[n] < sizes[n]), the last index varying fastest; none when a
+// list is empty.
+void for_each_combination(const std::vector<size_t> &sizes,
+                          const std::function<void(const std::vector<size_t> &)> &visit) {
+  for (size_t size : sizes)
+    if (size == 0)
+      return;
+  std::vector<size_t> at(sizes.size(), 0);
+  for (;;) {
+    visit(at);
+    size_t n = sizes.size();
+    while (n > 0 && ++at[n - 1] == sizes[n - 1])
+      at[--n] = 0;
+    if (n == 0)
+      return;
+  }
 }
 
 void add_unique(std::vector<GemmCandidate> &out, const GemmCandidate &candidate) {
@@ -44,6 +64,7 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
   w.stages = {2, 3, 4};
   w.min_blocks_per_sm = {problem.dtype == "tf32" ? 1 : 2};
   w.block_group_rows = {0, 8};
+  w.tma = {false};
   w.split_k = split_choices(problem, w.blocks, w.k_steps.front(), 128, sm_count);
 
   MmaSpace &g = space.warpgroup_mma;
@@ -55,6 +76,7 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.stages = {3, 4};
     g.min_blocks_per_sm = {1, 2};
     g.block_group_rows = {0, 8};
+    g.tma = {false, true};
     g.split_k = split_choices(problem, g.blocks, 64, 256, sm_count);
   }
   return space;
@@ -65,48 +87,45 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
   std::vector<GemmCandidate> out = {first};
   if (!problem.tensor_cores()) {
     const FfmaSpace &f = space.ffma;
-    for (const Extent2 &block : f.blocks)
-      for (const Extent2 &registers : f.registers)
-        for (int k_step : f.k_steps)
-          for (int groups : f.block_group_rows)
-            for (int split : f.split_k) {
-              GemmCandidate c;
-              c.ffma = first.family == GemmFamily::Ffma ? first.ffma : GemmTiling{};
-              c.ffma.block_m = block.first;
-              c.ffma.block_n = block.second;
-              c.ffma.threads_m = std::max(1, block.first / registers.first);
-              c.ffma.threads_n = std::max(1, block.second / registers.second);
-              c.ffma.k_step = k_step;
-              c.ffma.block_group_rows = groups;
-              c.ffma.split_k = split;
-              add_unique(out, c);
-            }
+    for_each_combination(
+        {f.blocks.size(), f.registers.size(), f.k_steps.size(), f.block_group_rows.size(), f.split_k.size()},
+        [&](const std::vector<size_t> &at) {
+          GemmCandidate c;
+          c.ffma = first.family == GemmFamily::Ffma ? first.ffma : GemmTiling{};
+          const Extent2 &block = f.blocks[at[0]], &registers = f.registers[at[1]];
+          c.ffma.block_m = block.first;
+          c.ffma.block_n = block.second;
+          c.ffma.threads_m = std::max(1, block.first / registers.first);
+          c.ffma.threads_n = std::max(1, block.second / registers.second);
+          c.ffma.k_step = f.k_steps[at[2]];
+          c.ffma.block_group_rows = f.block_group_rows[at[3]];
+          c.ffma.split_k = f.split_k[at[4]];
+          add_unique(out, c);
+        });
     return out;
   }
   for (const MmaSpace *m : {&space.warpgroup_mma, &space.warp_mma})
     for (GemmFamily family : m->families)
-      for (const Extent2 &block : m->blocks)
-        for (const Extent2 &warp : m->warp_tiles)
-          for (int k_step : m->k_steps)
-            for (int stages : m->stages)
-              for (int min_blocks : m->min_blocks_per_sm)
-                for (int groups : m->block_group_rows)
-                  for (int split : m->split_k) {
-                    GemmCandidate c;
-                    c.family = family;
-                    c.mma = default_mma_tiling(gemm_mma_kind(problem, family), problem.M, problem.N);
-                    c.mma.block_m = block.first;
-                    c.mma.block_n = block.second;
-                    c.mma.warp_m = warp.first;
-                    c.mma.warp_n = warp.second;
-                    c.mma.k_step = k_step;
-                    c.mma.stages = stages;
-                    c.mma.double_buffered = stages >= 2;
-                    c.mma.min_blocks_per_sm = min_blocks;
-                    c.mma.block_group_rows = groups;
-                    c.mma.split_k = split;
-                    add_unique(out, c);
-                  }
+      for_each_combination({m->blocks.size(), m->warp_tiles.size(), m->k_steps.size(), m->stages.size(),
+                            m->min_blocks_per_sm.size(), m->block_group_rows.size(), m->tma.size(),
+                            m->split_k.size()},
+                           [&](const std::vector<size_t> &at) {
+                             GemmCandidate c;
+                             c.family = family;
+                             c.mma = default_mma_tiling(gemm_mma_kind(problem, family), problem.M, problem.N);
+                             c.mma.block_m = m->blocks[at[0]].first;
+                             c.mma.block_n = m->blocks[at[0]].second;
+                             c.mma.warp_m = m->warp_tiles[at[1]].first;
+                             c.mma.warp_n = m->warp_tiles[at[1]].second;
+                             c.mma.k_step = m->k_steps[at[2]];
+                             c.mma.stages = m->stages[at[3]];
+                             c.mma.double_buffered = c.mma.stages >= 2;
+                             c.mma.min_blocks_per_sm = m->min_blocks_per_sm[at[4]];
+                             c.mma.block_group_rows = m->block_group_rows[at[5]];
+                             c.mma.tma = m->tma[at[6]];
+                             c.mma.split_k = m->split_k[at[7]];
+                             add_unique(out, c);
+                           });
   return out;
 }
 

@@ -34,6 +34,7 @@ struct MmaSpace {
   std::vector<int> stages;
   std::vector<int> min_blocks_per_sm;
   std::vector<int> block_group_rows;
+  std::vector<bool> tma; ///< warpgroup MMA: copy the tiles with the TMA (MmaTiling::tma)
   std::vector<int> split_k;
 };
 

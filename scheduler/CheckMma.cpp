@@ -175,6 +175,34 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   }
 }
 
+// SharedLayout::tma: the TMA writes the 128-byte swizzled tiles of a
+// warpgroup MMA's pipeline, filling what lies outside the input with 0.
+void check_tma_requests(const FuncContents &func, size_t s) {
+  const StageSchedule &stage = func.schedule.stages[s];
+  for (const SharedStaging &staged : stage.staged_inputs) {
+    const SharedLayout &layout = staged.layout;
+    if (!layout.tma)
+      continue;
+    std::string where = str_cat("in schedule for ", stage_description(func, s), ": ");
+    if (!is_warpgroup_mma(stage.mma.kind))
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but the TMA copies only the 128-byte "
+                 "swizzled tiles that warpgroup MMAs read (mma() with a wgmma kind); use the cp.async copies "
+                 "(tma = false) for this stage");
+    if (!layout.double_buffered || !layout.async_copy || layout.stages < 3)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which feeds a software pipeline of 3 "
+                 "or more stages; set double_buffered, async_copy and stages >= 3 (it has ",
+                 layout.double_buffered ? str_cat(layout.stages, " stages") : std::string("one buffer"),
+                 layout.double_buffered && !layout.async_copy ? " without async_copy" : "", ")");
+    if (!layout.zero_fill)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which writes 0 outside the input; "
+                 "set zero_fill too, so that every target computes the same sums");
+    for (const SharedStaging &other : stage.staged_inputs)
+      if (other.at_loop == staged.at_loop && !other.layout.tma)
+        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
+                   "' and share its barriers: stage both with SharedLayout::tma or neither");
+  }
+}
+
 } // namespace
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {
@@ -184,6 +212,9 @@ MmaOperands mma_operands(const FuncContents &func, size_t stage) {
 }
 
 void check_mma(const Environment &env) {
+  for (const FuncContents &func : env.funcs)
+    for (size_t s = 0; s < func.schedule.stages.size(); ++s)
+      check_tma_requests(func, s);
   for (const FuncContents &func : env.funcs)
     for (size_t s = 1; s < func.schedule.stages.size(); ++s) {
       const StageSchedule &stage = func.schedule.stages[s];

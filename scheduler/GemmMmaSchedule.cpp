@@ -13,6 +13,7 @@ std::string MmaTiling::str() const {
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
+                 tma ? ", TMA copies" : "",
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
 }
@@ -107,6 +108,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->zero_fill = true;
     layout->double_buffered = t.double_buffered;
     layout->stages = t.stages;
+    layout->tma = t.tma;
   }
   if (is_warpgroup_mma(t.kind))
     a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's

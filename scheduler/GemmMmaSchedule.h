@@ -26,6 +26,9 @@ struct MmaTiling {
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
+  /// Warpgroup MMAs with 3 or more stages: copy the tiles with the TMA
+  /// (SharedLayout::tma) instead of cp.async.
+  bool tma = false;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;

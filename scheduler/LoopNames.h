@@ -30,6 +30,11 @@ inline std::string staging_buffer_name(const std::string &input) { return input 
 /// async_copy passes the next tile. Reserved like staging_buffer_name.
 inline std::string fetch_buffer_name(const std::string &input) { return input + "_fetch"; }
 
+/// "A_full": the mbarriers of the TMA copies staged at one loop, named
+/// after its first input (SharedLayout::tma). Reserved like
+/// staging_buffer_name.
+inline std::string tma_barrier_name(const std::string &input) { return input + "_full"; }
+
 /// "'acc'" or "'acc' (update 0)", as messages name a stage.
 inline std::string stage_description(const FuncContents &func, size_t stage) {
   return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");

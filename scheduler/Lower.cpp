@@ -3,6 +3,7 @@
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckGpuLimits.h"
@@ -32,6 +33,7 @@
 #include "scheduler/UnrollLoops.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -173,6 +175,27 @@ GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   return nest;
 }
 
+namespace {
+
+// The tensor maps a kernel's TensorCopy statements read, in first-use order.
+std::vector<TensorMapParam> tensor_maps_of(const Stmt &body) {
+  struct Collect : IRVisitor {
+    std::vector<TensorMapParam> maps;
+    using IRVisitor::visit;
+    void visit(const TensorCopy *op) override {
+      bool known = std::any_of(maps.begin(), maps.end(), [&](const TensorMapParam &m) {
+        return m.input == op->input && m.box == op->box;
+      });
+      if (!known)
+        maps.push_back(TensorMapParam{op->input, op->box});
+    }
+  } collect;
+  collect.visit_stmt(body);
+  return collect.maps;
+}
+
+} // namespace
+
 GpuProgram finish_gpu_program(const GpuNest &nest) {
   GpuProgram program{nest.name, nest.args, {}};
   {
@@ -183,6 +206,7 @@ GpuProgram finish_gpu_program(const GpuNest &nest) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
     kernel.min_blocks_per_sm = nest.min_blocks_per_sm;
+    kernel.tensor_maps = tensor_maps_of(kernel.body);
     for (Expr &extent : kernel.grid)
       extent = simplify(extent);
   }

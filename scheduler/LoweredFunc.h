@@ -51,6 +51,17 @@ struct LoweredFunc {
   Stmt body;
 };
 
+/// A TMA tensor map a kernel takes by value after its arguments, one per
+/// (input, box) its TensorCopy statements use, in first-use order: built on
+/// the host from the input's pointer and extents (row-major, dense), with
+/// the 128-byte swizzle and zero fill outside the input. Where the input
+/// cannot be described (tma_describable), the kernel never reads it (it
+/// takes the cp.async copies) and the map may be left zeroed.
+struct TensorMapParam {
+  std::string input;
+  std::vector<int> box; ///< the box's extents, input order (outermost first)
+};
+
 /// One GPU kernel: its body runs once per thread, thread and block loops
 /// already replaced by thread_id/block_id intrinsics. Shared allocations in
 /// the body become static shared memory; register allocations per-thread
@@ -67,7 +78,17 @@ struct GpuKernel {
   /// atom of the 128-byte swizzle (the matrix descriptors' base offset 0).
   int shared_alignment = 16;
   int min_blocks_per_sm = 0; ///< 0: no request
+  std::vector<TensorMapParam> tensor_maps;
 };
+
+/// The index in `kernel.tensor_maps` of the map a TensorCopy of `input`
+/// with `box` reads, or -1.
+inline int tensor_map_index(const GpuKernel &kernel, const std::string &input, const std::vector<int> &box) {
+  for (size_t m = 0; m < kernel.tensor_maps.size(); ++m)
+    if (kernel.tensor_maps[m].input == input && kernel.tensor_maps[m].box == box)
+      return static_cast<int>(m);
+  return -1;
+}
 
 /// Shared memory a kernel can have statically (declared in the PTX); above
 /// it, a kernel must take its shared memory dynamically, opting in at launch.

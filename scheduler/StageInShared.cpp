@@ -7,6 +7,7 @@
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/StageWithTma.h"
 #include "scheduler/Substitute.h"
 
 #include <algorithm>
@@ -702,6 +703,8 @@ private:
                                // but empty groups; the barrier keeps the
                                // next use of the buffers after every read.
                                intrinsic(Intrinsic::AsyncWaitGroup, {Expr(0)}), Barrier::make()});
+    if (tiles.front().layout.tma)
+      result = tma_pipeline(tma_request(op, scan, tiles, stages, body, result));
     for (const StagedTile &tile : tiles) {
       std::vector<Expr> extents = {Expr(stages)};
       for (int64_t e : tile.shared_extents)
@@ -709,6 +712,38 @@ private:
       result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);
     }
     return result;
+  }
+
+  // The TMA form of the pipeline (StageWithTma.h), with `fallback` where
+  // the TMA cannot describe an input.
+  TmaPipeline tma_request(const For *op, const ScanBody &scan, const std::vector<StagedTile> &tiles, int stages,
+                          const Stmt &body, const Stmt &fallback) {
+    TmaPipeline p;
+    p.loop = op;
+    p.body = body;
+    p.stages = stages;
+    p.mma_groups_in_flight = mma_groups_in_flight(warpgroup_mma_, stages);
+    for (const std::string &name : scan.thread_loops) {
+      const LoopInfo &loop = scan.loops.at(name);
+      p.threads.push_back(BlockThreadLoop{name, loop.min, loop.extent, loop.gpu_dim});
+    }
+    p.barriers = tma_barrier_name(tiles.front().input->name);
+    p.fallback = fallback;
+    for (const StagedTile &staged : tiles) {
+      TmaTile tile;
+      tile.input = staged.input;
+      tile.buffer = staged.buffer;
+      tile.origin = staged.region.min;
+      tile.extent = staged.region.extent;
+      tile.shared_indices = [staged](const std::vector<Expr> &coords, const Expr &slot) {
+        return shared_indices(staged, coords, slot);
+      };
+      tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+        return source_value(staged, coords, shift);
+      };
+      p.tiles.push_back(std::move(tile));
+    }
+    return p;
   }
 
   // Loads of a staged buffer come out of ReplaceCalls in input order.

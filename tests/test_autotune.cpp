@@ -222,6 +222,12 @@ TEST_CASE("the search space: the default first, no repeats, the knobs of each fa
     return seen;
   };
   CHECK(families("sm_90a") == std::set<GemmFamily>{GemmFamily::WarpMma, GemmFamily::WarpgroupMma});
+  std::set<bool> tma;
+  for (const GemmCandidate &c :
+       enumerate_candidates(bf16, default_tuning_space(bf16, "sm_90a"), default_gemm_candidate(bf16, "sm_90a")))
+    if (c.family == GemmFamily::WarpgroupMma)
+      tma.insert(c.mma.tma);
+  CHECK(tma == std::set<bool>{false, true});
   CHECK(families("sm_80") == std::set<GemmFamily>{GemmFamily::WarpMma});
 
   std::vector<GemmCandidate> sample = spread_sample(list, 10);

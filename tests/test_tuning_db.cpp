@@ -76,6 +76,7 @@ TuningRecord wgmma_record() {
   r.problem = problem("bf16", 4096, 4096, 4096);
   r.schedule = default_gemm_candidate(r.problem, "sm_90a");
   r.schedule.mma.stages = 4;
+  r.schedule.mma.tma = true;
   r.schedule.mma.split_k = 2;
   r.schedule.mma.split_k_mode = SplitKMode::Atomic;
   r.ms = 0.6;
@@ -118,6 +119,7 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
   CHECK(text.find("\"shape_class\": \"~4096x~4096x~4096\"") != std::string::npos);
   CHECK(text.find("\"family\": \"warpgroup\"") != std::string::npos);
   CHECK(text.find("\"split_k_mode\": \"atomic\"") != std::string::npos);
+  CHECK(text.find("\"tma\": true") != std::string::npos);
 }
 
 TEST_CASE("merging replaces the same problem's entry and keeps every other") {

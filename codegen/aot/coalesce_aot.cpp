@@ -141,6 +141,11 @@ public:
                              "tensor cores: K steps in flight in the staging pipeline (2: double "
                              "buffering); 0: the tiling's choice",
                              0, 8};
+  GeneratorParam<bool> tma{this, "tma", false,
+                           "tensor cores, --mma=warpgroup: copy the tiles with the tensor memory accelerator (one "
+                           "thread's bulk copies, mbarriers per pipeline slot) instead of every thread's cp.async "
+                           "copies; inputs whose rows are not multiples of 16 bytes take the cp.async copies at run "
+                           "time"};
   GeneratorParam<int> min_blocks_per_sm{this, "min-blocks-per-sm", -1,
                                         "blocks each multiprocessor should hold (ptxas caps registers to fit); "
                                         "0: no cap; -1 (default): the tiling's choice",
@@ -192,7 +197,7 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups})
+             &min_blocks_per_sm, &block_groups, &tma})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
@@ -258,6 +263,7 @@ public:
       if (min_blocks_per_sm >= 0)
         tiling.min_blocks_per_sm = min_blocks_per_sm;
       tiling.block_group_rows = block_groups;
+      tiling.tma = tma;
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
@@ -286,6 +292,8 @@ public:
     if (min_blocks_per_sm >= 0)
       user_error("--min-blocks-per-sm sets the tensor-core tiling's request; the FFMA schedule asks for two blocks "
                  "per SM when it has 256 threads or more: leave the flag out for --dtype=f32");
+    if (tma)
+      user_error("--tma copies the tiles of warpgroup MMAs: add --dtype=bf16 or f16 and --mma=warpgroup");
     tiling.split_k = chosen_split(rows, columns, tiling.k_step, split_k_blocks_per_sm(tiling.threads_m * tiling.threads_n));
     tiling.split_k_mode = split_k_mode;
     schedule_gemm(out, acc, A, B, i, j, k, tiling);

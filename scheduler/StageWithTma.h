@@ -1,0 +1,78 @@
+#pragma once
+// Part of stage_inputs_in_shared: the software pipeline of a k-step loop
+// whose tiles warpgroup MMAs read, fed by the tensor memory accelerator
+// (SharedLayout::tma) instead of every thread's cp.async copies:
+//
+//   allocate A_full[S] u64 in shared           (one mbarrier per slot)
+//   if <every staged input's rows are whole 16-byte multiples>:
+//     one thread: mbarrier_init(A_full[s], 1) for each slot; init fence
+//     barrier
+//     one thread, for the first S - 1 tiles t: expect_tx(A_full[t], bytes);
+//                                              tensor_copy ... -> slot t
+//     for ko:
+//       every thread: mbarrier_wait(A_full[ko % S], (ko / S) % 2)
+//       <the k step: warpgroup MMAs on slot ko % S, then wgmma_wait(1)>
+//       barrier                                (every MMA of step ko - 1 done)
+//       one thread: expect_tx + tensor_copy of tile ko + S - 1 into slot
+//                   (ko - 1) % S, the slot step ko - 1 read
+//     barrier; one thread: mbarrier_inval each slot
+//   else:
+//     <the cp.async pipeline>
+//
+// Slots and parities come from the loop's variable, never from the user:
+// tile t lives in slot t % S and completes phase t / S of its barrier, so
+// the wait's parity is (t / S) % 2. A copy reads nothing outside the input
+// (the TMA fills it with 0), which handles ragged M, N and K. The TMA needs
+// each row of the input to start 16 bytes after the previous one's start
+// (a multiple of 16 bytes per row): the branch picks the cp.async copies
+// where it is not, and says so in the nest.
+
+#include "dsl/IR.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// One staged input of a TMA pipeline.
+struct TmaTile {
+  const InputContents *input = nullptr;
+  std::string buffer;               ///< its shared tile, [S][C / 64][R][64]
+  std::vector<Expr> origin;         ///< the tile's first element (input order), at the loop's value
+  std::vector<int64_t> extent;      ///< the tile's extents (input order): R, C
+  /// The shared indices of tile coordinates (input order) in slot `slot`.
+  std::function<std::vector<Expr>(const std::vector<Expr> &, const Expr &)> shared_indices;
+  /// The tile's element at coordinates (input order), 0 outside the input,
+  /// with the loop's variable replaced as `shift` says.
+  std::function<Expr(const std::vector<Expr> &, const std::map<std::string, Expr> &)> value;
+};
+
+/// A thread loop of the block, as the staging loop's body has it.
+struct BlockThreadLoop {
+  std::string name;
+  Expr min, extent;
+  int gpu_dim = 0;
+};
+
+struct TmaPipeline {
+  const For *loop = nullptr;  ///< the k-step loop being staged
+  Stmt body;                  ///< its body, reading the tiles' slot loop % S
+  std::vector<TmaTile> tiles;
+  int stages = 3;
+  int mma_groups_in_flight = 1; ///< after each step's wait (mma_groups_in_flight())
+  std::vector<BlockThreadLoop> threads;
+  std::string barriers;         ///< the name of the mbarrier array
+  Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
+};
+
+/// The pipeline above; the caller allocates the tiles around it.
+Stmt tma_pipeline(const TmaPipeline &p);
+
+/// Whether the TMA can describe `input`: its innermost extent holds whole
+/// 16-byte rows. The kernel tests it at run time; the runtime and the AOT
+/// launcher encode a tensor map only where it holds.
+Expr tma_describable(const InputContents &input);
+
+} // namespace coalesce
