@@ -155,12 +155,8 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
   // Step 2: the candidates to compile, spread over the legal ones (the
   // default, when legal, first).
   std::vector<size_t> chosen;
-  if (options.max_candidates > 0 && !legal.empty()) {
-    size_t wanted = std::min(options.max_candidates, legal.size());
-    chosen.push_back(legal.front());
-    for (size_t n = 1; n < wanted; ++n)
-      chosen.push_back(legal[1 + (n - 1) * (legal.size() - 1) / (wanted - 1)]);
-  }
+  for (size_t n : spread_indices(legal.size(), options.max_candidates))
+    chosen.push_back(legal[n]);
   std::vector<Pipeline> pipelines;
   pipelines.reserve(chosen.size());
   for (size_t index : chosen)
@@ -181,6 +177,9 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
       } catch (const UserError &error) {
         outcome.error = error.what();
         outcome.rule = "load";
+      } catch (const std::exception &error) { // never out of a pool thread
+        outcome.error = error.what();
+        outcome.rule = "internal";
       }
     };
     BackgroundCompiler compiler(pipelines, options.target, result.threads, prepare);

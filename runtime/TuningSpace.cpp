@@ -129,13 +129,26 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
   return out;
 }
 
-std::vector<GemmCandidate> spread_sample(const std::vector<GemmCandidate> &candidates, size_t limit) {
-  if (candidates.size() <= limit || limit == 0)
-    return limit == 0 ? std::vector<GemmCandidate>{} : candidates;
-  std::vector<GemmCandidate> out = {candidates.front()};
-  size_t rest = candidates.size() - 1, wanted = limit - 1;
+std::vector<size_t> spread_indices(size_t count, size_t limit) {
+  std::vector<size_t> out;
+  if (count == 0 || limit == 0)
+    return out;
+  if (count <= limit) {
+    for (size_t n = 0; n < count; ++n)
+      out.push_back(n);
+    return out;
+  }
+  out.push_back(0);
+  size_t rest = count - 1, wanted = limit - 1; // rest > wanted: the steps are at least 1
   for (size_t n = 0; n < wanted; ++n)
-    out.push_back(candidates[1 + n * rest / wanted]);
+    out.push_back(1 + n * rest / wanted);
+  return out;
+}
+
+std::vector<GemmCandidate> spread_sample(const std::vector<GemmCandidate> &candidates, size_t limit) {
+  std::vector<GemmCandidate> out;
+  for (size_t n : spread_indices(candidates.size(), limit))
+    out.push_back(candidates[n]);
   return out;
 }
 

@@ -54,8 +54,10 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
 std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, const TuningSpace &space,
                                                 const GemmCandidate &first);
 
-/// At most `limit` of `candidates`: the first, then evenly spaced ones from
-/// the rest (so every part of the space keeps representatives), in order.
+/// At most `limit` indices of [0, count): 0, then evenly spaced ones from
+/// the rest (so every part of the space keeps representatives), ascending.
+std::vector<size_t> spread_indices(size_t count, size_t limit);
+/// The candidates at spread_indices(candidates.size(), limit).
 std::vector<GemmCandidate> spread_sample(const std::vector<GemmCandidate> &candidates, size_t limit);
 
 } // namespace coalesce

@@ -236,6 +236,20 @@ TEST_CASE("the search space: the default first, no repeats, the knobs of each fa
   CHECK(sample.back() == list[1 + 8 * (list.size() - 1) / 9]);
 }
 
+TEST_CASE("spread_indices: all when they fit, else the first and evenly spaced ones") {
+  CHECK(spread_indices(5, 10) == std::vector<size_t>{0, 1, 2, 3, 4});
+  CHECK(spread_indices(10, 0).empty());
+  CHECK(spread_indices(0, 5).empty());
+  CHECK(spread_indices(100, 1) == std::vector<size_t>{0});
+  std::vector<size_t> five = spread_indices(101, 5);
+  CHECK(five == std::vector<size_t>{0, 1, 26, 51, 76});
+  std::vector<size_t> many = spread_indices(331, 50);
+  REQUIRE(many.size() == 50);
+  for (size_t n = 1; n < many.size(); ++n)
+    CHECK(many[n] > many[n - 1]);
+  CHECK(many.back() < 331);
+}
+
 TEST_CASE("split-K counts enter the space where the tiles leave multiprocessors idle") {
   GemmProblem deep = f32_problem();
   deep.M = deep.N = 256;
