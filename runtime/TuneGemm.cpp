@@ -3,8 +3,11 @@
 #include "dsl/Error.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuCandidateTiming.h"
+#include "runtime/ParallelCompile.h"
 #include "runtime/TuneProgress.h"
 #include "runtime/TuningSpace.h"
+
+#include <algorithm>
 
 namespace coalesce {
 
@@ -33,7 +36,9 @@ TuneOutcome tune_gemm_on_this_gpu(const TuneRequest &request) {
   AutotuneOptions options;
   options.target = target;
   options.max_candidates = request.max_candidates;
-  options.threads = request.threads;
+  // One core left to the thread that launches and times: a launch delayed
+  // behind a busy core would count in the CUDA-event timing.
+  options.threads = request.threads > 0 ? request.threads : std::max(1, default_compile_threads() - 1);
   options.progress = request.progress;
   outcome.result = autotune_gemm(request.problem, candidates, gpu_timing_steps(request.problem), options);
   outcome.best = outcome.result.best_candidate();

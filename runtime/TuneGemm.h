@@ -21,7 +21,7 @@ struct TuneRequest {
   /// on a GPU of another target is refused before it starts.
   std::string target_sm;
   size_t max_candidates = 50;
-  int threads = 0;
+  int threads = 0; ///< compile threads; 0: one per hardware thread but one (the timing thread's)
   bool progress = false;
 };
 
