@@ -26,10 +26,10 @@ bool operator==(const GemmCandidate &a, const GemmCandidate &b) {
     return false;
   if (a.family == GemmFamily::Ffma) {
     const GemmTiling &x = a.ffma, &y = b.ffma;
-    return std::tie(x.block_m, x.block_n, x.threads_m, x.threads_n, x.k_step, x.double_buffered, x.async_copy,
-                    x.a_padding, x.block_group_rows, x.split_k, x.split_k_mode) ==
-           std::tie(y.block_m, y.block_n, y.threads_m, y.threads_n, y.k_step, y.double_buffered, y.async_copy,
-                    y.a_padding, y.block_group_rows, y.split_k, y.split_k_mode);
+    return std::tie(x.block_m, x.block_n, x.threads_m, x.threads_n, x.k_step, x.stages, x.async_copy, x.warp_rows,
+                    x.warp_cols, x.a_padding, x.block_group_rows, x.split_k, x.split_k_mode) ==
+           std::tie(y.block_m, y.block_n, y.threads_m, y.threads_n, y.k_step, y.stages, y.async_copy, y.warp_rows,
+                    y.warp_cols, y.a_padding, y.block_group_rows, y.split_k, y.split_k_mode);
   }
   const MmaTiling &x = a.mma, &y = b.mma;
   return std::tie(x.kind, x.block_m, x.block_n, x.warp_m, x.warp_n, x.k_step, x.double_buffered, x.stages,

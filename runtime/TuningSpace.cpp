@@ -53,6 +53,8 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
   f.blocks = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {256, 128}, {128, 256}};
   f.registers = {{8, 8}, {8, 4}, {4, 8}, {4, 4}};
   f.k_steps = {8, 16};
+  f.stages = {2, 3};
+  f.warp_layouts = {{0, 0}, {4, 8}, {8, 4}};
   f.block_group_rows = {0, 8};
   f.split_k = split_choices(problem, f.blocks, 8, 256, sm_count);
 
@@ -88,7 +90,8 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
   if (!problem.tensor_cores()) {
     const FfmaSpace &f = space.ffma;
     for_each_combination(
-        {f.blocks.size(), f.registers.size(), f.k_steps.size(), f.block_group_rows.size(), f.split_k.size()},
+        {f.blocks.size(), f.registers.size(), f.k_steps.size(), f.block_group_rows.size(), f.split_k.size(),
+         f.stages.size(), f.warp_layouts.size()},
         [&](const std::vector<size_t> &at) {
           GemmCandidate c;
           c.ffma = first.family == GemmFamily::Ffma ? first.ffma : GemmTiling{};
@@ -100,6 +103,9 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
           c.ffma.k_step = f.k_steps[at[2]];
           c.ffma.block_group_rows = f.block_group_rows[at[3]];
           c.ffma.split_k = f.split_k[at[4]];
+          c.ffma.stages = f.stages[at[5]];
+          c.ffma.warp_rows = f.warp_layouts[at[6]].first;
+          c.ffma.warp_cols = f.warp_layouts[at[6]].second;
           add_unique(out, c);
         });
     return out;

@@ -21,6 +21,8 @@ struct FfmaSpace {
   std::vector<Extent2> blocks;    ///< block_m x block_n
   std::vector<Extent2> registers; ///< outputs per thread (threads = block / registers)
   std::vector<int> k_steps;
+  std::vector<int> stages;        ///< tiles in shared memory per K step (GemmTiling::stages)
+  std::vector<Extent2> warp_layouts; ///< warp_rows x warp_cols (0 x 0: row order)
   std::vector<int> block_group_rows;
   std::vector<int> split_k; ///< slices of K (1: none)
 };
