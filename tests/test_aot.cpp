@@ -3,7 +3,7 @@
 // and links against the CUDA driver's stub library, without LLVM or
 // Coalesce); bad ones exit non-zero, say why, and write nothing. The
 // generated launcher is also run against a stand-in driver
-// (codegen/aot/testing/fake_driver_check.cpp). The parts that need ptxas or
+// (runtime/aot/testing/fake_driver_check.cpp). The parts that need ptxas or
 // g++ skip themselves, saying so, where those are missing.
 
 #include "codegen/GpuTarget.h"
@@ -26,9 +26,9 @@ using namespace coalesce;
 
 namespace {
 
-const std::string kTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot";
-const std::string kExampleTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot-example";
-const std::string kAotSources = COALESCE_SOURCE_DIR "/codegen/aot";
+const std::string kTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot";
+const std::string kExampleTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot-example";
+const std::string kAotSources = COALESCE_SOURCE_DIR "/runtime/aot";
 
 /// A fresh, empty directory, removed with its contents at scope exit.
 struct TempDir {

@@ -1,6 +1,6 @@
-#include "codegen/aot/AotCompile.h"
+#include "runtime/aot/AotCompile.h"
 
-#include "codegen/aot/LauncherSource.h"
+#include "runtime/aot/LauncherSource.h"
 #include "dsl/Error.h"
 #include "runtime/Pipeline.h"
 

@@ -4,7 +4,7 @@
 // header and source, and for inspection the loop nest and the LLVM IR.
 
 #include "codegen/GpuTarget.h"
-#include "codegen/aot/Generator.h"
+#include "runtime/aot/Generator.h"
 
 #include <string>
 #include <vector>

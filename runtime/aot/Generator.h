@@ -17,7 +17,7 @@
 //
 // Linked with the coalesce_aot_main library it is a complete tool: each
 // parameter is a flag (--block=128, --N=4096), --help lists them, and the tool
-// writes NAME.ptx, NAME.h and NAME.cpp (codegen/aot/aot_main.cpp).
+// writes NAME.ptx, NAME.h and NAME.cpp (runtime/aot/aot_main.cpp).
 
 #include "dsl/Func.h"
 

@@ -1,4 +1,4 @@
-#include "codegen/aot/LauncherSource.h"
+#include "runtime/aot/LauncherSource.h"
 
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"

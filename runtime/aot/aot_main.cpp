@@ -20,9 +20,9 @@
 // never meet. Other code of the project must not declare cl::opts that a
 // tool is expected to parse.
 
-#include "codegen/aot/AotCompile.h"
-#include "codegen/aot/Generator.h"
-#include "codegen/aot/OutputFiles.h"
+#include "runtime/aot/AotCompile.h"
+#include "runtime/aot/Generator.h"
+#include "runtime/aot/OutputFiles.h"
 #include "dsl/Error.h"
 
 #include <llvm/ADT/SmallString.h>

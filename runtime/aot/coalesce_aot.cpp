@@ -12,7 +12,7 @@
 //   coalesce-aot --emit=loops
 
 #include "scheduler/GemmSchedule.h"
-#include "codegen/aot/Generator.h"
+#include "runtime/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
