@@ -14,8 +14,8 @@
 
 #include "dsl/CompileProfile.h"
 #include "examples/Gemm.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -15,7 +15,7 @@
 #include "examples/Gemm.h"
 #include "examples/Schedules.h"
 #include "scheduler/EvaluateInt.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "scheduler/Lower.h"
 
 #include <cstdio>

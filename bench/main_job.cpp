@@ -24,8 +24,8 @@
 #include "bench/common/GemmPointers.h"
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
@@ -107,7 +107,7 @@ struct FusedGemm {
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
                             const std::vector<int> &knobs, int block_groups) {
   if (tensor_cores) {
-    // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
+    // Warp MMA (dsl/recipes/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
     // on Hopper's warpgroup MMA.
     MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
@@ -130,7 +130,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
   }
-  // The library's shape-aware GEMM schedule (scheduler/GemmSchedule.h).
+  // The library's shape-aware GEMM schedule (dsl/recipes/GemmSchedule.h).
   GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
   if (block_groups >= 0)
     tiling.block_group_rows = block_groups;

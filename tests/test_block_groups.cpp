@@ -4,8 +4,8 @@
 // K = 1 / K = 3 pair; the loop nest shows the grouping; misuse is rejected.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 

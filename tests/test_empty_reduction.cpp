@@ -7,8 +7,8 @@
 // reduction is still a UserError naming it.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 // ragged shapes, with the K = 1 / K = 3 pair, and their legality rules.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"

@@ -4,7 +4,7 @@
 // Register counts and the schedule-to-PTX time are reported, not asserted.
 
 #include "examples/Schedules.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -56,7 +56,7 @@ TEST_CASE("a CPU-only catalog schedule is refused for the GPU with a user error"
   }
 }
 
-// The tuned default (scheduler/GemmSchedule.h) at each tiling the shape-aware
+// The tuned default (dsl/recipes/GemmSchedule.h) at each tiling the shape-aware
 // choice can make: double-buffered cp.async staging, hoisted fragments, two
 // blocks per SM requested for 256 threads. It must fit without spills.
 TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, without spills") {

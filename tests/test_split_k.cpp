@@ -13,8 +13,8 @@
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "runtime/CudaDriver.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "scheduler/Lower.h"
 
 #include <doctest/doctest.h>

@@ -10,7 +10,7 @@
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 // information (serialized MMAs, injected waits) fail the test.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 

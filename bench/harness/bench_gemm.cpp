@@ -61,8 +61,8 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <benchmark/benchmark.h>
 

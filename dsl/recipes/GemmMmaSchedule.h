@@ -45,7 +45,7 @@ struct MmaTiling {
 /// than 64 x 64 leaves (ptxas spills there).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count = 132);
 /// The same, and the reduction split across blocks when the tiles leave
-/// multiprocessors idle (default_split_k, scheduler/GemmSchedule.h).
+/// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU

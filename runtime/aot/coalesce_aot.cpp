@@ -2,8 +2,8 @@
 // `gemm`: out = activation(A B + bias), row-major; A and B f32, tf32 (f32
 // data on tf32 tensor cores), bf16 or f16 (--dtype), out f32, bf16 or f16
 // (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
-// its schedules are GemmSchedule.cpp (FFMA, for f32) and
-// scheduler/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
+// its schedules are dsl/recipes/GemmSchedule (FFMA, for f32) and
+// dsl/recipes/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
 //
 //   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
@@ -11,12 +11,12 @@
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --emit=loops
 
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "runtime/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 
 #include <algorithm>
 #include <utility>
@@ -200,7 +200,7 @@ public:
       return out;
     }
     // The FFMA schedule: the library's shape-aware tiling (one knob struct,
-    // scheduler/GemmSchedule.h), with the tile given by the flags.
+    // dsl/recipes/GemmSchedule.h), with the tile given by the flags.
     GemmTiling tiling = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
                                             K.fixed() ? K.value() : 0);
     int rows = tile_m > 0 ? static_cast<int>(tile_m) : tiling.block_m;
