@@ -40,13 +40,13 @@ struct Kernel {
 
 Func fp32_kernel() {
   Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
   return g.out;
 }
 
 Func bf16_kernel() {
   Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, GpuTarget().sm_count()));
   return g.out;
 }
 

@@ -106,6 +106,9 @@ struct FusedGemm {
 /// tile. The same schedule for every shape for now.
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
                             const std::vector<int> &knobs, int block_groups) {
+  // The tilings fill the GPU's multiprocessors: this machine's GPU, or
+  // without one the default target's (the PTX below is for it).
+  const int sm_count = gpu::sm_count_for(GpuTarget());
   if (tensor_cores) {
     // Warp MMA (dsl/recipes/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
@@ -113,7 +116,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
                    : dtype == Float(16) ? (warpgroup ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
                                         : MmaKind::TF32_m16n8k8;
-    MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N);
+    MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N, sm_count);
     if (knobs.size() >= 6) {
       tiling.block_m = knobs[0];
       tiling.block_n = knobs[1];
@@ -131,7 +134,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     return;
   }
   // The library's shape-aware GEMM schedule (dsl/recipes/GemmSchedule.h).
-  GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+  GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K, sm_count);
   if (block_groups >= 0)
     tiling.block_group_rows = block_groups;
   std::printf("schedule: %s\n", tiling.str().c_str());

@@ -19,7 +19,7 @@ const char *split_k_mode_name(SplitKMode mode) {
   return "?";
 }
 
-/// Enough slices for any GPU (132 multiprocessors, a few blocks each), few
+/// Enough slices for any GPU (over a hundred multiprocessors, a few blocks each), few
 /// enough that the deterministic combine (one read per slice) stays short.
 constexpr int kMaxSlices = 256;
 

@@ -501,6 +501,41 @@ TEST_CASE("gemm: --block-groups and --min-blocks-per-sm reach the schedule's kno
   CHECK(ffma.contains("leave the flag out for --dtype=f32"));
 }
 
+TEST_CASE("gemm: every knob of GemmTiling and MmaTiling has a flag: buffering, copies, padding, the SM count") {
+  TempDir dir;
+  auto loops = [&](const std::string &flags) {
+    Result result = aot(flags + " --emit=loops", dir.path);
+    INFO(flags, "\n", result.err);
+    CHECK(result.status == 0);
+    return result.out;
+  };
+  auto contains = [](const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; };
+  // f32: the defaults, then one buffer, copies through registers, A unpadded.
+  CHECK(contains(loops(""), "allocate A_shared[2][8][132] f32 in shared"));
+  CHECK(contains(loops("--double-buffered=false --a-padding=0"), "allocate A_shared[8][128] f32 in shared"));
+  CHECK(contains(loops("--async-copy=false"), "allocate A_fetch["));
+  // Tensor cores: both paddings, one buffer (and so no deeper pipeline).
+  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate A_shared[3][128][48] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate B_shared[3][32][128] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --double-buffered=false"), "allocate A_shared[128][40] bf16 in shared"));
+  // The shape-aware tile fills --sm-count multiprocessors, by default the
+  // target's: 1024 x 1024 is 64 tiles of 128 x 128, fewer than an H200's
+  // 132 multiprocessors (so 64 x 64 tiles), enough for 16.
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024"), "for bi in gpu_block.y(0, 16)"));
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --sm-count=16"), "for bi in gpu_block.y(0, 8)"));
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --target=sm_89"), "for bi in gpu_block.y(0, 8)"));
+  // Flags a schedule has no knob for are refused, naming the way out.
+  Result async = aot("--dtype=bf16 --async-copy=false --emit=loops", dir.path);
+  CHECK(async.status == 1);
+  CHECK(async.contains("the tensor-core schedules copy A and B with cp.async only"));
+  Result b_padding = aot("--b-padding=4 --emit=loops", dir.path);
+  CHECK(b_padding.status == 1);
+  CHECK(b_padding.contains("leave the flag out for --dtype=f32"));
+  Result deep = aot("--dtype=bf16 --double-buffered=false --stages=3 --emit=loops", dir.path);
+  CHECK(deep.status == 1);
+  CHECK(deep.contains("--stages=3 with --double-buffered=false"));
+}
+
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
   for (const char *flag : {"--dtype=f64", "--out-dtype=int8", "--dtype=", "--out-dtype=BF16"}) {
     TempDir dir;

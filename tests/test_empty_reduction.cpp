@@ -75,7 +75,7 @@ Scheduler mma_schedule(MmaKind kind, int stages) {
     t.k_step = 16;
     t.stages = stages;
     if (is_warpgroup_mma(kind)) {
-      t = default_mma_tiling(kind, 64, 64);
+      t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
       t.block_m = t.block_n = t.warp_n = 64;
       t.stages = stages;
     }
@@ -101,7 +101,7 @@ TEST_CASE("K = 0 with the default FP32 GEMM schedule: double buffered through re
     check_k0(Epilogue::BiasGelu, Float(32), fp32_schedule(small_gemm_tiling(async_copy)), true);
   }
   // The shape-aware default tiling, as the AOT tool and the benchmark use it.
-  check_k0(Epilogue::Bias, Float(32), fp32_schedule(default_gemm_tiling(64, 64, 0)));
+  check_k0(Epilogue::Bias, Float(32), fp32_schedule(default_gemm_tiling(64, 64, 0, GpuTarget().sm_count())));
 }
 
 TEST_CASE("K = 0 with the tensor-core schedule: double buffered and 3- and 4-stage pipelines") {

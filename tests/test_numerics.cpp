@@ -119,8 +119,8 @@ TEST_CASE("relative_error fails on an unwritten element and on a wrong shape") {
 // against the double reference at ragged shapes (K not a multiple of the
 // K step, so the peeled tail runs), and at K = 1 / K = 3 against the chain.
 TEST_CASE("the default GEMM schedule matches the reference at ragged shapes and the K=1/K=3 pair") {
-  GemmTiling large = default_gemm_tiling(4096, 4096, 4096);
-  GemmTiling small = default_gemm_tiling(1024, 1024, 1024);
+  GemmTiling large = default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count());
+  GemmTiling small = default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count());
   GemmTiling through_registers = large;
   through_registers.async_copy = false;
   GemmTiling k16 = large;

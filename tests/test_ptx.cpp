@@ -66,7 +66,7 @@ TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, witho
   }
   struct Shape { int64_t M, N, K; } shapes[] = {{4096, 4096, 4096}, {2048, 1024, 512}, {1024, 1024, 1024}};
   for (const Shape &shape : shapes) {
-    GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+    GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K, GpuTarget().sm_count());
     Gemm g = make_gemm(Epilogue::BiasGelu);
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     Pipeline pipeline(g.out);

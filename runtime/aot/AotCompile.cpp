@@ -102,6 +102,7 @@ void check_output_name(const std::string &name) {
 
 std::vector<EmittedFile> compile_generator(Generator &generator, const AotRequest &request) {
   check_output_name(request.name);
+  generator.set_target(request.target);
   Pipeline pipeline(generator.build());
 
   LauncherSpec spec;
