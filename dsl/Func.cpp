@@ -570,7 +570,7 @@ Func &Func::gpu_block_groups(int rows) {
 
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
-    contents_->schedule.bias_folded_into = "requested";
+    contents_->schedule.fold_bias = true;
     return *this;
   });
 }
