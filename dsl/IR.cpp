@@ -86,7 +86,7 @@ Expr Load::make(Type type, const std::string &buffer, std::vector<Expr> indices)
 }
 
 Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
-                std::shared_ptr<FuncContents> func, std::shared_ptr<const InputContents> input) {
+                std::shared_ptr<internal::FuncContents> func, std::shared_ptr<const InputContents> input) {
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Func || func, "Func call without a callee");
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Input || input, "Input call without a buffer");
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Intrinsic, "intrinsic call '", name,

@@ -196,7 +196,9 @@ struct Load : BaseExprNode {
   static Expr make(Type type, const std::string &buffer, std::vector<Expr> indices);
 };
 
-struct FuncContents;
+namespace internal {
+struct FuncContents; // dsl/FuncContents.h
+} // namespace internal
 
 /// An input buffer of the algorithm: its name, element type and extents
 /// (outermost first, row-major), which may mention Params.
@@ -213,7 +215,7 @@ enum class CallType : uint8_t { Func, Input, Intrinsic };
 struct Call : BaseExprNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Call;
   Call(Type t, std::string n, std::vector<Expr> a, CallType c, std::optional<Intrinsic> in,
-       std::shared_ptr<FuncContents> f, std::shared_ptr<const InputContents> i)
+       std::shared_ptr<internal::FuncContents> f, std::shared_ptr<const InputContents> i)
       : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c), intrinsic(in),
         func(std::move(f)), input(std::move(i)) {}
   /// The Func's or Input's name; an intrinsic's printed name.
@@ -223,11 +225,11 @@ struct Call : BaseExprNode {
   /// Which intrinsic, for an Intrinsic call; empty otherwise, so that
   /// `call->intrinsic == Intrinsic::AsyncLoad` is false for other calls.
   const std::optional<Intrinsic> intrinsic;
-  const std::shared_ptr<FuncContents> func;          ///< the callee of a Func call
+  const std::shared_ptr<internal::FuncContents> func;          ///< the callee of a Func call
   const std::shared_ptr<const InputContents> input;  ///< the buffer of an Input call
   /// A call of a Func or an Input (not an intrinsic: see make_intrinsic).
   static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
-                   std::shared_ptr<FuncContents> func = nullptr,
+                   std::shared_ptr<internal::FuncContents> func = nullptr,
                    std::shared_ptr<const InputContents> input = nullptr);
   /// A call of `intrinsic`; an argument count or a type outside the
   /// intrinsic's list entry is an internal error.

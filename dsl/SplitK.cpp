@@ -25,7 +25,7 @@ constexpr int kMaxSlices = 256;
 
 Func &Func::split_k(const Func &producer, const VarOrRVar &k, const Var &slice, int slices, SplitKMode mode) {
   return all_or_nothing({contents_, producer.contents()}, [&]() -> Func & {
-    const FuncContents &theirs = *producer.contents();
+    const internal::FuncContents &theirs = *producer.contents();
     FuncSchedule &mine = contents_->schedule;
     std::string request = str_cat("in schedule for '", name(), "': split_k(", producer.name(), ", ", k.name, ", ",
                                   slice.name(), ", ", slices, ")");

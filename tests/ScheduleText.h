@@ -3,6 +3,7 @@
 // schedule before and after a primitive that must change nothing when it
 // raises a UserError (the all-or-nothing rule).
 
+#include "dsl/FuncContents.h"
 #include "dsl/Func.h"
 
 #include <sstream>

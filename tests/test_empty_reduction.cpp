@@ -6,6 +6,7 @@
 // reference; an empty input that a definition would read outside an empty
 // reduction is still a UserError naming it.
 
+#include "dsl/FuncContents.h"
 #include "examples/Reference.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"

@@ -8,6 +8,7 @@
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 
+#include <array>
 #include <doctest/doctest.h>
 
 

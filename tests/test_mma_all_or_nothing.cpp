@@ -9,6 +9,7 @@
 #include "ErrorCapture.h"
 #include "ScheduleText.h"
 
+#include <array>
 #include <doctest/doctest.h>
 
 using namespace coalesce;

@@ -8,6 +8,7 @@
 // default choice of split and tile; and the PTX (counters, fences, atomics)
 // assembled by ptxas.
 
+#include "dsl/FuncContents.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"

@@ -6,6 +6,7 @@
 // The ahead-of-time tool's --dtype/--out-dtype are tested in test_aot.cpp,
 // next to the helpers that run the tool.
 
+#include "scheduler/LoweredFunc.h"
 #include "ErrorCapture.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"

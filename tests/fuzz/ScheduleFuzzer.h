@@ -7,6 +7,7 @@
 // wrong result is a failure. Each case runs in a child process, so that a
 // crash or a hang is reported as such instead of ending the run.
 
+#include "dsl/FuncContents.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
