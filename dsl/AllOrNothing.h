@@ -20,7 +20,8 @@ namespace coalesce {
 // register_block, fuse_epilogue, mma_tile, mma) nest: the outermost
 // restores all.
 template <typename Body>
-auto all_or_nothing(std::initializer_list<std::shared_ptr<internal::FuncContents>> funcs, Body body) -> decltype(body()) {
+auto all_or_nothing(std::initializer_list<std::shared_ptr<internal::FuncContents>> funcs, Body body)
+    -> decltype(body()) {
   std::vector<std::pair<std::shared_ptr<internal::FuncContents>, FuncSchedule>> saved;
   for (const auto &func : funcs)
     saved.emplace_back(func, func->schedule);

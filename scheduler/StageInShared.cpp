@@ -248,7 +248,8 @@ Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::st
                    per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial, copy, -1, "", LoopRole::StagingCopy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
     const LoopInfo &loop = scan.loops.at(*name);
-    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, "", LoopRole::StagingCopy);
+    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, "",
+                     LoopRole::StagingCopy);
   }
   return copy;
 }
@@ -583,7 +584,8 @@ private:
     } else {
       new_body = Block::make({Block::make(copies), publish_fence(tiles), Barrier::make(), body, Barrier::make()});
     }
-    Stmt result = For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of, op->role);
+    Stmt result =
+        For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of, op->role);
     // The first tile is copied before the loop, unconditionally up to here:
     // at K = 0 the inputs may be empty, and even a clamped read of an empty
     // input (index extent - 1 = -1) is outside it. So the copy, its barrier
@@ -695,7 +697,8 @@ private:
       Stmt first = substitute({{op->name, op->min}}, step);
       loop = IfThenElse::make(0 < op->extent,
                               Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, step, op->gpu_dim, op->reduction_of, op->role)}));
+                                                            op->for_kind, step, op->gpu_dim, op->reduction_of,
+                                                            op->role)}));
     }
     Stmt result = Block::make({Block::make(prologue), loop,
                                // Nothing is left in flight after the loop

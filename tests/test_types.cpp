@@ -24,6 +24,9 @@ using namespace coalesce;
 using namespace coalesce::examples;
 using coalesce::testing::user_error_of;
 
+/// The multiprocessors the default target's GPU has (the tilings fill them).
+const int kTargetSms = GpuTarget().sm_count();
+
 namespace {
 
 uint32_t bits_of(float value) {
@@ -397,7 +400,7 @@ std::vector<TypedSchedule> typed_schedules() {
       {"shared_staged", [](Gemm &g) { schedule_shared_staged(g); }},
       {"bias_folded", schedule_bias_folded},
       {"default (async copies)",
-       [](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count())); }},
+       [](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, kTargetSms)); }},
       {"default (through registers)",
        [through_registers](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, through_registers); }},
   };
@@ -495,7 +498,7 @@ TEST_CASE("PTX for bf16 and f16 GEMM schedules assembles with ptxas for sm_80 an
   for (const Case &c : cases) {
     Gemm g = make_gemm(Epilogue::BiasGelu, c.in, c.out);
     if (c.default_schedule)
-      schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
+      schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, kTargetSms));
     else
       schedule_shared_staged(g);
     Pipeline pipeline(g.out);

@@ -18,6 +18,9 @@
 using namespace coalesce;
 using namespace coalesce::examples;
 
+/// The multiprocessors the default target's GPU has (the tilings fill them).
+const int kTargetSms = GpuTarget().sm_count();
+
 namespace {
 
 Type operand_type(MmaKind kind) { return kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16); }
@@ -71,7 +74,7 @@ Gemm warpgroup_tiled(MmaKind kind) {
 
 TEST_CASE("bf16 and f16 warpgroup MMA GEMMs + bias + GELU match the double reference, ragged shapes included") {
   for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
-    for (const MmaTiling &t : {small_group_tiling(kind), default_mma_tiling(kind, 4096, 4096, GpuTarget().sm_count())}) {
+    for (const MmaTiling &t : {small_group_tiling(kind), default_mma_tiling(kind, 4096, 4096, kTargetSms)}) {
       INFO(t.str());
       Gemm g = scheduled(kind, t);
       Pipeline pipeline(g.out);
@@ -123,7 +126,7 @@ TEST_CASE("a warpgroup MMA schedule's fused epilogue runs once, after the whole 
 }
 
 TEST_CASE("the loop nest shows the warpgroup MMA, its swizzled tiles and its synchronization") {
-  Gemm g = scheduled(MmaKind::BF16_wgmma_m64k16, default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, GpuTarget().sm_count()));
+  Gemm g = scheduled(MmaKind::BF16_wgmma_m64k16, default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, kTargetSms));
   std::string nest = Pipeline(g.out).loop_nest();
   CHECK_HAS(nest, "warpgroup_mma bf16 wgmma m64n128k16");
   CHECK_HAS(nest, "A: stride 1024 B; B: leading 8192 B, stride 1024 B, mn-major; 128-byte swizzle");
