@@ -22,7 +22,8 @@
 #              combine modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
 #              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs,
-#              and f32 and bf16 with split-K at the five split-K shapes); the
+#              once more with the cubin embedded (--cubin), and f32 and bf16
+#              with split-K at the five split-K shapes); the
 #              standalone runtime/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
 #   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
@@ -237,13 +238,15 @@ else
   # app and run at its shapes.
   aot_rc=0 aot_figures=""
   # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup);
+  # bf16-cubin: the same with ptxas's cubin embedded, which the driver loads;
   # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
   # caller's workspace), run at the five skinny and deep split-K shapes.
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
-  for variant in f32 tf32 bf16 f16 bf16-wgmma f32-splitk bf16-splitk; do
+  for variant in f32 tf32 bf16 f16 bf16-wgmma bf16-cubin f32-splitk bf16-splitk; do
     dtype=${variant%%-*} extra_flags="" split=OFF
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;
+      *-cubin) extra_flags="--mma=warpgroup --cubin" ;; # the launcher loads ptxas's cubin, not the PTX
       f32-splitk) extra_flags=--split-k=8 split=ON ;;
       bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;
     esac
