@@ -14,8 +14,8 @@
 
 #include "dsl/CompileProfile.h"
 #include "examples/Gemm.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,6 +33,9 @@ namespace {
 using namespace coalesce;
 using namespace coalesce::examples;
 
+/// The multiprocessors the default target's GPU has (the tilings fill them).
+const int kTargetSms = GpuTarget().sm_count();
+
 struct Kernel {
   const char *name;
   std::function<Func()> build;
@@ -40,13 +43,13 @@ struct Kernel {
 
 Func fp32_kernel() {
   Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
   return g.out;
 }
 
 Func bf16_kernel() {
   Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, kTargetSms));
   return g.out;
 }
 

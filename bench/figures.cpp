@@ -15,7 +15,7 @@
 #include "examples/Gemm.h"
 #include "examples/Schedules.h"
 #include "scheduler/EvaluateInt.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "scheduler/Lower.h"
 
 #include <cstdio>
@@ -147,7 +147,7 @@ void register_block_figure(const std::string &dir) {
 // of 64 bf16; each 16-byte column j of row r lands at position j ^ (r % 8).
 void swizzle_figure(const std::string &dir) {
   examples::Gemm g = examples::make_gemm(examples::Epilogue::None, BFloat(16), BFloat(16));
-  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64);
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64, GpuTarget().sm_count());
   t.block_m = t.block_n = t.warp_n = 64;
   // The threads' 16-byte copies show the layout column by column (the
   // TMA's boxes write the same layout whole).

@@ -28,8 +28,8 @@
 #include "bench/common/GemmPointers.h"
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
@@ -121,14 +121,17 @@ struct FfmaKnobs {
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
                             const std::vector<int> &knobs, int block_groups, bool cp_async,
                             const FfmaKnobs &ffma) {
+  // The tilings fill the GPU's multiprocessors: this machine's GPU, or
+  // without one the default target's (the PTX below is for it).
+  const int sm_count = gpu::sm_count_for(GpuTarget());
   if (tensor_cores) {
-    // Warp MMA (scheduler/GemmMmaSchedule.h): bf16/f16 inputs on their
+    // Warp MMA (dsl/recipes/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
     // on Hopper's warpgroup MMA.
     MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
                    : dtype == Float(16) ? (warpgroup ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
                                         : MmaKind::TF32_m16n8k8;
-    MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N);
+    MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N, sm_count);
     if (knobs.size() >= 6) {
       tiling.block_m = knobs[0];
       tiling.block_n = knobs[1];
@@ -147,8 +150,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
   }
-  // The library's shape-aware GEMM schedule (scheduler/GemmSchedule.h).
-  GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+  // The library's shape-aware GEMM schedule (dsl/recipes/GemmSchedule.h).
+  GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K, sm_count);
   if (block_groups >= 0)
     tiling.block_group_rows = block_groups;
   if (ffma.stages > 0)

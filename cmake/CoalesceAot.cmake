@@ -4,6 +4,8 @@
 #     [GPU_TARGET <sm>]           sm_80, sm_86, sm_89, sm_90 or sm_90a (default: the tool's, sm_90a)
 #     [TOOL <target-or-path>]     an AOT tool (default: Coalesce::coalesce-aot)
 #     [PARAMS <key=value>...]     the generator's parameters, as the tool's flags without "--"
+#     [CUBIN]                     embed the cubin ptxas assembles for GPU_TARGET too (--cubin):
+#                                 loaded first, the PTX the fallback
 #     [NO_DRIVER])                link no CUDA driver (the program brings its own cu* functions)
 #
 # Runs the AOT tool at build time (again whenever the tool changes) and
@@ -20,7 +22,7 @@
 # nothing, so no half-written launcher is ever compiled.
 
 function(coalesce_add_aot_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 AOT "NO_DRIVER" "GENERATOR;FUNCTION_NAME;GPU_TARGET;TOOL" "PARAMS")
+  cmake_parse_arguments(PARSE_ARGV 1 AOT "NO_DRIVER;CUBIN" "GENERATOR;FUNCTION_NAME;GPU_TARGET;TOOL" "PARAMS")
   if(AOT_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "coalesce_add_aot_library(${target}): unknown arguments: ${AOT_UNPARSED_ARGUMENTS}")
   endif()
@@ -48,6 +50,9 @@ function(coalesce_add_aot_library target)
   endif()
   if(AOT_GPU_TARGET)
     list(APPEND flags "--target=${AOT_GPU_TARGET}")
+  endif()
+  if(AOT_CUBIN)
+    list(APPEND flags "--cubin")
   endif()
   foreach(param IN LISTS AOT_PARAMS)
     if(NOT param MATCHES "^[A-Za-z][A-Za-z0-9_-]*=.")

@@ -216,7 +216,7 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
         row = row + (op->warp % 4) * 16;
         column = column + block * 8;
       }
-      Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update);
+      Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update, -1, "", LoopRole::MmaSteps);
       Stmt element = LetStmt::make(
           kMmaRow, row,
           LetStmt::make(kMmaColumn, column,
@@ -328,7 +328,7 @@ void CodeGenLLVM::emit_for(const For *op) {
   index->addIncoming(next, latch);
   registers_.close_loop(register_phis, latch);
 
-  if (op->name == kMmaStep) {
+  if (op->role == LoopRole::MmaSteps) {
     // A warp MMA's k steps as the host runs them (emit_warp_mma): left a
     // loop, since unrolling the hundreds of them a tensor-core nest holds
     // made host compile times grow past a minute.

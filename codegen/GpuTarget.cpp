@@ -5,19 +5,42 @@
 namespace coalesce {
 
 namespace {
+/// A supported target and the GPU its tuning figures are taken from.
+struct TargetInfo {
+  const char *sm;
+  const char *description;
+  int sm_count;
+};
+
 // Ampere (A100, A10/RTX 30), Ada (L4/RTX 40) and Hopper (H100/H200; sm_90a
-// adds wgmma and the tensor memory accelerator).
-const char *const kSupported[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+// adds wgmma and the tensor memory accelerator). Each with the data-centre
+// part of its architecture; sm_90a, the default, with the H200 the
+// measurements in docs/performance.md were made on.
+const TargetInfo kSupported[] = {
+    {"sm_80", "NVIDIA A100 (Ampere)", 108}, {"sm_86", "NVIDIA A10 (Ampere)", 72},
+    {"sm_89", "NVIDIA L4 (Ada)", 58},       {"sm_90", "NVIDIA H100 SXM (Hopper)", 132},
+    {"sm_90a", "NVIDIA H200 (Hopper)", 132}};
+
+const TargetInfo &info_of(const std::string &sm) {
+  for (const TargetInfo &info : kSupported)
+    if (sm == info.sm)
+      return info;
+  internal_error("GpuTarget '", sm, "' is not in the table of supported targets");
+}
 } // namespace
 
 const char *supported_gpu_targets() { return "sm_80, sm_86, sm_89, sm_90, sm_90a"; }
 
 GpuTarget GpuTarget::parse(const std::string &sm) {
-  for (const char *name : kSupported)
-    if (sm == name)
+  for (const TargetInfo &info : kSupported)
+    if (sm == info.sm)
       return GpuTarget(sm);
   user_error("unknown GPU target '", sm, "': expected one of ", supported_gpu_targets());
 }
+
+const char *GpuTarget::description() const { return info_of(sm_).description; }
+
+int GpuTarget::sm_count() const { return info_of(sm_).sm_count; }
 
 GpuTarget parse_gpu_target(const std::string &sm) { return GpuTarget::parse(sm); }
 

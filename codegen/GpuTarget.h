@@ -23,6 +23,15 @@ public:
   /// The `sm_XX` name, as ptxas and LLVM's NVPTX backend spell it.
   const std::string &sm() const { return sm_; }
 
+  /// The GPU the target's tuning is for, e.g. "NVIDIA H200 (Hopper)" for
+  /// sm_90a: the one whose figures sm_count() gives.
+  const char *description() const;
+  /// The multiprocessors of that GPU (132 for sm_90a, the H200's). Tilings
+  /// that aim to give every multiprocessor work take it when no device is
+  /// at hand (ahead-of-time compilation, a machine without a GPU); with a
+  /// device, callers take the device's own count (gpu::sm_count_for).
+  int sm_count() const;
+
   /// The PTX ISA version to emit, times ten (80 = PTX 8.0). 8.0 is the lowest
   /// that admits sm_90a; ptxas 13.0 accepts it for every target we support,
   /// and drivers from CUDA 12.0 on load it.

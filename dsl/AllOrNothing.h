@@ -3,6 +3,7 @@
 // dsl/MmaSchedule.cpp, the two files that define primitives).
 
 #include "dsl/Func.h"
+#include "dsl/FuncContents.h"
 
 #include <initializer_list>
 #include <memory>
@@ -19,8 +20,9 @@ namespace coalesce {
 // register_block, fuse_epilogue, mma_tile, mma) nest: the outermost
 // restores all.
 template <typename Body>
-auto all_or_nothing(std::initializer_list<std::shared_ptr<FuncContents>> funcs, Body body) -> decltype(body()) {
-  std::vector<std::pair<std::shared_ptr<FuncContents>, FuncSchedule>> saved;
+auto all_or_nothing(std::initializer_list<std::shared_ptr<internal::FuncContents>> funcs, Body body)
+    -> decltype(body()) {
+  std::vector<std::pair<std::shared_ptr<internal::FuncContents>, FuncSchedule>> saved;
   for (const auto &func : funcs)
     saved.emplace_back(func, func->schedule);
   try {

@@ -41,7 +41,7 @@ std::string join_dims(const StageSchedule &stage) {
 // at another site) then starts from its own loops, not a consumer's.
 // `leaving`: the Func leaves sites altogether (root, inline), so a tile's
 // storage request (store_in, or fuse_epilogue's registers) goes too.
-void forget_site(FuncContents &func, bool leaving) {
+void forget_site(internal::FuncContents &func, bool leaving) {
   FuncSchedule &schedule = func.schedule;
   if (schedule.placement != Placement::At)
     return;
@@ -72,7 +72,7 @@ void forget_site(FuncContents &func, bool leaving) {
 
 // ------------------------------------------------------------------- FuncRef
 
-FuncRef::FuncRef(std::shared_ptr<FuncContents> func, std::vector<Expr> args)
+FuncRef::FuncRef(std::shared_ptr<internal::FuncContents> func, std::vector<Expr> args)
     : func_(std::move(func)), args_(std::move(args)) {}
 
 FuncRef::operator Expr() const {
@@ -115,7 +115,7 @@ void FuncRef::operator=(const Expr &value) {
                "(...) += ..., after an initial value");
   func_->pure_vars = pure_vars;
   func_->type = value.type();
-  func_->pure = Definition{args_, value};
+  func_->pure = internal::Definition{args_, value};
   func_->defined = true;
   StageSchedule stage;
   for (const std::string &var : func_->pure_vars)
@@ -137,7 +137,7 @@ void FuncRef::add_update(const Expr &value) {
   if (value.type() != func_->type)
     user_error("update of '", func_->name, "' has type ", value.type(), " but '", func_->name,
                "' is ", func_->type);
-  func_->updates.push_back(Definition{args_, value});
+  func_->updates.push_back(internal::Definition{args_, value});
   StageSchedule stage;
   for (const std::string &var : func_->pure_vars)
     stage.dims.push_back(Dim{var});
@@ -165,7 +165,7 @@ void FuncRef::operator*=(const Expr &term) {
 
 // --------------------------------------------------------------------- Stage
 
-Stage::Stage(std::shared_ptr<FuncContents> func, int index) : func_(std::move(func)), index_(index) {}
+Stage::Stage(std::shared_ptr<internal::FuncContents> func, int index) : func_(std::move(func)), index_(index) {}
 
 StageSchedule &Stage::schedule() const {
   if (!func_->defined)
@@ -368,7 +368,7 @@ Stage &Stage::allow_reduction_invariant_terms() {
 
 // ---------------------------------------------------------------------- Func
 
-Func::Func(std::string name) : contents_(std::make_shared<FuncContents>()) {
+Func::Func(std::string name) : contents_(std::make_shared<internal::FuncContents>()) {
   check_identifier(name, "Func");
   contents_->name = std::move(name);
 }
@@ -568,9 +568,13 @@ Func &Func::gpu_block_groups(int rows) {
   });
 }
 
+const std::string &Func::name() const { return contents_->name; }
+
+bool Func::has_updates() const { return !contents_->updates.empty(); }
+
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
-    contents_->schedule.bias_folded_into = "requested";
+    contents_->schedule.fold_bias = true;
     return *this;
   });
 }

@@ -15,28 +15,12 @@
 
 namespace coalesce {
 
-/// One definition of a Func: its left-hand side coordinates and value.
-struct Definition {
-  std::vector<Expr> args;
-  Expr value;
-};
-
-struct FuncContents {
-  std::string name;
-  std::vector<std::string> pure_vars;
-  Type type;
-  bool defined = false;
-  Definition pure;
-  std::vector<Definition> updates;
-  FuncSchedule schedule;
-};
-
 class Func;
 
 /// `f(i, j)` on either side of a definition.
 class FuncRef {
 public:
-  FuncRef(std::shared_ptr<FuncContents> func, std::vector<Expr> args);
+  FuncRef(std::shared_ptr<internal::FuncContents> func, std::vector<Expr> args);
   /// Defines f purely (the first time) or adds an update definition.
   void operator=(const Expr &value);
   void operator=(const FuncRef &other) { *this = Expr(other); }
@@ -48,7 +32,7 @@ public:
 
 private:
   void add_update(const Expr &value);
-  std::shared_ptr<FuncContents> func_;
+  std::shared_ptr<internal::FuncContents> func_;
   std::vector<Expr> args_;
 };
 
@@ -56,7 +40,7 @@ private:
 /// Loop lists are written outermost first.
 class Stage {
 public:
-  Stage(std::shared_ptr<FuncContents> func, int index);
+  Stage(std::shared_ptr<internal::FuncContents> func, int index);
 
   /// for x: body  ->  for outer in [0, ceil(X/factor)): for inner in [0, factor):
   ///                    let x = outer*factor + inner; if x < X: body
@@ -139,23 +123,23 @@ protected:
   size_t find_dim(const std::string &var, const char *primitive) const;
   void check_new_name(const std::string &var, const char *primitive) const;
   Stage &map_to_gpu(const std::vector<VarOrRVar> &vars, ForKind kind, const char *primitive);
-  std::shared_ptr<FuncContents> func_;
+  std::shared_ptr<internal::FuncContents> func_;
   int index_;
 };
 
 class Func {
 public:
   explicit Func(std::string name);
-  Func(std::shared_ptr<FuncContents> contents) : contents_(std::move(contents)) {} // NOLINT
+  Func(std::shared_ptr<internal::FuncContents> contents) : contents_(std::move(contents)) {} // NOLINT
 
   FuncRef operator()(std::vector<Expr> args) const;
   template <typename... Args> FuncRef operator()(const Expr &first, const Args &...rest) const {
     return (*this)(std::vector<Expr>{first, Expr(rest)...});
   }
 
-  const std::string &name() const { return contents_->name; }
-  const std::shared_ptr<FuncContents> &contents() const { return contents_; }
-  bool has_updates() const { return !contents_->updates.empty(); }
+  const std::string &name() const;
+  const std::shared_ptr<internal::FuncContents> &contents() const { return contents_; }
+  bool has_updates() const;
 
   /// The schedule of update definition `index`.
   Stage update(int index = 0) const;
@@ -224,7 +208,7 @@ public:
   Func &gpu_block_groups(int rows);
 
 private:
-  std::shared_ptr<FuncContents> contents_;
+  std::shared_ptr<internal::FuncContents> contents_;
 };
 
 } // namespace coalesce

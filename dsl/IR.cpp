@@ -86,7 +86,7 @@ Expr Load::make(Type type, const std::string &buffer, std::vector<Expr> indices)
 }
 
 Expr Call::make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
-                std::shared_ptr<FuncContents> func, std::shared_ptr<const InputContents> input) {
+                std::shared_ptr<internal::FuncContents> func, std::shared_ptr<const InputContents> input) {
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Func || func, "Func call without a callee");
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Input || input, "Input call without a buffer");
   COALESCE_INTERNAL_ASSERT(call_type != CallType::Intrinsic, "intrinsic call '", name,
@@ -150,11 +150,11 @@ const char *memory_type_name(MemoryType memory) {
 }
 
 Stmt For::make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
-               int gpu_dim, const std::string &reduction_of) {
+               int gpu_dim, const std::string &reduction_of, LoopRole role) {
   COALESCE_INTERNAL_ASSERT(min.defined() && extent.defined() && body.defined(),
                            "incomplete loop '", name, "'");
   return Stmt(std::make_shared<const For>(name, std::move(min), std::move(extent), kind, gpu_dim,
-                                          reduction_of, std::move(body)));
+                                          reduction_of, role, std::move(body)));
 }
 
 Stmt Store::make(const std::string &buffer, std::vector<Expr> indices, Expr value) {
@@ -165,9 +165,9 @@ Stmt Store::make(const std::string &buffer, std::vector<Expr> indices, Expr valu
 }
 
 Stmt Allocate::make(const std::string &name, Type type, MemoryType memory,
-                    std::vector<Expr> extents, Stmt body) {
-  return Stmt(
-      std::make_shared<const Allocate>(name, type, memory, std::move(extents), std::move(body)));
+                    std::vector<Expr> extents, Stmt body, const std::string &staged_input) {
+  return Stmt(std::make_shared<const Allocate>(name, type, memory, std::move(extents), staged_input,
+                                               std::move(body)));
 }
 
 Stmt Block::make(const std::vector<Stmt> &stmts) {

@@ -197,7 +197,9 @@ struct Load : BaseExprNode {
   static Expr make(Type type, const std::string &buffer, std::vector<Expr> indices);
 };
 
-struct FuncContents;
+namespace internal {
+struct FuncContents; // dsl/FuncContents.h
+} // namespace internal
 
 /// An input buffer of the algorithm: its name, element type and extents
 /// (outermost first, row-major), which may mention Params.
@@ -214,7 +216,7 @@ enum class CallType : uint8_t { Func, Input, Intrinsic };
 struct Call : BaseExprNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Call;
   Call(Type t, std::string n, std::vector<Expr> a, CallType c, std::optional<Intrinsic> in,
-       std::shared_ptr<FuncContents> f, std::shared_ptr<const InputContents> i)
+       std::shared_ptr<internal::FuncContents> f, std::shared_ptr<const InputContents> i)
       : BaseExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), call_type(c), intrinsic(in),
         func(std::move(f)), input(std::move(i)) {}
   /// The Func's or Input's name; an intrinsic's printed name.
@@ -224,11 +226,11 @@ struct Call : BaseExprNode {
   /// Which intrinsic, for an Intrinsic call; empty otherwise, so that
   /// `call->intrinsic == Intrinsic::AsyncLoad` is false for other calls.
   const std::optional<Intrinsic> intrinsic;
-  const std::shared_ptr<FuncContents> func;          ///< the callee of a Func call
+  const std::shared_ptr<internal::FuncContents> func;          ///< the callee of a Func call
   const std::shared_ptr<const InputContents> input;  ///< the buffer of an Input call
   /// A call of a Func or an Input (not an intrinsic: see make_intrinsic).
   static Expr make(Type type, const std::string &name, std::vector<Expr> args, CallType call_type,
-                   std::shared_ptr<FuncContents> func = nullptr,
+                   std::shared_ptr<internal::FuncContents> func = nullptr,
                    std::shared_ptr<const InputContents> input = nullptr);
   /// A call of `intrinsic`; an argument count or a type outside the
   /// intrinsic's list entry is an internal error.
@@ -258,19 +260,28 @@ const char *for_kind_name(ForKind kind);
 enum class MemoryType : uint8_t { Auto, Register, Shared, Heap };
 const char *memory_type_name(MemoryType memory);
 
+/// What made a loop, so that a later pass finds it by this mark, never by
+/// its name: a loop of the schedule; one of the cooperative copies into
+/// shared memory that stage_inputs_in_shared adds (their thread loops and
+/// per-thread element loop); the k steps of one warp MMA, which the host
+/// code generator runs as a loop.
+enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps };
+
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;
-  For(std::string n, Expr mn, Expr ext, ForKind k, int gd, std::string rf, Stmt b)
+  For(std::string n, Expr mn, Expr ext, ForKind k, int gd, std::string rf, LoopRole r, Stmt b)
       : BaseStmtNode(node_kind), name(std::move(n)), min(std::move(mn)), extent(std::move(ext)),
-        for_kind(k), gpu_dim(gd), reduction_of(std::move(rf)), body(std::move(b)) {}
+        for_kind(k), gpu_dim(gd), reduction_of(std::move(rf)), role(r), body(std::move(b)) {}
   const std::string name;
   const Expr min, extent;
   const ForKind for_kind;
   const int gpu_dim;              ///< 0 = x, 1 = y, 2 = z for GPU loops; -1 otherwise
   const std::string reduction_of; ///< the Func whose reduction this loop runs, or ""
+  const LoopRole role;            ///< what made the loop; a pass rebuilding it keeps it
   const Stmt body;
   static Stmt make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
-                   int gpu_dim = -1, const std::string &reduction_of = "");
+                   int gpu_dim = -1, const std::string &reduction_of = "",
+                   LoopRole role = LoopRole::Schedule);
 };
 
 struct Store : BaseStmtNode {
@@ -286,16 +297,20 @@ struct Store : BaseStmtNode {
 /// A buffer of constant `extents` (outermost first) live over `body`.
 struct Allocate : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Allocate;
-  Allocate(std::string n, Type t, MemoryType m, std::vector<Expr> e, Stmt b)
+  Allocate(std::string n, Type t, MemoryType m, std::vector<Expr> e, std::string s, Stmt b)
       : BaseStmtNode(node_kind), name(std::move(n)), type(t), memory(m), extents(std::move(e)),
-        body(std::move(b)) {}
+        staged_input(std::move(s)), body(std::move(b)) {}
   const std::string name;
   const Type type;
   const MemoryType memory;
   const std::vector<Expr> extents;
+  /// The Input whose tiles this buffer holds, when stage_inputs_in_shared
+  /// made it (its shared tile or the registers a copy passes through); ""
+  /// for any other buffer. A pass rebuilding the node keeps it.
+  const std::string staged_input;
   const Stmt body;
   static Stmt make(const std::string &name, Type type, MemoryType memory,
-                   std::vector<Expr> extents, Stmt body);
+                   std::vector<Expr> extents, Stmt body, const std::string &staged_input = "");
 };
 
 struct Block : BaseStmtNode {

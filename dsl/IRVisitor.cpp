@@ -206,7 +206,7 @@ Stmt IRMutator::visit(const For *op, const Stmt &self) {
     return self;
   if (!body.defined())
     return Stmt();
-  return For::make(op->name, min, extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
+  return For::make(op->name, min, extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role);
 }
 Stmt IRMutator::visit(const Store *op, const Stmt &self) {
   std::vector<Expr> indices;
@@ -226,7 +226,7 @@ Stmt IRMutator::visit(const Allocate *op, const Stmt &self) {
     return self;
   if (!body.defined())
     return Stmt();
-  return Allocate::make(op->name, op->type, op->memory, extents, body);
+  return Allocate::make(op->name, op->type, op->memory, extents, body, op->staged_input);
 }
 Stmt IRMutator::visit(const Block *op, const Stmt &self) {
   std::vector<Stmt> stmts;

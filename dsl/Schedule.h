@@ -177,8 +177,9 @@ struct FuncSchedule {
   std::vector<StageSchedule> stages; ///< [0] pure, [1..] updates
   /// Explicit extents of the pure dimensions, overriding inference (output only).
   std::vector<Expr> bounds;
-  /// out = f(acc + b): start acc's reduction from b instead of adding b after it.
-  std::string bias_folded_into;
+  /// out = f(acc + b): start acc's reduction from b instead of adding b after
+  /// it (fold_bias_into_init, applied by the pass of that name).
+  bool fold_bias = false;
   /// For the output: blocks of its kernels each multiprocessor should hold
   /// at once (0: whatever the register use allows).
   int min_blocks_per_sm = 0;

@@ -19,13 +19,13 @@ const char *split_k_mode_name(SplitKMode mode) {
   return "?";
 }
 
-/// Enough slices for any GPU (132 multiprocessors, a few blocks each), few
+/// Enough slices for any GPU (over a hundred multiprocessors, a few blocks each), few
 /// enough that the deterministic combine (one read per slice) stays short.
 constexpr int kMaxSlices = 256;
 
 Func &Func::split_k(const Func &producer, const VarOrRVar &k, const Var &slice, int slices, SplitKMode mode) {
   return all_or_nothing({contents_, producer.contents()}, [&]() -> Func & {
-    const FuncContents &theirs = *producer.contents();
+    const internal::FuncContents &theirs = *producer.contents();
     FuncSchedule &mine = contents_->schedule;
     std::string request = str_cat("in schedule for '", name(), "': split_k(", producer.name(), ", ", k.name, ", ",
                                   slice.name(), ", ", slices, ")");

@@ -32,7 +32,7 @@
 
 #include "examples/LessonSupport.h"
 #include "dsl/NarrowFloat.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 
 
 using namespace coalesce;

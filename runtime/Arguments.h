@@ -5,13 +5,14 @@
 // count over kMaxExtent (dsl/Limits.h), an output buffer that overlaps an input.
 
 #include "runtime/Buffer.h"
-#include "scheduler/LoweredFunc.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
 namespace coalesce {
+
+struct Argument; // a lowered function's argument (scheduler/LoweredFunc.h), an internal
 
 /// One named argument of a call: a buffer (non-owning) or an integer.
 class ArgumentValue {

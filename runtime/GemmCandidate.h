@@ -6,8 +6,8 @@
 
 #include "dsl/Func.h"
 #include "runtime/TuningProblem.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <string>
 

@@ -69,6 +69,10 @@ Device::Device() {
   max_threads_per_block_ = attribute(device_, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
 }
 
+int sm_count_for(const GpuTarget &target) {
+  return gpu_available() ? Device::get().sm_count() : target.sm_count();
+}
+
 Device &Device::get() {
   // Deliberately leaked: destroying it at exit would race the driver's own
   // teardown. If construction throws, the next call tries again.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/GpuTarget.h"
 #include "runtime/CudaDriver.h"
 
 namespace coalesce::gpu {
@@ -53,6 +54,11 @@ private:
   int sm_count_ = 0, compute_capability_ = 0, max_shared_optin_ = 0, max_threads_per_block_ = 0;
   int64_t l2_bytes_ = 0;
 };
+
+/// The multiprocessors a tiling should give work to: the device's when
+/// there is a GPU (gpu_available), else those of the GPU `target` is tuned
+/// for (GpuTarget::sm_count). The shape-aware tilings of dsl/recipes take it.
+int sm_count_for(const GpuTarget &target);
 
 /// Device memory, freed on destruction. Move-only. A zero-byte buffer holds no
 /// allocation (ptr() == 0).

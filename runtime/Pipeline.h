@@ -8,7 +8,6 @@
 #include "dsl/Func.h"
 #include "runtime/Arguments.h"
 #include "runtime/Buffer.h"
-#include "scheduler/LoweredFunc.h"
 #include "scheduler/ResourceBudget.h"
 
 #include <map>
@@ -24,6 +23,11 @@ namespace coalesce {
 class GpuExecutable;
 // The JIT-compiled host function (codegen/CodeGenHost.h), an internal.
 class HostKernel;
+// The lowered programs (scheduler/LoweredFunc.h), internals: include that
+// header to look inside gpu_program().
+struct LoweredFunc;
+struct GpuNest;
+struct GpuProgram;
 
 enum class Device { Cpu, Gpu };
 

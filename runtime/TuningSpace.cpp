@@ -49,6 +49,7 @@ void add_unique(std::vector<GemmCandidate> &out, const GemmCandidate &candidate)
 
 TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &sm, int sm_count) {
   TuningSpace space;
+  space.sm_count = sm_count;
   FfmaSpace &f = space.ffma;
   f.blocks = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {256, 128}, {128, 256}};
   f.registers = {{8, 8}, {8, 4}, {4, 8}, {4, 4}};
@@ -118,7 +119,7 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                            [&](const std::vector<size_t> &at) {
                              GemmCandidate c;
                              c.family = family;
-                             c.mma = default_mma_tiling(gemm_mma_kind(problem, family), problem.M, problem.N);
+                             c.mma = default_mma_tiling(gemm_mma_kind(problem, family), problem.M, problem.N, space.sm_count);
                              c.mma.block_m = m->blocks[at[0]].first;
                              c.mma.block_n = m->blocks[at[0]].second;
                              c.mma.warp_m = m->warp_tiles[at[1]].first;

@@ -44,6 +44,7 @@ struct TuningSpace {
   FfmaSpace ffma;            ///< used for dtype f32
   MmaSpace warp_mma;         ///< used for tf32, bf16, f16 (family WarpMma)
   MmaSpace warpgroup_mma;    ///< used for bf16, f16 on sm_90a (family WarpgroupMma)
+  int sm_count = 0;          ///< the GPU's multiprocessors, for the recipes' defaults
 };
 
 /// The space the tools search: around the library's defaults for the

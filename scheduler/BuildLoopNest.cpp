@@ -335,7 +335,7 @@ private:
     } else {
       body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
     }
-    return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of);
+    return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role);
   }
   const Environment &env_;
   const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle

@@ -55,14 +55,14 @@ private:
   }
 
   // The staging loop under a shared buffer: the first loop that is not one
-  // of the cooperative copies (named "<input>_shared.<loop>").
+  // of the cooperative copies (LoopRole::StagingCopy).
   static const For *staging_loop(const Stmt &body) {
     class First : public IRVisitor {
     public:
       const For *found = nullptr;
       using IRVisitor::visit;
       void visit(const For *op) override {
-        if (!found && op->name.find("_shared.") == std::string::npos)
+        if (!found && op->role != LoopRole::StagingCopy)
           found = op;
         if (!found)
           IRVisitor::visit(op);

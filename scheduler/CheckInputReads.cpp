@@ -5,6 +5,7 @@
 #include "dsl/IRVisitor.h"
 
 #include <map>
+#include <set>
 #include <optional>
 
 namespace coalesce {
@@ -176,9 +177,10 @@ private:
     } collect;
     collect.visit_expr(coordinate);
     std::string text;
+    std::set<std::string> listed; // each variable once (not by searching the text: "kk in" holds "k in")
     for (const Variable *var : collect.vars) {
       auto [min, extent] = domain_of(var);
-      if (!extent.defined() || text.find(var->name + " in") != std::string::npos)
+      if (!extent.defined() || !listed.insert(var->name).second)
         continue;
       text += (text.empty() ? "" : ", ") + var->name + " in [" + to_string(min) + ", " +
               to_string(is_zero(min) ? extent : Expr(min + extent)) + ")";

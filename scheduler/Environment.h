@@ -4,12 +4,17 @@
 // Funcs), the inputs and parameters they read, and the output's domain.
 
 #include "dsl/Func.h"
+#include "dsl/FuncContents.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
 namespace coalesce {
+
+// The passes work on the insides of Funcs (private copies of them).
+using internal::Definition;
+using internal::FuncContents;
 
 struct Environment {
   /// Producers before consumers; the output is last.

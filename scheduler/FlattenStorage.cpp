@@ -48,7 +48,7 @@ private:
     Expr size = 1;
     for (const Expr &e : op->extents)
       size = size * e;
-    return Allocate::make(op->name, op->type, op->memory, {size}, body);
+    return Allocate::make(op->name, op->type, op->memory, {size}, body, op->staged_input);
   }
   Stmt visit(const Store *op, const Stmt &self) override {
     Expr value = mutate(op->value);

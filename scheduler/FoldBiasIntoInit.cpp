@@ -96,7 +96,7 @@ private:
 
 void fold_bias_into_init(Environment &env) {
   for (FuncContents &func : env.funcs) {
-    if (func.schedule.bias_folded_into.empty())
+    if (!func.schedule.fold_bias)
       continue;
     Fold fold(env);
     Expr value = fold.mutate(func.pure.value);
@@ -120,7 +120,6 @@ void fold_bias_into_init(Environment &env) {
       rename[func.pure_vars[d]] = Variable::make(Int(32), producer.pure_vars[d]);
     producer.pure.value = substitute(rename, fold.bias);
     func.pure.value = value;
-    func.schedule.bias_folded_into = producer.name;
   }
 }
 

@@ -166,7 +166,7 @@ private:
       if (it == scan_.thread_dims.end() || !it->second.count(d) || !it->second.at(d))
         extents.push_back(op->extents[d]);
     MemoryType memory = op->memory == MemoryType::Auto ? MemoryType::Register : op->memory;
-    return Allocate::make(op->name, op->type, memory, extents, body);
+    return Allocate::make(op->name, op->type, memory, extents, body, op->staged_input);
   }
   Stmt visit(const Store *op, const Stmt &self) override {
     Stmt s = IRMutator::visit(op, self);

@@ -5,7 +5,7 @@
 // find and report loops share these few rules.
 
 #include "dsl/Error.h"
-#include "dsl/Func.h"
+#include "scheduler/Environment.h"
 
 #include <string>
 

@@ -246,10 +246,11 @@ Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::st
   copy = LetStmt::make(flat_name, simplify(element_var * static_cast<int>(threads) + thread), copy);
   int64_t per_thread = (units + threads - 1) / threads;
   copy = For::make(element, 0, static_cast<int>(per_thread),
-                   per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial, copy);
+                   per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial, copy, -1, "", LoopRole::StagingCopy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
     const LoopInfo &loop = scan.loops.at(*name);
-    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim);
+    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, "",
+                     LoopRole::StagingCopy);
   }
   return copy;
 }
@@ -584,7 +585,8 @@ private:
     } else {
       new_body = Block::make({Block::make(copies), publish_fence(tiles), Barrier::make(), body, Barrier::make()});
     }
-    Stmt result = For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of);
+    Stmt result =
+        For::make(op->name, op->min, op->extent, op->for_kind, new_body, op->gpu_dim, op->reduction_of, op->role);
     // The first tile is copied before the loop, unconditionally up to here:
     // at K = 0 the inputs may be empty, and even a clamped read of an empty
     // input (index extent - 1 = -1) is outside it. So the copy, its barrier
@@ -625,14 +627,14 @@ private:
           fetch_extents.push_back(scan.loops.at(name).extent);
         fetch_extents.push_back(static_cast<int>(elements_per_thread(tile, scan)));
         result = Allocate::make(fetch_buffer_name(tile.input->name), tile.input->type, MemoryType::Register, fetch_extents,
-                                result);
+                                result, tile.input->name);
       }
       std::vector<Expr> extents;
       if (tile.layout.double_buffered)
         extents.push_back(2);
       for (int64_t e : tile.shared_extents)
         extents.push_back(static_cast<int>(e));
-      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);
+      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result, tile.input->name);
     }
     return result;
   }
@@ -687,7 +689,7 @@ private:
                              Barrier::make(),
                              IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
                              intrinsic(Intrinsic::AsyncCommit), body});
-    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of);
+    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of, op->role);
     if (ahead_tiles < stages - 1) {
       // Warpgroup MMAs left in flight across the back edge: the first step
       // runs before the loop, so that the loop's head is reached only with
@@ -696,7 +698,8 @@ private:
       Stmt first = substitute({{op->name, op->min}}, step);
       loop = IfThenElse::make(0 < op->extent,
                               Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, step, op->gpu_dim, op->reduction_of)}));
+                                                            op->for_kind, step, op->gpu_dim, op->reduction_of,
+                                                            op->role)}));
     }
     Stmt result = Block::make({Block::make(prologue), loop,
                                // Nothing is left in flight after the loop
@@ -709,7 +712,7 @@ private:
       std::vector<Expr> extents = {Expr(stages)};
       for (int64_t e : tile.shared_extents)
         extents.push_back(static_cast<int>(e));
-      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result);
+      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result, tile.input->name);
     }
     return result;
   }
@@ -782,7 +785,7 @@ class MergeSiblingAllocations : public IRMutator {
       const Allocate *current = s.as<Allocate>();
       if (previous && current && same(previous, current)) {
         merged.back() = Allocate::make(previous->name, previous->type, previous->memory, previous->extents,
-                                       Block::make({previous->body, current->body}));
+                                       Block::make({previous->body, current->body}), previous->staged_input);
         continue;
       }
       merged.push_back(s);

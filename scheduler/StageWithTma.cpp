@@ -50,14 +50,15 @@ public:
     Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot), parity})), p_.body,
                              Barrier::make(),
                              IfThenElse::make(next < end, one_thread("next", issue(next, next_slot, "next")))});
-    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of);
+    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of, op->role);
     if (p_.mma_groups_in_flight > 0) {
       // As in the cp.async pipeline: the loop's head is reached only with
       // the accumulators defined by MMAs, or ptxas serializes them (C7515).
       Stmt first = substitute({{op->name, op->min}}, step);
       loop = IfThenElse::make(0 < op->extent,
                               Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, step, op->gpu_dim, op->reduction_of)}));
+                                                            op->for_kind, step, op->gpu_dim, op->reduction_of,
+                                                            op->role)}));
     }
     // Every thread is past its last wait before the barriers are
     // invalidated (a later pipeline over the same memory initializes them
@@ -89,7 +90,8 @@ private:
     if (only_first.defined())
       s = IfThenElse::make(only_first, s);
     for (auto t = p_.threads.rbegin(); t != p_.threads.rend(); ++t)
-      s = For::make(thread_name(use, t->name), t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim);
+      s = For::make(thread_name(use, t->name), t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, "",
+                    LoopRole::StagingCopy);
     return s;
   }
 
@@ -125,7 +127,9 @@ private:
         std::string r = str_cat(tile.buffer, ".", use, ".box", c, ".r"), e = str_cat(tile.buffer, ".", use, ".box", c, ".e");
         std::vector<Expr> coords = {Variable::make(Int(32), r), Variable::make(Int(32), e) + column0};
         Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.value(coords, shift));
-        Stmt copy = For::make(r, 0, rows, ForKind::Serial, For::make(e, 0, kBoxColumns, ForKind::Serial, element));
+        Stmt copy = For::make(r, 0, rows, ForKind::Serial,
+                              For::make(e, 0, kBoxColumns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
+                              "", LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
         copies.push_back(TensorCopy::make(tile.input->name, origin, {rows, kBoxColumns}, destination, barrier(slot), copy));
         bytes += rows * kBoxColumns * tile.input->type.bytes();

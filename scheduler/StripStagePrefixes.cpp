@@ -78,7 +78,9 @@ private:
     Expr min = mutate(op->min), extent = mutate(op->extent);
     return bind(op->name, [&](const std::string &name) {
       Stmt body = mutate(op->body);
-      return body.defined() ? For::make(name, min, extent, op->for_kind, body, op->gpu_dim, op->reduction_of) : body;
+      return body.defined()
+                 ? For::make(name, min, extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role)
+                 : body;
     });
   }
   Stmt visit(const LetStmt *op, const Stmt &self) override {

@@ -25,7 +25,7 @@ private:
     if (!replacements_.count(op->name))
       return IRMutator::visit(op, self);
     return For::make(op->name, mutate(op->min), mutate(op->extent), op->for_kind, hidden(op->name, op->body),
-                     op->gpu_dim, op->reduction_of);
+                     op->gpu_dim, op->reduction_of, op->role);
   }
   Stmt visit(const LetStmt *op, const Stmt &self) override {
     if (!replacements_.count(op->name))

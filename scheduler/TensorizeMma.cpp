@@ -17,23 +17,27 @@ namespace coalesce {
 
 namespace {
 
-// True if `e` reads buffer `name` (an input, or its staged copy).
-class ReadsBuffer : public IRVisitor {
+// True if `e` reads Input `input` itself or a buffer staged from it (an
+// Allocate whose staged_input is `input`, among `allocations`).
+class ReadsInput : public IRVisitor {
 public:
-  explicit ReadsBuffer(std::string name) : name_(std::move(name)) {}
+  ReadsInput(std::string input, const std::map<std::string, const Allocate *> &allocations)
+      : input_(std::move(input)), allocations_(allocations) {}
   bool found = false;
 
 private:
   using IRVisitor::visit;
   void visit(const Load *op) override {
-    found |= op->buffer == name_ || op->buffer == name_ + "_shared";
+    auto allocation = allocations_.find(op->buffer);
+    found |= op->buffer == input_ || (allocation != allocations_.end() && allocation->second->staged_input == input_);
     IRVisitor::visit(op);
   }
-  std::string name_;
+  std::string input_;
+  const std::map<std::string, const Allocate *> &allocations_;
 };
 
-bool reads(const Expr &e, const std::string &input) {
-  ReadsBuffer finder(input);
+bool reads(const Expr &e, const std::string &input, const std::map<std::string, const Allocate *> &allocations) {
+  ReadsInput finder(input, allocations);
   finder.visit_expr(e);
   return finder.found;
 }
@@ -106,7 +110,8 @@ private:
         };
         Stmt step = Block::make({sync(Intrinsic::WgmmaFence), loop->body, sync(Intrinsic::WgmmaCommit),
                                  sync(Intrinsic::WgmmaWait, {Expr(in_flight(schedule))})});
-        return For::make(loop->name, loop->min, loop->extent, loop->for_kind, step, loop->gpu_dim, loop->reduction_of);
+        return For::make(loop->name, loop->min, loop->extent, loop->for_kind, step, loop->gpu_dim, loop->reduction_of,
+                         loop->role);
       }
       if (group && op->name == stage.prefix + k_outer(schedule) && in_flight(schedule) > 0) {
         // The last step's MMAs complete before anything after the
@@ -240,8 +245,8 @@ private:
     }
     auto operand_value = [&](const Expr &e) { return simplify(substitute(operand, expand(e, lets))); };
     Expr x = operand_value(mul->a), y = operand_value(mul->b);
-    Expr a = reads(x, stage.operands.a) ? x : y, b = a.same_as(x) ? y : x;
-    COALESCE_INTERNAL_ASSERT(reads(a, stage.operands.a) && reads(b, stage.operands.b),
+    Expr a = reads(x, stage.operands.a, allocations_) ? x : y, b = a.same_as(x) ? y : x;
+    COALESCE_INTERNAL_ASSERT(reads(a, stage.operands.a, allocations_) && reads(b, stage.operands.b, allocations_),
                              "MMA operands do not read '", stage.operands.a, "' and '", stage.operands.b, "'");
     if (kind == MmaKind::TF32_m16n8k8) {
       // The instruction sees its f32 operands rounded to tf32; so does the

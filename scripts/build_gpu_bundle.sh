@@ -24,7 +24,7 @@ mkdir -p "$staging/bin" "$bundle"
 # as one file: the transfer to the GPU machine is capped at 64 MiB.
 soname=$(readelf -d "$build/libcoalesce.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 cp -L "$build/libcoalesce.so" "$staging/bin/${soname:-libcoalesce.so}"
-for program in "$build"/tests/test_* "$build"/bench/coalesce-* "$build"/examples/lesson_* "$build"/codegen/aot/coalesce-aot "$build"/codegen/aot/coalesce-aot-example; do
+for program in "$build"/tests/test_* "$build"/bench/coalesce-* "$build"/examples/lesson_* "$build"/runtime/aot/coalesce-aot "$build"/runtime/aot/coalesce-aot-example; do
   [ -f "$program" ] && [ -x "$program" ] && cp "$program" "$staging/bin/"
 done
 # Google Benchmark ships only as a shared library on Debian.

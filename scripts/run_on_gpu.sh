@@ -22,8 +22,9 @@
 #              combine modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
 #              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs,
-#              and f32 and bf16 with split-K at the five split-K shapes); the
-#              standalone codegen/aot/example_app is built against each with
+#              once more with the cubin embedded (--cubin), and f32 and bf16
+#              with split-K at the five split-K shapes); the
+#              standalone runtime/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
 #   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
 #   bench      only with --bench, if bench/run_benchmarks.sh exists
@@ -110,10 +111,10 @@ run_logged() { # log command...: appends the command's output to log, returns it
 
 # ------------------------------------------------------------------- tests
 # Recreate the build tree's absolute paths the test programs were compiled with.
-aot_tool_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '/codegen/aot/coalesce-aot$' || true)
-aot_src_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '^/.*/codegen/aot$' || true)
-src_dir=${aot_src_path%/codegen/aot}
-bin_dir=${aot_tool_path%/codegen/aot/coalesce-aot}
+aot_tool_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '/runtime/aot/coalesce-aot$' || true)
+aot_src_path=$(strings -n 8 "$bin/test_aot" 2>/dev/null | grep -m1 '^/.*/runtime/aot$' || true)
+src_dir=${aot_src_path%/runtime/aot}
+bin_dir=${aot_tool_path%/runtime/aot/coalesce-aot}
 test_dir=$tree/tests
 if [ -n "$src_dir" ] && [ -n "$bin_dir" ]; then
   if [ "$(realpath -m "$src_dir")" != "$tree" ]; then
@@ -130,10 +131,10 @@ if [ -n "$src_dir" ] && [ -n "$bin_dir" ]; then
   if [ -d "$src_dir/tests" ]; then test_dir=$src_dir/tests; fi
   # The build folder under a linked tree would be a link into it: make it a real folder.
   [ -L "$bin_dir" ] && rm -f "$bin_dir"
-  if mkdir -p "$bin_dir/codegen/aot" 2>/dev/null; then
+  if mkdir -p "$bin_dir/runtime/aot" 2>/dev/null; then
     for tool in coalesce-aot coalesce-aot-example; do
-      [ -x "$bin/$tool" ] && [ ! -e "$bin_dir/codegen/aot/$tool" -o -L "$bin_dir/codegen/aot/$tool" ] &&
-        ln -sfn "$bin/$tool" "$bin_dir/codegen/aot/$tool"
+      [ -x "$bin/$tool" ] && [ ! -e "$bin_dir/runtime/aot/$tool" -o -L "$bin_dir/runtime/aot/$tool" ] &&
+        ln -sfn "$bin/$tool" "$bin_dir/runtime/aot/$tool"
     done
   fi
 fi
@@ -237,13 +238,15 @@ else
   # app and run at its shapes.
   aot_rc=0 aot_figures=""
   # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup);
+  # bf16-cubin: the same with ptxas's cubin embedded, which the driver loads;
   # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
   # caller's workspace), run at the five skinny and deep split-K shapes.
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
-  for variant in f32 tf32 bf16 f16 bf16-wgmma f32-splitk bf16-splitk; do
+  for variant in f32 tf32 bf16 f16 bf16-wgmma bf16-cubin f32-splitk bf16-splitk; do
     dtype=${variant%%-*} extra_flags="" split=OFF
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;
+      *-cubin) extra_flags="--mma=warpgroup --cubin" ;; # the launcher loads ptxas's cubin, not the PTX
       f32-splitk) extra_flags=--split-k=8 split=ON ;;
       bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;
     esac
@@ -254,7 +257,7 @@ else
     echo "=== $variant" >>"$aot_log"
     run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
       --dtype=$dtype --out-dtype=$out_dtype $extra_flags --output-dir="$gen" || rc=$?
-    [ $rc = 0 ] && { run_logged "$aot_log" cmake -S codegen/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
+    [ $rc = 0 ] && { run_logged "$aot_log" cmake -S runtime/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
       -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCOALESCE_EXAMPLE_SPLIT_K=$split \
       -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
     [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }

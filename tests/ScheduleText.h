@@ -3,6 +3,7 @@
 // schedule before and after a primitive that must change nothing when it
 // raises a UserError (the all-or-nothing rule).
 
+#include "dsl/FuncContents.h"
 #include "dsl/Func.h"
 
 #include <sstream>
@@ -21,7 +22,7 @@ inline std::string schedule_text(const Func &f) {
   const FuncSchedule &s = f.contents()->schedule;
   std::ostringstream text;
   text << static_cast<int>(s.placement) << s.placement_set << s.at_func << "." << s.at_var << " m"
-       << static_cast<int>(s.memory) << " b" << s.bias_folded_into << s.min_blocks_per_sm << " from";
+       << static_cast<int>(s.memory) << " b" << s.fold_bias << s.min_blocks_per_sm << " from";
   for (const std::string &v : s.mirrored_from)
     text << " " << v;
   text << " bounds " << s.bounds.size();

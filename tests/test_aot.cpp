@@ -3,7 +3,7 @@
 // and links against the CUDA driver's stub library, without LLVM or
 // Coalesce); bad ones exit non-zero, say why, and write nothing. The
 // generated launcher is also run against a stand-in driver
-// (codegen/aot/testing/fake_driver_check.cpp). The parts that need ptxas or
+// (runtime/aot/testing/fake_driver_check.cpp). The parts that need ptxas or
 // g++ skip themselves, saying so, where those are missing.
 
 #include "codegen/GpuTarget.h"
@@ -26,9 +26,9 @@ using namespace coalesce;
 
 namespace {
 
-const std::string kTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot";
-const std::string kExampleTool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot-example";
-const std::string kAotSources = COALESCE_SOURCE_DIR "/codegen/aot";
+const std::string kTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot";
+const std::string kExampleTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot-example";
+const std::string kAotSources = COALESCE_SOURCE_DIR "/runtime/aot";
 
 /// A fresh, empty directory, removed with its contents at scope exit.
 struct TempDir {
@@ -282,8 +282,8 @@ TEST_CASE("gemm: PTX that ptxas accepts, a documented header, a launcher that ne
   CHECK(ptx.find(".target sm_90a") != std::string::npos);
   if (can_assemble()) {
     PtxasResult assembled = assemble_ptx(ptx, parse_gpu_target("sm_90a"));
-    REQUIRE(assembled.find("out") != nullptr);
-    CHECK(!assembled.find("out")->spills());
+    REQUIRE(assembled.find("gemm_bias_gelu") != nullptr);
+    CHECK(!assembled.find("gemm_bias_gelu")->spills());
   }
   if (can_compile_launchers())
     check_launcher_builds(dir, "gemm_bias_gelu", "gemm_bias_gelu(0, 0, 0, 0, 1, 1, 1, 0)");
@@ -312,7 +312,7 @@ TEST_CASE("gemm: sizes given when generating are constants the launcher checks")
   CHECK(ptx.find(".target sm_80") != std::string::npos);
   CHECK(ptx.find(".param .u32") == std::string::npos); // no run-time sizes
   if (can_assemble())
-    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_80")).find("out") != nullptr);
+    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_80")).find("gemm_relu") != nullptr);
   if (can_compile_launchers()) {
     TempDir build;
     for (const char *file : {"gemm_relu.h", "gemm_relu.cpp"})
@@ -330,10 +330,10 @@ TEST_CASE("gemm: every activation, with and without bias, and a larger tile asse
       Result result = aot(args, dir.path);
       INFO(args, "\n", result.err);
       REQUIRE(result.status == 0);
-      CHECK(result.out.find(".entry coalesce_out(") != std::string::npos);
+      CHECK(result.out.find(".entry coalesce_gemm(") != std::string::npos);
       CHECK(dir.entries().empty());
       if (assemble)
-        CHECK(assemble_ptx(result.out, parse_gpu_target("sm_90a")).find("out") != nullptr);
+        CHECK(assemble_ptx(result.out, parse_gpu_target("sm_90a")).find("gemm") != nullptr);
     }
   TempDir dir;
   Result large = aot("--emit=header --tile-m=128 --tile-n=128 --reg-m=8 --reg-n=8", dir.path);
@@ -364,7 +364,7 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4") != std::string::npos);
   CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
   if (assemble)
-    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out") != nullptr);
+    CHECK(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_bf16") != nullptr);
   if (have_program("g++"))
     check_launcher_builds(dir, "gemm_bf16", "gemm_bf16(0, 0, 0, 0, 1, 1, 1, 0)");
 
@@ -376,7 +376,7 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(f16_ptx.find("cvt.rn.f16.f32") != std::string::npos);
   CHECK(read_file(dir / "gemm_f16.h").find("coalesce_f16_deviceptr A") != std::string::npos);
   if (assemble)
-    CHECK(assemble_ptx(f16_ptx, parse_gpu_target("sm_80")).find("out") != nullptr);
+    CHECK(assemble_ptx(f16_ptx, parse_gpu_target("sm_80")).find("gemm_f16") != nullptr);
 
   // tf32: f32 buffers, multiplied on tf32 tensor cores.
   Result tf32 = aot("--emit=ptx,header --dtype=tf32 --name=gemm_tf32 --output-dir=.", dir.path);
@@ -388,7 +388,7 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(read_file(dir / "gemm_tf32.h").find("CUresult gemm_tf32(CUdeviceptr A, CUdeviceptr B, CUdeviceptr bias, "
                                             "CUdeviceptr out,") != std::string::npos);
   if (assemble)
-    CHECK(assemble_ptx(tf32_ptx, parse_gpu_target("sm_90a")).find("out") != nullptr);
+    CHECK(assemble_ptx(tf32_ptx, parse_gpu_target("sm_90a")).find("gemm_tf32") != nullptr);
 
   // Mixed: 16-bit inputs, f32 output; the f32 default keeps CUdeviceptr.
   Result mixed = aot("--emit=header --dtype=f16", dir.path);
@@ -414,7 +414,7 @@ TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and
   CHECK(ptx.find(".extern .shared .align 16 .b8") != std::string::npos);
   CHECK(ptx.find("cp.async.wait_group \t2;") != std::string::npos); // stages - 2 groups left in flight
   if (can_assemble()) {
-    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_deep");
     REQUIRE(kernel != nullptr);
     CHECK(kernel->shared_bytes == 0); // no static tiles: all of it is dynamic
     CHECK_FALSE(kernel->spills());
@@ -457,7 +457,7 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
     CHECK(read_file(plain / "gemm_cp.cpp").find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
   }
   if (can_assemble()) {
-    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_wg");
     REQUIRE(kernel != nullptr);
     CHECK_FALSE(kernel->spills());
   }
@@ -487,7 +487,7 @@ TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace an
   std::string ptx = read_file(dir / "gemm_split.ptx");
   CHECK(ptx.find("fence.acq_rel.gpu") != std::string::npos);
   if (can_assemble())
-    CHECK_FALSE(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out")->spills());
+    CHECK_FALSE(assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_split")->spills());
   if (can_compile_launchers())
     check_launcher_builds(dir, "gemm_split", "gemm_split(0, 0, 0, 0, 1, 1, 1, 0, 0)");
   // Atomic slices and tensor cores take a workspace too.
@@ -534,6 +534,41 @@ TEST_CASE("gemm: --block-groups and --min-blocks-per-sm reach the schedule's kno
   Result ffma = aot("--min-blocks-per-sm=1 --emit=loops", dir.path);
   CHECK(ffma.status == 1);
   CHECK(ffma.contains("leave the flag out for --dtype=f32"));
+}
+
+TEST_CASE("gemm: every knob of GemmTiling and MmaTiling has a flag: buffering, copies, padding, the SM count") {
+  TempDir dir;
+  auto loops = [&](const std::string &flags) {
+    Result result = aot(flags + " --emit=loops", dir.path);
+    INFO(flags, "\n", result.err);
+    CHECK(result.status == 0);
+    return result.out;
+  };
+  auto contains = [](const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; };
+  // f32: the defaults, then one buffer, copies through registers, A unpadded.
+  CHECK(contains(loops(""), "allocate A_shared[2][8][132] f32 in shared"));
+  CHECK(contains(loops("--double-buffered=false --a-padding=0"), "allocate A_shared[8][128] f32 in shared"));
+  CHECK(contains(loops("--async-copy=false"), "allocate A_fetch["));
+  // Tensor cores: both paddings, one buffer (and so no deeper pipeline).
+  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate A_shared[3][128][48] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate B_shared[3][32][128] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --double-buffered=false"), "allocate A_shared[128][40] bf16 in shared"));
+  // The shape-aware tile fills --sm-count multiprocessors, by default the
+  // target's: 1024 x 1024 is 64 tiles of 128 x 128, fewer than an H200's
+  // 132 multiprocessors (so 64 x 64 tiles), enough for 16.
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024"), "for bi in gpu_block.y(0, 16)"));
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --sm-count=16"), "for bi in gpu_block.y(0, 8)"));
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --target=sm_89"), "for bi in gpu_block.y(0, 8)"));
+  // Flags a schedule has no knob for are refused, naming the way out.
+  Result async = aot("--dtype=bf16 --async-copy=false --emit=loops", dir.path);
+  CHECK(async.status == 1);
+  CHECK(async.contains("the tensor-core schedules copy A and B with cp.async only"));
+  Result b_padding = aot("--b-padding=4 --emit=loops", dir.path);
+  CHECK(b_padding.status == 1);
+  CHECK(b_padding.contains("leave the flag out for --dtype=f32"));
+  Result deep = aot("--dtype=bf16 --double-buffered=false --stages=3 --emit=loops", dir.path);
+  CHECK(deep.status == 1);
+  CHECK(deep.contains("--stages=3 with --double-buffered=false"));
 }
 
 TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") {
@@ -596,6 +631,79 @@ TEST_CASE("the launcher checks its arguments, loads the module once and launches
   CHECK(checked.out.find("launcher checks passed") != std::string::npos);
 }
 
+TEST_CASE("--cubin embeds ptxas's cubin next to the PTX, both as byte arrays; the launcher falls back to the PTX") {
+  if (!can_compile_launchers())
+    return;
+  TempDir dir;
+  Result generated = aot("--name=gemm_cubin --bias=true --activation=relu --K=96 --cubin --output-dir=.", dir.path);
+  INFO(generated.err);
+  REQUIRE(generated.status == 0);
+  std::string source = read_file(dir / "gemm_cubin.cpp");
+  // Byte arrays named after the launcher: the PTX (".version" first, NUL
+  // last) and the cubin (an ELF image), which is what ptxas makes of it.
+  CHECK(source.find("const unsigned char gemm_cubin_ptx[] = {\n    0x2f, 0x2f") != std::string::npos);
+  CHECK(source.find("const unsigned char gemm_cubin_cubin[] = {\n    0x7f, 0x45, 0x4c, 0x46,") !=
+        std::string::npos);
+  CHECK(read_file(dir / "gemm_cubin.h").find(" --cubin") != std::string::npos); // the command that regenerates it
+  std::string ptx = read_file(dir / "gemm_cubin.ptx");
+  size_t cubin_bytes = assemble_ptx(ptx, GpuTarget()).cubin.size();
+  size_t start = source.find("gemm_cubin_cubin[] = {"), end = source.find("};", start);
+  REQUIRE(end != std::string::npos);
+  CHECK(static_cast<size_t>(std::count(source.begin() + static_cast<long>(start),
+                                       source.begin() + static_cast<long>(end), 'x')) == cubin_bytes);
+  // Without --cubin, the PTX alone.
+  Result plain = aot("--name=gemm_plain --K=96 --emit=launcher", dir.path);
+  CHECK(plain.status == 0);
+  CHECK(plain.out.find("const unsigned char gemm_plain_ptx[] = {") != std::string::npos);
+  CHECK(plain.out.find("_cubin[]") == std::string::npos);
+
+  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
+                         quote(kAotSources + "/testing/fake_driver_cubin.cpp") + " gemm_cubin.cpp -o fake_driver_cubin",
+                     dir.path);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  for (const char *mode : {"", " refuse"}) {
+    Result checked = run(std::string("./fake_driver_cubin") + mode, dir.path);
+    INFO(mode, "\n", checked.out);
+    CHECK(checked.status == 0);
+    CHECK(checked.out.find("launcher checks passed") != std::string::npos);
+  }
+}
+
+TEST_CASE("kernels are named after --name: two launchers link into one program and launch their own kernels") {
+  TempDir dir;
+  // The PTX entry, the header's account and the LLVM IR name the kernel after the launcher.
+  Result ptx = aot("--name=gemm_named --emit=ptx", dir.path);
+  CHECK(ptx.out.find(".entry coalesce_gemm_named(") != std::string::npos);
+  CHECK(ptx.out.find("coalesce_out") == std::string::npos);
+  Result header = aot("--name=gemm_named --emit=header", dir.path);
+  CHECK(header.out.find("kernel 'gemm_named'") != std::string::npos);
+  Result llvm = aot("--name=gemm_named --emit=llvm", dir.path);
+  CHECK(llvm.out.find("@coalesce_gemm_named(") != std::string::npos);
+  // A split reduction's second kernel: NAME_1.
+  Result split = aot("--name=gemm_split --M=64 --N=64 --K=8192 --split-k=4 --emit=ptx", dir.path);
+  CHECK(split.status == 0);
+  CHECK(split.out.find(".entry coalesce_gemm_split(") != std::string::npos);
+  if (!can_compile_launchers())
+    return;
+  for (const char *flags : {"--name=gemm_relu_one --bias=true --activation=relu --K=96 --output-dir=.",
+                            "--name=gemm_gelu_two --bias=true --activation=gelu --K=96 --output-dir=."}) {
+    Result generated = aot(flags, dir.path);
+    INFO(flags, "\n", generated.err);
+    REQUIRE(generated.status == 0);
+  }
+  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
+                         quote(kAotSources + "/testing/fake_driver_two_launchers.cpp") +
+                         " gemm_relu_one.cpp gemm_gelu_two.cpp -o two_launchers",
+                     dir.path);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+  Result checked = run("./two_launchers", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(checked.out.find("launcher checks passed") != std::string::npos);
+}
+
 TEST_CASE("the launcher accepts K = 0 (out = epilogue(bias)) and empty outputs, and launches nothing for an empty grid") {
   if (!can_compile_launchers())
     return;
@@ -639,7 +747,7 @@ TEST_CASE("a user's generator file makes a tool: coalesce-aot-example") {
         std::string::npos);
   if (can_assemble())
     CHECK(assemble_ptx(read_file(dir / "bias_activation.ptx"), parse_gpu_target("sm_90a"))
-              .find("out") != nullptr);
+              .find("bias_activation") != nullptr);
   if (can_compile_launchers())
     check_launcher_builds(dir, "bias_activation", "bias_activation(0, 0, 0, 1, 1024, 0)");
 }

@@ -10,6 +10,7 @@
 #include "codegen/PtxAssembler.h"
 #include "examples/Reference.h"
 
+#include <array>
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -4,8 +4,8 @@
 // K = 1 / K = 3 pair; the loop nest shows the grouping; misuse is rejected.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 
@@ -20,7 +20,7 @@ using namespace coalesce::examples;
 namespace {
 
 GemmTiling small_ffma_tiling() {
-  GemmTiling t = default_gemm_tiling(1024, 1024, 1024);
+  GemmTiling t = default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count());
   t.block_m = t.block_n = 32;
   t.threads_m = t.threads_n = 8;
   return t;
@@ -51,7 +51,7 @@ TEST_CASE("grouped blocks compute what row-by-row blocks compute, ragged shapes 
 }
 
 TEST_CASE("grouped blocks on a warpgroup MMA schedule match the reference") {
-  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64);
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64, GpuTarget().sm_count());
   t.block_m = t.block_n = t.warp_n = 64;
   Gemm g = make_gemm(Epilogue::BiasRelu, BFloat(16), BFloat(16));
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
@@ -70,7 +70,7 @@ TEST_CASE("grouped blocks on a warpgroup MMA schedule match the reference") {
 
 TEST_CASE("the loop nest shows the grouped block order, and the kernel assembles") {
   Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
   g.out.gpu_block_groups(8);
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();

@@ -6,9 +6,10 @@
 // reference; an empty input that a definition would read outside an empty
 // reduction is still a UserError naming it.
 
+#include "dsl/FuncContents.h"
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 
 #include <doctest/doctest.h>
@@ -75,7 +76,7 @@ Scheduler mma_schedule(MmaKind kind, int stages) {
     t.k_step = 16;
     t.stages = stages;
     if (is_warpgroup_mma(kind)) {
-      t = default_mma_tiling(kind, 64, 64);
+      t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
       t.block_m = t.block_n = t.warp_n = 64;
       t.stages = stages;
     }
@@ -101,7 +102,7 @@ TEST_CASE("K = 0 with the default FP32 GEMM schedule: double buffered through re
     check_k0(Epilogue::BiasGelu, Float(32), fp32_schedule(small_gemm_tiling(async_copy)), true);
   }
   // The shape-aware default tiling, as the AOT tool and the benchmark use it.
-  check_k0(Epilogue::Bias, Float(32), fp32_schedule(default_gemm_tiling(64, 64, 0)));
+  check_k0(Epilogue::Bias, Float(32), fp32_schedule(default_gemm_tiling(64, 64, 0, GpuTarget().sm_count())));
 }
 
 TEST_CASE("K = 0 with the FP32 GEMM schedule: one tile, and 3- and 4-stage pipelines") {

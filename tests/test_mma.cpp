@@ -3,11 +3,12 @@
 // ragged shapes, with the K = 1 / K = 3 pair, and their legality rules.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 
+#include <array>
 #include <doctest/doctest.h>
 
 
@@ -203,7 +204,7 @@ TEST_CASE("MMA GEMM kernels assemble with ptxas for sm_90a and sm_80, with mma.s
   for (MmaKind kind : {MmaKind::TF32_m16n8k8, MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16}) {
     Type in = kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : kind == MmaKind::F16_m16n8k16 ? Float(16) : Float(32);
     Gemm g = make_gemm(Epilogue::BiasGelu, in, in == Float(32) ? Float(32) : BFloat(16));
-    MmaTiling t = default_mma_tiling(kind, 4096, 4096);
+    MmaTiling t = default_mma_tiling(kind, 4096, 4096, GpuTarget().sm_count());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
     Pipeline pipeline(g.out);
     for (std::string sm : {"sm_90a", "sm_80"}) {

@@ -9,6 +9,7 @@
 #include "ErrorCapture.h"
 #include "ScheduleText.h"
 
+#include <array>
 #include <doctest/doctest.h>
 
 using namespace coalesce;
@@ -18,7 +19,7 @@ using testing::user_error_of;
 
 namespace {
 
-// The loops of the tensor-core schedule (scheduler/GemmMmaSchedule.cpp),
+// The loops of the tensor-core schedule (dsl/recipes/GemmMmaSchedule.cpp),
 // built step by step so that a rejected call can sit between the steps.
 struct MmaGemm {
   Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), Float(32));

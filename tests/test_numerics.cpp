@@ -5,7 +5,7 @@
 
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -113,14 +113,14 @@ TEST_CASE("relative_error fails on an unwritten element and on a wrong shape") {
   CHECK_FALSE(relative_error(Buffer({5, 7}), ref) < kTolerance);
 }
 
-// The tuned default (scheduler/GemmSchedule.h), which the main job, the AOT
+// The tuned default (dsl/recipes/GemmSchedule.h), which the main job, the AOT
 // tool and the benchmark use, at each tiling the shape-aware choice makes and
 // with both ways of double buffering (cp.async-style copies and registers):
 // against the double reference at ragged shapes (K not a multiple of the
 // K step, so the peeled tail runs), and at K = 1 / K = 3 against the chain.
 TEST_CASE("the default GEMM schedule matches the reference at ragged shapes and the K=1/K=3 pair") {
-  GemmTiling large = default_gemm_tiling(4096, 4096, 4096);
-  GemmTiling small = default_gemm_tiling(1024, 1024, 1024);
+  GemmTiling large = default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count());
+  GemmTiling small = default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count());
   GemmTiling through_registers = large;
   through_registers.async_copy = false;
   GemmTiling k16 = large;

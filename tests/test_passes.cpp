@@ -8,6 +8,7 @@
 #include "dsl/Func.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/Lower.h"
@@ -15,6 +16,7 @@
 #include "scheduler/StripStagePrefixes.h"
 #include "scheduler/UnrollLoops.h"
 
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -388,6 +390,50 @@ TEST_CASE("stage_inputs_in_shared stages two inputs at one loop") {
   size_t read = find_line(body, "acc[ti, tj, ri, rj] = acc[ti, tj, ri, rj] +");
   REQUIRE(read < body.size());
   CHECK(body[read].text == "acc[ti, tj, ri, rj] = acc[ti, tj, ri, rj] + A_shared[ti*4 + ri, ki]*B_shared[ki, tj*4 + rj]");
+}
+
+TEST_CASE("stage_inputs_in_shared marks what it makes: the copies' loops by role, the tiles by their Input") {
+  Gemm g;
+  g.fused(true, true);
+  // Walks the nest, checking that the staged buffers (staged_input set) are
+  // written only inside StagingCopy loops, and StagingCopy loops write only
+  // staged buffers.
+  class Marks : public IRVisitor {
+  public:
+    std::map<std::string, std::string> staged_from; // buffer -> its Input
+    int copy_loops = 0, copy_depth = 0, stores_in_copies = 0, misplaced = 0;
+    using IRVisitor::visit;
+    void visit(const Allocate *op) override {
+      staged_from[op->name] = op->staged_input;
+      IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+      bool copy = op->role == LoopRole::StagingCopy;
+      copy_loops += copy;
+      copy_depth += copy;
+      IRVisitor::visit(op);
+      copy_depth -= copy;
+    }
+    void visit(const Store *op) override {
+      bool staged = !staged_from[op->buffer].empty();
+      stores_in_copies += copy_depth > 0;
+      misplaced += staged != (copy_depth > 0);
+      IRVisitor::visit(op);
+    }
+  } marks;
+  Stmt nest = lower_loop_nest(g.out);
+  marks.visit_stmt(nest);
+  CHECK(marks.staged_from["A_shared"] == "A");
+  CHECK(marks.staged_from["B_shared"] == "B");
+  CHECK(marks.staged_from["acc"].empty());
+  CHECK(marks.copy_loops >= 6); // ti, tj and e for each of the two copies
+  CHECK(marks.stores_in_copies >= 2);
+  CHECK(marks.misplaced == 0);
+  // A pass that rebuilds the nodes keeps the marks.
+  Marks renamed;
+  renamed.visit_stmt(strip_stage_prefixes(nest));
+  CHECK(renamed.copy_loops == marks.copy_loops);
+  CHECK(renamed.staged_from["A_shared"] == "A");
 }
 
 // ------------------------------------------------- fuse_gpu_thread_loops

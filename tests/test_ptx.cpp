@@ -4,7 +4,7 @@
 // Register counts and the schedule-to-PTX time are reported, not asserted.
 
 #include "examples/Schedules.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -56,7 +56,7 @@ TEST_CASE("a CPU-only catalog schedule is refused for the GPU with a user error"
   }
 }
 
-// The tuned default (scheduler/GemmSchedule.h) at each tiling the shape-aware
+// The tuned default (dsl/recipes/GemmSchedule.h) at each tiling the shape-aware
 // choice can make: double-buffered cp.async staging, hoisted fragments, two
 // blocks per SM requested for 256 threads. It must fit without spills.
 TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, without spills") {
@@ -66,7 +66,7 @@ TEST_CASE("the default GEMM schedule assembles at every tiling it chooses, witho
   }
   struct Shape { int64_t M, N, K; } shapes[] = {{4096, 4096, 4096}, {2048, 1024, 512}, {1024, 1024, 1024}};
   for (const Shape &shape : shapes) {
-    GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K);
+    GemmTiling tiling = default_gemm_tiling(shape.M, shape.N, shape.K, GpuTarget().sm_count());
     Gemm g = make_gemm(Epilogue::BiasGelu);
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     Pipeline pipeline(g.out);
@@ -95,13 +95,13 @@ TEST_CASE("the FP32 GEMM schedule with 3 stages and warp layouts assembles witho
     MESSAGE("ptxas not found: skipping");
     return;
   }
-  GemmTiling three_stages = default_gemm_tiling(4096, 4096, 4096);
+  GemmTiling three_stages = default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count());
   three_stages.stages = 3;
   GemmTiling warps_4x8 = three_stages;
   warps_4x8.stages = 2;
   warps_4x8.warp_rows = 4;
   warps_4x8.warp_cols = 8;
-  GemmTiling warps_8x4 = default_gemm_tiling(1024, 1024, 1024);
+  GemmTiling warps_8x4 = default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count());
   warps_8x4.warp_rows = 8;
   warps_8x4.warp_cols = 4;
   for (const GemmTiling &tiling : {three_stages, warps_4x8, warps_8x4}) {

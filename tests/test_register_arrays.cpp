@@ -5,7 +5,7 @@
 // ragged shapes and with the K = 1 / K = 3 pair.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -59,7 +59,7 @@ TEST_CASE("a register tile indexed by constants is SSA values on the host, and c
 
 TEST_CASE("the default FFMA kernel's accumulators are SSA values, its inner product fused multiply-adds") {
   Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
   std::string ir = Pipeline(g.out).gpu_llvm_ir(parse_gpu_target("sm_90a"), false);
   CHECK(ir.find("alloca") == std::string::npos);
   CHECK(ir.find("llvm.fmuladd.f32") != std::string::npos);

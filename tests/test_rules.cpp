@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "dsl/FuncContents.h"
 #include "codegen/GpuTarget.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"

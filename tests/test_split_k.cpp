@@ -8,13 +8,15 @@
 // default choice of split and tile; and the PTX (counters, fences, atomics)
 // assembled by ptxas.
 
+#include "dsl/FuncContents.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "runtime/CudaDriver.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "runtime/GpuDevice.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "scheduler/Lower.h"
 
 #include <doctest/doctest.h>
@@ -259,7 +261,7 @@ TEST_CASE("warpgroup MMA split-K schedules (bf16, f16) match the reference and a
   for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16}) {
     Type in = kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16);
     Gemm g = make_gemm(Epilogue::BiasGelu, in, Float(32));
-    MmaTiling t = default_mma_tiling(kind, 64, 64);
+    MmaTiling t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
     t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
     t.split_k = 3;
     t.split_k_mode = kind == MmaKind::BF16_wgmma_m64k16 ? SplitKMode::Deterministic : SplitKMode::Atomic;
@@ -324,22 +326,22 @@ TEST_CASE("a split that would run the epilogue on partial sums, or change the su
 
 TEST_CASE("the default splits K only where the tiles leave multiprocessors idle, and picks small-M tiles") {
   // The five shapes that motivated split-K, and two that must not change.
-  GemmTiling decode = default_gemm_tiling(16, 4096, 4096);
+  GemmTiling decode = default_gemm_tiling(16, 4096, 4096, GpuTarget().sm_count());
   CHECK(decode.block_m == 16);
   CHECK(decode.split_k > 1);
-  CHECK(default_gemm_tiling(64, 11008, 4096).block_m == 64);
-  CHECK(default_gemm_tiling(64, 11008, 4096).split_k > 1);
-  CHECK(default_gemm_tiling(128, 4096, 16384).split_k > 1);
-  CHECK(default_gemm_tiling(512, 512, 32768).split_k > 1);
-  CHECK(default_gemm_tiling(256, 256, 65536).split_k > 1);
-  CHECK(default_gemm_tiling(4096, 4096, 4096).split_k == 1);
-  CHECK(default_gemm_tiling(1024, 1024, 1024).split_k == 1);
-  CHECK(default_gemm_tiling(256, 256, 0).split_k == 1); // K unknown until run time
+  CHECK(default_gemm_tiling(64, 11008, 4096, GpuTarget().sm_count()).block_m == 64);
+  CHECK(default_gemm_tiling(64, 11008, 4096, GpuTarget().sm_count()).split_k > 1);
+  CHECK(default_gemm_tiling(128, 4096, 16384, GpuTarget().sm_count()).split_k > 1);
+  CHECK(default_gemm_tiling(512, 512, 32768, GpuTarget().sm_count()).split_k > 1);
+  CHECK(default_gemm_tiling(256, 256, 65536, GpuTarget().sm_count()).split_k > 1);
+  CHECK(default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()).split_k == 1);
+  CHECK(default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count()).split_k == 1);
+  CHECK(default_gemm_tiling(256, 256, 0, GpuTarget().sm_count()).split_k == 1); // K unknown until run time
   // Each slice at least kMinSliceDepth deep, at most kMaxDefaultSlices.
-  CHECK(default_split_k(1, kMinSplitDepth - 1, 8) == 1);
-  CHECK(default_split_k(1, kMinSplitDepth, 8) == kMinSplitDepth / kMinSliceDepth);
-  CHECK(default_split_k(1, 1 << 20, 8) == kMaxDefaultSlices);
-  CHECK(default_split_k(264, 1 << 20, 8) == 1);
+  CHECK(default_split_k(1, kMinSplitDepth - 1, 8, GpuTarget().sm_count()) == 1);
+  CHECK(default_split_k(1, kMinSplitDepth, 8, GpuTarget().sm_count()) == kMinSplitDepth / kMinSliceDepth);
+  CHECK(default_split_k(1, 1 << 20, 8, GpuTarget().sm_count()) == kMaxDefaultSlices);
+  CHECK(default_split_k(264, 1 << 20, 8, GpuTarget().sm_count()) == 1);
   CHECK(default_split_k(264, 1 << 20, 8, 132, 8) == 4); // small blocks: more of them per multiprocessor
   CHECK(split_k_blocks_per_sm(256) == 2);
   CHECK(split_k_blocks_per_sm(64) == 8);
@@ -348,9 +350,29 @@ TEST_CASE("the default splits K only where the tiles leave multiprocessors idle,
   // Each default lowers (every check runs) at each of the five shapes.
   const Shape five[] = {{16, 4096, 4096}, {64, 11008, 4096}, {128, 4096, 16384}, {512, 512, 32768}, {256, 256, 65536}};
   for (Shape s : five) {
-    Gemm g = ffma_gemm(Epilogue::BiasGelu, default_gemm_tiling(s.M, s.N, s.K));
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, default_gemm_tiling(s.M, s.N, s.K, GpuTarget().sm_count()));
     CHECK_NOTHROW(lower_loop_nest(g.out));
   }
+}
+
+TEST_CASE("the tilings fill the multiprocessors they are given; without a device, the target's GPU's") {
+  // Each target names the GPU its figures are for; sm_90a's is the H200.
+  CHECK(GpuTarget().sm() == "sm_90a");
+  CHECK(GpuTarget().sm_count() == 132);
+  CHECK(std::string(GpuTarget().description()).find("H200") != std::string::npos);
+  CHECK(parse_gpu_target("sm_80").sm_count() == 108);
+  CHECK(parse_gpu_target("sm_89").sm_count() == 58);
+  // 1024^2 is 64 tiles of 128^2: too few for 132 multiprocessors, enough for 58.
+  CHECK(default_gemm_tiling(1024, 1024, 1024, 132).block_m == 64);
+  CHECK(default_gemm_tiling(1024, 1024, 1024, 58).block_m == 128);
+  CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, 132).block_m == 64);
+  CHECK(default_mma_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, 58).block_m == 128);
+  // A split aims at blocks_per_sm blocks on each multiprocessor given.
+  CHECK(default_split_k(8, 1 << 20, 8, 132, 2) == kMaxDefaultSlices);
+  CHECK(default_split_k(8, 1 << 20, 8, 16, 2) == 4);
+  // With a GPU, the device's count; without one, the target's.
+  int expected = gpu::gpu_available() ? gpu::Device::get().sm_count() : parse_gpu_target("sm_80").sm_count();
+  CHECK(gpu::sm_count_for(parse_gpu_target("sm_80")) == expected);
 }
 
 TEST_CASE("split-K kernels assemble with ptxas: per-tile counters behind GPU-scope fences, float atomics") {

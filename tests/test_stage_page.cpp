@@ -168,7 +168,7 @@ TEST_CASE("write_stage_page writes the whole page, or nothing and a UserError") 
 }
 
 TEST_CASE("coalesce-aot --emit=html writes NAME.html, rendered by headless Chromium with every loop linked") {
-  const std::string tool = COALESCE_BINARY_DIR "/codegen/aot/coalesce-aot";
+  const std::string tool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot";
   REQUIRE_MESSAGE(fs::exists(tool), tool, " is missing: build coalesce-aot first");
   TempDir dir;
   std::string command = "'" + tool + "' --emit=html --name=gemm --output-dir='" + dir.path.string() + "' >/dev/null";

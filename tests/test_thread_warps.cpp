@@ -5,7 +5,7 @@
 // K = 1 / K = 3 pair), and one test per illegal use.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -134,7 +134,7 @@ TEST_CASE("the FFMA GEMM tiling: stage counts and warp layouts it refuses, with 
   GemmTiling half_layout;
   half_layout.warp_rows = 4;
   CHECK_HAS(error_of(half_layout), "give both warp_rows and warp_cols");
-  GemmTiling narrow = default_gemm_tiling(1024, 1024, 1024); // 8 x 8 threads
+  GemmTiling narrow = default_gemm_tiling(1024, 1024, 1024, GpuTarget().sm_count()); // 8 x 8 threads
   REQUIRE(narrow.threads_n == 8);
   narrow.warp_rows = 2;
   narrow.warp_cols = 16;
@@ -142,7 +142,7 @@ TEST_CASE("the FFMA GEMM tiling: stage counts and warp layouts it refuses, with 
 }
 
 TEST_CASE("the FFMA GEMM tiling's warp layout and stages print in the loop nest") {
-  GemmTiling t = default_gemm_tiling(4096, 4096, 4096);
+  GemmTiling t = default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count());
   t.warp_rows = 4;
   t.warp_cols = 8;
   t.stages = 3;

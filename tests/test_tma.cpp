@@ -7,7 +7,7 @@
 // the kernel takes.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/TensorMaps.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
@@ -28,7 +28,7 @@ constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
 // One warpgroup on a 64 x 64 tile, copied by the TMA.
 MmaTiling small_tma_tiling(int stages = 3) {
-  MmaTiling t = default_mma_tiling(kKind, 64, 64);
+  MmaTiling t = default_mma_tiling(kKind, 64, 64, GpuTarget().sm_count());
   t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
   t.stages = stages;
   t.tma = true;
@@ -104,7 +104,7 @@ TEST_CASE("a TMA pipeline's fused epilogue runs once, after the whole reduction 
 }
 
 TEST_CASE("the loop nest shows the TMA copies, the barriers' slots and parities, and the cp.async fallback") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096);
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.tma = true;
   Gemm g = scheduled(t);
   std::string nest = Pipeline(g.out).loop_nest();
@@ -149,7 +149,7 @@ TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with t
 }
 
 TEST_CASE("the kernel takes one tensor map per input and box, by value, as a grid constant") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096);
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.tma = true;
   Gemm g = scheduled(t);
   Pipeline pipeline(g.out);

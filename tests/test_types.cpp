@@ -6,11 +6,12 @@
 // The ahead-of-time tool's --dtype/--out-dtype are tested in test_aot.cpp,
 // next to the helpers that run the tool.
 
+#include "scheduler/LoweredFunc.h"
 #include "ErrorCapture.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <doctest/doctest.h>
 
@@ -22,6 +23,9 @@
 using namespace coalesce;
 using namespace coalesce::examples;
 using coalesce::testing::user_error_of;
+
+/// The multiprocessors the default target's GPU has (the tilings fill them).
+const int kTargetSms = GpuTarget().sm_count();
 
 namespace {
 
@@ -389,14 +393,14 @@ struct TypedSchedule {
 };
 
 std::vector<TypedSchedule> typed_schedules() {
-  GemmTiling through_registers = default_gemm_tiling(4096, 4096, 4096);
+  GemmTiling through_registers = default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count());
   through_registers.async_copy = false;
   return {
       {"unscheduled", [](Gemm &) {}},
       {"shared_staged", [](Gemm &g) { schedule_shared_staged(g); }},
       {"bias_folded", schedule_bias_folded},
       {"default (async copies)",
-       [](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096)); }},
+       [](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, kTargetSms)); }},
       {"default (through registers)",
        [through_registers](Gemm &g) { schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, through_registers); }},
   };
@@ -494,7 +498,7 @@ TEST_CASE("PTX for bf16 and f16 GEMM schedules assembles with ptxas for sm_80 an
   for (const Case &c : cases) {
     Gemm g = make_gemm(Epilogue::BiasGelu, c.in, c.out);
     if (c.default_schedule)
-      schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+      schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, kTargetSms));
     else
       schedule_shared_staged(g);
     Pipeline pipeline(g.out);
@@ -521,7 +525,7 @@ TEST_CASE("PTX for bf16 and f16 GEMM schedules assembles with ptxas for sm_80 an
 TEST_CASE("16-bit inputs halve the staged tiles' shared memory") {
   auto shared_bytes = [](Type in) {
     Gemm g = make_gemm(Epilogue::BiasGelu, in, Float(32));
-    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096));
+    schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
     Pipeline pipeline(g.out);
     return pipeline.gpu_program().kernels.at(0).shared_bytes;
   };

@@ -5,7 +5,7 @@
 // information (serialized MMAs, injected waits) fail the test.
 
 #include "examples/Reference.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "codegen/PtxAssembler.h"
 
@@ -18,6 +18,9 @@
 using namespace coalesce;
 using namespace coalesce::examples;
 
+/// The multiprocessors the default target's GPU has (the tilings fill them).
+const int kTargetSms = GpuTarget().sm_count();
+
 namespace {
 
 Type operand_type(MmaKind kind) { return kind == MmaKind::BF16_wgmma_m64k16 ? BFloat(16) : Float(16); }
@@ -25,7 +28,7 @@ Type operand_type(MmaKind kind) { return kind == MmaKind::BF16_wgmma_m64k16 ? BF
 // The default tiling with every thread's cp.async copies (test_tma covers
 // the TMA's).
 MmaTiling cp_async_tiling(MmaKind kind, int64_t M, int64_t N) {
-  MmaTiling t = default_mma_tiling(kind, M, N);
+  MmaTiling t = default_mma_tiling(kind, M, N, kTargetSms);
   t.tma = false;
   return t;
 }
@@ -198,8 +201,8 @@ TEST_CASE("warpgroup MMA kernels assemble for sm_90a without spills, serialized 
   MmaTiling single = small_group_tiling(MmaKind::BF16_wgmma_m64k16);
   single.double_buffered = false; // one tile, staged at each step
   single.stages = 2;
-  for (MmaTiling t : {default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096),
-                      default_mma_tiling(MmaKind::F16_wgmma_m64k16, 4096, 4096), single}) {
+  for (MmaTiling t : {default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, GpuTarget().sm_count()),
+                      default_mma_tiling(MmaKind::F16_wgmma_m64k16, 4096, 4096, GpuTarget().sm_count()), single}) {
     MmaKind kind = t.kind;
     Gemm g = scheduled(kind, t);
     Pipeline pipeline(g.out);

@@ -9,7 +9,7 @@
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/Type.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 
 #include <cmath>
 #include <cstdint>
@@ -33,7 +33,7 @@ inline Type input_type(Precision p) {
 inline Type output_type(Precision p) { return input_type(p); }
 
 /// The warp MMA instruction of the tensor-core schedule; FP32 has none (its
-/// kernels are the FFMA schedule, scheduler/GemmSchedule.h).
+/// kernels are the FFMA schedule, dsl/recipes/GemmSchedule.h).
 inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
 /// With `warpgroup`, bf16 and f16 use Hopper's warpgroup MMA (sm_90a only);
 /// tf32 has no warpgroup schedule (its B would need a transposed staging).
@@ -168,7 +168,7 @@ inline double tolerance(Precision p, Comparison c) {
 }
 
 /// The tensor-core tiling for an M x N problem: the library's shape-aware
-/// choice (scheduler/GemmMmaSchedule.h).
+/// choice (dsl/recipes/GemmMmaSchedule.h).
 inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count, bool warpgroup = false) {
   return default_mma_tiling(mma_kind(p, warpgroup), M, N, sm_count);
 }

@@ -25,8 +25,8 @@
 #include "runtime/GpuExecutable.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -45,7 +45,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/CommandLine.h>

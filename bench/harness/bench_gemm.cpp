@@ -67,8 +67,8 @@
 #include "runtime/GpuTiming.h"
 #include "runtime/GemmCandidate.h"
 #include "runtime/TuningDatabase.h"
-#include "scheduler/GemmMmaSchedule.h"
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include <benchmark/benchmark.h>
 

@@ -1,10 +1,12 @@
-// A launcher made at build time by coalesce_add_aot_library() (gemm_relu:
-// out = relu(A B + bias), K fixed at 96, M and N at run time), called as an
-// application calls it. Without a GPU, against the stand-in driver of
-// FakeDriver.h: the launcher must load its module, launch one kernel over
+// Launchers made at build time by coalesce_add_aot_library() (gemm_relu:
+// out = relu(A B + bias), K fixed at 96, M and N at run time; and
+// gemm_gelu_cubin, with GELU and the cubin embedded), called as an
+// application calls them. Without a GPU, against the stand-in driver of
+// FakeDriver.h: a launcher must load its module, launch its kernel over
 // the right grid with the caller's buffers and sizes, and reject a bad call
 // with a message naming the argument. Exits non-zero on a failed check.
 
+#include "gemm_gelu_cubin.h"
 #include "gemm_relu.h"
 
 #include "FakeDriver.h"
@@ -39,6 +41,11 @@ int main() {
   CHECK(gemm_relu(A, B, bias, out, 1000, 700, 95, nullptr) == CUDA_ERROR_INVALID_VALUE);
   CHECK(std::strstr(gemm_relu_error_message(), "K") != nullptr);
   CHECK(fake::launches == 1);
+  // The second launcher, in the same program: its own module, from the cubin.
+  CHECK(gemm_gelu_cubin(A, B, bias, out, 1000, 700, 96, nullptr) == CUDA_SUCCESS);
+  CHECK(fake::loads == 2 && fake::cubin_loads == 1 && fake::loaded_from == "cubin");
+  CHECK(fake::kernel_names.size() == 2 && fake::kernel_names[0] == "coalesce_gemm_relu" &&
+        fake::kernel_names[1] == "coalesce_gemm_gelu_cubin");
   std::printf("%s: the launcher from coalesce_add_aot_library ran against the stand-in driver\n",
               failures ? "FAIL" : "ok");
   return failures ? 1 : 0;

@@ -33,7 +33,7 @@ configure() { # build-dir, extra flags...
   rm -rf "$dir"
   cmake --no-warn-unused-cli -S "$here" -B "$dir" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release "${compiler_flags[@]}" \
     -DCMAKE_DISABLE_FIND_PACKAGE_doctest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
-    -DCOALESCE_FAKE_DRIVER_DIR="$source/codegen/aot/testing" "$@"
+    -DCOALESCE_FAKE_DRIVER_DIR="$source/runtime/aot/testing" "$@"
 }
 
 case $mode in

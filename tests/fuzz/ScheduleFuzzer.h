@@ -7,6 +7,7 @@
 // wrong result is a failure. Each case runs in a child process, so that a
 // crash or a hang is reported as such instead of ending the run.
 
+#include "dsl/FuncContents.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
@@ -289,7 +290,7 @@ private:
     if (chance(10))
       kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8});
     Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-    // The knobs of MmaTiling (scheduler/GemmMmaSchedule.h): block and warp
+    // The knobs of MmaTiling (dsl/recipes/GemmMmaSchedule.h): block and warp
     // tiles (some that do not divide, or that are not whole instructions),
     // k step, pipeline depth, padding, blocks per SM.
     int block_m = one_of(std::vector<int>{16, 32, 64, 128}), block_n = one_of(std::vector<int>{16, 32, 64, 128});

@@ -1,4 +1,4 @@
-#include "codegen/aot/LauncherSource.h"
+#include "runtime/aot/LauncherSource.h"
 
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
@@ -194,34 +194,19 @@ std::string elements_text(const Argument &buffer) {
 
 // ---------------------------------------------------------------- text
 
-/// `text` as adjacent C string literals, one per line of text.
-std::string string_literal_lines(const std::string &text, const std::string &indent) {
-  std::string out = indent + "\"";
-  for (size_t c = 0; c < text.size(); ++c) {
-    unsigned char ch = static_cast<unsigned char>(text[c]);
-    switch (ch) {
-    case '\\': out += "\\\\"; break;
-    case '"': out += "\\\""; break;
-    case '\t': out += "\\t"; break;
-    case '\r': out += "\\r"; break;
-    case '\n':
-      out += "\\n\"";
-      if (c + 1 < text.size())
-        out += "\n" + indent + "\"";
-      else
-        return out;
-      break;
-    default:
-      if (ch < 32 || ch >= 127) {
-        char octal[8];
-        std::snprintf(octal, sizeof(octal), "\\%03o", ch);
-        out += octal;
-      } else {
-        out += static_cast<char>(ch);
-      }
-    }
+/// `bytes` as the initializer of an unsigned char array: 16 per line,
+/// each line after `indent`. A byte array, unlike one string literal, has
+/// no length limit a compiler may impose (C++ asks only 65,536 characters
+/// of a literal) and holds a binary cubin as well as text.
+std::string byte_array_lines(const std::string &bytes, const std::string &indent) {
+  std::string out;
+  char hex[8];
+  for (size_t b = 0; b < bytes.size(); ++b) {
+    out += b % 16 == 0 ? (b ? ",\n" : "") + indent : ", ";
+    std::snprintf(hex, sizeof(hex), "0x%02x", static_cast<unsigned char>(bytes[b]));
+    out += hex;
   }
-  return out + "\"";
+  return out;
 }
 
 std::string upper_case(std::string text) {
@@ -368,10 +353,18 @@ std::string launcher_header(const LauncherSpec &spec) {
     out << "//   kernel '" << kernel.name << "': grid " << grid_text(kernel) << " blocks of "
         << block_text(kernel) << " threads, " << kernel.shared_bytes
         << " bytes of static shared memory\n";
-  out << "// Target: " << spec.target.sm() << ". The PTX (also in " << name
-      << ".ptx) is embedded in " << name << ".cpp and\n"
-      << "// JIT-compiled by the driver on first use; it needs a GPU of that architecture and a\n"
-      << "// CUDA 12 or newer driver.\n"
+  if (spec.cubin.empty())
+    out << "// Target: " << spec.target.sm() << ". The PTX (also in " << name
+        << ".ptx) is embedded in " << name << ".cpp and\n"
+        << "// JIT-compiled by the driver on first use; it needs a GPU of that architecture and a\n"
+        << "// CUDA 12 or newer driver.\n";
+  else
+    out << "// Target: " << spec.target.sm() << ". " << name << ".cpp embeds the kernels assembled for it by\n"
+        << "// ptxas (a cubin), loaded on first use, and their PTX (also in " << name << ".ptx), which\n"
+        << "// the driver JIT-compiles instead if it refuses the cubin (another GPU). It needs a\n"
+        << "// GPU of that architecture and a CUDA 12 or newer driver.\n";
+  out << "// Kernels are named after the launcher (" << kernel_symbol(spec.program.kernels.front().name)
+      << (spec.program.kernels.size() > 1 ? ", ..." : "") << "), as a profiler shows them.\n"
       << "//\n"
       << "// Returns CUDA_SUCCESS; CUDA_ERROR_INVALID_VALUE for a null pointer or a bad size;\n"
       << "// CUDA_ERROR_INVALID_CONTEXT without a current context; else the driver's error from\n"
@@ -479,7 +472,7 @@ std::string launcher_source(const LauncherSpec &spec) {
   out << "// " << name << ".cpp: generated ahead of time by Coalesce from generator '" << spec.generator
       << "'; do not edit.\n"
       << "// The launcher declared in " << name << ".h, with the " << sm
-      << " PTX embedded. It needs only the\n"
+      << (spec.cubin.empty() ? " PTX" : " cubin and PTX") << " embedded. It needs only the\n"
       << "// CUDA Driver API (cuda.h and libcuda) from CUDA 12 or newer.\n\n"
       << "#include \"" << name << ".h\"\n\n"
       << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n\n"
@@ -487,10 +480,15 @@ std::string launcher_source(const LauncherSpec &spec) {
       << "#error \"" << name << ".cpp needs cuda.h from CUDA 12 or newer (cuLibraryLoadData)\"\n"
       << "#endif\n\n"
       << "namespace {\nnamespace coalesce_launcher {\n\n"
-      << "// Every kernel, as PTX for " << sm << " (the same text as " << name << ".ptx).\n"
-      << "const char kPtx[] =\n"
-      << string_literal_lines(spec.ptx, "    ") << ";\n\n"
-      << "constexpr int kKernels = " << kernels << ";\n"
+      << "// Every kernel, as PTX for " << sm << " (the same text as " << name << ".ptx), with the\n"
+      << "// terminating NUL the driver reads PTX up to.\n"
+      << "const unsigned char " << name << "_ptx[] = {\n"
+      << byte_array_lines(spec.ptx + std::string(1, '\0'), "    ") << "};\n\n";
+  if (!spec.cubin.empty())
+    out << "// The same kernels assembled by ptxas for " << sm << " (an ELF cubin): loaded first.\n"
+        << "const unsigned char " << name << "_cubin[] = {\n"
+        << byte_array_lines(spec.cubin, "    ") << "};\n\n";
+  out << "constexpr int kKernels = " << kernels << ";\n"
       << "const char *const kKernelNames[kKernels] = {";
   for (size_t k = 0; k < kernels; ++k)
     out << (k ? ", " : "") << "\"" << kernel_symbol(spec.program.kernels[k].name) << "\"";
@@ -522,6 +520,29 @@ std::string launcher_source(const LauncherSpec &spec) {
       }
     }
 )cpp" : "";
+
+  // The module: the cubin first when there is one (a driver refuses it on
+  // another architecture), else or then the PTX, JIT-compiled.
+  const std::string load_ptx =
+      "cuLibraryLoadData(&library, " + name + "_ptx, options, values, 2, nullptr, nullptr, 0);\n";
+  std::string load_module;
+  if (spec.cubin.empty()) {
+    load_module = "    const char *cubin_refused = \"\";\n"
+                  "    CUresult status = " + load_ptx;
+  } else {
+    load_module = "    const char *cubin_refused = \"\";\n"
+                  "    CUresult status = cuLibraryLoadData(&library, " + name +
+                  "_cubin, nullptr, nullptr, 0, nullptr, nullptr, 0);\n"
+                  "    if (status != CUDA_SUCCESS) {\n"
+                  "      // Another architecture, or a driver older than the cubin: the PTX.\n"
+                  "      cubin_refused = \" after the driver refused the cubin\";\n"
+                  "      library = nullptr;\n"
+                  "      status = " + load_ptx +
+                  "    }\n";
+  }
+  load_module += "    if (status != CUDA_SUCCESS)\n"
+                 "      return fail(status, std::string(\"cannot load the PTX (built for " + sm + ")\") + cubin_refused +\n"
+                 "                              \": \" + describe(status) + (log[0] ? std::string(\"\\n\") + log : std::string()));\n";
 
   out << R"cpp(// The loaded module, shared by every thread and context (a CUlibrary is
 // loaded into each context on first use there). A failed load is retried by
@@ -568,11 +589,7 @@ CUresult load(CUkernel *kernels) {
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof(log)))};
     CUlibrary library = nullptr;
-    CUresult status = cuLibraryLoadData(&library, kPtx, options, values, 2, nullptr, nullptr, 0);
-    if (status != CUDA_SUCCESS)
-      return fail(status, "cannot load the PTX (built for )cpp"
-      << sm << R"cpp(): " + describe(status) +
-                              (log[0] ? std::string("\n") + log : std::string()));
+)cpp" << load_module << R"cpp(
     CUkernel found[kKernels] = {};
     for (int k = 0; k < kKernels; ++k) {
       status = cuLibraryGetKernel(&found[k], library, kKernelNames[k]);

@@ -4,7 +4,7 @@
 // header and source, and for inspection the loop nest and the LLVM IR.
 
 #include "codegen/GpuTarget.h"
-#include "codegen/aot/Generator.h"
+#include "runtime/aot/Generator.h"
 
 #include <string>
 #include <vector>
@@ -39,13 +39,19 @@ struct AotRequest {
   GpuTarget target;
   std::vector<EmitKind> emit;
   std::string command_line; ///< the flags that regenerate the output
+  /// Embed in the launcher, next to the PTX, the cubin ptxas assembles
+  /// from it for `target` (--cubin); the launcher loads it first.
+  bool cubin = false;
 };
 
 /// A UserError unless `name` can name the launcher function and files.
 void check_output_name(const std::string &name);
 
-/// Builds `generator`'s Func (its parameters already set) and produces each
-/// requested output, in the order requested. Writes nothing.
+/// Builds `generator`'s Func (its parameters already set) for
+/// `request.target` and produces each requested output, in the order
+/// requested. Its kernels are named after `request.name` (NAME, NAME_1,
+/// ...: the PTX entries coalesce_NAME, ...), so that the kernels of two
+/// launchers differ in a profiler. Writes nothing.
 std::vector<EmittedFile> compile_generator(Generator &generator, const AotRequest &request);
 
 } // namespace coalesce

@@ -1,4 +1,4 @@
-#include "codegen/aot/OutputFiles.h"
+#include "runtime/aot/OutputFiles.h"
 
 #include "dsl/Error.h"
 

@@ -1,4 +1,4 @@
-#include "codegen/aot/Generator.h"
+#include "runtime/aot/Generator.h"
 
 #include "dsl/Error.h"
 #include "dsl/Var.h"

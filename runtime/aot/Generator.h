@@ -17,7 +17,7 @@
 //
 // Linked with the coalesce_aot_main library it is a complete tool: each
 // parameter is a flag (--block=128, --N=4096), --help lists them, and the tool
-// writes NAME.ptx, NAME.h and NAME.cpp (codegen/aot/aot_main.cpp).
+// writes NAME.ptx, NAME.h and NAME.cpp (runtime/aot/aot_main.cpp).
 
 #include "codegen/GpuTarget.h"
 #include "dsl/Func.h"
@@ -201,8 +201,9 @@ public:
   /// A bad combination of values is a UserError.
   virtual Func build() = 0;
 
-  /// The GPU target the tool compiles for (--target), set before build()
-  /// (a generator that reads a tuning database looks its entries up by it).
+  /// The GPU the tool compiles for (--target), set before build(): a
+  /// generator sizes its schedule for it (GpuTarget::sm_count), and one that
+  /// reads a tuning database looks its entries up by it.
   const GpuTarget &target() const { return target_; }
   void set_target(const GpuTarget &target) { target_ = target; }
 

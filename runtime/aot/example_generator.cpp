@@ -7,7 +7,7 @@
 //   CUresult bias_activation(CUdeviceptr X, CUdeviceptr bias, CUdeviceptr out,
 //                            int rows, int cols, CUstream stream);
 
-#include "codegen/aot/Generator.h"
+#include "runtime/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 

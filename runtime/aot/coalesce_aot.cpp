@@ -2,8 +2,8 @@
 // `gemm`: out = activation(A B + bias), row-major; A and B f32, tf32 (f32
 // data on tf32 tensor cores), bf16 or f16 (--dtype), out f32, bf16 or f16
 // (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
-// its schedules are GemmSchedule.cpp (FFMA, for f32) and
-// scheduler/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
+// its schedules are dsl/recipes/GemmSchedule (FFMA, for f32) and
+// dsl/recipes/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
 //
 //   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
@@ -11,14 +11,14 @@
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --emit=loops
 
-#include "scheduler/GemmSchedule.h"
-#include "codegen/aot/Generator.h"
+#include "dsl/recipes/GemmSchedule.h"
+#include "runtime/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
-#include "scheduler/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -117,7 +117,7 @@ public:
                               "blocks the reduction is split across (split_k): each computes a slice of K, "
                               "the last block of a tile adds the slices and runs the epilogue; the launcher "
                               "then takes a workspace (NAME_workspace_bytes). 1: no split; 0: chosen from "
-                              "the shape and the GPU's 132 multiprocessors (needs --M, --N and --K)",
+                              "the shape and --sm-count (needs --M, --N and --K)",
                               0, 256};
   EnumParam<SplitKMode> split_k_mode{this,
                                      "split-k-mode",
@@ -158,6 +158,27 @@ public:
                                    "run the blocks in groups of this many block rows (gpu_block_groups); 0: row "
                                    "by row",
                                    0, 1024};
+  GeneratorParam<int> sm_count{this, "sm-count", 0,
+                               "multiprocessors the shape-aware choices (the tile, --split-k=0) give work to; "
+                               "0: those of the --target's GPU (132 for sm_90a, the H200's)",
+                               0, 1024};
+  GeneratorParam<bool> double_buffered{this, "double-buffered", true,
+                                       "stage the next K step while computing this one (double_buffered); "
+                                       "false: one buffer per input, the copy and the compute in turn"};
+  GeneratorParam<bool> async_copy{this, "async-copy", true,
+                                  "f32: copy A and B into shared memory with cp.async (sm_80+), not through "
+                                  "registers (tensor-core schedules always do)"};
+  GeneratorParam<int> a_padding{this, "a-padding", -1,
+                                "elements after each staged row of A, against bank conflicts; -1: the tiling's "
+                                "choice (4 for f32, 8 for warp MMA; warpgroup MMA swizzles instead and takes 0)",
+                                -1, 64};
+  GeneratorParam<int> b_padding{this, "b-padding", -1,
+                                "tensor cores: elements after each staged row of B; -1: the tiling's choice (8 for "
+                                "warp MMA, 0 for warpgroup MMA)",
+                                -1, 64};
+
+  // The multiprocessors to fill: --sm-count, else the target's GPU's.
+  int multiprocessors() const { return sm_count > 0 ? static_cast<int>(sm_count) : target().sm_count(); }
 
   GeneratorParam<std::string> tuning_db{
       this, "tuning-db", "",
@@ -177,7 +198,7 @@ public:
     if (!M.fixed() || !N.fixed() || !K.fixed())
       user_error("--split-k=0 chooses the split from the shape: give --M, --N and --K, or a split count");
     int64_t tiles = ((M.value() + block_m - 1) / block_m) * ((N.value() + block_n - 1) / block_n);
-    return default_split_k(tiles, K.value(), step, 132, blocks_per_sm);
+    return default_split_k(tiles, K.value(), step, multiprocessors(), blocks_per_sm);
   }
 
   // --warp-layout=RxC into the tiling (schedule_gemm checks the shape).
@@ -221,13 +242,14 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &tma, &warp_layout})
+             &min_blocks_per_sm, &block_groups, &tma, &warp_layout, &double_buffered, &async_copy, &a_padding,
+             &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
     if (!autotune) {
       std::string note;
-      GemmCandidate candidate = tuned_or_default_candidate(tuning_db, problem, target().sm(), "", 132, &note);
+      GemmCandidate candidate = tuned_or_default_candidate(tuning_db, problem, target().sm(), "", multiprocessors(), &note);
       std::fprintf(stderr, "%s\n", note.c_str());
       return candidate;
     }
@@ -271,8 +293,8 @@ public:
       user_error("--warp-layout=", std::string(warp_layout), " arranges the FFMA schedule's threads; the tensor-core "
                  "schedule's warps are its warp tiles (--warp-m, --warp-n): leave it out for tf32, bf16 and f16");
     if (dtype != InputType::F32) {
-      MmaTiling tiling =
-          default_mma_tiling(mma_kind(dtype, mma), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0);
+      MmaTiling tiling = default_mma_tiling(mma_kind(dtype, mma), M.fixed() ? M.value() : 0,
+                                            N.fixed() ? N.value() : 0, multiprocessors());
       if (tile_m > 0)
         tiling.block_m = tile_m;
       if (tile_n > 0)
@@ -289,6 +311,19 @@ public:
         tiling.stages = stages;
       if (min_blocks_per_sm >= 0)
         tiling.min_blocks_per_sm = min_blocks_per_sm;
+      if (!async_copy)
+        user_error("--async-copy=false: the tensor-core schedules copy A and B with cp.async only; leave the "
+                   "flag out, or use --dtype=f32");
+      if (!double_buffered && stages > 2)
+        user_error("--stages=", static_cast<int>(stages), " with --double-buffered=false: a single buffer holds "
+                   "one K step; leave --stages out, or keep double buffering");
+      tiling.double_buffered = double_buffered;
+      if (!double_buffered)
+        tiling.stages = 2; // one buffer: no deeper pipeline
+      if (a_padding >= 0)
+        tiling.a_padding = a_padding;
+      if (b_padding >= 0)
+        tiling.b_padding = b_padding;
       tiling.block_group_rows = block_groups;
       tiling.tma = tma && mma == MmaFamily::Warpgroup;
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
@@ -297,9 +332,10 @@ public:
       return out;
     }
     // The FFMA schedule: the library's shape-aware tiling (one knob struct,
-    // scheduler/GemmSchedule.h), with the tile given by the flags.
+    // dsl/recipes/GemmSchedule.h), with the tile given by the flags. Every
+    // knob of GemmTiling (and of MmaTiling above) has a flag.
     GemmTiling tiling = default_gemm_tiling(M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
-                                            K.fixed() ? K.value() : 0);
+                                            K.fixed() ? K.value() : 0, multiprocessors());
     int rows = tile_m > 0 ? static_cast<int>(tile_m) : tiling.block_m;
     int columns = tile_n > 0 ? static_cast<int>(tile_n) : tiling.block_n;
     int per_thread_m = reg_m > 0 ? static_cast<int>(reg_m) : tile_m > 0 ? 8 : tiling.register_m();
@@ -318,7 +354,15 @@ public:
     tiling.block_group_rows = block_groups;
     if (stages > 0)
       tiling.stages = stages;
+    else if (!double_buffered)
+      tiling.stages = 1;
     parse_warp_layout(&tiling);
+    tiling.async_copy = async_copy;
+    if (a_padding >= 0)
+      tiling.a_padding = a_padding;
+    if (b_padding >= 0)
+      user_error("--b-padding sets the tensor-core tiling's padding of B; the FFMA schedule stages B unpadded "
+                 "(its threads read B's rows whole): leave the flag out for --dtype=f32");
     if (min_blocks_per_sm >= 0)
       user_error("--min-blocks-per-sm sets the tensor-core tiling's request; the FFMA schedule asks for two blocks "
                  "per SM when it has 256 threads or more: leave the flag out for --dtype=f32");

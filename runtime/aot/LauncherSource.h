@@ -28,8 +28,11 @@ struct LauncherSpec {
   std::string description;  ///< the generator's one-line description
   std::string command_line; ///< the flags that regenerate it
   GpuTarget target;
-  GpuProgram program;
+  GpuProgram program;  ///< its kernels named after `name` (NAME, NAME_1, ...)
   std::string ptx;
+  /// The PTX assembled by ptxas for `target` (an ELF cubin), embedded next
+  /// to it and loaded first; empty: the PTX alone.
+  std::string cubin;
   /// The launcher's size arguments in order; scalars of the program not
   /// listed are appended in the program's order.
   std::vector<LauncherSize> sizes;
@@ -42,9 +45,11 @@ std::string launcher_header(const LauncherSpec &spec);
 /// True for a C++ keyword (and the alternative tokens: and, or, ...).
 bool is_cpp_keyword(const std::string &name);
 
-/// NAME.cpp: the launcher. It loads the embedded PTX once per process
-/// (lazily, under a mutex), checks its arguments, computes the grid from the
-/// sizes and launches each kernel on the caller's stream.
+/// NAME.cpp: the launcher. It loads the embedded module once per process
+/// (lazily, under a mutex): the cubin when there is one, falling back to
+/// the PTX (JIT-compiled by the driver) if the driver refuses it. Both are
+/// byte arrays, NAME_cubin and NAME_ptx. It checks its arguments, computes
+/// the grid from the sizes and launches each kernel on the caller's stream.
 std::string launcher_source(const LauncherSpec &spec);
 
 } // namespace coalesce

@@ -20,9 +20,9 @@
 // never meet. Other code of the project must not declare cl::opts that a
 // tool is expected to parse.
 
-#include "codegen/aot/AotCompile.h"
-#include "codegen/aot/Generator.h"
-#include "codegen/aot/OutputFiles.h"
+#include "runtime/aot/AotCompile.h"
+#include "runtime/aot/Generator.h"
+#include "runtime/aot/OutputFiles.h"
 #include "dsl/Error.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -41,7 +41,7 @@ namespace coalesce {
 namespace {
 
 /// The flags every tool has, whatever its generators.
-const char *const kToolFlags[] = {"generator", "target", "name", "output-dir", "emit",
+const char *const kToolFlags[] = {"generator", "target", "name", "output-dir", "emit", "cubin",
                                   "help", "help-list", "help-hidden", "help-list-hidden",
                                   "version", "print-options", "print-all-options"};
 
@@ -87,9 +87,9 @@ std::string overview(const std::string &tool) {
 /// The flags that regenerate the same output, for the generated header.
 std::string command_line(const std::string &tool, const std::string &generator_name,
                          const Generator &generator, const std::string &name,
-                         const std::string &target) {
+                         const std::string &target, bool cubin) {
   std::string line = tool + " --generator=" + generator_name + " --name=" + name +
-                     " --target=" + target;
+                     " --target=" + target + (cubin ? " --cubin" : "");
   for (const GeneratorParamBase *param : generator.params())
     if (!param->value_text().empty())
       line += " --" + param->name() + "=" + param->value_text();
@@ -165,6 +165,11 @@ int run(int argc, char **argv) {
       cl::desc("what to produce, comma-separated: ptx (NAME.ptx), header (NAME.h), launcher "
                "(NAME.cpp), loops (the loop nest), llvm (LLVM IR) (default: ptx,header,launcher)"),
       cl::value_desc("kinds"), cl::init("ptx,header,launcher"), cl::cat(flags.tool_category));
+  cl::opt<bool> cubin_option(
+      "cubin",
+      cl::desc("also embed in the launcher the cubin ptxas assembles for the target; the launcher "
+               "loads it first and falls back to the PTX if the driver refuses it (needs ptxas)"),
+      cl::cat(flags.tool_category));
   if (generator)
     declare_param_flags(flags, *generator, generator_name);
 
@@ -204,7 +209,8 @@ int run(int argc, char **argv) {
   request.name = name;
   request.target = target;
   request.emit = emit;
-  request.command_line = command_line(tool, generator_name, *generator, name, target.sm());
+  request.cubin = cubin_option;
+  request.command_line = command_line(tool, generator_name, *generator, name, target.sm(), cubin_option);
   generator->set_target(target);
   std::vector<EmittedFile> files = compile_generator(*generator, request);
 

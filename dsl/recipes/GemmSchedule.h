@@ -43,7 +43,7 @@ struct GemmTiling {
 /// When the tiles still leave multiprocessors idle, the reduction is split
 /// across blocks (default_split_k). Shapes that are unknown until run time
 /// (pass 0) get the large tile and no split.
-GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count = 132);
+GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// A tile of `rows` (16, 32 or 64) x 128 for a small M: rows / 4 x 16
 /// threads, each with 4 x 8 outputs (two groups of 4 columns, 64 apart).
@@ -56,7 +56,7 @@ GemmTiling small_m_tiling(int rows);
 /// unknown (0); else enough slices for about `blocks_per_sm` blocks per
 /// multiprocessor, each slice at least kMinSliceDepth deep, at most
 /// kMaxDefaultSlices.
-int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count = 132, int blocks_per_sm = 2);
+int default_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blocks_per_sm = 2);
 /// The blocks of `threads` threads a split aims to keep on one
 /// multiprocessor: 512 threads (16 warps) of them, 2 to 8 blocks.
 int split_k_blocks_per_sm(int threads);

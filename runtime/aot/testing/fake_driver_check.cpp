@@ -91,8 +91,8 @@ int main() {
   CHECK(gemm_check_error_message()[0] == '\0');
   CHECK(fake::loads == 2 && fake::launches == 801);
   CHECK(fake::ptx.find(".target sm_90a") != std::string::npos);
-  CHECK(fake::ptx.find(".entry coalesce_out(") != std::string::npos);
-  CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "coalesce_out");
+  CHECK(fake::ptx.find(".entry coalesce_gemm_check(") != std::string::npos);
+  CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "coalesce_gemm_check"); // named after the launcher
   CHECK(fake::last.kernel == reinterpret_cast<CUfunction>(fake::kKernel));
   CHECK(fake::last.grid[0] == 4 && fake::last.grid[1] == 2 && fake::last.grid[2] == 1);
   CHECK(fake::last.block[0] == 16 && fake::last.block[1] == 16 && fake::last.block[2] == 1);

@@ -1,4 +1,4 @@
-#include "scheduler/GemmSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 
 #include "dsl/Error.h"
 

@@ -1,8 +1,10 @@
-#include "codegen/aot/AotCompile.h"
+#include "runtime/aot/AotCompile.h"
 
-#include "codegen/aot/LauncherSource.h"
+#include "codegen/CodeGenPTX.h"
+#include "codegen/PtxAssembler.h"
 #include "dsl/Error.h"
 #include "runtime/Pipeline.h"
+#include "runtime/aot/LauncherSource.h"
 
 #include <algorithm>
 #include <cctype>
@@ -100,22 +102,34 @@ void check_output_name(const std::string &name) {
                " and the file names, so it cannot be this: ", why, "; nothing was written");
 }
 
+/// `program` with its kernels named after the launcher: NAME, NAME_1, ...
+/// (a pipeline names them after its output Func: out, out_1, ...).
+GpuProgram named_after_launcher(GpuProgram program, const std::string &name) {
+  for (size_t k = 0; k < program.kernels.size(); ++k)
+    program.kernels[k].name = k == 0 ? name : str_cat(name, "_", k);
+  return program;
+}
+
 std::vector<EmittedFile> compile_generator(Generator &generator, const AotRequest &request) {
   check_output_name(request.name);
+  generator.set_target(request.target);
   Pipeline pipeline(generator.build());
 
   LauncherSpec spec;
   bool needs_program = false;
   for (EmitKind kind : request.emit)
-    needs_program |= kind == EmitKind::Ptx || kind == EmitKind::Header || kind == EmitKind::Launcher;
+    needs_program |= kind == EmitKind::Ptx || kind == EmitKind::Header || kind == EmitKind::Launcher ||
+                     kind == EmitKind::Llvm;
   if (needs_program) {
     spec.name = request.name;
     spec.generator = request.generator_name;
     spec.description = request.description;
     spec.command_line = request.command_line;
     spec.target = request.target;
-    spec.program = pipeline.gpu_program();
-    spec.ptx = pipeline.ptx(request.target);
+    spec.program = named_after_launcher(pipeline.gpu_program(), request.name);
+    spec.ptx = compile_to_ptx(spec.program, request.target);
+    if (request.cubin)
+      spec.cubin = assemble_ptx(spec.ptx, request.target).cubin;
     for (const SizeParam *size : generator.sizes())
       spec.sizes.push_back({size->name(), size->help(),
                             size->fixed() ? std::optional<int>(size->value()) : std::nullopt});
@@ -133,7 +147,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
       if (!contents.empty() && contents.back() != '\n')
         contents += '\n';
       break;
-    case EmitKind::Llvm: contents = pipeline.gpu_llvm_ir(request.target); break;
+    case EmitKind::Llvm: contents = emit_gpu_llvm_ir(spec.program, request.target); break;
     case EmitKind::Html: contents = pipeline.stage_page(request.target); break;
     }
     files.push_back({kind, emitted_file_name(request.name, kind), std::move(contents)});

@@ -1,8 +1,8 @@
 #pragma once
-// Stands in for the CUDA driver in the launcher checks (fake_driver_check.cpp,
-// fake_driver_sizes.cpp): it defines the few cu* functions a generated
-// launcher calls and records what it asks for. Include it once per program,
-// after the launcher's header.
+// Stands in for the CUDA driver in the launcher checks (fake_driver_*.cpp):
+// it defines the few cu* functions a generated launcher calls and records
+// what it asks for. Include it once per program, after the launchers'
+// headers.
 
 #include <atomic>
 #include <cstdint>
@@ -20,7 +20,10 @@ CUcontext current = reinterpret_cast<CUcontext>(uintptr_t(0x100));
 CUresult load_result = CUDA_SUCCESS;
 std::atomic<int> loads{0};
 std::atomic<int> launches{0};
-std::string ptx;
+std::string ptx;                 // the PTX of the last PTX load
+bool refuse_cubin = false;       // as a driver for another GPU: no cubin loads
+std::atomic<int> cubin_loads{0}; // the loads given a cubin (an ELF image)
+std::string loaded_from;         // "cubin" or "ptx": the last successful load's image
 std::vector<std::string> kernel_names;
 std::mutex mutex; // guards last
 
@@ -49,13 +52,19 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
                                    CUlibraryOption *, void **, unsigned int) {
   ++fake::loads;
   std::this_thread::yield(); // widen the window for a racing second load
+  bool cubin = std::memcmp(code, "\x7f" "ELF", 4) == 0;
+  fake::cubin_loads += cubin;
+  if (cubin && fake::refuse_cubin)
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
   if (fake::load_result != CUDA_SUCCESS) {
     for (unsigned o = 0; o < option_count; ++o)
       if (options[o] == CU_JIT_ERROR_LOG_BUFFER)
         std::strcpy(static_cast<char *>(values[o]), "ptxas fatal: the fake JIT log");
     return fake::load_result;
   }
-  fake::ptx = static_cast<const char *>(code);
+  if (!cubin)
+    fake::ptx = static_cast<const char *>(code);
+  fake::loaded_from = cubin ? "cubin" : "ptx";
   *library = fake::kLibrary;
   return CUDA_SUCCESS;
 }
