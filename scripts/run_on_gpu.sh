@@ -18,8 +18,9 @@
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
 #              (the sanitizer case: the fp32 default, a ragged bf16
-#              tensor-core GEMM, and split-K GEMMs in fp32 and bf16 in both
-#              combine modes, once each)
+#              tensor-core GEMM (and on sm_90a the bf16 and tf32 warpgroup
+#              MMAs), and split-K GEMMs in fp32 and bf16 in both combine
+#              modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
 #              input type (f32, tf32, bf16, f16, and bf16 and tf32 on warpgroup MMAs,
 #              and f32 and bf16 with split-K at the five split-K shapes); the
