@@ -149,6 +149,9 @@ void swizzle_figure(const std::string &dir) {
   examples::Gemm g = examples::make_gemm(examples::Epilogue::None, BFloat(16), BFloat(16));
   MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64);
   t.block_m = t.block_n = t.warp_n = 64;
+  // The threads' 16-byte copies show the layout column by column (the
+  // TMA's boxes write the same layout whole).
+  t.tma = false;
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   Stmt nest = lower_loop_nest(g.out);
   // (row, physical 16-byte column) -> logical 16-byte column, from the

@@ -18,6 +18,10 @@
 //    without a GPU: runs it on the CPU at a small ragged shape and checks it
 //    against a double-precision reference.
 //
+// --autotune searches the tiling on the GPU first (runtime/TuneGemm.h) and
+// --tuning-db=PATH records the winner there, or, alone, reads the tiling
+// recorded for the problem (docs/tuning.md).
+//
 // Exit status: 0 when every check passed, 1 when a check or a step failed,
 // 2 for a bad command line.
 
@@ -29,6 +33,9 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
+#include "runtime/GpuCandidateTiming.h"
+#include "runtime/TuneGemm.h"
+#include "runtime/TuneProgress.h"
 
 #ifdef COALESCE_HAVE_CUBLAS
 #include "bench/reference/CublasReference.h"
@@ -165,6 +172,9 @@ struct Options {
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
   FfmaKnobs ffma;
+  std::string tuning_db; ///< --tuning-db=PATH: the tiling recorded there (docs/tuning.md)
+  bool autotune = false; ///< --autotune: search the tiling on this GPU first
+  int autotune_candidates = 50;
 };
 
 [[noreturn]] void usage_error(const std::string &message) {
@@ -228,6 +238,17 @@ Options parse_options(int argc, char **argv) {
       "warp-layout", cl::desc("FFMA schedule: each warp covers RxC of the block's threads (R * C = 32; default: "
                               "row order)"),
       cl::value_desc("RxC"), cl::cat(category));
+  cl::opt<std::string> tuning_db_flag(
+      "tuning-db", cl::desc("take the tiling from this tuning database (docs/tuning.md): the entry for the "
+                            "problem and this GPU, else the nearest of its shape class, else the default, with a "
+                            "note; with --autotune, the result is merged into it"),
+      cl::value_desc("path"), cl::cat(category));
+  cl::opt<bool> autotune_flag("autotune", cl::desc("search the tiling on this GPU first (legality checks, parallel "
+                                                   "compilation, checked timings), then run the winner"),
+                              cl::cat(category));
+  cl::opt<std::string> autotune_candidates_flag(
+      "autotune-candidates", cl::desc("with --autotune: legal candidates compiled and timed at most (default 50)"),
+      cl::value_desc("count"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   const char *overview =
       "the fused GEMM + bias + GELU: prints its loop nest and ptxas report, then times it\n"
@@ -287,12 +308,74 @@ Options parse_options(int argc, char **argv) {
   if ((options.ffma.stages || options.ffma.warp_rows) && options.tensor_cores)
     usage_error("--stages and --warp-layout set the FFMA schedule; the tensor-core tiling's stages are the last "
                 "number of --mma-tiling");
+  options.tuning_db = tuning_db_flag;
+  if (tuning_db_flag.getNumOccurrences() && options.tuning_db.empty())
+    usage_error("--tuning-db is empty; give the path of a tuning database");
+  options.autotune = autotune_flag;
+  if (autotune_candidates_flag.getNumOccurrences())
+    options.autotune_candidates = parse_extent("--autotune-candidates", autotune_candidates_flag);
+  if (options.autotune || !options.tuning_db.empty()) {
+    // The tuning picks these knobs; setting them too would be ambiguous.
+    if (!options.mma_tiling.empty())
+      usage_error("--mma-tiling sets the tiling that --tuning-db/--autotune choose; use one or the other");
+    if (options.block_groups >= 0)
+      usage_error("--block-groups sets a knob that --tuning-db/--autotune choose; use one or the other");
+    if (options.ffma.stages || options.ffma.warp_rows)
+      usage_error("--stages and --warp-layout set knobs that --tuning-db/--autotune choose; use one or the other");
+    if (options.warpgroup || options.cp_async)
+      usage_error(std::string(options.cp_async ? "--cp-async" : "--wgmma") +
+                  " picks a knob of the MMA schedule, which --tuning-db/--autotune choose; leave it out");
+    // bf16/f16 are tuned on tensor cores (warp or warpgroup MMA).
+    if (options.dtype != Float(32))
+      options.tensor_cores = true;
+  }
   const Shape &s = options.shape;
   const int64_t limit = std::numeric_limits<int32_t>::max();
   if (int64_t(s.M) * s.K > limit || int64_t(s.K) * s.N > limit || int64_t(s.M) * s.N > limit)
     usage_error("shape " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " + std::to_string(s.K) +
                 " has a matrix of more than 2^31 - 1 elements, beyond 32-bit indexing");
   return options;
+}
+
+// ------------------------------------------------------------------ tuning
+
+/// The problem the tuning database and the autotuner key on.
+GemmProblem tuning_problem(const Shape &shape, Type dtype, bool tensor_cores) {
+  GemmProblem problem;
+  problem.dtype = dtype == BFloat(16) ? "bf16" : dtype == Float(16) ? "f16" : tensor_cores ? "tf32" : "f32";
+  problem.out_dtype = dtype == BFloat(16) ? "bf16" : dtype == Float(16) ? "f16" : "f32";
+  problem.epilogue = "bias_gelu";
+  problem.M = shape.M;
+  problem.N = shape.N;
+  problem.K = shape.K;
+  return problem;
+}
+
+/// The schedule from --autotune (tuned here, merged into --tuning-db) or
+/// from --tuning-db alone.
+void apply_tuned_schedule(FusedGemm &g, const Shape &shape, Type dtype, bool tensor_cores, bool have_gpu,
+                          const Options &options) {
+  GemmProblem problem = tuning_problem(shape, dtype, tensor_cores);
+  GemmCandidate candidate;
+  if (options.autotune) {
+    TuneRequest request;
+    request.problem = problem;
+    request.database = options.tuning_db;
+    request.max_candidates = static_cast<size_t>(options.autotune_candidates);
+    request.progress = progress_wanted(stderr);
+    TuneOutcome outcome = tune_gemm_on_this_gpu(request);
+    std::printf("\n== autotune ==\n%s", outcome.result.summary().c_str());
+    if (!options.tuning_db.empty())
+      std::printf("merged into the tuning database %s\n", options.tuning_db.c_str());
+    candidate = outcome.best;
+  } else {
+    GpuIdentity gpu = have_gpu ? current_gpu_identity() : GpuIdentity{"", GpuTarget().sm(), 132};
+    std::string note;
+    candidate = tuned_or_default_candidate(options.tuning_db, problem, gpu.sm, gpu.name, gpu.sm_count, &note);
+    std::printf("%s\n", note.c_str());
+  }
+  std::printf("schedule: %s\n", candidate.str().c_str());
+  apply_gemm_candidate(problem, candidate, g.out, g.acc, g.A, g.B, g.i, g.j, g.k);
 }
 
 // ----------------------------------------------------------------- checking
@@ -559,8 +642,11 @@ int run_main_job(const Options &options) {
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
   FusedGemm gemm(options.dtype);
-  apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
-                         options.block_groups, options.cp_async, options.ffma);
+  if (options.autotune || !options.tuning_db.empty())
+    apply_tuned_schedule(gemm, shape, options.dtype, options.tensor_cores, have_gpu, options);
+  else
+    apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
+                           options.block_groups, options.cp_async, options.ffma);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

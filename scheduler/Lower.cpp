@@ -1,6 +1,7 @@
 #include "scheduler/Lower.h"
 
 #include "dsl/CompileProfile.h"
+#include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/BuildLoopNest.h"
@@ -59,46 +60,52 @@ void log(const char *pass, const Stmt &s) {
 // The front end's checks and rewrites, on private copies of the Funcs.
 Environment prepare(const Func &output) {
   PhaseTimer timer("lower: front end");
-  Environment env = make_environment(output);
-  check_names(env);       // every user name denotes one thing; reserved names are not taken
-  check_algorithm(env);   // updates are reductions; Funcs called at their own coordinates
-  resolve_schedule(env);  // where each Func is computed; reduction order kept
-  check_mirrored_loops(env); // a Func computed at a site runs on the consumer's loops, as the consumer has them
-  inline_funcs(env);      // needs placements
-  check_mma(env);         // after inlining: the update is what the instruction computes
-  check_split_k(env);     // after inlining, likewise: the split sum is the one that runs
-  fold_bias_into_init(env); // after inlining, so out = gelu(biased) with biased = acc + b folds too
-  infer_domain(env);
-  check_input_reads(env); // needs the domain
+  // Each step is attributed by name, so an error it raises carries its rule
+  // (UserError::rule).
+  Environment env = attributed_to("make_environment", [&] { return make_environment(output); });
+  attributed_to("check_names", [&] { check_names(env); }); // every user name denotes one thing; reserved names are not taken
+  attributed_to("check_algorithm", [&] { check_algorithm(env); }); // updates are reductions; Funcs called at their own coordinates
+  attributed_to("resolve_schedule", [&] { resolve_schedule(env); }); // where each Func is computed; reduction order kept
+  // A Func computed at a site runs on the consumer's loops, as the consumer has them.
+  attributed_to("check_mirrored_loops", [&] { check_mirrored_loops(env); });
+  attributed_to("inline_funcs", [&] { inline_funcs(env); }); // needs placements
+  attributed_to("check_mma", [&] { check_mma(env); }); // after inlining: the update is what the instruction computes
+  attributed_to("check_split_k", [&] { check_split_k(env); }); // after inlining, likewise: the split sum is the one that runs
+  // After inlining, so out = gelu(biased) with biased = acc + b folds too.
+  attributed_to("fold_bias_into_init", [&] { fold_bias_into_init(env); });
+  attributed_to("infer_domain", [&] { infer_domain(env); });
+  attributed_to("check_input_reads", [&] { check_input_reads(env); }); // needs the domain
   return env;
 }
 
 // The passes every target shares; the result has serial semantics.
 Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   PhaseTimer timer("lower: serial passes");
-  Stmt s = build_loop_nest(env);
+  Stmt s = attributed_to("build_loop_nest", [&] { return build_loop_nest(env); });
   log("build_loop_nest", s);
   // Staging reads the Input calls' coordinates, so it runs before they
   // become clamped loads.
-  s = stage_inputs_in_shared(s, env);
+  s = attributed_to("stage_inputs_in_shared", [&] { return stage_inputs_in_shared(s, env); });
   log("stage_inputs_in_shared", s);
-  s = clamp_input_loads(s);
+  s = attributed_to("clamp_input_loads", [&] { return clamp_input_loads(s); });
   log("clamp_input_loads", s);
   // On every target, so the CPU runs the statement the GPU runs.
-  s = tensorize_mma(s, env);
+  s = attributed_to("tensorize_mma", [&] { return tensorize_mma(s, env); });
   log("tensorize_mma", s);
-  verify_epilogue_placement(s, env);
-  check_thread_ownership(s, env); // before thread fusion, which drops per-thread dimensions
-  check_gpu_limits(s, budget);
-  check_unroll_size(s); // on every target, before unroll_loops makes the copies
+  attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
+  // Before thread fusion, which drops per-thread dimensions.
+  attributed_to("check_thread_ownership", [&] { check_thread_ownership(s, env); });
+  attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget); });
+  // On every target, before unroll_loops makes the copies.
+  attributed_to("check_unroll_size", [&] { check_unroll_size(s); });
   // Last: a permutation of the blocks, after every check of the plain nest.
-  s = group_gpu_blocks(s, env);
+  s = attributed_to("group_gpu_blocks", [&] { return group_gpu_blocks(s, env); });
   log("group_gpu_blocks", s);
   s = simplify(s);
   log("simplify", s);
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
-  check_gpu_structure(s, env.output().name);
+  attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
   return s;
 }
 

@@ -722,3 +722,57 @@ TEST_CASE("a run that fails while moving its files into place keeps none of them
   CHECK(result.contains("nothing of this run was kept"));
   CHECK(dir.entries() == std::vector<std::string>{"gemm.cpp"});
 }
+
+TEST_CASE("--autotune without a GPU is a clear error, and writes neither outputs nor the database") {
+  TempDir dir;
+  Result result = run("COALESCE_DISABLE_GPU=1 " + quote(kTool) +
+                          " --M=256 --N=256 --K=256 --autotune --tuning-db=db.json --output-dir=out",
+                      dir.path);
+  CHECK(result.status == 1);
+  CHECK(result.contains("autotuning times every candidate on a GPU, and this machine has none"));
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("--tuning-db: the recorded tiling, the default with a note, or a clear error") {
+  TempDir dir;
+  write_file(dir / "db.json", R"({"format": "coalesce-tuning-db", "version": 1, "entries": [
+ {"gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
+  "problem": {"dtype": "f32", "out_dtype": "f32", "epilogue": "bias_gelu", "M": 1024, "N": 1024, "K": 1024},
+  "schedule": {"family": "ffma", "block_m": 64, "block_n": 128, "threads_m": 16, "threads_n": 16, "k_step": 16,
+               "double_buffered": true, "async_copy": true, "a_padding": 4, "block_group_rows": 8, "split_k": 1,
+               "split_k_mode": "deterministic"},
+  "ms": 0.12}]})");
+  const std::string shape = "--M=1024 --N=1024 --K=1024 --emit=loops ";
+
+  Result tuned = aot(shape + "--tuning-db=db.json", dir.path);
+  CHECK(tuned.status == 0);
+  CHECK(tuned.err.find("using the entry for 1024x1024x1024") != std::string::npos);
+  CHECK(tuned.out.find("bi_grouped") != std::string::npos); // the entry's block groups
+  CHECK(tuned.out.find("gpu_thread.y(0, 16)") != std::string::npos);
+  Result plain = aot(shape, dir.path);
+  CHECK(plain.out != tuned.out);
+
+  Result relu = aot(shape + "--activation=relu --tuning-db=db.json", dir.path);
+  CHECK(relu.status == 0);
+  CHECK(relu.err.find("has no entry for f32->f32 bias_relu 1024x1024x1024") != std::string::npos);
+  CHECK(relu.err.find("using the default tiling") != std::string::npos);
+  CHECK(relu.out == aot(shape + "--activation=relu", dir.path).out);
+
+  Result missing = aot(shape + "--tuning-db=absent.json", dir.path);
+  CHECK(missing.status == 1);
+  CHECK(missing.contains("tuning database absent.json: cannot read it"));
+
+  write_file(dir / "broken.json", "{\"format\": \"coalesce-tuning-db\", \"version\": 1, \"entries\": [");
+  Result broken = aot(shape + "--tuning-db=broken.json --output-dir=out", dir.path);
+  CHECK(broken.status == 1);
+  CHECK(broken.contains("tuning database broken.json: not valid JSON"));
+  CHECK_FALSE(fs::exists(dir / "out"));
+
+  Result knob = aot(shape + "--tuning-db=db.json --tile-m=64", dir.path);
+  CHECK(knob.status == 1);
+  CHECK(knob.contains("--tile-m sets a knob that --tuning-db/--autotune choose"));
+
+  Result no_shape = aot("--emit=loops --tuning-db=db.json", dir.path);
+  CHECK(no_shape.status == 1);
+  CHECK(no_shape.contains("give --M, --N and --K"));
+}

@@ -356,6 +356,7 @@ void check_mma(Precision p) {
     MmaTiling single = bench::mma_tiling(p, 64, 64, gpu::Device::get().sm_count(), true);
     single.double_buffered = false;
     single.stages = 2;
+    single.tma = false;
     for (const Shape &s : kDoubleShapes)
       check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &single);
     // The default warpgroup tiling copies with the TMA (where the rows are

@@ -19,6 +19,9 @@
 //                         the warpgroup MMA where K and N are multiples of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
 //                         always the warp MMA)
+//                       with --tuning-db=PATH (or COALESCE_TUNING_DB), the tiling
+//                       the tuning database records for the problem on this GPU
+//                       (docs/tuning.md), where it has one
 //
 // Protocol (shared/BENCH.md), for every (precision, variant, shape):
 //   1. correctness: the output is poisoned (NaN), the variant runs once, every
@@ -61,6 +64,9 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
+#include "runtime/GpuTiming.h"
+#include "runtime/GemmCandidate.h"
+#include "runtime/TuningDatabase.h"
 #include "scheduler/GemmMmaSchedule.h"
 #include "scheduler/GemmSchedule.h"
 
@@ -80,6 +86,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,14 +98,11 @@ using examples::Epilogue;
 
 // ------------------------------------------------------------------ settings
 
-constexpr double kWarmupMs = 300;
-constexpr int kMinTimedRuns = 30;
-constexpr int kMaxTimedRuns = 200;
-/// Timed runs are added (up to kMaxTimedRuns) until they sum to about this:
-/// with the warm-up, the check and the compile, every precision at every
-/// shape stays short: the 160 benchmarks of eight shapes took about 8
-/// minutes on an H200 (220 with the three deep-K shapes, not yet timed).
-constexpr double kTargetTimedMs = 250;
+// The timing protocol is runtime/GpuTiming.h's benchmark_timing(): at least
+// 300 ms of warm-up, then 30 to 200 timed runs, about 250 ms of them: with
+// the warm-up, the check and the compile, every precision at every shape
+// stays short: the 160 benchmarks of eight shapes took about 8 minutes on an
+// H200 (220 with the three deep-K shapes, not yet timed).
 
 const std::vector<std::pair<std::string, Shape>> kShapes = {
     {"1024", {1024, 1024, 1024}},   {"2048", {2048, 2048, 2048}},     {"4096", {4096, 4096, 4096}},
@@ -183,39 +187,13 @@ struct Timing {
 };
 
 Timing time_runs(const std::function<void()> &run, gpu::DeviceBuffer &flush) {
+  GpuTiming g = time_gpu_runs(run, flush, benchmark_timing()); // runtime/GpuTiming.h: the protocol above
   Timing t;
-  // Warm-up: back to back (synchronizing every few runs) for at least kWarmupMs.
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
-  for (;;) {
-    run();
-    ++t.warmup_runs;
-    if (t.warmup_runs % 4 == 0) {
-      gpu::synchronize();
-      if (elapsed_ms() >= kWarmupMs)
-        break;
-    }
-  }
-  double per_run = elapsed_ms() / t.warmup_runs;
-  int runs = static_cast<int>(std::ceil(kTargetTimedMs / std::max(per_run, 1e-3)));
-  runs = std::clamp(runs, kMinTimedRuns, kMaxTimedRuns);
-
-  gpu::EventTimer timer;
-  std::vector<double> ms;
-  for (int n = 0; n < runs; ++n) {
-    flush.fill_bytes(static_cast<uint8_t>(n + 1)); // evicts what the last run left in the L2
-    timer.start();
-    run();
-    timer.stop();
-    ms.push_back(timer.elapsed_ms());
-  }
-  std::sort(ms.begin(), ms.end());
-  t.timed_runs = runs;
-  t.min = ms.front();
-  t.max = ms.back();
-  t.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  t.median = g.median_ms;
+  t.min = g.min_ms;
+  t.max = g.max_ms;
+  t.warmup_runs = g.warmup_runs;
+  t.timed_runs = g.timed_runs;
   return t;
 }
 
@@ -239,6 +217,43 @@ struct CoalesceKernel {
   std::vector<CUdeviceptr> pointers;
 };
 
+/// --tuning-db (or COALESCE_TUNING_DB): the database Coalesce's kernels take
+/// their tiling from, loaded once before anything is timed; null: none.
+const TuningDatabase *g_tuning_db = nullptr;
+std::string g_tuning_db_path;
+
+/// The problem the tuning database keys on for this benchmark.
+GemmProblem tuning_problem(Epilogue epilogue, Precision p, const Shape &s) {
+  GemmProblem problem;
+  problem.dtype = p == Precision::FP32 ? "f32" : reference::precision_name(p);
+  problem.out_dtype = output_type(p) == BFloat(16) ? "bf16" : output_type(p) == Float(16) ? "f16" : "f32";
+  problem.epilogue = examples::epilogue_name(epilogue);
+  problem.M = s.M;
+  problem.N = s.N;
+  problem.K = s.K;
+  return problem;
+}
+
+/// The database's schedule for the problem, if it has one (that shape, else
+/// its shape class) for this GPU; a note on stderr either way, once per problem.
+std::optional<GemmCandidate> tuned_candidate(Epilogue epilogue, Precision p, const Shape &s) {
+  if (!g_tuning_db)
+    return std::nullopt;
+  static std::set<std::string> noted;
+  GemmProblem problem = tuning_problem(epilogue, p, s);
+  std::string sm = target_for_current_device().sm();
+  std::optional<TuningMatch> match = g_tuning_db->find(problem, sm, gpu::Device::get().name());
+  if (noted.insert(problem.str()).second)
+    std::fprintf(stderr, "coalesce-bench: %s\n",
+                 match ? (problem.str() + ": the tuning database's " + (match->exact ? "entry" : "nearest entry") +
+                          " for " + match->record->problem.shape() + ": " + match->record->schedule.str())
+                             .c_str()
+                       : tuning_fallback_note(g_tuning_db_path, problem, sm).c_str());
+  if (!match)
+    return std::nullopt;
+  return match->record->schedule;
+}
+
 const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shape &s) {
   // Never destroyed: unloading modules during exit would race the CUDA
   // runtime's own teardown.
@@ -247,7 +262,10 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   std::optional<MmaTiling> mma;
   std::optional<GemmTiling> ffma;
   std::string tiling;
-  if (uses_tensor_cores(p)) {
+  std::optional<GemmCandidate> tuned = tuned_candidate(epilogue, p, s);
+  if (tuned) {
+    tiling = tuned->str();
+  } else if (uses_tensor_cores(p)) {
     // Hopper's warpgroup MMA where the GPU has it (tf32, bf16, f16), else the
     // warp MMA; COALESCE_BENCH_WARP_MMA=1 keeps the warp MMA to compare.
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
@@ -267,7 +285,9 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   auto k = std::make_unique<CompiledKernel>(
       CompiledKernel{examples::make_gemm(epilogue, input_type(p), output_type(p)), nullptr, nullptr, tiling, 0, {}});
   examples::Gemm &g = k->gemm;
-  if (mma)
+  if (tuned)
+    apply_gemm_candidate(tuning_problem(epilogue, p, s), *tuned, g.out, g.acc, g.A, g.B, g.i, g.j, g.k);
+  else if (mma)
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, *mma);
   else
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, *ffma);
@@ -462,6 +482,11 @@ int main(int argc, char **argv) {
                                    cl::value_desc("list"), cl::init("all"), cl::cat(category));
   cl::opt<std::string> precisions_flag("precisions", cl::desc("comma-separated fp32, tf32, bf16, f16, or all"),
                                        cl::value_desc("list"), cl::init("all"), cl::cat(category));
+  const char *tuning_env = std::getenv("COALESCE_TUNING_DB");
+  cl::opt<std::string> tuning_db_flag(
+      "tuning-db", cl::desc("take Coalesce's tilings from this tuning database (docs/tuning.md), where it has an "
+                            "entry for the problem and this GPU (default: $COALESCE_TUNING_DB)"),
+      cl::value_desc("path"), cl::init(tuning_env ? tuning_env : ""), cl::cat(category));
   cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
                                         cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -485,6 +510,19 @@ int main(int argc, char **argv) {
   if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data()))
     return 2;
 
+  // Read (and checked) before anything runs: a corrupted database stops here.
+  std::optional<TuningDatabase> tuning_db;
+  g_tuning_db_path = tuning_db_flag;
+  if (!g_tuning_db_path.empty()) {
+    try {
+      tuning_db = TuningDatabase::load(g_tuning_db_path);
+    } catch (const UserError &error) {
+      std::fprintf(stderr, "coalesce-bench: %s\n", error.what());
+      return 2;
+    }
+    g_tuning_db = &*tuning_db;
+  }
+
   std::string why_no_gpu;
   if (!gpu::gpu_available(&why_no_gpu)) {
     std::printf("coalesce-bench: no GPU (%s): nothing measured\n", why_no_gpu.c_str());
@@ -502,9 +540,12 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(device.l2_bytes()));
     benchmark::AddCustomContext("gpu_target", target_for_current_device().sm());
     benchmark::AddCustomContext("l2_flush_bytes", std::to_string(flush_bytes));
+    if (g_tuning_db)
+      benchmark::AddCustomContext("tuning_db", g_tuning_db_path);
     benchmark::AddCustomContext("protocol", "poisoned-output check vs cuBLAS of the same precision (f32-output GEMM, "
                                             "epilogue in double; per-variant tolerance), >=300 ms warm-up, " +
-                                                std::to_string(kMinTimedRuns) + ".." + std::to_string(kMaxTimedRuns) +
+                                                std::to_string(benchmark_timing().min_timed_runs) + ".." +
+                                                std::to_string(benchmark_timing().max_timed_runs) +
                                                 " timed runs between CUDA events, L2 flushed before each; "
                                                 "time = median");
 

@@ -19,6 +19,7 @@
 // parameter is a flag (--block=128, --N=4096), --help lists them, and the tool
 // writes NAME.ptx, NAME.h and NAME.cpp (codegen/aot/aot_main.cpp).
 
+#include "codegen/GpuTarget.h"
 #include "dsl/Func.h"
 
 #include <climits>
@@ -200,6 +201,11 @@ public:
   /// A bad combination of values is a UserError.
   virtual Func build() = 0;
 
+  /// The GPU target the tool compiles for (--target), set before build()
+  /// (a generator that reads a tuning database looks its entries up by it).
+  const GpuTarget &target() const { return target_; }
+  void set_target(const GpuTarget &target) { target_ = target; }
+
   /// Every parameter, in declaration order.
   const std::vector<GeneratorParamBase *> &params() const { return params_; }
   /// The size parameters, in declaration order: the launcher takes them in
@@ -212,6 +218,7 @@ private:
   friend class GeneratorParamBase;
   void add_param(GeneratorParamBase *param);
   std::vector<GeneratorParamBase *> params_;
+  GpuTarget target_;
 };
 
 /// A registered generator: its name (the --generator value), a one-line

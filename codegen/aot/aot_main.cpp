@@ -205,6 +205,7 @@ int run(int argc, char **argv) {
   request.target = target;
   request.emit = emit;
   request.command_line = command_line(tool, generator_name, *generator, name, target.sm());
+  generator->set_target(target);
   std::vector<EmittedFile> files = compile_generator(*generator, request);
 
   if (output_dir.empty()) {

@@ -16,9 +16,12 @@
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
+#include "runtime/TuneGemm.h"
+#include "runtime/TuneProgress.h"
 #include "scheduler/GemmMmaSchedule.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -157,6 +160,17 @@ public:
                                    "by row",
                                    0, 1024};
 
+  GeneratorParam<std::string> tuning_db{
+      this, "tuning-db", "",
+      "a tuning database (JSON, docs/tuning.md): the tiling is the best one recorded for this problem (dtype, "
+      "out-dtype, epilogue, --M/--N/--K, --target), else the nearest of its shape class, else the default "
+      "(with a note); with --autotune, the result is merged into it"};
+  GeneratorParam<bool> autotune{this, "autotune", false,
+                                "search the tiling on this machine's GPU (needs one, of the --target): legality "
+                                "checks, parallel compilation, checked timings; the winner is compiled"};
+  GeneratorParam<int> autotune_candidates{this, "autotune-candidates", 50,
+                                          "with --autotune: legal candidates compiled and timed at most", 1, 10000};
+
   // --split-k, with 0 resolved from the shape (which must then be fixed).
   int chosen_split(int block_m, int block_n, int step, int blocks_per_sm) const {
     if (split_k > 0)
@@ -187,6 +201,50 @@ public:
       user_error("--warp-layout=", text, ": ", why);
   }
 
+  /// The problem the tuning database and the autotuner key on.
+  GemmProblem tuning_problem() const {
+    if (!M.fixed() || !N.fixed() || !K.fixed())
+      user_error("--tuning-db and --autotune key on the exact shape: give --M, --N and --K");
+    if (!bias && activation != Activation::None)
+      user_error("--tuning-db and --autotune cover the epilogues none, bias, and bias with an activation; "
+                 "--bias=false with --activation=", activation.value_text(), " is not one of them");
+    GemmProblem problem;
+    problem.dtype = dtype.value_text();
+    problem.out_dtype = out_dtype.value_text();
+    problem.epilogue = !bias ? "none" : activation == Activation::None ? "bias" : "bias_" + activation.value_text();
+    problem.M = M.value();
+    problem.N = N.value();
+    problem.K = K.value();
+    return problem;
+  }
+
+  /// The tiling from the tuning database or the autotuner.
+  GemmCandidate tuned_candidate(const GemmProblem &problem) const {
+    for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
+             &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
+             &min_blocks_per_sm, &block_groups, &tma, &warp_layout})
+      if (knob->is_set())
+        user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
+                   "tiling by hand without them");
+    if (!autotune) {
+      std::string note;
+      GemmCandidate candidate = tuned_or_default_candidate(tuning_db, problem, target().sm(), "", 132, &note);
+      std::fprintf(stderr, "%s\n", note.c_str());
+      return candidate;
+    }
+    TuneRequest request;
+    request.problem = problem;
+    request.database = tuning_db;
+    request.target_sm = target().sm();
+    request.max_candidates = static_cast<size_t>(autotune_candidates.value());
+    request.progress = progress_wanted(stderr);
+    TuneOutcome outcome = tune_gemm_on_this_gpu(request);
+    std::fprintf(stderr, "%s", outcome.result.summary().c_str());
+    if (!request.database.empty())
+      std::fprintf(stderr, "merged into the tuning database %s\n", request.database.c_str());
+    return outcome.best;
+  }
+
   Func build() override {
     Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
     std::optional<Input> bias_vector;
@@ -201,6 +259,12 @@ public:
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
     out(i, j) = cast(out_dtype, activate(activation, sum));
+
+    if (autotune || !tuning_db.value().empty()) {
+      GemmProblem problem = tuning_problem();
+      apply_gemm_candidate(problem, tuned_candidate(problem), out, acc, A, B, i, j, k);
+      return out;
+    }
 
     if (dtype == InputType::F32 && mma == MmaFamily::Warpgroup)
       mma_kind(dtype, mma); // refuses it: f32 runs on FFMA, with no MMA to choose

@@ -1,0 +1,56 @@
+#pragma once
+// What the autotuner and the tuning database key on: a GEMM problem (the
+// precision, the output type, the epilogue and the shape) and the GPU it
+// runs on. A problem says what is computed; a GemmCandidate
+// (runtime/GemmCandidate.h) says how.
+
+#include "dsl/Type.h"
+
+#include <cstdint>
+#include <string>
+
+namespace coalesce {
+
+/// out = epilogue(A B [+ bias]), A M x K, B K x N, row-major.
+struct GemmProblem {
+  /// A's and B's precision and how they are multiplied: "f32" (FFMA),
+  /// "tf32" (f32 data rounded to tf32 on tensor cores), "bf16" or "f16"
+  /// (tensor cores, warp or warpgroup MMA).
+  std::string dtype = "f32";
+  std::string out_dtype = "f32"; ///< "f32", "bf16" or "f16"
+  /// "none", "bias", "bias_relu", "bias_gelu" or "bias_gelu_tanh".
+  std::string epilogue = "bias_gelu";
+  int64_t M = 0, N = 0, K = 0;
+
+  /// "4096x4096x4096".
+  std::string shape() const;
+  /// The class a shape falls back to when the database has no entry for it
+  /// exactly: each extent rounded to the nearest power of two (in log
+  /// scale, halves up), "~4096x~4096x~4096"; 4000x4100x3000 is in it too.
+  std::string shape_class() const;
+  /// "bf16->bf16 bias_gelu 4096x4096x4096", for messages.
+  std::string str() const;
+  bool tensor_cores() const { return dtype != "f32"; }
+  /// Throws a UserError naming the field that is not one of the values above
+  /// (or a shape that is not positive).
+  void validate() const;
+};
+
+/// The element types of A and B (f32 for "tf32") and of out.
+Type gemm_input_type(const GemmProblem &problem);
+Type gemm_output_type(const GemmProblem &problem);
+/// Whether the epilogue reads the bias.
+bool gemm_uses_bias(const GemmProblem &problem);
+
+/// The GPU a result was measured on: the device's name as the driver
+/// reports it ("NVIDIA H200") and the target compiled for ("sm_90a").
+struct GpuIdentity {
+  std::string name;
+  std::string sm;
+  int sm_count = 132; ///< multiprocessors (the default tiling's choice depends on it)
+};
+
+/// Rounds a positive extent to the nearest power of two in log scale.
+int64_t nearest_power_of_two(int64_t extent);
+
+} // namespace coalesce

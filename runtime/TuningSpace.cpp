@@ -1,0 +1,161 @@
+#include "runtime/TuningSpace.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace coalesce {
+
+namespace {
+
+// The split counts worth trying for a tile of block_m x block_n: none, and
+// the library's choice for it when that splits.
+std::vector<int> split_choices(const GemmProblem &problem, const std::vector<Extent2> &blocks, int k_step,
+                               int threads, int sm_count) {
+  std::vector<int> splits = {1};
+  for (const Extent2 &block : blocks) {
+    int64_t tiles = ((problem.M + block.first - 1) / block.first) * ((problem.N + block.second - 1) / block.second);
+    int split = default_split_k(tiles, problem.K, k_step, sm_count, split_k_blocks_per_sm(threads));
+    if (std::find(splits.begin(), splits.end(), split) == splits.end())
+      splits.push_back(split);
+  }
+  return splits;
+}
+
+// Calls visit(at) for every combination of indices into lists of the given
+// sizes (at[n] < sizes[n]), the last index varying fastest; none when a
+// list is empty.
+void for_each_combination(const std::vector<size_t> &sizes,
+                          const std::function<void(const std::vector<size_t> &)> &visit) {
+  for (size_t size : sizes)
+    if (size == 0)
+      return;
+  std::vector<size_t> at(sizes.size(), 0);
+  for (;;) {
+    visit(at);
+    size_t n = sizes.size();
+    while (n > 0 && ++at[n - 1] == sizes[n - 1])
+      at[--n] = 0;
+    if (n == 0)
+      return;
+  }
+}
+
+void add_unique(std::vector<GemmCandidate> &out, const GemmCandidate &candidate) {
+  if (std::find(out.begin(), out.end(), candidate) == out.end())
+    out.push_back(candidate);
+}
+
+} // namespace
+
+TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &sm, int sm_count) {
+  TuningSpace space;
+  FfmaSpace &f = space.ffma;
+  f.blocks = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {256, 128}, {128, 256}};
+  f.registers = {{8, 8}, {8, 4}, {4, 8}, {4, 4}};
+  f.k_steps = {8, 16};
+  f.stages = {2, 3};
+  f.warp_layouts = {{0, 0}, {4, 8}, {8, 4}};
+  f.block_group_rows = {0, 8};
+  f.split_k = split_choices(problem, f.blocks, 8, 256, sm_count);
+
+  MmaSpace &w = space.warp_mma;
+  w.families = {GemmFamily::WarpMma};
+  w.blocks = {{128, 128}, {128, 256}, {256, 128}, {128, 64}, {64, 64}};
+  w.warp_tiles = {{64, 64}, {64, 32}, {32, 32}};
+  w.k_steps = problem.dtype == "tf32" ? std::vector<int>{16, 32} : std::vector<int>{32, 64};
+  w.stages = {2, 3, 4};
+  w.min_blocks_per_sm = {problem.dtype == "tf32" ? 1 : 2};
+  w.block_group_rows = {0, 8};
+  w.tma = {false};
+  w.split_k = split_choices(problem, w.blocks, w.k_steps.front(), 128, sm_count);
+
+  MmaSpace &g = space.warpgroup_mma;
+  if (sm == "sm_90a" && (problem.dtype == "bf16" || problem.dtype == "f16")) {
+    g.families = {GemmFamily::WarpgroupMma};
+    g.blocks = {{128, 128}, {128, 256}, {256, 128}, {128, 64}, {64, 128}};
+    g.warp_tiles = {{64, 128}, {64, 64}, {64, 256}};
+    g.k_steps = {64};
+    g.stages = {3, 4};
+    g.min_blocks_per_sm = {1, 2};
+    g.block_group_rows = {0, 8};
+    g.tma = {false, true};
+    g.split_k = split_choices(problem, g.blocks, 64, 256, sm_count);
+  }
+  return space;
+}
+
+std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, const TuningSpace &space,
+                                                const GemmCandidate &first) {
+  std::vector<GemmCandidate> out = {first};
+  if (!problem.tensor_cores()) {
+    const FfmaSpace &f = space.ffma;
+    for_each_combination(
+        {f.blocks.size(), f.registers.size(), f.k_steps.size(), f.block_group_rows.size(), f.split_k.size(),
+         f.stages.size(), f.warp_layouts.size()},
+        [&](const std::vector<size_t> &at) {
+          GemmCandidate c;
+          c.ffma = first.family == GemmFamily::Ffma ? first.ffma : GemmTiling{};
+          const Extent2 &block = f.blocks[at[0]], &registers = f.registers[at[1]];
+          c.ffma.block_m = block.first;
+          c.ffma.block_n = block.second;
+          c.ffma.threads_m = std::max(1, block.first / registers.first);
+          c.ffma.threads_n = std::max(1, block.second / registers.second);
+          c.ffma.k_step = f.k_steps[at[2]];
+          c.ffma.block_group_rows = f.block_group_rows[at[3]];
+          c.ffma.split_k = f.split_k[at[4]];
+          c.ffma.stages = f.stages[at[5]];
+          c.ffma.warp_rows = f.warp_layouts[at[6]].first;
+          c.ffma.warp_cols = f.warp_layouts[at[6]].second;
+          add_unique(out, c);
+        });
+    return out;
+  }
+  for (const MmaSpace *m : {&space.warpgroup_mma, &space.warp_mma})
+    for (GemmFamily family : m->families)
+      for_each_combination({m->blocks.size(), m->warp_tiles.size(), m->k_steps.size(), m->stages.size(),
+                            m->min_blocks_per_sm.size(), m->block_group_rows.size(), m->tma.size(),
+                            m->split_k.size()},
+                           [&](const std::vector<size_t> &at) {
+                             GemmCandidate c;
+                             c.family = family;
+                             c.mma = default_mma_tiling(gemm_mma_kind(problem, family), problem.M, problem.N);
+                             c.mma.block_m = m->blocks[at[0]].first;
+                             c.mma.block_n = m->blocks[at[0]].second;
+                             c.mma.warp_m = m->warp_tiles[at[1]].first;
+                             c.mma.warp_n = m->warp_tiles[at[1]].second;
+                             c.mma.k_step = m->k_steps[at[2]];
+                             c.mma.stages = m->stages[at[3]];
+                             c.mma.double_buffered = c.mma.stages >= 2;
+                             c.mma.min_blocks_per_sm = m->min_blocks_per_sm[at[4]];
+                             c.mma.block_group_rows = m->block_group_rows[at[5]];
+                             c.mma.tma = m->tma[at[6]];
+                             c.mma.split_k = m->split_k[at[7]];
+                             add_unique(out, c);
+                           });
+  return out;
+}
+
+std::vector<size_t> spread_indices(size_t count, size_t limit) {
+  std::vector<size_t> out;
+  if (count == 0 || limit == 0)
+    return out;
+  if (count <= limit) {
+    for (size_t n = 0; n < count; ++n)
+      out.push_back(n);
+    return out;
+  }
+  out.push_back(0);
+  size_t rest = count - 1, wanted = limit - 1; // rest > wanted: the steps are at least 1
+  for (size_t n = 0; n < wanted; ++n)
+    out.push_back(1 + n * rest / wanted);
+  return out;
+}
+
+std::vector<GemmCandidate> spread_sample(const std::vector<GemmCandidate> &candidates, size_t limit) {
+  std::vector<GemmCandidate> out;
+  for (size_t n : spread_indices(candidates.size(), limit))
+    out.push_back(candidates[n]);
+  return out;
+}
+
+} // namespace coalesce

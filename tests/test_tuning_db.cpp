@@ -1,0 +1,246 @@
+// The tuning database (runtime/TuningDatabase.h): a round trip through its
+// JSON file, merging, the lookup (exact shape, shape class, unknown problem),
+// and clear errors for a corrupted, truncated or malformed file.
+
+#include "dsl/Error.h"
+#include "runtime/TuneGemm.h"
+#include "runtime/TuningDatabase.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace coalesce;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "coalesce-tuning-db-XXXXXX").string();
+    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
+    REQUIRE(!path.empty());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::string operator/(const std::string &name) const { return (path / name).string(); }
+  size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), {})); }
+  fs::path path;
+};
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const std::string &path, const std::string &text) { std::ofstream(path, std::ios::binary) << text; }
+
+GemmProblem problem(const std::string &dtype, int64_t M, int64_t N, int64_t K) {
+  GemmProblem p;
+  p.dtype = dtype;
+  p.out_dtype = dtype == "tf32" ? "f32" : dtype;
+  p.epilogue = "bias_gelu";
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  return p;
+}
+
+TuningRecord ffma_record(int64_t M, int64_t N, int64_t K, int block_n, double ms) {
+  TuningRecord r;
+  r.gpu = GpuIdentity{"NVIDIA H200", "sm_90a", 132};
+  r.problem = problem("f32", M, N, K);
+  r.schedule = default_gemm_candidate(r.problem, "sm_90a");
+  r.schedule.ffma.block_n = block_n;
+  r.schedule.ffma.threads_n = block_n / 8;
+  r.schedule.ffma.block_group_rows = 8;
+  r.ms = ms;
+  r.default_ms = ms * 1.1;
+  r.searched = 96;
+  r.legal = 88;
+  r.timed = 50;
+  return r;
+}
+
+TuningRecord wgmma_record() {
+  TuningRecord r;
+  r.gpu = GpuIdentity{"NVIDIA H200", "sm_90a", 132};
+  r.problem = problem("bf16", 4096, 4096, 4096);
+  r.schedule = default_gemm_candidate(r.problem, "sm_90a");
+  r.schedule.mma.stages = 4;
+  r.schedule.mma.tma = true;
+  r.schedule.mma.split_k = 2;
+  r.schedule.mma.split_k_mode = SplitKMode::Atomic;
+  r.ms = 0.6;
+  return r;
+}
+
+std::string error_of(const std::function<void()> &step) {
+  try {
+    step();
+  } catch (const UserError &error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("the database round-trips through its file, every knob kept") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  db.merge(wgmma_record());
+  db.save(dir / "tuning.json");
+  CHECK(dir.entries() == 1); // no temporary file left behind
+
+  TuningDatabase back = TuningDatabase::load(dir / "tuning.json");
+  REQUIRE(back.records().size() == 2);
+  for (const TuningRecord &original : db.records()) {
+    std::optional<TuningMatch> found = back.find(original.problem, "sm_90a", "NVIDIA H200");
+    REQUIRE(found.has_value());
+    CHECK(found->exact);
+    CHECK(found->record->schedule == original.schedule);
+    CHECK(found->record->ms == original.ms);
+    CHECK(found->record->default_ms == original.default_ms);
+    CHECK(found->record->gpu.sm_count == 132);
+  }
+  CHECK(back.to_json() == db.to_json());
+  std::string text = read_file(dir / "tuning.json");
+  CHECK(text.find("\"format\": \"coalesce-tuning-db\"") != std::string::npos);
+  CHECK(text.find("\"shape_class\": \"~4096x~4096x~4096\"") != std::string::npos);
+  CHECK(text.find("\"family\": \"warpgroup\"") != std::string::npos);
+  CHECK(text.find("\"split_k_mode\": \"atomic\"") != std::string::npos);
+  CHECK(text.find("\"tma\": true") != std::string::npos);
+}
+
+TEST_CASE("merging replaces the same problem's entry and keeps every other") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  db.merge(ffma_record(1024, 1024, 1024, 64, 0.1));
+  db.merge(wgmma_record());
+  db.save(dir / "db.json");
+
+  TuningDatabase again = TuningDatabase::load_or_empty(dir / "db.json");
+  again.merge(ffma_record(4096, 4096, 4096, 128, 2.4)); // re-tuned
+  TuningRecord other_gpu = ffma_record(4096, 4096, 4096, 64, 3.0);
+  other_gpu.gpu = GpuIdentity{"NVIDIA A100", "sm_80", 108};
+  again.merge(other_gpu);
+  again.save(dir / "db.json");
+
+  TuningDatabase merged = TuningDatabase::load(dir / "db.json");
+  CHECK(merged.records().size() == 4);
+  std::optional<TuningMatch> h200 = merged.find(problem("f32", 4096, 4096, 4096), "sm_90a", "NVIDIA H200");
+  REQUIRE(h200.has_value());
+  CHECK(h200->record->ms == 2.4);
+  CHECK(h200->record->schedule.ffma.block_n == 128);
+  std::optional<TuningMatch> a100 = merged.find(problem("f32", 4096, 4096, 4096), "sm_80");
+  REQUIRE(a100.has_value());
+  CHECK(a100->record->gpu.name == "NVIDIA A100");
+  CHECK(merged.find(problem("f32", 1024, 1024, 1024), "sm_90a").has_value());
+  CHECK(merged.find(problem("bf16", 4096, 4096, 4096), "sm_90a").has_value());
+  CHECK(TuningDatabase::load_or_empty(dir / "absent.json").records().empty());
+}
+
+TEST_CASE("lookup: the exact shape, else the nearest of its class, else nothing") {
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  db.merge(ffma_record(4000, 4096, 4096, 128, 2.4));
+  GemmProblem ragged = problem("f32", 4093, 4091, 4097);
+  CHECK(ragged.shape_class() == "~4096x~4096x~4096");
+  std::optional<TuningMatch> near = db.find(ragged, "sm_90a");
+  REQUIRE(near.has_value());
+  CHECK_FALSE(near->exact);
+  CHECK(near->record->problem.M == 4096); // 4093 is nearer 4096 than 4000
+  std::optional<TuningMatch> exact = db.find(problem("f32", 4000, 4096, 4096), "sm_90a");
+  REQUIRE(exact.has_value());
+  CHECK(exact->exact);
+  CHECK(exact->record->schedule.ffma.block_n == 128);
+
+  CHECK_FALSE(db.find(problem("f32", 1024, 1024, 1024), "sm_90a").has_value()); // another class
+  CHECK_FALSE(db.find(problem("f32", 4096, 4096, 4096), "sm_80").has_value());  // another GPU
+  CHECK_FALSE(db.find(problem("f32", 4096, 4096, 4096), "sm_90a", "NVIDIA H100").has_value());
+  GemmProblem relu = problem("f32", 4096, 4096, 4096);
+  relu.epilogue = "bias_relu";
+  CHECK_FALSE(db.find(relu, "sm_90a").has_value()); // another epilogue
+}
+
+TEST_CASE("an unknown problem falls back to the default tiling, with a note") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  db.save(dir / "db.json");
+
+  std::string note;
+  GemmProblem unknown = problem("f32", 512, 512, 512);
+  GemmCandidate fallback = tuned_or_default_candidate(dir / "db.json", unknown, "sm_90a", "", 132, &note);
+  CHECK(fallback == default_gemm_candidate(unknown, "sm_90a", 132));
+  CHECK(note.find("has no entry for f32->f32 bias_gelu 512x512x512") != std::string::npos);
+  CHECK(note.find("using the default tiling") != std::string::npos);
+
+  GemmCandidate tuned =
+      tuned_or_default_candidate(dir / "db.json", problem("f32", 4096, 4096, 4096), "sm_90a", "", 132, &note);
+  CHECK(tuned.ffma.block_n == 64);
+  CHECK(tuned.ffma.block_group_rows == 8);
+  CHECK(note.find("using the entry for 4096x4096x4096") != std::string::npos);
+}
+
+TEST_CASE("a corrupted, truncated or malformed database is an error naming the file and the fault") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  db.save(dir / "good.json");
+  std::string good = read_file(dir / "good.json");
+
+  write_file(dir / "truncated.json", good.substr(0, good.size() / 2));
+  std::string truncated = error_of([&] { TuningDatabase::load(dir / "truncated.json"); });
+  CHECK(truncated.find(dir / "truncated.json") != std::string::npos);
+  CHECK(truncated.find("not valid JSON") != std::string::npos);
+
+  write_file(dir / "garbage.json", "\x01\x02 not json");
+  CHECK(error_of([&] { TuningDatabase::load(dir / "garbage.json"); }).find("not valid JSON") != std::string::npos);
+
+  write_file(dir / "other.json", "{\"entries\": []}");
+  CHECK(error_of([&] { TuningDatabase::load(dir / "other.json"); }).find("not a Coalesce tuning database") !=
+        std::string::npos);
+
+  std::string bad_knob = good;
+  bad_knob.replace(bad_knob.find("\"block_m\": 128"), 14, "\"block_m\": \"big\"");
+  write_file(dir / "bad_knob.json", bad_knob);
+  std::string knob = error_of([&] { TuningDatabase::load(dir / "bad_knob.json"); });
+  CHECK(knob.find(dir / "bad_knob.json") != std::string::npos);
+  CHECK(knob.find("entries[0].schedule.block_m") != std::string::npos);
+
+  std::string bad_dtype = good;
+  bad_dtype.replace(bad_dtype.find("\"dtype\": \"f32\""), 14, "\"dtype\": \"f64\"");
+  write_file(dir / "bad_dtype.json", bad_dtype);
+  std::string dtype = error_of([&] { TuningDatabase::load(dir / "bad_dtype.json"); });
+  CAPTURE(dtype);
+  CHECK(dtype.find("entries[0].problem") != std::string::npos);
+  CHECK(dtype.find("'f64'") != std::string::npos);
+
+  CHECK(error_of([&] { TuningDatabase::load(dir / "missing.json"); }).find("cannot read it") != std::string::npos);
+
+  // Merging into a corrupted file is refused before anything is written.
+  CHECK(error_of([&] { TuningDatabase::load_or_empty(dir / "truncated.json"); }).find("not valid JSON") !=
+        std::string::npos);
+  CHECK(read_file(dir / "truncated.json") == good.substr(0, good.size() / 2));
+}
+
+TEST_CASE("saving into a directory that does not exist is an error, and writes nothing") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
+  std::string error = error_of([&] { db.save(dir / "no/such/dir/db.json"); });
+  CHECK(error.find("cannot write it") != std::string::npos);
+  CHECK(dir.entries() == 0);
+}
