@@ -126,11 +126,11 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
   const int sm_count = gpu::sm_count_for(GpuTarget());
   if (tensor_cores) {
     // Warp MMA (dsl/recipes/GemmMmaSchedule.h): bf16/f16 inputs on their
-    // instruction, f32 inputs rounded to tf32; with `warpgroup`, bf16/f16
-    // on Hopper's warpgroup MMA.
+    // instruction, f32 inputs rounded to tf32; with `warpgroup`, on
+    // Hopper's warpgroup MMA.
     MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
                    : dtype == Float(16) ? (warpgroup ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
-                                        : MmaKind::TF32_m16n8k8;
+                                        : (warpgroup ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8);
     MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N, sm_count);
     if (knobs.size() >= 6) {
       tiling.block_m = knobs[0];
@@ -169,7 +169,7 @@ struct Options {
   bool shape_given = false;
   Type dtype = Float(32);
   bool tensor_cores = false;
-  bool warpgroup = false; ///< --wgmma: bf16/f16 on warpgroup MMAs (sm_90a)
+  bool warpgroup = false; ///< --wgmma: warpgroup MMAs (sm_90a; f32 inputs as tf32)
   bool cp_async = false;  ///< --cp-async: the warpgroup MMA's tiles copied by cp.async, not the TMA
   int block_groups = -1;  ///< --block-groups=N: gpu_block_groups(N) (0: none; -1: the tiling's choice)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
@@ -221,7 +221,8 @@ Options parse_options(int argc, char **argv) {
                                   cl::value_desc("type"), cl::init("f32"), cl::cat(category));
   cl::opt<bool> tensor_cores_flag("tensor-cores", cl::desc("run the warp-MMA schedule (tf32 for f32 inputs)"),
                                   cl::cat(category));
-  cl::opt<bool> wgmma_flag("wgmma", cl::desc("run bf16/f16 on Hopper's warpgroup MMA (sm_90a)"), cl::cat(category));
+  cl::opt<bool> wgmma_flag("wgmma", cl::desc("run on Hopper's warpgroup MMA (sm_90a; f32 inputs rounded to tf32)"),
+                           cl::cat(category));
   cl::opt<bool> cp_async_flag("cp-async", cl::desc("with --wgmma: copy the tiles with every thread's cp.async "
                                                   "instead of the tensor memory accelerator (TMA), the default"),
                               cl::cat(category));
@@ -644,9 +645,6 @@ int run_main_job(const Options &options) {
   Shape shape = have_gpu || options.shape_given ? options.shape : kCpuShape;
 
   FusedGemm gemm(options.dtype);
-  if (options.warpgroup && options.dtype == Float(32))
-    usage_error("--wgmma runs bf16 or f16 inputs (warpgroup MMAs have no f32 schedule here); add --dtype=bf16 or "
-                "--dtype=f16");
   if (options.autotune || !options.tuning_db.empty())
     apply_tuned_schedule(gemm, shape, options.dtype, options.tensor_cores, have_gpu, options);
   else

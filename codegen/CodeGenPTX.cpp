@@ -298,15 +298,25 @@ protected:
     // warpgroup.arrive there (C7519).
     std::string fence = pending_wgmma_fence_ ? "wgmma.fence.sync.aligned;\n" : "";
     pending_wgmma_fence_ = false;
+    const char *types = op->kind == MmaKind::F16_wgmma_m64k16   ? "f16.f16"
+                        : op->kind == MmaKind::TF32_wgmma_m64k8 ? "tf32.tf32"
+                                                                : "bf16.bf16";
     std::string text = str_cat("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n", fence, "wgmma.mma_async.sync.aligned.m64n", op->n,
-                               "k16.f32.", op->kind == MmaKind::F16_wgmma_m64k16 ? "f16.f16" : "bf16.bf16", " {");
+                               "k", mma_k(op->kind), ".f32.", types, " {");
     std::string constraints;
     for (int r = 0; r < count; ++r) {
       text += str_cat(r ? ", " : "", "$", r);
       constraints += "=f,";
     }
-    text += str_cat("}, $", count, ", $", count + 1, ", p, 1, 1, ", op->a.mn_major ? 1 : 0, ", ",
-                    op->b.mn_major ? 1 : 0, ";\n}");
+    // scale-d p (accumulate), scale-a and scale-b 1; the 16-bit forms also
+    // take the transpose flags, which tf32 does not have (both operands are
+    // K-major: tensorize_mma and the staging made them so).
+    text += str_cat("}, $", count, ", $", count + 1, ", p, 1, 1");
+    if (mma_rounds_to_tf32(op->kind))
+      COALESCE_INTERNAL_ASSERT(!op->a.mn_major && !op->b.mn_major, "a tf32 warpgroup MMA with an MN-major operand");
+    else
+      text += str_cat(", ", op->a.mn_major ? 1 : 0, ", ", op->b.mn_major ? 1 : 0);
+    text += ";\n}";
     constraints += "l,l";
     for (int r = 0; r < count; ++r)
       constraints += str_cat(",", r);

@@ -26,8 +26,9 @@ namespace coalesce {
 /// The tensor-core instructions a schedule can map a reduction onto. The
 /// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
 /// * B (k x 8), executed by one warp. The warpgroup-level ones (wgmma,
-/// sm_90a only): D (64 x N, f32) += A (64 x 16) * B (16 x N), executed by the
-/// 4 warps of a warpgroup together, with A and B read from shared memory.
+/// sm_90a only): D (64 x N, f32) += A (64 x k) * B (k x N), executed by the
+/// 4 warps of a warpgroup together, with A and B read from shared memory
+/// (k = 16 for bf16/f16, 8 for tf32).
 enum class MmaKind : uint8_t {
   None,
   BF16_m16n8k16, ///< bf16 operands, f32 accumulator
@@ -35,6 +36,7 @@ enum class MmaKind : uint8_t {
   TF32_m16n8k8,  ///< f32 operands rounded to tf32 (10-bit mantissa, nearest, ties away)
   BF16_wgmma_m64k16, ///< warpgroup: bf16 operands in shared memory, f32 accumulator
   F16_wgmma_m64k16,  ///< warpgroup: f16 operands in shared memory, f32 accumulator
+  TF32_wgmma_m64k8,  ///< warpgroup: f32 operands rounded to tf32, both K-major in shared memory
 };
 const char *mma_kind_name(MmaKind kind);
 int mma_m(MmaKind kind); ///< rows of one warp's part of the instruction's tile (16)
@@ -42,6 +44,12 @@ int mma_n(MmaKind kind); ///< columns of one fragment (8)
 int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32)
 /// Whether the instruction is a warpgroup MMA (4 warps, operands in shared).
 bool is_warpgroup_mma(MmaKind kind);
+/// Whether the instruction multiplies f32 operands rounded to tf32.
+bool mma_rounds_to_tf32(MmaKind kind);
+/// Whether a warpgroup MMA reads B K-major ([n][k] in shared memory): tf32
+/// has no transpose flag, so its B is stored transposed; bf16/f16 read B as
+/// it is stored in memory, [k][n] (MN-major).
+bool warpgroup_mma_reads_b_k_major(MmaKind kind);
 /// The rows of a warpgroup MMA's tile (64) and the most columns it takes (256).
 inline constexpr int kWarpgroupMmaRows = 64;
 inline constexpr int kWarpgroupMmaMaxColumns = 256;

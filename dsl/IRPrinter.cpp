@@ -233,7 +233,7 @@ private:
   void visit(const WarpMma *op) override {
     line_start();
     if (is_warpgroup_mma(op->kind)) {
-      out_ << "warpgroup_mma " << mma_kind_name(op->kind) << " m64n" << op->n << "k16, warp ";
+      out_ << "warpgroup_mma " << mma_kind_name(op->kind) << " m64n" << op->n << "k" << mma_k(op->kind) << ", warp ";
       print(op->warp);
       out_ << ", lane ";
       print(op->lane);

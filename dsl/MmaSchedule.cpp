@@ -20,16 +20,20 @@ const char *mma_kind_name(MmaKind kind) {
   case MmaKind::TF32_m16n8k8: return "tf32 m16n8k8";
   case MmaKind::BF16_wgmma_m64k16: return "bf16 wgmma";
   case MmaKind::F16_wgmma_m64k16: return "f16 wgmma";
+  case MmaKind::TF32_wgmma_m64k8: return "tf32 wgmma";
   }
   return "?";
 }
 
 int mma_m(MmaKind) { return 16; }
 int mma_n(MmaKind) { return 8; }
-int mma_k(MmaKind kind) { return kind == MmaKind::TF32_m16n8k8 ? 8 : 16; }
+int mma_k(MmaKind kind) { return mma_rounds_to_tf32(kind) ? 8 : 16; }
 bool is_warpgroup_mma(MmaKind kind) {
-  return kind == MmaKind::BF16_wgmma_m64k16 || kind == MmaKind::F16_wgmma_m64k16;
+  return kind == MmaKind::BF16_wgmma_m64k16 || kind == MmaKind::F16_wgmma_m64k16 ||
+         kind == MmaKind::TF32_wgmma_m64k8;
 }
+bool mma_rounds_to_tf32(MmaKind kind) { return kind == MmaKind::TF32_m16n8k8 || kind == MmaKind::TF32_wgmma_m64k8; }
+bool warpgroup_mma_reads_b_k_major(MmaKind kind) { return kind == MmaKind::TF32_wgmma_m64k8; }
 
 int constant_extent(const StageSchedule &stage, const std::string &var) {
   for (const Split &split : stage.splits) {
@@ -117,8 +121,10 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     bool group = is_warpgroup_mma(kind);
     if (group && (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 64 || warp_n > kWarpgroupMmaMaxColumns))
       user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " tile; ",
-                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 64 (the "
-                 "columns of one 128-byte swizzled atom of B) up to 256: pass 64 and N as the tile's rows and columns");
+                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 64 (",
+                 warpgroup_mma_reads_b_k_major(kind) ? "whole 1024-byte swizzle atoms of B's staged tile"
+                                                     : "the columns of one 128-byte swizzled atom of B",
+                 ") up to 256: pass 64 and N as the tile's rows and columns");
     if (group && tile_m % kWarpgroupMmaRows)
       user_error("in schedule for ", describe(), ": mma_tile of a ", tile_m, "-row tile with ", mma_kind_name(kind),
                  "; a warpgroup covers 64 rows, so the tile's rows must be a multiple of 64");
@@ -197,11 +203,13 @@ Stage &Stage::mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step) {
       user_error("in schedule for ", describe(), ": mma of '", k.name(), "', which is not a reduction loop");
     int depth = mma_k(layout.kind);
     // A warpgroup MMA reads its operands from 128-byte swizzled shared
-    // tiles: the staged k extent must be whole 128-byte rows of A.
-    if (is_warpgroup_mma(layout.kind) && (k_step <= 0 || k_step % 64))
+    // tiles: the staged k extent must be whole 128-byte rows of A (64
+    // 16-bit or 32 f32 elements).
+    int row_elements = mma_rounds_to_tf32(layout.kind) ? 32 : 64;
+    if (is_warpgroup_mma(layout.kind) && (k_step <= 0 || k_step % row_elements))
       user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
-                 " reads A from 128-byte swizzled rows of 64 elements, so the k step must be a positive multiple "
-                 "of 64");
+                 " reads A from 128-byte swizzled rows of ", row_elements,
+                 " elements, so the k step must be a positive multiple of ", row_elements);
     if (k_step <= 0 || k_step % depth)
       user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
                  " needs a k step that is a positive multiple of ", depth);

@@ -45,7 +45,8 @@ MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {
                "tensor cores (warp or warpgroup)");
   if (problem.dtype == "tf32") {
     if (group)
-      user_error("GEMM problem ", problem.str(), ": tf32 has no warpgroup MMA schedule; use the warp MMA");
+      user_error("GEMM problem ", problem.str(), ": the tuning has no tf32 warpgroup MMA candidates (its warpgroup "
+                 "space is bf16's and f16's: k steps of 64, TMA copies); use the warp MMA");
     return MmaKind::TF32_m16n8k8;
   }
   if (problem.dtype == "bf16")

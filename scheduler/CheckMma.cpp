@@ -17,8 +17,11 @@ Type operand_type(MmaKind kind) {
   case MmaKind::BF16_wgmma_m64k16: return BFloat(16);
   case MmaKind::F16_m16n8k16:
   case MmaKind::F16_wgmma_m64k16: return Float(16);
-  default: return Float(32);
+  case MmaKind::TF32_m16n8k8:
+  case MmaKind::TF32_wgmma_m64k8:
+  case MmaKind::None: return Float(32);
   }
+  return Float(32);
 }
 
 // `e` without a widening to f32 around it (how a 16-bit input is read in f32
@@ -154,7 +157,7 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
 // descriptors, in the 128-byte swizzled layout stage_in_shared gives their
 // tiles: so both must be staged at the k step's loop, in that layout (no
 // padding or transposition, which would move elements the descriptor
-// locates by position).
+// locates by position; the compiler itself stores tf32's B transposed).
 void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   const StageSchedule &stage = c.func.schedule.stages[c.s];
   const Split *steps = stage.reduction_split();
@@ -171,7 +174,8 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
       user_error(c.where(), mma_kind_name(stage.mma.kind), " finds its operands in shared memory by the 128-byte "
                  "swizzled layout the compiler gives their tiles; staging '", input, "' with ",
                  staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
-                 " would move them: leave SharedLayout's padding at 0 and transposed false");
+                 " would move them: leave SharedLayout's padding at 0 and transposed false",
+                 warpgroup_mma_reads_b_k_major(stage.mma.kind) ? " (the compiler stores B K-major itself)" : "");
   }
 }
 
@@ -188,6 +192,12 @@ void check_tma_requests(const FuncContents &func, size_t s) {
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but the TMA copies only the 128-byte "
                  "swizzled tiles that warpgroup MMAs read (mma() with a wgmma kind); use the cp.async copies "
                  "(tma = false) for this stage");
+    // The TMA copies a box as it lies in memory; tf32's B must be stored
+    // transposed (K-major), which only the threads' own copies do.
+    if (warpgroup_mma_reads_b_k_major(stage.mma.kind))
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but ", mma_kind_name(stage.mma.kind),
+                 " reads B K-major, transposed from how it lies in memory, and the TMA cannot transpose; use the "
+                 "cp.async copies (tma = false) for this stage");
     if (!layout.double_buffered || !layout.async_copy || layout.stages < 3)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which feeds a software pipeline of 3 "
                  "or more stages; set double_buffered, async_copy and stages >= 3 (it has ",

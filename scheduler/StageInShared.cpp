@@ -5,6 +5,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageWithTma.h"
@@ -203,11 +204,19 @@ struct StagedTile {
   // Read by warpgroup MMAs: stored in 128-byte swizzled atoms (see
   // shared_indices), the layout their matrix descriptors describe.
   bool swizzled = false;
+  // The input dimension along the swizzled tile's rows: 0 (the tile as it
+  // lies in memory, [m][k] for A and [k][n] for B), or 1 for a B stored
+  // K-major ([n][k], the transposition tf32 warpgroup MMAs need).
+  int swizzle_row_dim = 0;
+  // Read by tf32 MMAs that take their operands from shared memory as they
+  // are stored: every element is rounded to tf32 there, by the thread that
+  // copied it, before the tile is published (see round_in_place).
+  bool round_to_tf32 = false;
+  // Elements per 128-byte row of a swizzled atom (64 16-bit, 32 f32) and
+  // per 16-byte column in it (8 or 4).
+  int swizzle_row() const { return 128 / input->type.bytes(); }
+  int swizzle_column() const { return 16 / input->type.bytes(); }
 };
-
-// Elements of a 16-bit tile per 128-byte row of a swizzled atom, and the
-// elements of one 16-byte column in it.
-constexpr int kSwizzleRow = 64, kSwizzleColumn = 8;
 
 // The cooperative copy loops: each thread handles elements e*T + t of the
 // tile in row-major order of the input (so that consecutive threads read
@@ -245,8 +254,13 @@ Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::st
     copy = IfThenElse::make(flat_var < static_cast<int>(units), copy);
   copy = LetStmt::make(flat_name, simplify(element_var * static_cast<int>(threads) + thread), copy);
   int64_t per_thread = (units + threads - 1) / threads;
-  copy = For::make(element, 0, static_cast<int>(per_thread),
-                   per_thread <= 16 ? ForKind::Unrolled : ForKind::Serial, copy, -1, "", LoopRole::StagingCopy);
+  // A tf32 tile's copies (B's element by element, transposed) and their
+  // rounding stay loops: unrolled, the default tf32 warpgroup kernel held
+  // every element's address across the k loop and spilled (ptxas: 328
+  // bytes of stack at 128 registers); as loops it needs 196 registers.
+  bool unrolled = per_thread <= 16 && !tile.round_to_tf32;
+  copy = For::make(element, 0, static_cast<int>(per_thread), unrolled ? ForKind::Unrolled : ForKind::Serial, copy,
+                   -1, "", LoopRole::StagingCopy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
     const LoopInfo &loop = scan.loops.at(*name);
     copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, "",
@@ -265,22 +279,24 @@ int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan) {
 // Shared-memory indices (buffer selector first when double buffered) for
 // tile coordinates given in input order.
 //
-// A swizzled tile [R][C] (C a multiple of 64 16-bit elements) is stored as
-// [C / 64][R][64]: blocks of 64 columns, each row of a block 128 bytes, and
-// in row r the 16-byte column j at position j ^ (r % 8). Eight rows (1024
-// bytes) are one atom of the tensor cores' 128-byte swizzle, the layout a
-// warpgroup MMA's descriptor names; the XOR also spreads the 16-byte
-// columns of eight consecutive rows over all 32 banks.
+// A swizzled tile [R][C] (C a multiple of W, the elements of 128 bytes: 64
+// 16-bit or 32 f32) is stored as [C / W][R][W]: blocks of W columns, each
+// row of a block 128 bytes, and in row r the 16-byte column j at position
+// j ^ (r % 8). Eight rows (1024 bytes) are one atom of the tensor cores'
+// 128-byte swizzle, the layout a warpgroup MMA's descriptor names; the XOR
+// also spreads the 16-byte columns of eight consecutive rows over all 32
+// banks. R runs along input dimension swizzle_row_dim, C along the other.
 std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which) {
   std::vector<Expr> indices;
   if (tile.layout.double_buffered)
     indices.push_back(which);
   if (tile.swizzled) {
-    const Expr &r = coords[0], &c = coords[1];
-    Expr column = Call::make_intrinsic(Intrinsic::BitXor, Int(32), {(c % kSwizzleRow) / kSwizzleColumn, r % 8});
-    indices.push_back(c / kSwizzleRow);
+    const Expr &r = coords[tile.swizzle_row_dim], &c = coords[1 - tile.swizzle_row_dim];
+    int row = tile.swizzle_row(), width = tile.swizzle_column();
+    Expr column = Call::make_intrinsic(Intrinsic::BitXor, Int(32), {(c % row) / width, r % 8});
+    indices.push_back(c / row);
     indices.push_back(r);
-    indices.push_back(column * kSwizzleColumn + c % kSwizzleColumn);
+    indices.push_back(column * width + c % width);
     return indices;
   }
   for (int d : tile.order)
@@ -330,7 +346,7 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
 // 16-byte vectors, so every vector starts 16-byte aligned in shared memory.
 int vector_width(const StagedTile &tile) {
   int bytes = tile.input->type.bytes();
-  if (!tile.layout.zero_fill || tile.layout.transposed || (bytes != 2 && bytes != 4))
+  if (!tile.layout.zero_fill || tile.layout.transposed || tile.swizzle_row_dim != 0 || (bytes != 2 && bytes != 4))
     return 1;
   int vector = 16 / bytes;
   if (tile.region.extent.back() % vector || tile.shared_extents.back() % vector)
@@ -417,6 +433,57 @@ Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::st
   return IfThenElse::make(tile.input->extents.back() % vector == 0, vectors, scalar);
 }
 
+// What a thread stores into the tile for `value`: rounded to tf32 for a
+// tile read by tf32 MMAs from shared memory.
+Expr stored_value(const StagedTile &tile, const Expr &value) {
+  return tile.round_to_tf32 ? Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {value}) : value;
+}
+
+// A tf32 warpgroup MMA reads its f32 operands from shared memory as they
+// are stored, and the instruction does not round them (it reads only the
+// tf32 bits), so the tile must hold tf32 values, rounded as the host rounds
+// them. An asynchronous copy cannot round: after this thread's copies into
+// `slot` have landed (its wait), it rounds the elements it copied, in
+// place, before the fence and barrier that publish the tile. The element
+// mapping is async_tile_copy's (16-byte vectors where the input's rows are
+// whole vectors, else elements), or with `elements_only` the per-element one
+// of the first tile's copy.
+Stmt round_in_place(const StagedTile &tile, const ScanBody &scan, const std::string &prefix, const Expr &slot,
+                    bool elements_only) {
+  auto rounded = [&](int vector) {
+    return per_thread_copy(
+        tile, scan, prefix,
+        [&](const std::vector<Expr> &c, const Expr &) {
+          std::vector<Stmt> stores;
+          for (int v = 0; v < vector; ++v) {
+            std::vector<Expr> at = c;
+            at.back() = simplify(at.back() + v);
+            std::vector<Expr> indices = shared_indices(tile, at, slot);
+            stores.push_back(Store::make(tile.buffer, indices,
+                                         stored_value(tile, Load::make(Float(32), tile.buffer, indices))));
+          }
+          return Block::make(stores);
+        },
+        vector);
+  };
+  int vector = elements_only ? 1 : vector_width(tile);
+  if (vector == 1)
+    return rounded(1);
+  return IfThenElse::make(tile.input->extents.back() % vector == 0, rounded(vector), rounded(1));
+}
+
+// round_in_place for every tile that needs it and whose copies into `slot`
+// were asynchronous (every tile in a pipeline, else those staged with
+// async_copy; the others round as they store). None: an undefined Stmt.
+Stmt round_landed_tiles(const std::vector<StagedTile> &tiles, const ScanBody &scan, const std::string &name,
+                        const Expr &slot, bool pipelined, bool elements_only = false) {
+  std::vector<Stmt> rounds;
+  for (const StagedTile &tile : tiles)
+    if (tile.round_to_tf32 && (pipelined || (tile.layout.double_buffered && tile.layout.async_copy)))
+      rounds.push_back(round_in_place(tile, scan, tile.buffer + "." + name + ".", slot, elements_only));
+  return rounds.empty() ? Stmt() : Block::make(rounds);
+}
+
 // Before the barrier that publishes a tile: a tile that warpgroup MMAs read
 // was written through the ordinary (generic) proxy, by copies or stores,
 // and the tensor cores read through the async proxy, which sees those
@@ -429,8 +496,9 @@ Stmt publish_fence(const std::vector<StagedTile> &tiles) {
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, bool warpgroup_mma)
-      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), warpgroup_mma_(warpgroup_mma) {}
+              const std::string &stage, MmaKind mma_kind, std::string mma_b)
+      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), mma_kind_(mma_kind),
+        warpgroup_mma_(is_warpgroup_mma(mma_kind)), mma_b_(std::move(mma_b)) {}
   bool found = false;
 
 private:
@@ -439,7 +507,9 @@ private:
   std::vector<SharedStaging> requests_;
   const Environment &env_;
   const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const MmaKind mma_kind_;   // the instruction of the stage's reduction (None: no MMA)
   const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
+  const std::string mma_b_;  // the MMA's B input (warpgroup MMAs only)
 
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
@@ -478,14 +548,20 @@ private:
       tile.shared_extents.push_back(tile.region.extent[d]);
     tile.shared_extents.back() += tile.layout.padding;
     if (warpgroup_mma_) {
-      // check_mma made sure the tile can be swizzled: 2-D, 16-bit, rows of
-      // whole atoms, no padding or transposition.
+      // check_mma made sure the tile can be swizzled: 2-D, 16-bit (or f32
+      // for tf32), rows of whole atoms, no padding or transposition. A B
+      // that the instruction reads K-major is stored transposed: its rows
+      // run along n.
       const std::vector<int64_t> &extent = tile.region.extent;
-      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && tile.input->type.bytes() == 2 && extent[1] % kSwizzleRow == 0 &&
-                                   extent[0] % 8 == 0 && !tile.layout.padding && !tile.layout.transposed,
-                               "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");
       tile.swizzled = true;
-      tile.shared_extents = {extent[1] / kSwizzleRow, extent[0], kSwizzleRow};
+      tile.swizzle_row_dim = warpgroup_mma_reads_b_k_major(mma_kind_) && request.input == mma_b_ ? 1 : 0;
+      tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
+      int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
+      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == (tile.round_to_tf32 ? 4 : 2) &&
+                                   extent[columns] % tile.swizzle_row() == 0 && extent[rows] % 8 == 0 &&
+                                   !tile.layout.padding && !tile.layout.transposed,
+                               "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");
+      tile.shared_extents = {extent[columns] / tile.swizzle_row(), extent[rows], tile.swizzle_row()};
     }
     return tile;
   }
@@ -529,14 +605,14 @@ private:
       std::string prefix = tile.buffer + ".";
       if (!tile.layout.double_buffered) {
         copies.push_back(per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
-          return Store::make(tile.buffer, shared_indices(tile, c, which), source_value(tile, c, {}));
+          return Store::make(tile.buffer, shared_indices(tile, c, which), stored_value(tile, source_value(tile, c, {})));
         }));
         continue;
       }
       std::map<std::string, Expr> first = {{op->name, op->min}}, next = {{op->name, loop_var + 1}};
       prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
         if (!tile.layout.async_copy)
-          return Store::make(tile.buffer, shared_indices(tile, c, 0), source_value(tile, c, first));
+          return Store::make(tile.buffer, shared_indices(tile, c, 0), stored_value(tile, source_value(tile, c, first)));
         // The first tile is copied before the loop, whatever its trip
         // count: at K = 0 an input may be empty, where even the clamped
         // element does not exist. An asynchronous copy with a predicate
@@ -567,7 +643,7 @@ private:
       }));
       stores.push_back(per_thread_copy(tile, scan, prefix + "store.", [&](const std::vector<Expr> &c, const Expr &e) {
         return Store::make(tile.buffer, shared_indices(tile, c, next_which),
-                           Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e)));
+                           stored_value(tile, Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e))));
       }));
     }
     Expr has_next = loop_var + 1 < op->min + op->extent;
@@ -577,11 +653,13 @@ private:
       // barrier makes it visible (the other buffer was last read before the
       // previous iteration's barrier).
       Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
+      Stmt rounded_next = round_landed_tiles(tiles, scan, "round_next", next_which, false);
       new_body = Block::make({copies.empty() ? Stmt()
                                              : Block::make({Block::make(copies), publish_fence(tiles), Barrier::make()}),
                               IfThenElse::make(has_next, Block::make(fetches)), body,
                               stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)),
-                              wait, publish_fence(tiles), Barrier::make()});
+                              wait, rounded_next.defined() ? IfThenElse::make(has_next, rounded_next) : Stmt(),
+                              publish_fence(tiles), Barrier::make()});
     } else {
       new_body = Block::make({Block::make(copies), publish_fence(tiles), Barrier::make(), body, Barrier::make()});
     }
@@ -604,7 +682,9 @@ private:
     if (!prologue.empty() && async_prologue) {
       // The predicated copies of the first tile land before the barrier.
       Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
-      result = Block::make({Block::make(prologue), wait, publish_fence(tiles), Barrier::make(), result});
+      result = Block::make({Block::make(prologue), wait,
+                            round_landed_tiles(tiles, scan, "round_first", 0, false, /*elements_only=*/true),
+                            publish_fence(tiles), Barrier::make(), result});
     } else if (!prologue.empty()) {
       Expr inputs_have_elements;
       std::vector<Expr> seen; // A and B share K: test it once
@@ -685,7 +765,8 @@ private:
       prologue.push_back(intrinsic(Intrinsic::AsyncCommit));
     }
     Expr ahead = simplify(loop_var + ahead_tiles);
-    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(ahead_tiles - 1)}), publish_fence(tiles),
+    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(ahead_tiles - 1)}),
+                             round_landed_tiles(tiles, scan, "round", which, true), publish_fence(tiles),
                              Barrier::make(),
                              IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
                              intrinsic(Intrinsic::AsyncCommit), body});
@@ -812,8 +893,9 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
       for (const auto &[at_loop, requests] : by_loop) {
         std::string loop = stage_prefix(func.name, stage) + at_loop;
         std::string stage_name = stage_description(func, stage);
-        bool warpgroup_mma = is_warpgroup_mma(func.schedule.stages[stage].mma.kind);
-        StageAtLoop pass(loop, requests, env, stage_name, warpgroup_mma);
+        MmaKind kind = func.schedule.stages[stage].mma.kind;
+        std::string mma_b = is_warpgroup_mma(kind) ? mma_operands(func, stage).b : std::string();
+        StageAtLoop pass(loop, requests, env, stage_name, kind, mma_b);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }

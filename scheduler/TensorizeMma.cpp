@@ -150,23 +150,28 @@ private:
   }
 
   // A warpgroup MMA operand's tile, staged swizzled as [slots][column
-  // blocks][rows][64] (stage_in_shared; no slots when staged once per
-  // step): the descriptor's byte offsets.
-  // K-major (A, [m][k]): 8-row groups 1024 bytes apart; the leading offset
-  // is unused with the swizzle (1, as the encoding expects). MN-major (B,
-  // [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
+  // blocks][rows][W] (stage_in_shared; W = 128 bytes of elements, 64
+  // 16-bit or 32 f32; no slots when staged once per step): the
+  // descriptor's byte offsets.
+  // K-major (A [m][k], and tf32's B stored as [n][k]): 8-row groups 1024
+  // bytes apart; the leading offset is unused with the swizzle (16, encoded
+  // as 1, as the encoding expects): one instruction's k (16 16-bit or 8 f32
+  // elements, 32 bytes) lies inside one 128-byte row. MN-major (bf16/f16's
+  // B, [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
   // (k) groups 1024 bytes apart.
   MmaSharedOperand shared_operand(const Expr &operand, bool mn_major) {
     Expr e = operand;
     if (const auto *cast = e.as<Cast>())
       e = cast->value;
+    if (const auto *round = e.as<Call>(); round && round->intrinsic == Intrinsic::RoundToTf32)
+      e = round->args.at(0);
     const auto *load = e.as<Load>();
     auto found = load ? allocations_.find(load->buffer) : allocations_.end();
-    // [slots][column blocks][rows][64] when double buffered or pipelined,
-    // [column blocks][rows][64] when staged once per step.
+    // [slots][column blocks][rows][W] when double buffered or pipelined,
+    // [column blocks][rows][W] when staged once per step.
     size_t dims = found != allocations_.end() ? found->second->extents.size() : 0;
     COALESCE_INTERNAL_ASSERT(found != allocations_.end() && found->second->memory == MemoryType::Shared &&
-                                 (dims == 3 || dims == 4) && load->type.bytes() == 2,
+                                 (dims == 3 || dims == 4) && (load->type.bytes() == 2 || load->type.bytes() == 4),
                              "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
     auto rows = as_const_int(found->second->extents[dims - 2]);
     COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");
@@ -248,7 +253,7 @@ private:
     Expr a = reads(x, stage.operands.a, allocations_) ? x : y, b = a.same_as(x) ? y : x;
     COALESCE_INTERNAL_ASSERT(reads(a, stage.operands.a, allocations_) && reads(b, stage.operands.b, allocations_),
                              "MMA operands do not read '", stage.operands.a, "' and '", stage.operands.b, "'");
-    if (kind == MmaKind::TF32_m16n8k8) {
+    if (mma_rounds_to_tf32(kind)) {
       // The instruction sees its f32 operands rounded to tf32; so does the
       // host, which runs this statement as written.
       a = Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {a});
@@ -264,7 +269,7 @@ private:
     Expr lane = Variable::make(Int(32), stage.prefix + layout.lane);
     if (group)
       return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n, shared_operand(a, false),
-                                     shared_operand(b, true), update);
+                                     shared_operand(b, !warpgroup_mma_reads_b_k_major(kind)), update);
     return WarpMma::make(kind, lane, update);
   }
 };

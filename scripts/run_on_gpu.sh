@@ -18,10 +18,11 @@
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
 #              (the sanitizer case: the fp32 default, a ragged bf16
-#              tensor-core GEMM, and split-K GEMMs in fp32 and bf16 in both
-#              combine modes, once each)
+#              tensor-core GEMM (and on sm_90a the bf16 and tf32 warpgroup
+#              MMAs), and split-K GEMMs in fp32 and bf16 in both combine
+#              modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
-#              input type (f32, tf32, bf16, f16, and bf16 on warpgroup MMAs,
+#              input type (f32, tf32, bf16, f16, and bf16 and tf32 on warpgroup MMAs,
 #              once more with the cubin embedded (--cubin), and f32 and bf16
 #              with split-K at the five split-K shapes); the
 #              standalone runtime/aot/example_app is built against each with
@@ -237,12 +238,13 @@ else
   # cores, 16-bit outputs for the 16-bit types), each built into the example
   # app and run at its shapes.
   aot_rc=0 aot_figures=""
-  # bf16-wgmma: the bf16 launcher on Hopper's warpgroup MMA (--mma=warpgroup);
+  # bf16-wgmma, tf32-wgmma: the bf16 and tf32 launchers on Hopper's
+  # warpgroup MMA (--mma=warpgroup);
   # bf16-cubin: the same with ptxas's cubin embedded, which the driver loads;
   # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
   # caller's workspace), run at the five skinny and deep split-K shapes.
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
-  for variant in f32 tf32 bf16 f16 bf16-wgmma bf16-cubin f32-splitk bf16-splitk; do
+  for variant in f32 tf32 bf16 f16 bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk; do
     dtype=${variant%%-*} extra_flags="" split=OFF
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;

@@ -429,7 +429,7 @@ TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and
   CHECK(small_launcher.find("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES") == std::string::npos);
 }
 
-TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dynamic tiles; tf32 is refused") {
+TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dynamic tiles; f32 is refused") {
   TempDir dir;
   Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --name=gemm_wg --output-dir=.", dir.path);
   INFO(result.err);
@@ -461,14 +461,39 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
     REQUIRE(kernel != nullptr);
     CHECK_FALSE(kernel->spills());
   }
-  for (const char *dtype : {"tf32", "f32"}) {
+  {
     TempDir other;
-    Result refused = aot(std::string("--dtype=") + dtype + " --mma=warpgroup --output-dir=.", other.path);
+    Result refused = aot("--dtype=f32 --mma=warpgroup --output-dir=.", other.path);
     INFO(refused.err);
     CHECK(refused.status == 1);
     CHECK(refused.contains("has no warpgroup schedule"));
     CHECK(other.entries().empty());
   }
+}
+
+TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel with cp.async copies; --tma=true is refused") {
+  TempDir dir;
+  Result result = aot("--dtype=tf32 --mma=warpgroup --name=gemm_tf32_wg --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string ptx = read_file(dir / "gemm_tf32_wg.ptx");
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.tensor") == std::string::npos);
+  std::string launcher = read_file(dir / "gemm_tf32_wg.cpp");
+  // 3 stages of a 128 x 32 A tile and B's 32 x 128 tile stored as 128 x 32, f32.
+  CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
+  CHECK(launcher.find("cuTensorMapEncodeTiled") == std::string::npos);
+  if (can_assemble()) {
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    REQUIRE(kernel != nullptr);
+    CHECK_FALSE(kernel->spills());
+  }
+  TempDir other;
+  Result refused = aot("--dtype=tf32 --mma=warpgroup --tma=true --output-dir=.", other.path);
+  INFO(refused.err);
+  CHECK(refused.status == 1);
+  CHECK(refused.contains("which the TMA cannot copy"));
+  CHECK(other.entries().empty());
 }
 
 TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace and says how large it is") {

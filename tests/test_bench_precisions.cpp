@@ -40,13 +40,13 @@ Buffer double_reference(Precision p, GemmData data, int M, int N, int K) {
 }
 
 /// Every tiling mma_tiling picks for the benchmark's and the check's shapes.
-std::vector<MmaTiling> tilings_in_use(Precision p) {
+std::vector<MmaTiling> tilings_in_use(Precision p, bool warpgroup = false) {
   const int shapes[][2] = {{1, 1},       {127, 129},   {1024, 1024}, {2048, 2048}, {4096, 4096}, {8192, 8192},
                            {4093, 4091}, {8192, 11008}, {16, 4096},  {64, 11008}, {67, 45},    {131, 133}};
   std::vector<MmaTiling> result;
   std::set<std::string> seen;
   for (const auto &s : shapes) {
-    MmaTiling t = bench::mma_tiling(p, s[0], s[1], 132);
+    MmaTiling t = bench::mma_tiling(p, s[0], s[1], 132, warpgroup);
     if (seen.insert(t.str()).second)
       result.push_back(t);
   }
@@ -112,11 +112,25 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132).k_step == 16);
   CHECK(bench::mma_tiling(Precision::BF16, 4096, 4096, 132).kind == MmaKind::BF16_m16n8k16);
   CHECK(bench::mma_tiling(Precision::F16, 4096, 4096, 132).kind == MmaKind::F16_m16n8k16);
+  // Every tensor-core precision has a warpgroup MMA, tf32 too.
+  CHECK(bench::has_warpgroup_mma(Precision::TF32));
+  CHECK_FALSE(bench::has_warpgroup_mma(Precision::FP32));
+  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).kind == MmaKind::TF32_wgmma_m64k8);
+  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).k_step == 32);
+  CHECK_FALSE(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).uses_tma());
+  CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096));
 }
 
 TEST_CASE("the GPU check's tensor-core kernels on the CPU: double reference at its tolerance, ragged, K = 1 / 3") {
-  for (Precision p : {Precision::TF32, Precision::BF16, Precision::F16}) {
-    for (const MmaTiling &tiling : tilings_in_use(p)) {
+  // The warp MMA's tilings of every precision, and tf32's warpgroup ones.
+  std::vector<std::pair<Precision, MmaTiling>> in_use;
+  for (Precision p : {Precision::TF32, Precision::BF16, Precision::F16})
+    for (const MmaTiling &tiling : tilings_in_use(p))
+      in_use.emplace_back(p, tiling);
+  for (const MmaTiling &tiling : tilings_in_use(Precision::TF32, true))
+    in_use.emplace_back(Precision::TF32, tiling);
+  for (const auto &[p, tiling] : in_use) {
+    {
       INFO(reference::precision_name(p), ": ", tiling.str());
       Gemm g = make_gemm(Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
       schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);

@@ -35,23 +35,29 @@ inline Type output_type(Precision p) { return input_type(p); }
 /// The warp MMA instruction of the tensor-core schedule; FP32 has none (its
 /// kernels are the FFMA schedule, dsl/recipes/GemmSchedule.h).
 inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
-/// With `warpgroup`, bf16 and f16 use Hopper's warpgroup MMA (sm_90a only);
-/// tf32 has no warpgroup schedule (its B would need a transposed staging).
+/// With `warpgroup`, Hopper's warpgroup MMA (sm_90a only; tf32's B staged
+/// transposed by the copies).
 inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
   if (warpgroup && p == Precision::BF16)
     return MmaKind::BF16_wgmma_m64k16;
   if (warpgroup && p == Precision::F16)
     return MmaKind::F16_wgmma_m64k16;
+  if (warpgroup && p == Precision::TF32)
+    return MmaKind::TF32_wgmma_m64k8;
   return p == Precision::BF16 ? MmaKind::BF16_m16n8k16 : p == Precision::F16 ? MmaKind::F16_m16n8k16
                                                                               : MmaKind::TF32_m16n8k8;
 }
 /// Whether precision `p` has a warpgroup MMA schedule.
-inline bool has_warpgroup_mma(Precision p) { return p == Precision::BF16 || p == Precision::F16; }
+inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }
 /// Whether the benchmark runs precision `p` at N x K on the warpgroup MMA
 /// (on sm_90a): where A's and B's rows are whole 16-byte vectors (K and N
 /// multiples of 8), so the staging copies 16 bytes at a time. Elsewhere both
 /// families copy element by element, and the warp MMA's padded tiles take
 /// that better (bf16 4093x4091x4097 on the H200: 1.61 ms against 2.06).
+/// tf32 follows the same rule; its B is copied element by element on both
+/// families (the warpgroup MMA's copies transpose it), and its warpgroup
+/// kernel is not yet timed against the warp MMA's (COALESCE_BENCH_WARP_MMA=1
+/// runs the warp MMA to compare).
 inline bool prefers_warpgroup_mma(Precision p, int64_t N, int64_t K) {
   return has_warpgroup_mma(p) && N % 8 == 0 && K % 8 == 0;
 }

@@ -383,11 +383,12 @@ void mma_sanitizer_case() {
   if (target_for_current_device().sm() == "sm_90a") {
     mma_sanitizer_case(true);
     mma_sanitizer_case(true, true);
+    // tf32: B copied transposed, element by element, and rounded in place.
+    mma_sanitizer_case(true, false, Precision::TF32);
   }
 }
 
-void mma_sanitizer_case(bool warpgroup, bool tma) {
-  const Precision p = Precision::BF16;
+void mma_sanitizer_case(bool warpgroup, bool tma, Precision p) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above).
   const Shape s = tma ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;

@@ -10,9 +10,11 @@ namespace coalesce::gpu_check {
 void check_mma(bench::Precision p);
 
 /// One bf16 run at a ragged shape on buffers of exactly the right size, for
-/// compute-sanitizer; its result goes to Report.h too.
+/// compute-sanitizer (and on sm_90a the bf16 and tf32 warpgroup MMAs); its
+/// result goes to Report.h too.
 void mma_sanitizer_case();
-/// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a).
-void mma_sanitizer_case(bool warpgroup, bool tma = false);
+/// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
+/// and one precision (BF16 or TF32).
+void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16);
 
 } // namespace coalesce::gpu_check

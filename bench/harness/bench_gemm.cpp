@@ -15,7 +15,7 @@
 //   coalesce_gemm       make_gemm(Epilogue::None), coalesce_fused with bias + GELU:
 //   coalesce_fused        fp32: the FFMA schedule (schedule_gemm, default_gemm_tiling);
 //                         tf32/bf16/f16: the tensor-core schedule (schedule_gemm_mma,
-//                         bench::mma_tiling for the shape): for bf16/f16 on sm_90a
+//                         bench::mma_tiling for the shape): on sm_90a
 //                         the warpgroup MMA where K and N are multiples of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
 //                         always the warp MMA)
@@ -266,7 +266,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   if (tuned) {
     tiling = tuned->str();
   } else if (uses_tensor_cores(p)) {
-    // Hopper's warpgroup MMA where the GPU has it (bf16, f16), else the
+    // Hopper's warpgroup MMA where the GPU has it (tf32, bf16, f16), else the
     // warp MMA; COALESCE_BENCH_WARP_MMA=1 keeps the warp MMA to compare.
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
     bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().sm() == "sm_90a" &&

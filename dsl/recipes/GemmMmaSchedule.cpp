@@ -22,7 +22,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   struct Tile {
     int block_m, block_n, warp_m, warp_n, min_blocks;
   };
-  bool tf32 = kind == MmaKind::TF32_m16n8k8;
+  bool tf32 = mma_rounds_to_tf32(kind);
   if (is_warpgroup_mma(kind)) {
     // Two warpgroups of 64 x 128 (64 accumulators per thread) on a 128 x 128
     // tile, k step 64 (one 128-byte swizzled row of A), three stages: 96 KiB
@@ -44,14 +44,20 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     tiling.block_n = pick->block_n;
     tiling.warp_m = pick->warp_m;
     tiling.warp_n = pick->warp_n;
-    tiling.min_blocks_per_sm = pick->min_blocks;
-    tiling.k_step = 64;
+    // tf32 asks for one block per SM: its copies (B transposed element by
+    // element, then every element rounded to tf32 in place) need 196
+    // registers, and at two blocks' 128 ptxas spilled (160 bytes).
+    tiling.min_blocks_per_sm = tf32 ? 1 : pick->min_blocks;
+    // tf32: k step 32, one 128-byte row of f32, so the tiles take the same
+    // 96 KiB (A and B 16 KiB per stage, as bf16's at k step 64).
+    tiling.k_step = tf32 ? 32 : 64;
     tiling.stages = 3;
     tiling.a_padding = tiling.b_padding = 0;
     // Tiles copied by the TMA: at bf16 4096^3 on the H200, 0.368 -> 0.294
     // ms against every thread's cp.async copies (which stay in the kernel
-    // for inputs whose rows are not 16-byte multiples).
-    tiling.tma = true;
+    // for inputs whose rows are not 16-byte multiples). tf32's B is stored
+    // transposed, which the TMA cannot do: every thread's cp.async copies.
+    tiling.tma = !tf32;
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};

@@ -47,7 +47,10 @@ struct MmaTiling {
 /// tf32 (64 bytes of each staged row either way), three pipeline stages.
 /// tf32 keeps 64 x 32 warp
 /// tiles and one block per SM at 128x128: its fragments need more registers
-/// than 64 x 64 leaves (ptxas spills there).
+/// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds: 64 x 128 per
+/// warpgroup on 128 x 128 (then 64 x 64 tiles), k step of one 128-byte row
+/// (64 bf16/f16, 32 tf32), three stages, copies by the TMA (bf16/f16) or
+/// by cp.async (tf32, whose B the copies transpose).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// The same, and the reduction split across blocks when the tiles leave
 /// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h).

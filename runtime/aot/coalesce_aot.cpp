@@ -55,19 +55,19 @@ Type element_type(InputType t) {
 }
 
 /// Which tensor-core instructions: the warp's mma.sync (sm_80 and later) or
-/// Hopper's warpgroup wgmma (sm_90a; bf16 and f16).
+/// Hopper's warpgroup wgmma (sm_90a; tf32, bf16 and f16).
 enum class MmaFamily { Warp, Warpgroup };
 const std::vector<std::pair<std::string, MmaFamily>> kMmaFamilies = {{"warp", MmaFamily::Warp},
                                                                      {"warpgroup", MmaFamily::Warpgroup}};
 
 MmaKind mma_kind(InputType t, MmaFamily family) {
   bool group = family == MmaFamily::Warpgroup;
-  if (group && (t == InputType::TF32 || t == InputType::F32))
-    user_error("--mma=warpgroup multiplies bf16 or f16 inputs; --dtype=", t == InputType::TF32 ? "tf32" : "f32",
-               " has no warpgroup schedule: use --dtype=bf16 or f16, or --mma=warp");
+  if (group && t == InputType::F32)
+    user_error("--mma=warpgroup multiplies tf32, bf16 or f16 inputs; --dtype=f32 runs on FFMA and has no "
+               "warpgroup schedule: use --dtype=tf32 (f32 data rounded to tf32), bf16 or f16");
   return t == InputType::BF16  ? (group ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
          : t == InputType::F16 ? (group ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
-                               : MmaKind::TF32_m16n8k8;
+                               : (group ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8);
 }
 
 /// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
@@ -135,7 +135,7 @@ public:
                              0, 256};
   EnumParam<MmaFamily> mma{this, "mma", MmaFamily::Warp, kMmaFamilies,
                            "tensor cores: warp (mma.sync, sm_80 and later) or warpgroup (Hopper's wgmma, "
-                           "sm_90a only, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
+                           "sm_90a only, tf32, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
                            "warpgroup of 4 warps)"};
   GeneratorParam<int> stages{this, "stages", 0,
                              "tiles of A and B in shared memory, one K step each (f32: 1 to 8, 1: one tile, "
@@ -146,7 +146,8 @@ public:
                            "with --mma=warpgroup and 3 or more stages: copy the tiles with the tensor memory "
                            "accelerator (one thread's bulk copies, an mbarrier per pipeline slot) instead of every "
                            "thread's cp.async copies (--tma=false); inputs whose rows are not multiples of 16 bytes "
-                           "take the cp.async copies at run time. Warp MMAs and f32 always use cp.async"};
+                           "take the cp.async copies at run time. Warp MMAs, f32 and tf32 (whose B the copies "
+                           "transpose, which the TMA cannot) always use cp.async"};
   GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
                                           "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
                                           "4x8); empty: row order (gpu_threads)"};
@@ -325,7 +326,10 @@ public:
       if (b_padding >= 0)
         tiling.b_padding = b_padding;
       tiling.block_group_rows = block_groups;
-      tiling.tma = tma && mma == MmaFamily::Warpgroup;
+      if (dtype == InputType::TF32 && mma == MmaFamily::Warpgroup && tma.is_set() && tma)
+        user_error("--tma=true with --dtype=tf32 --mma=warpgroup: the tf32 warpgroup MMA reads B transposed (K-major) "
+                   "from shared memory, which the TMA cannot copy; leave --tma out (the copies are cp.async)");
+      tiling.tma = tma && mma == MmaFamily::Warpgroup && dtype != InputType::TF32;
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);

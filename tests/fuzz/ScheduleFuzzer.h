@@ -309,6 +309,15 @@ private:
       warp_m = chance(90) ? 64 : 32;
       warp_n = chance(85) ? std::min(block_n, one_of(std::vector<int>{64, 128})) : 32;
       k_step = one_of(std::vector<int>{64, 64, 128, 32});
+    } else if (in_type_ == Float(32) && chance(40)) {
+      // The tf32 warpgroup MMA (B stored transposed): k steps of 32, with
+      // some it refuses (16).
+      kind = MmaKind::TF32_wgmma_m64k8;
+      block_m = one_of(std::vector<int>{64, 128, 128, 32});
+      block_n = one_of(std::vector<int>{64, 128, 128});
+      warp_m = chance(90) ? 64 : 32;
+      warp_n = chance(85) ? std::min(block_n, one_of(std::vector<int>{64, 128})) : 32;
+      k_step = one_of(std::vector<int>{32, 32, 64, 16});
     }
     log << "mma template " << mma_kind_name(kind) << " block " << block_m << "x" << block_n << " warp " << warp_m
         << "x" << warp_n << " k step " << k_step << "\n";
@@ -458,7 +467,8 @@ private:
         VarOrRVar a = loop_of(f, s), b = loop_of(f, s);
         MmaKind kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16,
                                                    MmaKind::TF32_m16n8k8, MmaKind::BF16_wgmma_m64k16,
-                                                   MmaKind::F16_wgmma_m64k16, MmaKind::None});
+                                                   MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8,
+                                                   MmaKind::None});
         int wm = one_of(std::vector<int>{16, 32, 8, 64}), wn = one_of(std::vector<int>{8, 16, 32, 12, 64});
         log << "mma_tile " << a.name << " " << b.name << " " << mma_kind_name(kind) << " " << wm << "x" << wn;
         st.mma_tile(Var(a.name), Var(b.name), kind, wm, wn, Var(fresh()), Var(fresh()), Var(fresh()), Var(fresh()),
