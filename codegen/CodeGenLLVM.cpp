@@ -633,7 +633,6 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::MbarrierInitFence:
   case Intrinsic::MbarrierExpectTx:
   case Intrinsic::MbarrierWait:
-  case Intrinsic::MbarrierArrive:
   case Intrinsic::MbarrierInval: {
     llvm::Value *barrier = nullptr, *operand = nullptr;
     if (!op->args.empty()) {

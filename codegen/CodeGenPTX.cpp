@@ -382,9 +382,6 @@ protected:
                  "@!done bra wait;\n}",
                  "r,r", {address, operand});
       return;
-    case Intrinsic::MbarrierArrive:
-      inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {address});
-      return;
     case Intrinsic::MbarrierInval:
       inline_ptx("mbarrier.inval.shared::cta.b64 [$0];", "r", {address});
       return;

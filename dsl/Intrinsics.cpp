@@ -67,7 +67,6 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::MbarrierInitFence:
   case Intrinsic::MbarrierExpectTx:
   case Intrinsic::MbarrierWait:
-  case Intrinsic::MbarrierArrive:
   case Intrinsic::MbarrierInval:
     return false;
   }

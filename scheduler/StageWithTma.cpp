@@ -28,15 +28,8 @@ public:
 
     std::vector<Stmt> prologue;
     std::vector<Stmt> inits;
-    // A slot is full after one arrival (the issuing thread's, with the
-    // bytes of its copies) and the copies; empty after every thread's.
-    int threads = 1;
-    for (const BlockThreadLoop &t : p_.threads)
-      threads *= static_cast<int>(*as_const_int(t.extent));
-    for (int s = 0; s < stages; ++s) {
+    for (int s = 0; s < stages; ++s)
       inits.push_back(call(Intrinsic::MbarrierInit, {barrier(s), Expr(1)}));
-      inits.push_back(call(Intrinsic::MbarrierInit, {empty(s), Expr(threads)}));
-    }
     inits.push_back(call(Intrinsic::MbarrierInitFence));
     prologue.push_back(one_thread("init", Block::make(inits)));
     prologue.push_back(Barrier::make());
@@ -47,24 +40,16 @@ public:
     }
 
     // Step ko: wait for its tile; compute (the MMAs of step ko - 1 have
-    // completed after the step's own wait, see mma_groups_in_flight), and
-    // say so on the empty barrier of the slot step ko - 1 read; the issuing
-    // thread waits there for every thread before it refills that slot
-    // (the others go on to the next step).
+    // completed after the step's own wait, see mma_groups_in_flight); once
+    // every thread is past that, refill the slot step ko - 1 read.
     Expr relative = simplify(loop_var_ - op->min);
     Expr slot = simplify(relative % stages);
     Expr parity = simplify((relative / stages) % 2);
     Expr next = simplify(loop_var_ + (stages - 1));
     Expr next_slot = simplify((relative + (stages - 1)) % stages);
-    Expr read_before = simplify((relative + (stages - 1)) % stages); // the slot of step ko - 1
-    Expr read_before_parity = simplify(((relative - 1) / stages) % 2);
-    Stmt refill = Block::make({IfThenElse::make(simplify(0 < relative),
-                                                call(Intrinsic::MbarrierWait, {empty(read_before), read_before_parity})),
-                               issue(next, next_slot, "next")});
-    Stmt step = Block::make(
-        {all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot), parity})), p_.body,
-         IfThenElse::make(simplify(0 < relative), all_threads("done", call(Intrinsic::MbarrierArrive, {empty(read_before)}))),
-         IfThenElse::make(next < end, one_thread("next", refill))});
+    Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot), parity})), p_.body,
+                             Barrier::make(),
+                             IfThenElse::make(next < end, one_thread("next", issue(next, next_slot, "next")))});
     Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of, op->role);
     if (p_.mma_groups_in_flight > 0) {
       // As in the cp.async pipeline: the loop's head is reached only with
@@ -79,10 +64,8 @@ public:
     // invalidated (a later pipeline over the same memory initializes them
     // again), and past its last read before the tiles are reused.
     std::vector<Stmt> invals;
-    for (int s = 0; s < stages; ++s) {
+    for (int s = 0; s < stages; ++s)
       invals.push_back(call(Intrinsic::MbarrierInval, {barrier(s)}));
-      invals.push_back(call(Intrinsic::MbarrierInval, {empty(s)}));
-    }
     Stmt tma = Block::make(
         {Block::make(prologue), loop, Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
 
@@ -91,7 +74,7 @@ public:
       Expr d = tma_describable(*tile.input);
       describable = describable.defined() ? (describable && d) : d;
     }
-    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(2 * stages)},
+    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(stages)},
                           IfThenElse::make(simplify(describable), tma, p_.fallback));
   }
 
@@ -99,9 +82,7 @@ private:
   const TmaPipeline &p_;
   Expr loop_var_;
 
-  // The full barrier of a slot, then its empty one (one array: [S] full, [S] empty).
   Expr barrier(const Expr &slot) const { return Load::make(UInt(64), p_.barriers, {slot}); }
-  Expr empty(const Expr &slot) const { return Load::make(UInt(64), p_.barriers, {simplify(slot + p_.stages)}); }
 
   // `s` in the block's thread loops (each thread runs it), under names of
   // their own.
