@@ -128,7 +128,7 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
     GemmTiling &t = c.ffma;
     return o.map("block_m", t.block_m) && o.map("block_n", t.block_n) && o.map("threads_m", t.threads_m) &&
            o.map("threads_n", t.threads_n) && o.map("k_step", t.k_step) &&
-           o.map("stages", t.stages) && o.map("async_copy", t.async_copy) &&
+           o.mapOptional("stages", t.stages) && o.map("async_copy", t.async_copy) &&
            o.mapOptional("warp_rows", t.warp_rows) && o.mapOptional("warp_cols", t.warp_cols) &&
            o.map("a_padding", t.a_padding) && o.map("block_group_rows", t.block_group_rows) &&
            o.map("split_k", t.split_k) && mode(t.split_k_mode);

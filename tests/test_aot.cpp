@@ -484,7 +484,7 @@ TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel with cp
   CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
   CHECK(launcher.find("cuTensorMapEncodeTiled") == std::string::npos);
   if (can_assemble()) {
-    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("out");
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_tf32_wg");
     REQUIRE(kernel != nullptr);
     CHECK_FALSE(kernel->spills());
   }
