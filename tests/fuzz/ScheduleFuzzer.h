@@ -226,6 +226,8 @@ private:
     } else if (chance(2)) {
       l.stages = one_of(std::vector<int>{0, 1, 9});
     }
+    // TMA copies outside a warpgroup MMA's pipeline: always refused.
+    l.tma = chance(3);
     return l;
   }
 
@@ -344,8 +346,11 @@ private:
       l.padding = 0;
       l.transposed = false;
     }
+    // TMA copies: mostly where a warpgroup MMA's pipeline can take them.
+    l.tma = is_warpgroup_mma(kind) ? chance(50) : chance(5);
     log << "staging: double buffered " << l.double_buffered << " async " << l.async_copy << " stages " << l.stages
-        << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << "\n";
+        << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << " tma "
+        << l.tma << "\n";
     acc_->update().mma(*k_, ko, kk, k_step);
     if (chance(90))
       acc_->update().allow_reassociation();
