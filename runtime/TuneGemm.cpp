@@ -22,9 +22,9 @@ TuneOutcome tune_gemm_on_this_gpu(const TuneRequest &request) {
     user_error("autotuning times candidates on this machine's GPU (", gpu.name, ", ", gpu.sm,
                "), but the target is ", request.target_sm, ": tune for ", gpu.sm,
                " here, or on a GPU of the target");
-  TuningDatabase database;
+  // A bad database fails now, before the search, not after it.
   if (!request.database.empty())
-    database = TuningDatabase::load_or_empty(request.database);
+    (void)TuningDatabase::load_or_empty(request.database);
 
   TuneOutcome outcome;
   outcome.gpu = gpu;
@@ -53,8 +53,9 @@ TuneOutcome tune_gemm_on_this_gpu(const TuneRequest &request) {
     record.searched = static_cast<int>(outcome.result.results.size());
     record.legal = static_cast<int>(outcome.result.legal);
     record.timed = static_cast<int>(outcome.result.timed);
-    database.merge(record);
-    database.save(request.database);
+    // Read again under the file's lock: another run may have merged its
+    // entry since this one read the database.
+    TuningDatabase::merge_into_file(request.database, record);
   }
   return outcome;
 }

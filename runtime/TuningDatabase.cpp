@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
@@ -343,6 +344,31 @@ void TuningDatabase::save(const std::string &path) const {
     ::unlink(temporary.c_str());
     database_error(path, "cannot write it: " + why);
   }
+}
+
+void TuningDatabase::merge_into_file(const std::string &path, const TuningRecord &record) {
+  std::string lock_path = path + ".lock";
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0)
+    database_error(path, std::string("cannot lock it (opening ") + lock_path + "): " + std::strerror(errno));
+  int locked;
+  do
+    locked = ::flock(lock, LOCK_EX);
+  while (locked != 0 && errno == EINTR);
+  if (locked != 0) {
+    std::string why = std::strerror(errno);
+    ::close(lock);
+    database_error(path, "cannot lock it (" + lock_path + "): " + why);
+  }
+  try {
+    TuningDatabase database = load_or_empty(path);
+    database.merge(record);
+    database.save(path);
+  } catch (...) {
+    ::close(lock); // closing releases the lock
+    throw;
+  }
+  ::close(lock);
 }
 
 std::string tuning_fallback_note(const std::string &path, const GemmProblem &problem, const std::string &sm) {

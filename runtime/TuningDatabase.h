@@ -74,6 +74,11 @@ public:
   std::string to_json() const;
   /// Writes to_json() to `path` atomically (temporary file, then rename).
   void save(const std::string &path) const;
+  /// Merges `record` into the database at `path` (created if missing):
+  /// under an exclusive lock on `path`.lock, reads what is there now,
+  /// merges and saves, so that tuning runs that finish at the same time,
+  /// in any processes, keep each other's entries.
+  static void merge_into_file(const std::string &path, const TuningRecord &record);
 
   const std::vector<TuningRecord> &records() const { return records_; }
 

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace coalesce;
@@ -149,6 +151,28 @@ TEST_CASE("merging replaces the same problem's entry and keeps every other") {
   CHECK(merged.find(problem("f32", 1024, 1024, 1024), "sm_90a").has_value());
   CHECK(merged.find(problem("bf16", 4096, 4096, 4096), "sm_90a").has_value());
   CHECK(TuningDatabase::load_or_empty(dir / "absent.json").records().empty());
+}
+
+TEST_CASE("runs that merge into one database at the same time keep each other's entries") {
+  TempDir dir;
+  const std::string path = dir / "db.json";
+  // Each thread opens the lock file itself, as another process would.
+  std::vector<std::thread> runs;
+  for (int t = 0; t < 8; ++t)
+    runs.emplace_back([&, t] {
+      for (int n = 0; n < 4; ++n)
+        TuningDatabase::merge_into_file(path, ffma_record(256 * (t + 1), 128 * (n + 1), 512, 64, 1.0 + t));
+    });
+  for (std::thread &run : runs)
+    run.join();
+  TuningDatabase merged = TuningDatabase::load(path);
+  CHECK(merged.records().size() == 32);
+  for (int t = 0; t < 8; ++t)
+    for (int n = 0; n < 4; ++n) {
+      std::optional<TuningMatch> found = merged.find(problem("f32", 256 * (t + 1), 128 * (n + 1), 512), "sm_90a");
+      REQUIRE(found.has_value());
+      CHECK(found->exact);
+    }
 }
 
 TEST_CASE("lookup: the exact shape, else the nearest of its class, else nothing") {
