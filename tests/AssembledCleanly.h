@@ -1,0 +1,27 @@
+#pragma once
+// Shared by the tests that assemble warpgroup-MMA kernels: ptxas reports
+// the silent degradations only as information (C7515: wgmma serialized;
+// C7517 / C7519: waits or arrives injected; C7508: setmaxnreg ignored), so
+// each one fails the test here, as do spills and a stack frame.
+
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace coalesce::testing {
+
+/// The one kernel of `assembled`: no spills, no stack, none of the codes.
+inline void check_assembled_cleanly(const PtxasResult &assembled) {
+  REQUIRE(assembled.kernels.size() == 1);
+  const KernelResources &kernel = assembled.kernels.front();
+  CHECK_FALSE(kernel.spills());
+  CHECK(kernel.stack_frame_bytes == 0);
+  for (const char *code : {"C7515", "C7517", "C7519", "C7508"}) {
+    INFO(std::string(code), " in ptxas's report:\n", assembled.log);
+    CHECK(assembled.log.find(code) == std::string::npos);
+  }
+}
+
+} // namespace coalesce::testing
