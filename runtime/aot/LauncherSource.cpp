@@ -1,5 +1,8 @@
 #include "runtime/aot/LauncherSource.h"
 
+#include "runtime/aot/CppExpression.h"
+#include "runtime/aot/LauncherTensorMaps.h"
+
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
@@ -116,64 +119,6 @@ const LauncherArg *find_arg(const std::vector<LauncherArg> &args, const std::str
     if (arg.name == name)
       return &arg;
   return nullptr;
-}
-
-// ------------------------------------------------------------- expressions
-
-/// `e`, an integer expression of the sizes (a grid extent, a buffer
-/// extent), as a C++ expression of type int64_t over the launcher's
-/// parameters. Division and remainder truncate, as in the kernels.
-std::string cpp_int(const Expr &e) {
-  auto binary = [](const auto *op, const char *symbol) {
-    return "(" + cpp_int(op->a) + " " + symbol + " " + cpp_int(op->b) + ")";
-  };
-  if (const auto *op = e.as<IntImm>())
-    return "int64_t(" + std::to_string(op->value) + ")";
-  if (const auto *op = e.as<Variable>()) {
-    if (op->variable_kind != VariableKind::Param)
-      internal_error("launcher expression mentions loop variable '", op->name, "'");
-    return "int64_t(" + op->name + ")";
-  }
-  if (const auto *op = e.as<Add>())
-    return binary(op, "+");
-  if (const auto *op = e.as<Sub>())
-    return binary(op, "-");
-  if (const auto *op = e.as<Mul>())
-    return binary(op, "*");
-  if (const auto *op = e.as<Div>())
-    return binary(op, "/");
-  if (const auto *op = e.as<Mod>())
-    return binary(op, "%");
-  if (const auto *op = e.as<Min>())
-    return "std::min(" + cpp_int(op->a) + ", " + cpp_int(op->b) + ")";
-  if (const auto *op = e.as<Max>())
-    return "std::max(" + cpp_int(op->a) + ", " + cpp_int(op->b) + ")";
-  if (const auto *op = e.as<LT>())
-    return binary(op, "<");
-  if (const auto *op = e.as<LE>())
-    return binary(op, "<=");
-  if (const auto *op = e.as<GT>())
-    return binary(op, ">");
-  if (const auto *op = e.as<GE>())
-    return binary(op, ">=");
-  if (const auto *op = e.as<EQ>())
-    return binary(op, "==");
-  if (const auto *op = e.as<NE>())
-    return binary(op, "!=");
-  if (const auto *op = e.as<And>())
-    return binary(op, "&&");
-  if (const auto *op = e.as<Or>())
-    return binary(op, "||");
-  if (const auto *op = e.as<Not>())
-    return "(!" + cpp_int(op->a) + ")";
-  if (const auto *op = e.as<Select>())
-    return "(" + cpp_int(op->condition) + " ? " + cpp_int(op->true_value) + " : " +
-           cpp_int(op->false_value) + ")";
-  if (const auto *op = e.as<Cast>(); op && op->type.is_int())
-    return cpp_int(op->value);
-  user_error("the launcher cannot compute '", to_string(e),
-             "' (a grid or buffer extent) from the sizes: only integer arithmetic of sizes is "
-             "supported");
 }
 
 /// "[M][K]"
@@ -397,65 +342,6 @@ std::string launcher_header(const LauncherSpec &spec) {
       << "const char *" << name << "_error_message(void);\n\n"
       << "#ifdef __cplusplus\n} // extern \"C\"\n#endif\n\n"
       << "#endif // " << guard << "\n";
-  return out.str();
-}
-
-/// The TMA tensor maps kernel `k` takes after the arguments
-/// (GpuKernel::tensor_maps), encoded for this call's pointers and sizes and
-/// kept while they stay the same; then its parameter array `paramsK_`.
-/// Where an input's rows are not 16-byte multiples, the kernel takes its
-/// cp.async copies and never reads the map, which stays zeroed.
-std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::string &params) {
-  const GpuKernel &kernel = spec.program.kernels[k];
-  if (kernel.tensor_maps.empty())
-    return "";
-  std::ostringstream out;
-  std::string all = params;
-  for (size_t m = 0; m < kernel.tensor_maps.size(); ++m) {
-    const TensorMapParam &map = kernel.tensor_maps[m];
-    auto arg = std::find_if(spec.program.args.begin(), spec.program.args.end(),
-                            [&](const Argument &a) { return a.name == map.input && a.is_buffer(); });
-    COALESCE_INTERNAL_ASSERT(arg != spec.program.args.end() && arg->extents.size() == 2 && map.box.size() == 2,
-                             "tensor map of '", map.input, "' without a 2-D input argument");
-    std::string data_type = arg->type == BFloat(16)  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
-                            : arg->type == Float(16) ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
-                                                     : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-    std::string v = str_cat("map", k, "_", m, "_");
-    std::string rows = cpp_int(arg->extents[0]), columns = cpp_int(arg->extents[1]);
-    int bytes = arg->type.bytes();
-    out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << map.box[0] << " x "
-        << map.box[1] << ", 128-byte swizzle, 0 outside " << map.input << ").\n"
-        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t rows = -1, columns = -1; "
-        << "CUtensorMap map = {}; };\n"
-        << "  static thread_local TensorMap" << k << "_" << m << " " << v << ";\n"
-        << "  if (" << v << ".data != " << map.input << " || " << v << ".rows != " << rows << " || " << v
-        << ".columns != " << columns << ") {\n"
-        << "    " << v << " = {};\n"
-        << "    if (" << rows << " > 0 && " << columns << " > 0 && (" << columns << ") * " << bytes
-        << " % 16 == 0) {\n"
-        << "      if (" << map.input << " % 16 != 0)\n"
-        << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
-        << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"
-        << "      const cuuint64_t dims[2] = {cuuint64_t(" << columns << "), cuuint64_t(" << rows << ")};\n"
-        << "      const cuuint64_t strides[1] = {cuuint64_t(" << columns << ") * " << bytes << "};\n"
-        << "      const cuuint32_t box[2] = {" << map.box[1] << ", " << map.box[0] << "};\n"
-        << "      const cuuint32_t element_strides[2] = {1, 1};\n"
-        << "      status_ = cuTensorMapEncodeTiled(&" << v << ".map, " << data_type << ", 2, reinterpret_cast<void *>("
-        << map.input << "), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, "
-        << "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
-        << "      if (status_ != CUDA_SUCCESS) {\n"
-        << "        " << v << " = {};\n"
-        << "        return coalesce_launcher::fail(status_, \"cannot encode the tensor map of " << map.input
-        << ": \" + coalesce_launcher::describe(status_));\n"
-        << "      }\n"
-        << "    }\n"
-        << "    " << v << ".data = " << map.input << ";\n"
-        << "    " << v << ".rows = " << rows << ";\n"
-        << "    " << v << ".columns = " << columns << ";\n"
-        << "  }\n";
-    all += ", &" + v + ".map";
-  }
-  out << "  void *params" << k << "_[] = {" << all << "};\n";
   return out.str();
 }
 
