@@ -71,7 +71,7 @@ public:
 
     Expr describable;
     for (const TmaTile &tile : p_.tiles) {
-      Expr d = tma_describable(*tile.input);
+      Expr d = tma_describable(tile.input->type, tile.input->extents);
       describable = describable.defined() ? (describable && d) : d;
     }
     return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(stages)},
@@ -141,9 +141,9 @@ private:
 
 } // namespace
 
-Expr tma_describable(const InputContents &input) {
-  int per_row = 16 / input.type.bytes();
-  return input.extents.back() % per_row == 0;
+Expr tma_describable(Type type, const std::vector<Expr> &extents) {
+  int per_row = 16 / type.bytes();
+  return extents.back() % per_row == 0;
 }
 
 Stmt tma_pipeline(const TmaPipeline &p) { return Builder(p).build(); }

@@ -70,9 +70,10 @@ struct TmaPipeline {
 /// The pipeline above; the caller allocates the tiles around it.
 Stmt tma_pipeline(const TmaPipeline &p);
 
-/// Whether the TMA can describe `input`: its innermost extent holds whole
-/// 16-byte rows. The kernel tests it at run time; the runtime and the AOT
-/// launcher encode a tensor map only where it holds.
-Expr tma_describable(const InputContents &input);
+/// Whether the TMA can describe a row-major input of `type` with these
+/// extents: its innermost extent holds whole 16-byte rows. The kernel
+/// tests it at run time; the AOT launcher encodes a tensor map only where
+/// it holds (and the runtime, runtime/TensorMaps.h, on the extents' values).
+Expr tma_describable(Type type, const std::vector<Expr> &extents);
 
 } // namespace coalesce

@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 #include "runtime/aot/CppExpression.h"
+#include "scheduler/StageWithTma.h"
 
 #include <algorithm>
 #include <sstream>
@@ -34,8 +35,8 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         << "  if (" << v << ".data != " << map.input << " || " << v << ".rows != " << rows << " || " << v
         << ".columns != " << columns << ") {\n"
         << "    " << v << " = {};\n"
-        << "    if (" << rows << " > 0 && " << columns << " > 0 && (" << columns << ") * " << bytes
-        << " % 16 == 0) {\n"
+        << "    if (" << rows << " > 0 && " << columns << " > 0 && "
+        << cpp_int(tma_describable(arg->type, arg->extents)) << ") {\n"
         << "      if (" << map.input << " % 16 != 0)\n"
         << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
         << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"
