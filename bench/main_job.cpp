@@ -113,13 +113,19 @@ struct FfmaKnobs {
   int warp_rows = 0, warp_cols = 0; ///< --warp-layout=RxC: GemmTiling::warp_rows/warp_cols
 };
 
+/// Knobs of the warpgroup MMA's copies.
+struct WgmmaKnobs {
+  bool cp_async = false;   ///< --cp-async: every thread's cp.async instead of the TMA
+  int producer_warps = -1; ///< --producer-warps=N: MmaTiling::producer_warps (-1: the tiling's)
+};
+
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
 /// 16x16 threads per block, each computing a 4x4 register block; the
 /// reduction split by 8, with the A and B tiles of each K step staged in
 /// shared memory; bias + GELU fused after the reduction, on the register
 /// tile. The same schedule for every shape for now.
 void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores, bool warpgroup, Type dtype,
-                            const std::vector<int> &knobs, int block_groups, bool cp_async,
+                            const std::vector<int> &knobs, int block_groups, const WgmmaKnobs &wgmma,
                             const FfmaKnobs &ffma) {
   // The tilings fill the GPU's multiprocessors: this machine's GPU, or
   // without one the default target's (the PTX below is for it).
@@ -144,8 +150,10 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     }
     if (block_groups >= 0)
       tiling.block_group_rows = block_groups;
-    if (cp_async)
+    if (wgmma.cp_async)
       tiling.tma = false;
+    if (wgmma.producer_warps >= 0)
+      tiling.producer_warps = wgmma.producer_warps;
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;
@@ -170,7 +178,7 @@ struct Options {
   Type dtype = Float(32);
   bool tensor_cores = false;
   bool warpgroup = false; ///< --wgmma: warpgroup MMAs (sm_90a; f32 inputs as tf32)
-  bool cp_async = false;  ///< --cp-async: the warpgroup MMA's tiles copied by cp.async, not the TMA
+  WgmmaKnobs wgmma;      ///< --cp-async, --producer-warps
   int block_groups = -1;  ///< --block-groups=N: gpu_block_groups(N) (0: none; -1: the tiling's choice)
   /// --mma-tiling=BMxBNxWMxWNxKSxMB[xST] (block, warp tile, k step, blocks per SM, stages).
   std::vector<int> mma_tiling;
@@ -226,6 +234,10 @@ Options parse_options(int argc, char **argv) {
   cl::opt<bool> cp_async_flag("cp-async", cl::desc("with --wgmma: copy the tiles with every thread's cp.async "
                                                   "instead of the tensor memory accelerator (TMA), the default"),
                               cl::cat(category));
+  cl::opt<std::string> producer_warps_flag(
+      "producer-warps", cl::desc("with --wgmma: warps of their own issue the TMA copies (warp specialization, "
+                                 "1 to 4; 0: the MMA warps' first thread, the default)"),
+      cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -277,7 +289,15 @@ Options parse_options(int argc, char **argv) {
   options.dtype = parse_dtype(dtype_flag);
   options.tensor_cores = tensor_cores_flag || wgmma_flag;
   options.warpgroup = wgmma_flag;
-  options.cp_async = cp_async_flag;
+  options.wgmma.cp_async = cp_async_flag;
+  if (producer_warps_flag.getNumOccurrences()) {
+    options.wgmma.producer_warps =
+        producer_warps_flag == "0" ? 0 : parse_extent("--producer-warps", producer_warps_flag);
+    if (options.wgmma.producer_warps > 4)
+      usage_error("bad value '" + producer_warps_flag + "' for --producer-warps: expected 0 to 4");
+    if (!options.warpgroup || options.wgmma.cp_async)
+      usage_error("--producer-warps issues the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
+  }
   if (block_groups_flag.getNumOccurrences())
     options.block_groups = block_groups_flag == "0" ? 0 : parse_extent("--block-groups", block_groups_flag);
   if (mma_tiling_flag.getNumOccurrences()) {
@@ -325,8 +345,8 @@ Options parse_options(int argc, char **argv) {
       usage_error("--block-groups sets a knob that --tuning-db/--autotune choose; use one or the other");
     if (options.ffma.stages || options.ffma.warp_rows)
       usage_error("--stages and --warp-layout set knobs that --tuning-db/--autotune choose; use one or the other");
-    if (options.warpgroup || options.cp_async)
-      usage_error(std::string(options.cp_async ? "--cp-async" : "--wgmma") +
+    if (options.warpgroup || options.wgmma.cp_async)
+      usage_error(std::string(options.wgmma.cp_async ? "--cp-async" : "--wgmma") +
                   " picks a knob of the MMA schedule, which --tuning-db/--autotune choose; leave it out");
     // bf16/f16 are tuned on tensor cores (warp or warpgroup MMA).
     if (options.dtype != Float(32))
@@ -649,7 +669,7 @@ int run_main_job(const Options &options) {
     apply_tuned_schedule(gemm, shape, options.dtype, options.tensor_cores, have_gpu, options);
   else
     apply_default_schedule(gemm, shape, options.tensor_cores, options.warpgroup, options.dtype, options.mma_tiling,
-                           options.block_groups, options.cp_async, options.ffma);
+                           options.block_groups, options.wgmma, options.ffma);
   Pipeline pipeline(gemm.out);
   std::string types = options.dtype == Float(32)
                           ? std::string("FP32")

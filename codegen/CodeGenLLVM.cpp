@@ -159,7 +159,7 @@ llvm::Value *CodeGenLLVM::emit_narrow(Type to, llvm::Value *value) {
   return builder_->CreateFPTrunc(value, llvm_type_of(to));
 }
 
-void CodeGenLLVM::emit_barrier() {}
+void CodeGenLLVM::emit_barrier(int) {}
 
 void CodeGenLLVM::emit_async_copy(llvm::Value *destination, llvm::Value *source, Type type,
                                   llvm::Value *in_bounds) {
@@ -633,7 +633,8 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::MbarrierInitFence:
   case Intrinsic::MbarrierExpectTx:
   case Intrinsic::MbarrierWait:
-  case Intrinsic::MbarrierInval: {
+  case Intrinsic::MbarrierInval:
+  case Intrinsic::MbarrierArrive: {
     llvm::Value *barrier = nullptr, *operand = nullptr;
     if (!op->args.empty()) {
       const auto *load = op->args[0].as<Load>();
@@ -812,7 +813,7 @@ void CodeGenLLVM::visit(const LetStmt *op) {
   variables_.pop(op->name);
 }
 
-void CodeGenLLVM::visit(const Barrier *) { emit_barrier(); }
+void CodeGenLLVM::visit(const Barrier *op) { emit_barrier(op->threads); }
 
 void CodeGenLLVM::visit(const Evaluate *op) { codegen(op->value); }
 

@@ -71,7 +71,8 @@ protected:
   virtual llvm::Value *emit_target_intrinsic(const Call *op);
 
   /// Makes every thread of a block wait. A no-op on the host.
-  virtual void emit_barrier();
+  /// `threads` > 0: only the block's first `threads` threads meet (Barrier).
+  virtual void emit_barrier(int threads = 0);
 
   /// Copies one element from `source` to `destination` without waiting for
   /// it (a Store of async_load(...)); the base copies at once.

@@ -385,6 +385,11 @@ protected:
     case Intrinsic::MbarrierInval:
       inline_ptx("mbarrier.inval.shared::cta.b64 [$0];", "r", {address});
       return;
+    case Intrinsic::MbarrierArrive:
+      // Release semantics (the default): this thread's reads of the slot,
+      // and the MMAs its wgmma wait completed, come before the arrival.
+      inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {address});
+      return;
     default:
       internal_error("intrinsic ", intrinsic_name(which), " is not an mbarrier operation");
     }
@@ -420,7 +425,14 @@ protected:
                               llvm::ArrayRef<llvm::Value *>{});
   }
 
-  void emit_barrier() override {
+  void emit_barrier(int threads) override {
+    if (threads > 0) {
+      // bar.sync 1, threads: the threads other than the producer warps,
+      // which never reach it (barrier 0 stays the whole block's).
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+                                {builder_->getInt32(1), builder_->getInt32(threads)});
+      return;
+    }
     // bar.sync 0, as __syncthreads(); llvm.nvvm.barrier0 is its old name.
     builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
                               {builder_->getInt32(0)});
@@ -437,7 +449,7 @@ protected:
       arrival_flag_ = new llvm::GlobalVariable(module_, i32, false, llvm::GlobalValue::InternalLinkage,
                                                llvm::UndefValue::get(i32), "last_arrival_flag", nullptr,
                                                llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
-    emit_barrier();
+    emit_barrier(0);
     auto read = [&](llvm::Intrinsic::ID id) {
       return builder_->CreateIntrinsic(id, llvm::ArrayRef<llvm::Type *>{}, llvm::ArrayRef<llvm::Value *>{});
     };
@@ -466,7 +478,7 @@ protected:
     builder_->CreateAlignedStore(builder_->CreateZExt(last, i32), arrival_flag_, llvm::Align(4));
     builder_->CreateBr(join);
     builder_->SetInsertPoint(join);
-    emit_barrier();
+    emit_barrier(0);
     llvm::Value *flag = builder_->CreateAlignedLoad(i32, arrival_flag_, llvm::Align(4));
     // A kernel makes one arrival, so the flag is not written again while a
     // thread may still read it.

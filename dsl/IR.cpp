@@ -196,7 +196,7 @@ Stmt LetStmt::make(const std::string &name, Expr value, Stmt body) {
   return Stmt(std::make_shared<const LetStmt>(name, std::move(value), std::move(body)));
 }
 
-Stmt Barrier::make() { return Stmt(std::make_shared<const Barrier>()); }
+Stmt Barrier::make(int threads) { return Stmt(std::make_shared<const Barrier>(threads)); }
 
 Stmt Evaluate::make(Expr value) { return Stmt(std::make_shared<const Evaluate>(std::move(value))); }
 

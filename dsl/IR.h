@@ -272,8 +272,12 @@ const char *memory_type_name(MemoryType memory);
 /// its name: a loop of the schedule; one of the cooperative copies into
 /// shared memory that stage_inputs_in_shared adds (their thread loops and
 /// per-thread element loop); the k steps of one warp MMA, which the host
-/// code generator runs as a loop.
-enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps };
+/// code generator runs as a loop; the thread loop of the producer warps of a
+/// warp-specialized TMA pipeline (SharedLayout::producer_warps), whose range
+/// [min, min + extent) lies past the other thread loops' extent in its
+/// dimension: the kernel's block grows by it, and the other loops run on
+/// their own threads only (scheduler/FuseGpuThreadLoops.cpp).
+enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps };
 
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;
@@ -351,10 +355,13 @@ struct LetStmt : BaseStmtNode {
 
 /// Every thread of a GPU block waits here; shared memory written before it is
 /// visible after it. A no-op on the host, where thread loops run one by one.
+/// With `threads` > 0, only that many threads (the block's first, those
+/// other than its producer warps: scheduler/SplitWarpRoles.h) meet here.
 struct Barrier : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::Barrier;
-  Barrier() : BaseStmtNode(node_kind) {}
-  static Stmt make();
+  explicit Barrier(int t) : BaseStmtNode(node_kind), threads(t) {}
+  const int threads; ///< 0: the whole block
+  static Stmt make(int threads = 0);
 };
 
 struct Evaluate : BaseStmtNode {

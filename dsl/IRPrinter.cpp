@@ -176,6 +176,8 @@ private:
     out_ << "):";
     if (!op->reduction_of.empty())
       out_ << "  # reduction of " << op->reduction_of;
+    if (op->role == LoopRole::ProducerWarps)
+      out_ << "  # producer warps";
     out_ << "\n";
     nested(op->body);
   }
@@ -221,9 +223,12 @@ private:
     out_ << "\n";
     print(op->body);
   }
-  void visit(const Barrier *) override {
+  void visit(const Barrier *op) override {
     line_start();
-    out_ << "barrier\n";
+    out_ << "barrier";
+    if (op->threads > 0)
+      out_ << " (the first " << op->threads << " threads)";
+    out_ << "\n";
   }
   void visit(const Evaluate *op) override {
     line_start();

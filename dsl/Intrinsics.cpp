@@ -68,6 +68,7 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::MbarrierExpectTx:
   case Intrinsic::MbarrierWait:
   case Intrinsic::MbarrierInval:
+  case Intrinsic::MbarrierArrive:
     return false;
   }
   return false;

@@ -69,12 +69,14 @@ enum class IntrinsicResult : uint8_t {
   /* is a Load of the barrier (its address, never read): init(bar, arrivals); */                    \
   /* the fence that publishes inits to the async proxy; expect_tx(bar, bytes): */                   \
   /* one arrival that announces the bytes of the copies it waits for; */                            \
-  /* wait(bar, parity): until the phase of that parity completes; inval(bar) */                     \
+  /* wait(bar, parity): until the phase of that parity completes; inval(bar); */                    \
+  /* arrive(bar): one arrival (a consumer releasing a slot) */                                      \
   X(MbarrierInit, "mbarrier_init", 2, 2, Int32)                                                    \
   X(MbarrierInitFence, "mbarrier_init_fence", 0, 0, Int32)                                         \
   X(MbarrierExpectTx, "mbarrier_expect_tx", 2, 2, Int32)                                           \
   X(MbarrierWait, "mbarrier_wait", 2, 2, Int32)                                                    \
-  X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)
+  X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)                                                  \
+  X(MbarrierArrive, "mbarrier_arrive", 1, 1, Int32)
 
 enum class Intrinsic : uint8_t {
 #define COALESCE_INTRINSIC_ENUM(name, printed, min_args, max_args, result) name,

@@ -64,6 +64,14 @@ struct SharedLayout {
   /// multiples, the TMA cannot describe it and the kernel takes the
   /// cp.async copies instead (both are in the loop nest).
   bool tma = false;
+  /// With tma: warps of their own (1 to 4, past the MMA warps in the
+  /// block) issue the copies, and the MMA warps only compute: each slot
+  /// gets an empty mbarrier besides its full one; an MMA warp arrives on a
+  /// slot's empty barrier once the MMAs that read it have completed, and
+  /// the issuing thread waits for that before refilling the slot, so no
+  /// block-wide barrier is left in the loop (warp specialization). 0: the
+  /// MMA warps' first thread issues them, after a barrier per step.
+  int producer_warps = 0;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration

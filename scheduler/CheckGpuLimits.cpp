@@ -90,7 +90,10 @@ private:
                    "; map nested loops in one gpu_blocks/gpu_threads call");
     }
     if (op->for_kind == ForKind::GpuThread) {
+      // Producer warps run past the other threads of their dimension.
       int64_t threads = *as_const_int(op->extent);
+      if (op->role == LoopRole::ProducerWarps)
+        threads += *as_const_int(op->min);
       for (const For *outer : gpu_loops_)
         if (outer->for_kind == ForKind::GpuThread)
           threads *= *as_const_int(outer->extent);

@@ -183,11 +183,21 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
 // warpgroup MMA's pipeline, filling what lies outside the input with 0.
 void check_tma_requests(const FuncContents &func, size_t s) {
   const StageSchedule &stage = func.schedule.stages[s];
+  std::string where = str_cat("in schedule for ", stage_description(func, s), ": ");
+  // Each input's own request first, then how they agree.
+  for (const SharedStaging &staged : stage.staged_inputs) {
+    const SharedLayout &layout = staged.layout;
+    if (layout.producer_warps < 0 || layout.producer_warps > 4)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
+                 "; it takes 0 (the MMA warps issue the copies) or 1 to 4 warps of their own");
+    if (layout.producer_warps != 0 && !layout.tma)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
+                 ", but producer warps issue TMA copies only; set SharedLayout::tma too, or producer_warps = 0");
+  }
   for (const SharedStaging &staged : stage.staged_inputs) {
     const SharedLayout &layout = staged.layout;
     if (!layout.tma)
       continue;
-    std::string where = str_cat("in schedule for ", stage_description(func, s), ": ");
     if (!is_warpgroup_mma(stage.mma.kind))
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but the TMA copies only the 128-byte "
                  "swizzled tiles that warpgroup MMAs read (mma() with a wgmma kind); use the cp.async copies "
@@ -206,10 +216,15 @@ void check_tma_requests(const FuncContents &func, size_t s) {
     if (!layout.zero_fill)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which writes 0 outside the input; "
                  "set zero_fill too, so that every target computes the same sums");
-    for (const SharedStaging &other : stage.staged_inputs)
+    for (const SharedStaging &other : stage.staged_inputs) {
       if (other.at_loop == staged.at_loop && !other.layout.tma)
         user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
                    "' and share its barriers: stage both with SharedLayout::tma or neither");
+      if (other.at_loop == staged.at_loop && other.layout.producer_warps != layout.producer_warps)
+        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
+                   "' and share its copies, but ask for ", layout.producer_warps, " and ",
+                   other.layout.producer_warps, " producer warps: give both the same SharedLayout::producer_warps");
+    }
   }
 }
 

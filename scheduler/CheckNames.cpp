@@ -46,11 +46,13 @@ void check_names(const Environment &env) {
     reserved[staging_buffer_name(name)] = "the shared-memory copy of Input '" + name + "' (stage_in_shared)";
     reserved[fetch_buffer_name(name)] = "the register copy of Input '" + name + "' (stage_in_shared)";
     reserved[tma_barrier_name(name)] = "the barriers of the TMA copies of Input '" + name + "' (stage_in_shared)";
+    reserved[tma_empty_barrier_name(name)] =
+        "the barriers on which producer warps wait for the slots of Input '" + name + "' (stage_in_shared)";
   }
   for (const auto &[name, use] : global)
     if (reserved.count(name))
       user_error("'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
-                 "'; names ending in _shared, _fetch or _full after an Input's name are reserved: rename ", use);
+                 "'; names ending in _shared, _fetch, _full or _empty after an Input's name are reserved: rename ", use);
 
   for (const FuncContents &func : env.funcs) {
     FindReductionVars rvars;

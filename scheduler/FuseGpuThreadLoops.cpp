@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/SplitWarpRoles.h"
 
 #include <map>
 #include <set>
@@ -38,6 +39,18 @@ private:
     if (op->for_kind != ForKind::GpuThread)
       return IRVisitor::visit(op);
     int extent = static_cast<int>(*as_const_int(op->extent));
+    if (op->role == LoopRole::ProducerWarps) {
+      // Threads past the others' in this dimension (dsl/IR.h, LoopRole).
+      auto known = producer_threads.find(op->gpu_dim);
+      COALESCE_INTERNAL_ASSERT(known == producer_threads.end() || known->second == extent,
+                               "producer warp loops of one kernel disagree on their threads");
+      producer_threads[op->gpu_dim] = extent;
+      thread_vars.insert(op->name);
+      ++thread_depth_;
+      IRVisitor::visit(op);
+      --thread_depth_;
+      return;
+    }
     auto first = first_loop_of_dim.find(op->gpu_dim);
     if (first != first_loop_of_dim.end() && block[op->gpu_dim] != extent)
       user_error("the thread loops of one kernel must agree on each dimension: '", loop_short_name(first->second), "' of '",
@@ -110,6 +123,19 @@ private:
   std::vector<int64_t> tile_bytes;
 
 public:
+  std::map<int, int> producer_threads; ///< dimension -> threads of the producer loops past the others
+  std::array<int, 3> others{{1, 1, 1}}; ///< the block of the other thread loops
+
+  // The block grows by the producer warps' threads.
+  void add_producers() {
+    others = block;
+    for (const auto &[dim, threads] : producer_threads) {
+      COALESCE_INTERNAL_ASSERT(first_loop_of_dim.count(dim), "producer warps extend dimension ", "xyz"[dim],
+                               ", which no other thread loop uses");
+      block[dim] += threads;
+    }
+  }
+
   // Each tile rounded up to the alignment, as the code generator lays them
   // out (in dynamic shared memory, one after another).
   void total_shared() {
@@ -156,7 +182,17 @@ private:
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->for_kind != ForKind::GpuThread)
       return IRMutator::visit(op, self);
-    return LetStmt::make(op->name, gpu_index(thread_id_intrinsic(op->gpu_dim)) + op->min, mutate(op->body));
+    Expr tid = gpu_index(thread_id_intrinsic(op->gpu_dim));
+    int others = scan_.others[op->gpu_dim];
+    if (op->role == LoopRole::ProducerWarps) {
+      // Threads others .. others + extent - 1 run it, as min .. min + extent - 1.
+      Stmt body = LetStmt::make(op->name, tid - others + op->min, mutate(op->body));
+      return IfThenElse::make(on_producer_warps(op->gpu_dim, others), body);
+    }
+    Stmt body = LetStmt::make(op->name, tid + op->min, mutate(op->body));
+    if (scan_.producer_threads.count(op->gpu_dim))
+      return IfThenElse::make(on_other_warps(op->gpu_dim, others), body);
+    return body;
   }
   Stmt visit(const Allocate *op, const Stmt &self) override {
     Stmt body = mutate(op->body);
@@ -205,11 +241,15 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
   threads.visit_stmt(body);
   scan.has_threads_anywhere = threads.found;
   scan.visit_stmt(body);
+  scan.add_producers();
   scan.total_shared();
   kernel.block = scan.block;
   kernel.shared_bytes = scan.shared_bytes;
   kernel.shared_alignment = scan.shared_alignment;
   body = FuseThreads(scan).mutate(body);
+  COALESCE_INTERNAL_ASSERT(scan.producer_threads.size() <= 1, "producer warps in more than one GPU dimension");
+  for (const auto &[dim, threads] : scan.producer_threads)
+    body = split_warp_roles(body, dim, scan.others[dim], scan.others[0] * scan.others[1] * scan.others[2]);
   for (auto loop = block_loops.rbegin(); loop != block_loops.rend(); ++loop)
     body = LetStmt::make((*loop)->name, gpu_index(block_id_intrinsic((*loop)->gpu_dim)) + (*loop)->min, body);
   kernel.body = body;

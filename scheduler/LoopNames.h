@@ -35,6 +35,11 @@ inline std::string fetch_buffer_name(const std::string &input) { return input + 
 /// staging_buffer_name.
 inline std::string tma_barrier_name(const std::string &input) { return input + "_full"; }
 
+/// "A_empty": with producer warps, the mbarriers on which the MMA warps
+/// release the slots of the same pipeline. Reserved like
+/// staging_buffer_name.
+inline std::string tma_empty_barrier_name(const std::string &input) { return input + "_empty"; }
+
 /// "'acc'" or "'acc' (update 0)", as messages name a stage.
 inline std::string stage_description(const FuncContents &func, size_t stage) {
   return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");

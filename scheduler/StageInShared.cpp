@@ -812,6 +812,8 @@ private:
       p.threads.push_back(BlockThreadLoop{name, loop.min, loop.extent, loop.gpu_dim});
     }
     p.barriers = tma_barrier_name(tiles.front().input->name);
+    p.producer_warps = tiles.front().layout.producer_warps;
+    p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
     p.fallback = fallback;
     for (const StagedTile &staged : tiles) {
       TmaTile tile;

@@ -3,7 +3,10 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/LoopNames.h"
 #include "scheduler/Substitute.h"
+
+#include <algorithm>
 
 namespace coalesce {
 
@@ -22,6 +25,22 @@ public:
   explicit Builder(const TmaPipeline &p) : p_(p), loop_var_(Variable::make(Int(32), p.loop->name)) {}
 
   Stmt build() const {
+    Stmt tma = p_.producer_warps > 0 ? warp_specialized() : issued_by_first_thread();
+    Expr describable;
+    for (const TmaTile &tile : p_.tiles) {
+      Expr d = tma_describable(tile.input->type, tile.input->extents);
+      describable = describable.defined() ? (describable && d) : d;
+    }
+    Stmt result = IfThenElse::make(simplify(describable), tma, p_.fallback);
+    if (p_.producer_warps > 0)
+      result = Allocate::make(p_.empty_barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
+    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
+  }
+
+private:
+  // The MMA threads' first thread issues every copy, after a block-wide
+  // barrier per step.
+  Stmt issued_by_first_thread() const {
     const For *op = p_.loop;
     Expr end = op->min + op->extent;
     const int stages = p_.stages;
@@ -42,45 +61,87 @@ public:
     // Step ko: wait for its tile; compute (the MMAs of step ko - 1 have
     // completed after the step's own wait, see mma_groups_in_flight); once
     // every thread is past that, refill the slot step ko - 1 read.
-    Expr relative = simplify(loop_var_ - op->min);
-    Expr slot = simplify(relative % stages);
-    Expr parity = simplify((relative / stages) % 2);
     Expr next = simplify(loop_var_ + (stages - 1));
-    Expr next_slot = simplify((relative + (stages - 1)) % stages);
-    Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot), parity})), p_.body,
+    Expr next_slot = simplify((relative() + (stages - 1)) % stages);
+    Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot()), parity()})), p_.body,
                              Barrier::make(),
                              IfThenElse::make(next < end, one_thread("next", issue(next, next_slot, "next")))});
-    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of, op->role);
+    return finish(Block::make(prologue), step, step, {p_.barriers});
+  }
+
+  // Producer warps issue the copies; the MMA warps release each slot on
+  // its empty barrier (StageWithTma.h).
+  Stmt warp_specialized() const {
+    const For *op = p_.loop;
+    Expr end = op->min + op->extent;
+    const int stages = p_.stages;
+    const int in_flight = p_.mma_groups_in_flight;
+    COALESCE_INTERNAL_ASSERT(in_flight < stages, "a pipeline of ", stages, " slots with ", in_flight,
+                             " steps of MMAs in flight");
+
+    std::vector<Stmt> inits;
+    for (int s = 0; s < stages; ++s) {
+      inits.push_back(call(Intrinsic::MbarrierInit, {barrier(s), Expr(1)}));
+      inits.push_back(call(Intrinsic::MbarrierInit, {empty(s), Expr(mma_warps())}));
+    }
+    inits.push_back(call(Intrinsic::MbarrierInitFence));
+    std::vector<Stmt> first;
+    for (int s = 0; s < stages; ++s) {
+      Expr at = simplify(op->min + s);
+      first.push_back(IfThenElse::make(simplify(at < end), issue(at, Expr(s), str_cat("first", s))));
+    }
+    Stmt prologue = Block::make({one_thread("init", Block::make(inits)), Barrier::make(),
+                                 producer_thread("producer_first", Block::make(first))});
+
+    // Step ko reads slot ko % S; after its wait, the MMAs of step
+    // ko - in_flight are complete and their slot is released. The producer
+    // refills slot ko % S with tile ko + S once step ko's release
+    // completes phase (ko / S) of its empty barrier.
+    Expr released = simplify(relative() - in_flight);
+    Stmt release = warp_leaders("release", call(Intrinsic::MbarrierArrive, {empty(simplify(released % stages))}));
+    Expr refill = simplify(loop_var_ + stages);
+    Stmt produce = producer_thread(
+        "producer_next", IfThenElse::make(refill < end, Block::make({call(Intrinsic::MbarrierWait, {empty(slot()), parity()}),
+                                                           issue(refill, slot(), "next")})));
+    Stmt wait = all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot()), parity()}));
+    // Steps before `in_flight` release nothing: only the peeled first step
+    // (in_flight is 0 or 1).
+    Stmt steady = Block::make({wait, p_.body, release, produce});
+    Stmt head = in_flight > 0 ? Block::make({wait, p_.body, produce}) : steady;
+    return finish(prologue, head, steady, {p_.barriers, p_.empty_barriers});
+  }
+
+  // The prologue, the loop of steps (its first step `head` peeled where
+  // MMAs stay in flight across steps), and the barriers' invalidation.
+  Stmt finish(const Stmt &prologue, const Stmt &head, const Stmt &steady, const std::vector<std::string> &arrays) const {
+    const For *op = p_.loop;
+    Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, steady, op->gpu_dim, op->reduction_of, op->role);
     if (p_.mma_groups_in_flight > 0) {
       // As in the cp.async pipeline: the loop's head is reached only with
       // the accumulators defined by MMAs, or ptxas serializes them (C7515).
-      Stmt first = substitute({{op->name, op->min}}, step);
+      Stmt first = substitute({{op->name, op->min}}, head);
       loop = IfThenElse::make(0 < op->extent,
                               Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, step, op->gpu_dim, op->reduction_of,
+                                                            op->for_kind, steady, op->gpu_dim, op->reduction_of,
                                                             op->role)}));
     }
     // Every thread is past its last wait before the barriers are
     // invalidated (a later pipeline over the same memory initializes them
     // again), and past its last read before the tiles are reused.
     std::vector<Stmt> invals;
-    for (int s = 0; s < stages; ++s)
-      invals.push_back(call(Intrinsic::MbarrierInval, {barrier(s)}));
-    Stmt tma = Block::make(
-        {Block::make(prologue), loop, Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
-
-    Expr describable;
-    for (const TmaTile &tile : p_.tiles) {
-      Expr d = tma_describable(tile.input->type, tile.input->extents);
-      describable = describable.defined() ? (describable && d) : d;
-    }
-    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(stages)},
-                          IfThenElse::make(simplify(describable), tma, p_.fallback));
+    for (const std::string &array : arrays)
+      for (int s = 0; s < p_.stages; ++s)
+        invals.push_back(call(Intrinsic::MbarrierInval, {Load::make(UInt(64), array, {Expr(s)})}));
+    return Block::make({prologue, loop, Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
   }
 
-private:
   const TmaPipeline &p_;
   Expr loop_var_;
+
+  Expr relative() const { return simplify(loop_var_ - p_.loop->min); }
+  Expr slot() const { return simplify(relative() % p_.stages); }
+  Expr parity() const { return simplify((relative() / p_.stages) % 2); }
+  Expr empty(const Expr &slot) const { return Load::make(UInt(64), p_.empty_barriers, {slot}); }
 
   Expr barrier(const Expr &slot) const { return Load::make(UInt(64), p_.barriers, {slot}); }
 
@@ -103,6 +164,73 @@ private:
       first = first.defined() ? (first && is_first) : is_first;
     }
     return all_threads(use, std::move(s), first);
+  }
+
+  // The threads of the MMA warps, and the threads per step of the
+  // outermost GPU dimension they use (the one the producer warps extend).
+  int64_t mma_threads() const {
+    int64_t n = 1;
+    for (const BlockThreadLoop &t : p_.threads)
+      n *= *as_const_int(t.extent);
+    return n;
+  }
+  int mma_warps() const { return static_cast<int>(mma_threads() / 32); }
+  const BlockThreadLoop &outermost_dim() const {
+    const BlockThreadLoop *outer = &p_.threads.front();
+    for (const BlockThreadLoop &t : p_.threads)
+      if (t.gpu_dim > outer->gpu_dim)
+        outer = &t;
+    return *outer;
+  }
+
+  // `s` run by the first thread of each MMA warp: the thread's index in
+  // the block (x fastest, as the hardware numbers threads into warps) is a
+  // multiple of 32.
+  Stmt warp_leaders(const std::string &use, Stmt s) const {
+    std::vector<const BlockThreadLoop *> by_dim;
+    for (const BlockThreadLoop &t : p_.threads)
+      by_dim.push_back(&t);
+    std::sort(by_dim.begin(), by_dim.end(),
+              [](const BlockThreadLoop *a, const BlockThreadLoop *b) { return a->gpu_dim < b->gpu_dim; });
+    Expr linear = 0;
+    int64_t stride = 1;
+    for (const BlockThreadLoop *t : by_dim) {
+      linear = linear + (Variable::make(Int(32), thread_name(use, t->name)) - t->min) * static_cast<int>(stride);
+      stride *= *as_const_int(t->extent);
+    }
+    return all_threads(use, std::move(s), simplify(linear % 32 == 0));
+  }
+
+  // `s` run by the first producer thread. The producer warps extend the
+  // outermost GPU dimension of the MMA threads past its extent; the other
+  // dimensions keep their loops, so `rows` steps of the outer one make
+  // producer_warps warps.
+  Stmt producer_thread(const std::string &use, Stmt s) const {
+    const BlockThreadLoop &outer = outermost_dim();
+    int64_t per_row = mma_threads() / *as_const_int(outer.extent);
+    int64_t producer_threads = 32 * static_cast<int64_t>(p_.producer_warps);
+    if (producer_threads % per_row != 0)
+      user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' ask for ", p_.producer_warps,
+                 " producer warps, but the MMA threads' inner thread loops make ", per_row,
+                 " threads per step of their outermost one ('", loop_short_name(outer.name),
+                 "'), which does not divide ", producer_threads,
+                 ": choose producer warps whose threads are a multiple of ", per_row);
+    Expr first;
+    for (const BlockThreadLoop &t : p_.threads) {
+      Expr start = &t == &outer ? simplify(t.min + outer.extent) : t.min;
+      Expr is_first = Variable::make(Int(32), thread_name(use, t.name)) == start;
+      first = first.defined() ? (first && is_first) : is_first;
+    }
+    s = IfThenElse::make(first, s);
+    for (auto t = p_.threads.rbegin(); t != p_.threads.rend(); ++t) {
+      std::string name = thread_name(use, t->name);
+      if (&*t == &outer)
+        s = For::make(name, simplify(t->min + outer.extent), static_cast<int>(producer_threads / per_row),
+                      ForKind::GpuThread, s, t->gpu_dim, "", LoopRole::ProducerWarps);
+      else
+        s = For::make(name, t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, "", LoopRole::StagingCopy);
+    }
+    return s;
   }
 
   std::string thread_name(const std::string &use, const std::string &loop) const {

@@ -19,6 +19,30 @@
 //   else:
 //     <the cp.async pipeline>
 //
+// With producer warps (SharedLayout::producer_warps), warps of their own,
+// past the MMA warps in the block, issue the copies, and each slot has an
+// empty mbarrier besides its full one:
+//
+//   allocate A_full[S], A_empty[S] u64 in shared
+//   if <describable>:
+//     one thread: init A_full[s] (1 arrival), A_empty[s] (one per MMA warp)
+//     barrier
+//     producer thread: tiles 0 .. S - 1 into slots 0 .. S - 1
+//     for ko:
+//       MMA threads: mbarrier_wait(A_full[ko % S], (ko / S) % 2)
+//       <the k step, then wgmma_wait(1)>
+//       each MMA warp's first thread: mbarrier_arrive(A_empty[(ko - 1) % S])
+//                                   (the MMAs of step ko - 1 are complete)
+//       producer thread: mbarrier_wait(A_empty[ko % S], (ko / S) % 2);
+//                        tile ko + S into slot ko % S
+//     barrier; one thread: mbarrier_inval each barrier
+//
+// No block-wide barrier is left in the loop, so on the GPU every warp runs
+// the loop at its own pace: the producer as far ahead as the slots allow,
+// the MMA warps as their tiles land. Run one step after another (the
+// host), each step's copies come after its reads, which is what the
+// barriers order on the GPU.
+//
 // Slots and parities come from the loop's variable, never from the user:
 // tile t lives in slot t % S and completes phase t / S of its barrier, so
 // the wait's parity is (t / S) % 2. A copy reads nothing outside the input
@@ -63,7 +87,9 @@ struct TmaPipeline {
   int stages = 3;
   int mma_groups_in_flight = 1; ///< after each step's wait (mma_groups_in_flight())
   std::vector<BlockThreadLoop> threads;
-  std::string barriers;         ///< the name of the mbarrier array
+  std::string barriers;         ///< the name of the (full) mbarrier array
+  int producer_warps = 0;       ///< SharedLayout::producer_warps; 0: the MMA warps issue
+  std::string empty_barriers;   ///< with producer warps: the name of the empty mbarriers
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
 };
 

@@ -115,13 +115,39 @@ private:
       }
       if (group && op->name == stage.prefix + k_outer(schedule) && in_flight(schedule) > 0) {
         // The last step's MMAs complete before anything after the
-        // reduction reads the accumulators.
+        // reduction reads the accumulators. The MMA threads wait, in the
+        // MMAs' own thread loops: a warpgroup instruction needs whole
+        // warpgroups, and producer warps (SharedLayout::producer_warps)
+        // may not make one.
         Stmt loop = IRMutator::visit(op, self);
-        return Block::make(
-            {loop, Evaluate::make(Call::make_intrinsic(Intrinsic::WgmmaWait, Int(32), {Expr(0)}))});
+        Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::WgmmaWait, Int(32), {Expr(0)}));
+        for (const std::string &name : {layout.lane, layout.warp}) {
+          const For *threads = find_loop(loop, stage.prefix + name);
+          COALESCE_INTERNAL_ASSERT(threads, "warpgroup MMA steps without their thread loop '", name, "'");
+          wait = For::make(threads->name, threads->min, threads->extent, threads->for_kind, wait, threads->gpu_dim, "",
+                           threads->role);
+        }
+        return Block::make({loop, wait});
       }
     }
     return IRMutator::visit(op, self);
+  }
+
+  // The first loop named `name` in `s`.
+  static const For *find_loop(const Stmt &s, const std::string &name) {
+    struct Find : IRVisitor {
+      const std::string &name;
+      const For *found = nullptr;
+      explicit Find(const std::string &n) : name(n) {}
+      using IRVisitor::visit;
+      void visit(const For *op) override {
+        if (!found && op->name == name)
+          found = op;
+        IRVisitor::visit(op);
+      }
+    } find(name);
+    find.visit_stmt(s);
+    return find.found;
   }
 
   // The loop of the k steps (the outer loop of the reduction's split).

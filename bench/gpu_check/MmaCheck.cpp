@@ -65,9 +65,9 @@ constexpr size_t kGuardBytes = 1 << 16;
 constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
-std::string name_of(Precision p, bool warpgroup = false, bool tma = false) {
-  return std::string(tma ? "wgmma+tma " : warpgroup ? "wgmma " : "mma ") + reference::precision_name(p) +
-         " (bias_gelu)";
+std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0) {
+  return std::string(tma && producer_warps ? "wgmma+tma+producer " : tma ? "wgmma+tma " : warpgroup ? "wgmma " : "mma ") +
+         reference::precision_name(p) + " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -256,7 +256,7 @@ void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int>
                  bool warpgroup, const MmaTiling *chosen = nullptr) {
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
-  const std::string name = name_of(p, warpgroup, tiling.uses_tma());
+  const std::string name = name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -375,6 +375,30 @@ void check_mma(Precision p) {
       tiling.tma = tma;
       check_shape(kernels, p, kTmaShapes.back(), all_or_sampled_rows(kTmaShapes.back()), false, true, &tiling);
     }
+    // Producer warps issue the TMA copies (warp specialization): one warp
+    // and a warpgroup, on the default tilings and on 128 x 256 tiles of
+    // two 64 x 256 warpgroups.
+    bool tma_default = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true).uses_tma();
+    for (int producers : {1, 4}) {
+      if (!tma_default)
+        break; // tf32: its B copies transpose, which the TMA cannot
+      for (const Shape &s : kTmaShapes) {
+        MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), true);
+        tiling.producer_warps = producers;
+        // A producer warpgroup leaves two blocks of 384 threads 80
+        // registers each, too few for the MMAs' accumulators: one block.
+        if (producers == 4)
+          tiling.min_blocks_per_sm = 1;
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true, &tiling);
+      }
+      MmaTiling wide = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+      wide.block_n = wide.warp_n = 256;
+      wide.min_blocks_per_sm = 1;
+      wide.stages = 4;
+      wide.producer_warps = producers;
+      for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front()})
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &wide);
+    }
   }
 }
 
@@ -383,20 +407,22 @@ void mma_sanitizer_case() {
   if (target_for_current_device().sm() == "sm_90a") {
     mma_sanitizer_case(true);
     mma_sanitizer_case(true, true);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/1);
     // tf32: B copied transposed, element by element, and rounded in place.
     mma_sanitizer_case(true, false, Precision::TF32);
   }
 }
 
-void mma_sanitizer_case(bool warpgroup, bool tma, Precision p) {
+void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above).
   const Shape s = tma ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma);
+  const std::string name = name_of(p, warpgroup, tma, producer_warps);
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
     tiling.tma = warpgroup && tma;
+    tiling.producer_warps = producer_warps;
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

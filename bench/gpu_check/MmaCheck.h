@@ -14,7 +14,9 @@ void check_mma(bench::Precision p);
 /// result goes to Report.h too.
 void mma_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
-/// and one precision (BF16 or TF32).
-void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16);
+/// and one precision (BF16 or TF32), its TMA copies issued by producer
+/// warps where producer_warps > 0.
+void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16,
+                        int producer_warps = 0);
 
 } // namespace coalesce::gpu_check

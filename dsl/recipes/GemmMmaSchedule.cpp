@@ -14,6 +14,9 @@ std::string MmaTiling::str() const {
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
                  uses_tma() ? ", TMA copies" : "",
+                 uses_tma() && producer_warps ? str_cat(" issued by ", producer_warps, " producer warp",
+                                                        producer_warps > 1 ? "s" : "")
+                                              : std::string(),
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
 }
@@ -119,6 +122,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->double_buffered = t.double_buffered;
     layout->stages = t.stages;
     layout->tma = t.uses_tma();
+    layout->producer_warps = t.uses_tma() ? t.producer_warps : 0;
   }
   if (is_warpgroup_mma(t.kind))
     a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's

@@ -31,6 +31,10 @@ struct MmaTiling {
   /// (default_mma_tiling's choice for warpgroup MMAs).
   bool tma = false;
   bool uses_tma() const { return tma && double_buffered && stages >= 3; }
+  /// With TMA copies: warps of their own issue them (SharedLayout::
+  /// producer_warps, 1 to 4), past the MMA warps in the block; 0: the MMA
+  /// warps' first thread does.
+  int producer_warps = 0;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;

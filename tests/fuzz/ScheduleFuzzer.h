@@ -348,9 +348,13 @@ private:
     }
     // TMA copies: mostly where a warpgroup MMA's pipeline can take them.
     l.tma = is_warpgroup_mma(kind) ? chance(50) : chance(5);
+    // Producer warps (warp specialization), now and then out of range or
+    // without the TMA.
+    if (chance(l.tma ? 40 : 3))
+      l.producer_warps = chance(95) ? 1 + pick(4) : one_of(std::vector<int>{-1, 5});
     log << "staging: double buffered " << l.double_buffered << " async " << l.async_copy << " stages " << l.stages
         << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << " tma "
-        << l.tma << "\n";
+        << l.tma << " producer warps " << l.producer_warps << "\n";
     acc_->update().mma(*k_, ko, kk, k_step);
     if (chance(90))
       acc_->update().allow_reassociation();

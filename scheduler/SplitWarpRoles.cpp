@@ -1,0 +1,133 @@
+#include "scheduler/SplitWarpRoles.h"
+
+#include "dsl/Error.h"
+#include "dsl/IREquality.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
+
+namespace coalesce {
+
+namespace {
+
+Expr thread_index(int dim) { return Call::make_intrinsic(thread_id_intrinsic(dim), Int(32), {}); }
+
+bool has_barrier(const Stmt &s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Barrier *) override { found = true; }
+  } find;
+  find.visit_stmt(s);
+  return find.found;
+}
+
+// Whether `s` holds a statement guarded by `guard`.
+bool has_guard(const Stmt &s, const Expr &guard) {
+  struct Find : IRVisitor {
+    const Expr &guard;
+    bool found = false;
+    explicit Find(const Expr &g) : guard(g) {}
+    using IRVisitor::visit;
+    void visit(const IfThenElse *op) override {
+      found |= equal(op->condition, guard);
+      IRVisitor::visit(op);
+    }
+  } find(guard);
+  find.visit_stmt(s);
+  return find.found;
+}
+
+// `s` as the threads of one role run it: their own guards hold, the other
+// role's do not.
+class KeepRole : public IRMutator {
+public:
+  KeepRole(Expr mine, Expr theirs) : mine_(std::move(mine)), theirs_(std::move(theirs)) {}
+
+private:
+  using IRMutator::visit;
+  Expr mine_, theirs_;
+  Stmt visit(const IfThenElse *op, const Stmt &self) override {
+    if (equal(op->condition, mine_))
+      return mutate(op->then_case);
+    if (equal(op->condition, theirs_))
+      return op->else_case.defined() ? mutate(op->else_case) : Block::make({});
+    return IRMutator::visit(op, self);
+  }
+};
+
+// The barriers of a part only the other threads run: theirs alone.
+class OthersBarriers : public IRMutator {
+public:
+  explicit OthersBarriers(int threads) : threads_(threads) {}
+
+private:
+  using IRMutator::visit;
+  int threads_;
+  Stmt visit(const Barrier *op, const Stmt &self) override {
+    COALESCE_INTERNAL_ASSERT(op->threads == 0, "a barrier of some threads inside the other threads' part");
+    return Barrier::make(threads_);
+  }
+};
+
+class Split : public IRMutator {
+public:
+  Split(int dim, int others, int other_threads)
+      : producer_(on_producer_warps(dim, others)), other_(on_other_warps(dim, others)),
+        other_threads_(other_threads) {}
+
+  // A stretch without barriers: one program per role where both have
+  // statements in it.
+  Stmt stretch(const std::vector<Stmt> &stmts) const {
+    Stmt s = Block::make(stmts);
+    if (!has_guard(s, producer_) || !has_guard(s, other_))
+      return s;
+    return IfThenElse::make(producer_, KeepRole(producer_, other_).mutate(s), KeepRole(other_, producer_).mutate(s));
+  }
+
+private:
+  using IRMutator::visit;
+  Expr producer_, other_;
+  int other_threads_;
+
+  Stmt visit(const Block *op, const Stmt &self) override {
+    std::vector<Stmt> result, run;
+    auto flush = [&] {
+      if (!run.empty())
+        result.push_back(stretch(run));
+      run.clear();
+    };
+    for (const Stmt &s : op->stmts) {
+      if (has_barrier(s) && !has_guard(s, producer_) && has_guard(s, other_)) {
+        // Barriers, but no statement of the producer warps, which would
+        // only meet the others at them: the others run it alone, with
+        // barriers of their own (the MMA loops of the cp.async pipeline).
+        flush();
+        result.push_back(IfThenElse::make(
+            other_, OthersBarriers(other_threads_).mutate(KeepRole(other_, producer_).mutate(s))));
+      } else if (has_barrier(s)) {
+        flush();
+        result.push_back(mutate(s));
+      } else {
+        run.push_back(s);
+      }
+    }
+    flush();
+    return Block::make(result);
+  }
+};
+
+} // namespace
+
+Expr on_producer_warps(int dim, int others) { return thread_index(dim) >= others; }
+Expr on_other_warps(int dim, int others) { return thread_index(dim) < others; }
+
+Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) {
+  Split split(dim, others, other_threads);
+  // A body that is one statement is a stretch of its own, or holds its
+  // barriers deeper down.
+  if (!body.as<Block>() && !has_barrier(body))
+    return split.stretch({body});
+  return split.mutate(body);
+}
+
+} // namespace coalesce

@@ -1,0 +1,189 @@
+// Warp-specialized TMA pipelines (SharedLayout::producer_warps): warps of
+// their own, past the MMA warps in the block, issue the copies; the MMA
+// warps release each slot on an empty mbarrier. The CPU runs the same
+// statements one step after another, against the double reference on both
+// copy paths; the nest shows the producer loop, both barriers' slots and
+// parities; the kernel's block grows by the producer warps; the rules; the
+// kernel through ptxas.
+
+#include "examples/Reference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "codegen/PtxAssembler.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <functional>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// One warpgroup on a 64 x 64 tile, its TMA copies issued by producer warps.
+MmaTiling small_tiling(int producer_warps, int stages = 3) {
+  MmaTiling t = default_mma_tiling(kKind, 64, 64, GpuTarget().sm_count());
+  t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  t.stages = stages;
+  t.tma = true;
+  t.producer_warps = producer_warps;
+  return t;
+}
+
+Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
+  Gemm g = make_gemm(e, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return g;
+}
+
+double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
+  GemmData data = make_data(M, N, K, 7, BFloat(16));
+  Buffer out({M, N}, BFloat(16));
+  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
+  Buffer wide({M, N});
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      wide(i, j) = out.at(i, j);
+  return relative_error(wide, reference(data, M, N, K, e));
+}
+
+std::string refused(const std::function<void(SharedLayout &, SharedLayout &)> &change) {
+  Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+      .mma_tile(ii, jj, kKind, 64, 64, warp, lane, mi, nj, fi, fj);
+  g.out.fuse_epilogue(g.acc, bj);
+  SharedLayout a, b;
+  for (SharedLayout *layout : {&a, &b}) {
+    layout->zero_fill = true;
+    layout->double_buffered = true;
+    layout->stages = 3;
+    layout->tma = true;
+    layout->producer_warps = 1;
+  }
+  change(a, b);
+  RVar ko("ko"), kk("kk");
+  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, a).stage_in_shared(g.B, ko, b);
+  return coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
+}
+
+} // namespace
+
+TEST_CASE("warp-specialized TMA GEMMs + bias + GELU match the double reference, on both copy paths") {
+  for (int producers : {1, 4}) {
+    CAPTURE(producers);
+    Gemm g = scheduled(small_tiling(producers, producers == 1 ? 3 : 4));
+    Pipeline pipeline(g.out);
+    // The TMA path ragged against the tile and the k step (fewer tiles than
+    // slots, then more), then K not a multiple of 8: the cp.async path.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 8}, {130, 136, 328}, {70, 72, 131}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("a warp-specialized pipeline's fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = scheduled(small_tiling(1), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3, 8, 24}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, 70, 72, K, e) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("the nest shows the producer warps, the empty barriers and their slots and parities") {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.producer_warps = 1;
+  Gemm g = scheduled(t);
+  Pipeline pipeline(g.out);
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "allocate A_empty[3] u64 in shared");
+  // One arrival per MMA warp (two warpgroups) completes a phase.
+  CHECK_HAS(nest, "mbarrier_init(A_empty[0], 8)");
+  CHECK_HAS(nest, "mbarrier_init(A_full[0], 1)");
+  // The producer warp lies past the eight MMA warps.
+  CHECK_HAS(nest, "for warp in gpu_thread.y(8, 1):  # producer warps");
+  CHECK_HAS(nest, "if warp == 8 && lane == 0:");
+  // Step ko releases the slot step ko - 1 read, one arrival per warp.
+  CHECK_HAS(nest, "if (lane + warp*32) % 32 == 0:");
+  CHECK_HAS(nest, "mbarrier_arrive(A_empty[(ko - 1) % 3])");
+  // The producer refills slot ko % 3 with tile ko + 3 once step ko's
+  // release completes phase ko / 3.
+  CHECK_HAS(nest, "mbarrier_wait(A_empty[ko % 3], ko/3 % 2)");
+  CHECK_HAS(nest, "mbarrier_expect_tx(A_full[ko % 3], 32768)");
+  CHECK_HAS(nest, "tensor_copy A[bi*128, ko*64 + 192] box 128x64");
+  CHECK_HAS(nest, "mbarrier_wait(A_full[ko % 3], ko/3 % 2)");
+  CHECK_HAS(nest, "mbarrier_inval(A_empty[2])");
+  // No block-wide barrier between the steps.
+  size_t loop = nest.find("for ko in serial");
+  REQUIRE(loop != std::string::npos);
+  size_t after = nest.find("wgmma_wait(0)", loop);
+  REQUIRE(after != std::string::npos);
+  CHECK(nest.substr(loop, after - loop).find("barrier\n") == std::string::npos);
+
+  // The kernel's block: eight MMA warps and the producer warp.
+  const GpuProgram &program = pipeline.gpu_program();
+  REQUIRE(program.kernels.size() == 1);
+  CHECK(program.kernels[0].block == std::array<int, 3>{32, 9, 1});
+}
+
+TEST_CASE("a producer warpgroup makes the block four warps larger") {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.producer_warps = 4;
+  Gemm g = scheduled(t);
+  Pipeline pipeline(g.out);
+  CHECK_HAS(pipeline.loop_nest(), "for warp in gpu_thread.y(8, 4):  # producer warps");
+  CHECK(pipeline.gpu_program().kernels[0].block == std::array<int, 3>{32, 12, 1});
+}
+
+TEST_CASE("a schedule that asks for producer warps the pipeline cannot have is rejected with the rule") {
+  CHECK_HAS(refused([](SharedLayout &a, SharedLayout &b) { a.tma = b.tma = false; a.stages = b.stages = 2; }),
+            "producer warps issue TMA copies only");
+  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = 5; }), "1 to 4 warps of their own");
+  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = -1; }), "1 to 4 warps of their own");
+  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = 2; }),
+            "give both the same SharedLayout::producer_warps");
+  SUBCASE("a name the empty barriers take") {
+    Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
+    Func clash("B_empty");
+    clash(g.i, g.j) = g.out(g.i, g.j);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(clash).loop_nest(); }), "B_empty");
+  }
+}
+
+TEST_CASE("the warp-specialized kernel assembles for sm_90a with no MMA serialized and no wait injected") {
+  for (int producers : {1, 4}) {
+    CAPTURE(producers);
+    // One block per SM: 288 or 384 threads keep 168 registers each.
+    MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+    t.tma = true;
+    t.stages = 4;
+    t.min_blocks_per_sm = 1;
+    t.producer_warps = producers;
+    Gemm g = scheduled(t);
+    Pipeline pipeline(g.out);
+    const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+    CHECK_HAS(ptx, "mbarrier.arrive.shared::cta.b64");
+    // The cp.async pipeline's barriers count only the MMA warps' threads.
+    CHECK_HAS(ptx, "bar.sync \t1, 256;");
+    CHECK_HAS(ptx, str_cat(".maxntid 32, ", 8 + producers, ", 1"));
+    if (!ptxas_available()) {
+      MESSAGE("ptxas not found: skipping the assembly");
+      return;
+    }
+    coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+  }
+}
