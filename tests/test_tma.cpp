@@ -11,6 +11,7 @@
 #include "runtime/TensorMaps.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
+#include "NarrowOutputError.h"
 #include "codegen/PtxAssembler.h"
 
 #include <doctest/doctest.h>
@@ -44,13 +45,7 @@ Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   GemmData data = make_data(M, N, K, 5, BFloat(16));
-  Buffer out({M, N}, BFloat(16));
-  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
-  Buffer wide({M, N});
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      wide(i, j) = out.at(i, j);
-  return relative_error(wide, reference(data, M, N, K, e));
+  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
 }
 
 std::string refused(const std::function<void(SharedLayout &)> &change, bool wgmma = true) {

@@ -8,6 +8,7 @@
 #include "examples/Reference.h"
 #include "runtime/GemmCandidate.h"
 #include "runtime/GpuCandidateTiming.h"
+#include "NarrowOutputError.h"
 
 #include <doctest/doctest.h>
 
@@ -44,14 +45,7 @@ double error_of(const GemmProblem &p, const GemmCandidate &candidate) {
   Pipeline pipeline(build_scheduled_gemm(p, candidate));
   Epilogue e = epilogue_of(p.epilogue);
   GemmData data = make_data(M, N, K, 5, gemm_input_type(p));
-  Buffer out({M, N}, gemm_output_type(p));
-  out.poison();
-  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
-  Buffer wide({M, N});
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      wide(i, j) = out.at(i, j);
-  return relative_error(wide, reference(data, M, N, K, e));
+  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, gemm_output_type(p));
 }
 
 } // namespace

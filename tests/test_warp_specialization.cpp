@@ -10,6 +10,7 @@
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
+#include "NarrowOutputError.h"
 #include "codegen/PtxAssembler.h"
 #include "scheduler/LoweredFunc.h"
 
@@ -36,6 +37,14 @@ MmaTiling small_tiling(int producer_warps, int stages = 3) {
   return t;
 }
 
+// The default 128 x 128 tiling (two warpgroups), with producer warps.
+MmaTiling wide_tiling(int producer_warps) {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.producer_warps = producer_warps;
+  return t;
+}
+
 Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
   Gemm g = make_gemm(e, BFloat(16), BFloat(16));
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
@@ -44,13 +53,7 @@ Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   GemmData data = make_data(M, N, K, 7, BFloat(16));
-  Buffer out({M, N}, BFloat(16));
-  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
-  Buffer wide({M, N});
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      wide(i, j) = out.at(i, j);
-  return relative_error(wide, reference(data, M, N, K, e));
+  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
 }
 
 std::string refused(const std::function<void(SharedLayout &, SharedLayout &)> &change) {
@@ -103,10 +106,7 @@ TEST_CASE("a warp-specialized pipeline's fused epilogue runs once, after the who
 }
 
 TEST_CASE("the nest shows the producer warps, the empty barriers and their slots and parities") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  t.tma = true;
-  t.producer_warps = 1;
-  Gemm g = scheduled(t);
+  Gemm g = scheduled(wide_tiling(1));
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "allocate A_empty[3] u64 in shared");
@@ -140,10 +140,7 @@ TEST_CASE("the nest shows the producer warps, the empty barriers and their slots
 }
 
 TEST_CASE("a producer warpgroup makes the block four warps larger") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  t.tma = true;
-  t.producer_warps = 4;
-  Gemm g = scheduled(t);
+  Gemm g = scheduled(wide_tiling(4));
   Pipeline pipeline(g.out);
   CHECK_HAS(pipeline.loop_nest(), "for warp in gpu_thread.y(8, 4):  # producer warps");
   CHECK(pipeline.gpu_program().kernels[0].block == std::array<int, 3>{32, 12, 1});
@@ -168,11 +165,9 @@ TEST_CASE("the warp-specialized kernel assembles for sm_90a with no MMA serializ
   for (int producers : {1, 4}) {
     CAPTURE(producers);
     // One block per SM: 288 or 384 threads keep 168 registers each.
-    MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-    t.tma = true;
+    MmaTiling t = wide_tiling(producers);
     t.stages = 4;
     t.min_blocks_per_sm = 1;
-    t.producer_warps = producers;
     Gemm g = scheduled(t);
     Pipeline pipeline(g.out);
     const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));

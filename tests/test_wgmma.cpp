@@ -8,6 +8,7 @@
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
+#include "NarrowOutputError.h"
 #include "codegen/PtxAssembler.h"
 
 #include <doctest/doctest.h>
@@ -53,13 +54,7 @@ Gemm scheduled(MmaKind kind, const MmaTiling &t, Epilogue e = Epilogue::BiasGelu
 
 double error_against_reference(Pipeline &pipeline, MmaKind kind, int M, int N, int K, Epilogue e) {
   GemmData data = make_data(M, N, K, 11, operand_type(kind));
-  Buffer out({M, N}, BFloat(16));
-  pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, e), out);
-  Buffer wide({M, N});
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      wide(i, j) = out.at(i, j);
-  return relative_error(wide, reference(data, M, N, K, e));
+  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
 }
 
 // The message of scheduling an unscheduled bf16 GEMM with tiling `t`.

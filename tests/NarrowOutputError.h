@@ -1,0 +1,22 @@
+#pragma once
+// A GEMM pipeline run on the CPU into a poisoned output of any type (bf16,
+// f16 or f32), widened to f32 and compared against the double reference:
+// the relative error the numerical tests bound.
+
+#include "examples/Reference.h"
+
+namespace coalesce::testing {
+
+inline double cpu_error_against_reference(Pipeline &pipeline, const examples::GemmData &data, int M, int N, int K,
+                                          examples::Epilogue e, Type out_type) {
+  Buffer out({M, N}, out_type);
+  out.poison();
+  pipeline.realize_on_cpu(examples::gemm_arguments(data, M, N, K, e), out);
+  Buffer wide({M, N});
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      wide(i, j) = out.at(i, j);
+  return examples::relative_error(wide, examples::reference(data, M, N, K, e));
+}
+
+} // namespace coalesce::testing
