@@ -471,6 +471,27 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
   }
 }
 
+TEST_CASE("gemm: --producer-warps gives the TMA copies warps of their own; without the TMA it is refused") {
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --producer-warps=1 --name=gemm_ws --output-dir=.",
+                      dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string ptx = read_file(dir / "gemm_ws.ptx");
+  CHECK(ptx.find("mbarrier.arrive.shared::cta.b64") != std::string::npos);
+  CHECK(ptx.find(".maxntid 32, 9, 1") != std::string::npos);
+  // The launch: eight MMA warps and the producer warp.
+  CHECK(read_file(dir / "gemm_ws.cpp").find("32, 9, 1, ") != std::string::npos);
+  for (const char *flags : {"--dtype=bf16 --producer-warps=1", "--dtype=bf16 --mma=warpgroup --tma=false --producer-warps=1"}) {
+    TempDir other;
+    Result refused = aot(std::string(flags) + " --output-dir=.", other.path);
+    INFO(refused.err);
+    CHECK(refused.status == 1);
+    CHECK(refused.contains("producer warps issue the TMA's copies"));
+    CHECK(other.entries().empty());
+  }
+}
+
 TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel with cp.async copies; --tma=true is refused") {
   TempDir dir;
   Result result = aot("--dtype=tf32 --mma=warpgroup --name=gemm_tf32_wg --output-dir=.", dir.path);

@@ -148,6 +148,10 @@ public:
                            "thread's cp.async copies (--tma=false); inputs whose rows are not multiples of 16 bytes "
                            "take the cp.async copies at run time. Warp MMAs, f32 and tf32 (whose B the copies "
                            "transpose, which the TMA cannot) always use cp.async"};
+  GeneratorParam<int> producer_warps{this, "producer-warps", 0,
+                                     "with the TMA's copies: warps of their own issue them (warp specialization, "
+                                     "1 to 4, past the MMA warps in the block); 0: the MMA warps' first thread",
+                                     0, 4};
   GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
                                           "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
                                           "4x8); empty: row order (gpu_threads)"};
@@ -243,8 +247,8 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &tma, &warp_layout, &double_buffered, &async_copy, &a_padding,
-             &b_padding})
+             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &warp_layout, &double_buffered, &async_copy,
+             &a_padding, &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
@@ -330,6 +334,11 @@ public:
         user_error("--tma=true with --dtype=tf32 --mma=warpgroup: the tf32 warpgroup MMA reads B transposed (K-major) "
                    "from shared memory, which the TMA cannot copy; leave --tma out (the copies are cp.async)");
       tiling.tma = tma && mma == MmaFamily::Warpgroup && dtype != InputType::TF32;
+      if (producer_warps > 0 && !tiling.uses_tma())
+        user_error("--producer-warps=", static_cast<int>(producer_warps), ": producer warps issue the TMA's copies, "
+                   "which this kernel does not use (they need --mma=warpgroup, bf16 or f16, 3 or more stages and "
+                   "--tma); leave the flag out");
+      tiling.producer_warps = producer_warps;
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
