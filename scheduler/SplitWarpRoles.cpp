@@ -11,11 +11,23 @@ namespace {
 
 Expr thread_index(int dim) { return Call::make_intrinsic(thread_id_intrinsic(dim), Int(32), {}); }
 
-bool has_barrier(const Stmt &s) {
+// Where the whole block meets: barriers, and last_arrival, whose code has
+// barriers of the whole block of its own (codegen/CodeGenPTX.cpp), which a
+// part of the other threads alone cannot count differently.
+struct Meetings {
+  bool barrier = false, last_arrival = false;
+  bool any() const { return barrier || last_arrival; }
+};
+
+Meetings meetings_in(const Stmt &s) {
   struct Find : IRVisitor {
-    bool found = false;
+    Meetings found;
     using IRVisitor::visit;
-    void visit(const Barrier *) override { found = true; }
+    void visit(const Barrier *) override { found.barrier = true; }
+    void visit(const Call *op) override {
+      found.last_arrival |= op->intrinsic == Intrinsic::LastArrival;
+      IRVisitor::visit(op);
+    }
   } find;
   find.visit_stmt(s);
   return find.found;
@@ -97,14 +109,15 @@ private:
       run.clear();
     };
     for (const Stmt &s : op->stmts) {
-      if (has_barrier(s) && !has_guard(s, producer_) && has_guard(s, other_)) {
+      Meetings meets = meetings_in(s);
+      if (meets.barrier && !meets.last_arrival && !has_guard(s, producer_) && has_guard(s, other_)) {
         // Barriers, but no statement of the producer warps, which would
         // only meet the others at them: the others run it alone, with
         // barriers of their own (the MMA loops of the cp.async pipeline).
         flush();
         result.push_back(IfThenElse::make(
             other_, OthersBarriers(other_threads_).mutate(KeepRole(other_, producer_).mutate(s))));
-      } else if (has_barrier(s)) {
+      } else if (meets.any()) {
         flush();
         result.push_back(mutate(s));
       } else {
@@ -125,7 +138,7 @@ Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) 
   Split split(dim, others, other_threads);
   // A body that is one statement is a stretch of its own, or holds its
   // barriers deeper down.
-  if (!body.as<Block>() && !has_barrier(body))
+  if (!body.as<Block>() && !meetings_in(body).any())
     return split.stretch({body});
   return split.mutate(body);
 }

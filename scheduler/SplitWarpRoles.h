@@ -18,6 +18,9 @@
 // an input) is the other threads' alone, and so are its barriers:
 //
 //   if <not a producer thread>:  <the part, its barriers counting only them>
+//
+// except where the part calls last_arrival, whose own barriers are the
+// whole block's: the producer warps then pass through it with the others.
 
 #include "dsl/IR.h"
 

@@ -105,6 +105,34 @@ TEST_CASE("a warp-specialized pipeline's fused epilogue runs once, after the who
   }
 }
 
+TEST_CASE("producer warps compose with split-K, block groups and tiny shapes") {
+  struct Case {
+    const char *what;
+    int split_k;
+    SplitKMode mode;
+    int block_group_rows;
+    Epilogue epilogue;
+  };
+  for (const Case &c : {Case{"split-K, deterministic", 3, SplitKMode::Deterministic, 0, Epilogue::BiasGelu},
+                        Case{"split-K, atomic", 3, SplitKMode::Atomic, 0, Epilogue::BiasRelu},
+                        Case{"block groups", 1, SplitKMode::Deterministic, 2, Epilogue::BiasGelu},
+                        Case{"no epilogue", 1, SplitKMode::Deterministic, 0, Epilogue::None}}) {
+    CAPTURE(c.what);
+    MmaTiling t = small_tiling(2);
+    t.split_k = c.split_k;
+    t.split_k_mode = c.mode;
+    t.block_group_rows = c.block_group_rows;
+    Gemm g = scheduled(t, c.epilogue);
+    Pipeline pipeline(g.out);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 520}, {1, 8, 8}, {3, 1, 1}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K, c.epilogue) < 4e-3);
+    }
+  }
+}
+
 TEST_CASE("the nest shows the producer warps, the empty barriers and their slots and parities") {
   Gemm g = scheduled(wide_tiling(1));
   Pipeline pipeline(g.out);
