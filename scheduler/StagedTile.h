@@ -1,0 +1,124 @@
+#pragma once
+// Part of stage_inputs_in_shared: a staged input's tile (where it starts in
+// the input, how it is laid out in shared memory) and the statements that
+// copy it there, cooperatively, one thread per element or 16-byte vector,
+// synchronously or with cp.async, and round it to tf32 in place where tf32
+// MMAs read it. StageInShared.cpp places these copies around the staging
+// loop (double buffering, the software pipeline); StageWithTma.h has the
+// TMA's.
+
+#include "dsl/FuncContents.h"
+#include "dsl/IR.h"
+#include "dsl/IRVisitor.h"
+#include "dsl/Schedule.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coalesce::staging {
+
+struct LoopInfo {
+  Expr min, extent;
+  ForKind kind;
+  int gpu_dim;
+};
+
+// The loops and lets inside the staging loop.
+class ScanBody : public IRVisitor {
+public:
+  std::map<std::string, LoopInfo> loops;
+  std::vector<std::string> thread_loops; // the first chain of thread loops, outermost first
+  std::map<std::string, Expr> lets;
+
+private:
+  using IRVisitor::visit;
+  void visit(const For *op) override {
+    loops[op->name] = LoopInfo{op->min, op->extent, op->for_kind, op->gpu_dim};
+    if (op->for_kind == ForKind::GpuThread && (thread_loops.empty() || in_thread_chain_))
+      thread_loops.push_back(op->name);
+    bool was = in_thread_chain_;
+    in_thread_chain_ = op->for_kind == ForKind::GpuThread && thread_loops.back() == op->name;
+    IRVisitor::visit(op);
+    in_thread_chain_ = was;
+  }
+  void visit(const LetStmt *op) override {
+    lets[op->name] = op->value;
+    IRVisitor::visit(op);
+  }
+  bool in_thread_chain_ = false;
+};
+
+// The tile's region of the input: per dimension, its first element (in
+// terms of loops outside the staging loop) and its extent.
+struct Region {
+  std::vector<Expr> min;      // per dimension, in terms of loops outside the staging loop
+  std::vector<int64_t> extent;
+};
+
+// One staged input at one loop: where its tile starts and how it is laid
+// out in shared memory.
+struct StagedTile {
+  const InputContents *input;
+  SharedLayout layout;
+  Region region;
+  std::string buffer;
+  std::vector<int> order;              // shared dimension -> input dimension
+  std::vector<int64_t> shared_extents; // allocated, padding included
+  int64_t elements = 1;                // of the tile itself
+  // Read by warpgroup MMAs: stored in 128-byte swizzled atoms (see
+  // shared_indices), the layout their matrix descriptors describe.
+  bool swizzled = false;
+  // The input dimension along the swizzled tile's rows: 0 (the tile as it
+  // lies in memory, [m][k] for A and [k][n] for B), or 1 for a B stored
+  // K-major ([n][k], the transposition tf32 warpgroup MMAs need).
+  int swizzle_row_dim = 0;
+  // Read by tf32 MMAs that take their operands from shared memory as they
+  // are stored: every element is rounded to tf32 there, by the thread that
+  // copied it, before the tile is published (see round_in_place).
+  bool round_to_tf32 = false;
+  // Elements per 128-byte row of a swizzled atom (64 16-bit, 32 f32) and
+  // per 16-byte column in it (8 or 4).
+  int swizzle_row() const { return 128 / input->type.bytes(); }
+  int swizzle_column() const { return 16 / input->type.bytes(); }
+};
+
+// The cooperative copy loops: each thread handles elements e*T + t of the
+// tile in row-major order of the input (so that consecutive threads read
+// consecutive addresses); `make` builds the statement for one element from
+// its tile coordinates (input order) and its element loop variable; with
+// vector > 1, each step copies `vector` consecutive elements of the
+// innermost dimension.
+Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::string &prefix,
+                     const std::function<Stmt(const std::vector<Expr> &, const Expr &)> &make, int vector = 1);
+/// The tile's elements each thread copies (rounded up).
+int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan);
+/// Shared-memory indices (buffer selector `which` first when double
+/// buffered) for tile coordinates given in input order.
+std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which);
+/// What the tile holds at the coordinates (the staging loop's variable
+/// replaced as `shift` says): the input's element, or 0 past the input's
+/// end with zero_fill.
+Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift);
+/// The first tile's element as an asynchronous copy that reads only where
+/// the element exists.
+Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,
+                       const std::map<std::string, Expr> &shift);
+/// Registers holding one thread's part of the next tile: [thread dims][e].
+std::vector<Expr> fetch_indices(const ScanBody &scan, const std::string &prefix, const Expr &element);
+/// The asynchronous copy of one tile into slot `slot` of its buffer.
+Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::string &prefix,
+                     const std::map<std::string, Expr> &shift, const Expr &slot);
+/// What a thread stores into the tile for `value` (rounded to tf32 where
+/// tf32 MMAs read the tile).
+Expr stored_value(const StagedTile &tile, const Expr &value);
+/// The in-place tf32 rounding of every tile that needs it and whose copies
+/// into `slot` were asynchronous; undefined where none does.
+Stmt round_landed_tiles(const std::vector<StagedTile> &tiles, const ScanBody &scan, const std::string &name,
+                        const Expr &slot, bool pipelined, bool elements_only = false);
+/// The proxy fence a tile that warpgroup MMAs read needs before the barrier
+/// that publishes it; undefined where no tile does.
+Stmt publish_fence(const std::vector<StagedTile> &tiles);
+
+} // namespace coalesce::staging
