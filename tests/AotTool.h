@@ -1,0 +1,151 @@
+#pragma once
+// What the tests of the ahead-of-time tool share: the tool's paths, a
+// temporary directory, running the tool as a user does (exit status, stdout,
+// stderr), and building a generated launcher with g++ where there is one.
+
+#include "codegen/GpuTarget.h"
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace aot_testing {
+
+namespace fs = std::filesystem;
+using namespace coalesce;
+
+inline const std::string kTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot";
+inline const std::string kExampleTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot-example";
+inline const std::string kAotSources = COALESCE_SOURCE_DIR "/runtime/aot";
+
+/// A fresh, empty directory, removed with its contents at scope exit.
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "coalesce-aot-test-XXXXXX").string();
+    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
+    REQUIRE_MESSAGE(!path.empty(), "cannot create a temporary directory");
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  /// The names of what the directory holds, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const fs::directory_entry &entry : fs::directory_iterator(path))
+      names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  std::string operator/(const std::string &name) const { return (path / name).string(); }
+  fs::path path;
+};
+
+inline std::string quote(const std::string &text) {
+  std::string quoted = "'";
+  for (char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+inline std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline void write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+  bool contains(const std::string &text) const {
+    return out.find(text) != std::string::npos || err.find(text) != std::string::npos;
+  }
+};
+
+/// Runs a shell command in `directory`, capturing stdout and stderr
+/// (elsewhere, so that `directory` holds only what the command writes).
+inline Result run(const std::string &command, const fs::path &directory) {
+  TempDir logs;
+  std::string line = "cd " + quote(directory.string()) + " && " + command + " >" +
+                     quote(logs / "out") + " 2>" + quote(logs / "err");
+  int raw = std::system(line.c_str());
+  Result result;
+  result.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  result.out = read_file(logs / "out");
+  result.err = read_file(logs / "err");
+  return result;
+}
+
+inline Result run_tool(const std::string &tool, const std::string &args, const fs::path &directory) {
+  REQUIRE_MESSAGE(fs::exists(tool), tool, " is missing: build the coalesce-aot targets first");
+  return run(quote(tool) + " " + args, directory);
+}
+
+inline Result aot(const std::string &args, const fs::path &directory) {
+  return run_tool(kTool, args, directory);
+}
+
+inline bool have_program(const std::string &name) {
+  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string cuda_include() { return cuda_toolkit_path("include"); }
+std::string cuda_stubs() { return cuda_toolkit_path("lib64/stubs"); }
+
+/// g++ and the CUDA headers, to compile a launcher; else says why not.
+inline bool can_compile_launchers() {
+  if (!have_program("g++")) {
+    MESSAGE("skipped: no g++ to compile the generated launcher");
+    return false;
+  }
+  if (!fs::exists(cuda_include() + "/cuda.h")) {
+    MESSAGE("skipped: no ", cuda_include(), "/cuda.h to compile the generated launcher");
+    return false;
+  }
+  return true;
+}
+
+/// ptxas, to assemble generated PTX; else says why not.
+inline bool can_assemble() {
+  if (!ptxas_available())
+    MESSAGE("skipped: no ptxas to assemble the generated PTX");
+  return ptxas_available();
+}
+
+/// Compiles NAME.cpp (warnings are errors) and links it into a tiny main
+/// against the driver's stub library: it builds with the Driver API alone.
+inline void check_launcher_builds(const TempDir &dir, const std::string &name, const std::string &call) {
+  Result compiled = run("g++ -std=c++17 -O2 -Wall -Wextra -Werror -c " + name + ".cpp -I" +
+                            quote(cuda_include()) + " -o " + name + ".o",
+                        dir.path);
+  INFO(compiled.err);
+  REQUIRE(compiled.status == 0);
+  if (!fs::exists(cuda_stubs() + "/libcuda.so")) {
+    MESSAGE("skipped linking: no ", cuda_stubs(), "/libcuda.so");
+    return;
+  }
+  write_file(dir / "link_main.cpp",
+             "#include \"" + name + ".h\"\nint main() { return " + call + " == CUDA_SUCCESS; }\n");
+  Result linked = run("g++ -std=c++17 link_main.cpp " + name + ".o -I" + quote(cuda_include()) +
+                          " -L" + quote(cuda_stubs()) + " -lcuda -o link_main",
+                      dir.path);
+  INFO(linked.err);
+  CHECK(linked.status == 0);
+}
+
+} // namespace aot_testing
