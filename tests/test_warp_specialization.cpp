@@ -11,6 +11,7 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
+#include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "scheduler/LoweredFunc.h"
 
@@ -29,8 +30,7 @@ constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
 // One warpgroup on a 64 x 64 tile, its TMA copies issued by producer warps.
 MmaTiling small_tiling(int producer_warps, int stages = 3) {
-  MmaTiling t = default_mma_tiling(kKind, 64, 64, GpuTarget().sm_count());
-  t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
   t.stages = stages;
   t.tma = true;
   t.producer_warps = producer_warps;
@@ -46,9 +46,7 @@ MmaTiling wide_tiling(int producer_warps) {
 }
 
 Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  Gemm g = make_gemm(e, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g;
+  return coalesce::testing::mma_scheduled(t, e, BFloat(16), BFloat(16));
 }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
@@ -57,11 +55,7 @@ double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue
 }
 
 std::string refused(const std::function<void(SharedLayout &, SharedLayout &)> &change) {
-  Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
-      .mma_tile(ii, jj, kKind, 64, 64, warp, lane, mi, nj, fi, fj);
-  g.out.fuse_epilogue(g.acc, bj);
+  Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
   SharedLayout a, b;
   for (SharedLayout *layout : {&a, &b}) {
     layout->zero_fill = true;

@@ -9,6 +9,7 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
+#include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 
 #include <doctest/doctest.h>
@@ -47,9 +48,7 @@ MmaTiling small_group_tiling(MmaKind kind) {
 }
 
 Gemm scheduled(MmaKind kind, const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  Gemm g = make_gemm(e, operand_type(kind), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g;
+  return coalesce::testing::mma_scheduled(t, e, operand_type(kind), BFloat(16));
 }
 
 double error_against_reference(Pipeline &pipeline, MmaKind kind, int M, int N, int K, Epilogue e) {

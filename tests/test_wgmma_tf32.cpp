@@ -9,6 +9,7 @@
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
+#include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 
@@ -31,16 +32,10 @@ void round_to_tf32(Buffer &b) {
 
 // One warpgroup on a 64 x 64 tile: ragged shapes cover several blocks on
 // the CPU quickly.
-MmaTiling small_group_tiling() {
-  MmaTiling t = default_mma_tiling(kKind, 64, 64, GpuTarget().sm_count());
-  t.block_m = t.block_n = t.warp_n = 64;
-  return t;
-}
+MmaTiling small_group_tiling() { return coalesce::testing::one_tile_tiling(kKind); }
 
 Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  Gemm g = make_gemm(e);
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g;
+  return coalesce::testing::mma_scheduled(t, e, Float(32), Float(32));
 }
 
 // ||ours - reference|| / ||reference|| on data rounded to tf32 first
@@ -60,14 +55,7 @@ double error_on_tf32_data(Pipeline &pipeline, int M, int N, int K, Epilogue e, b
 
 // A tf32 GEMM laid out for warpgroup MMAs on one 64 x 64 tile, acc fused at
 // the block; the reduction left to the test.
-Gemm warpgroup_tiled() {
-  Gemm g = make_gemm(Epilogue::None);
-  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
-      .mma_tile(ii, jj, kKind, 64, 64, warp, lane, mi, nj, fi, fj);
-  g.out.fuse_epilogue(g.acc, bj);
-  return g;
-}
+Gemm warpgroup_tiled() { return coalesce::testing::mma_tiled(kKind, Float(32), Float(32)); }
 
 std::string refused(Gemm &g, const SharedLayout &a, const SharedLayout &b, int k_step = 32) {
   RVar ko("ko"), kk("kk");

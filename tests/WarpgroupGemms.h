@@ -1,0 +1,39 @@
+#pragma once
+// The GEMMs the warpgroup-MMA tests schedule: one warpgroup on a 64 x 64
+// tile (ragged shapes then cover several blocks quickly on the CPU), a GEMM
+// scheduled by the MMA recipe, and one whose output is laid out for MMAs
+// with the reduction left to the test (to stage it as the test wants).
+
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Gemm.h"
+
+namespace coalesce::testing {
+
+/// default_mma_tiling(kind) on one 64 x 64 tile of one warpgroup (or warp).
+inline MmaTiling one_tile_tiling(MmaKind kind) {
+  MmaTiling t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
+  t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  return t;
+}
+
+/// A GEMM + epilogue `e` with inputs of type `in` and output `out`,
+/// scheduled with schedule_gemm_mma.
+inline examples::Gemm mma_scheduled(const MmaTiling &t, examples::Epilogue e, Type in, Type out) {
+  examples::Gemm g = examples::make_gemm(e, in, out);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return g;
+}
+
+/// A GEMM without epilogue whose output is tiled 64 x 64 per block and laid
+/// out for `kind` (`warp` x `warp` per warp or warpgroup), acc fused at the
+/// block; the reduction's schedule is left to the caller.
+inline examples::Gemm mma_tiled(MmaKind kind, Type in, Type out, int warp = 64) {
+  examples::Gemm g = examples::make_gemm(examples::Epilogue::None, in, out);
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), lanes("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 64, 64).gpu_blocks({bi, bj})
+      .mma_tile(ii, jj, kind, warp, warp, lanes, lane, mi, nj, fi, fj);
+  g.out.fuse_epilogue(g.acc, bj);
+  return g;
+}
+
+} // namespace coalesce::testing
