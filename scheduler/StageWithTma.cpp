@@ -166,15 +166,18 @@ private:
     return all_threads(use, std::move(s), first);
   }
 
-  // The threads of the MMA warps, and the threads per step of the
-  // outermost GPU dimension they use (the one the producer warps extend).
+  // The threads of the MMA warps (whole warps: warpgroup MMAs take whole
+  // warpgroups), and their warps.
   int64_t mma_threads() const {
     int64_t n = 1;
     for (const BlockThreadLoop &t : p_.threads)
       n *= *as_const_int(t.extent);
+    COALESCE_INTERNAL_ASSERT(n % 32 == 0, "a TMA pipeline's MMA threads are ", n, ", not whole warps");
     return n;
   }
   int mma_warps() const { return static_cast<int>(mma_threads() / 32); }
+  // The thread loop of the outermost GPU dimension the MMA threads use: the
+  // one the producer warps extend, past its extent.
   const BlockThreadLoop &outermost_dim() const {
     const BlockThreadLoop *outer = &p_.threads.front();
     for (const BlockThreadLoop &t : p_.threads)
