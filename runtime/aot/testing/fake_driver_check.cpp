@@ -6,7 +6,7 @@
 
 #include "gemm_check.h"
 
-#include "FakeDriver.h"
+#include "LauncherChecks.h"
 
 #include <cstdio>
 #include <cstring>
@@ -14,27 +14,10 @@
 #include <thread>
 #include <vector>
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-  if (!ok) {
-    std::printf("FAIL line %d: %s (message: '%s')\n", line, what, gemm_check_error_message());
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
-
-bool message_has(const char *text) { return std::strstr(gemm_check_error_message(), text); }
-
-// 4 GiB apart, so that no two buffers of any size used here overlap.
-const CUdeviceptr A = 1ull << 32, B = 2ull << 32, bias = 3ull << 32, out = 4ull << 32;
-const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
-
-} // namespace
+using namespace launcher_checks;
 
 int main() {
+  error_message = gemm_check_error_message;
   // Bad arguments fail before the driver is touched.
   CHECK(gemm_check(0, B, bias, out, 100, 200, 96, stream) == CUDA_ERROR_INVALID_VALUE);
   CHECK(message_has("A is a null pointer"));
@@ -108,10 +91,5 @@ int main() {
 
   CHECK(gemm_check_load() == CUDA_SUCCESS && fake::loads == 2);
 
-  if (failures) {
-    std::printf("%d launcher checks failed\n", failures);
-    return 1;
-  }
-  std::printf("launcher checks passed\n");
-  return 0;
+  return result("launcher checks passed");
 }

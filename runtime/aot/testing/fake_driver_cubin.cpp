@@ -9,30 +9,16 @@
 
 #include "gemm_cubin.h"
 
-#include "FakeDriver.h"
+#include "LauncherChecks.h"
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-  if (!ok) {
-    std::printf("FAIL line %d: %s (message: '%s')\n", line, what, gemm_cubin_error_message());
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
-
-const CUdeviceptr A = 1ull << 32, B = 2ull << 32, bias = 3ull << 32, out = 4ull << 32;
-const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
-
-} // namespace
+using namespace launcher_checks;
 
 int main(int argc, char **argv) {
+  error_message = gemm_cubin_error_message;
   bool refuse = argc > 1 && std::strcmp(argv[1], "refuse") == 0;
   if (refuse) {
     // The cubin is refused: the launcher loads the PTX instead, and runs.
@@ -56,10 +42,5 @@ int main(int argc, char **argv) {
   }
   CHECK(fake::kernel_names.size() == 1 && fake::kernel_names[0] == "coalesce_gemm_cubin");
   CHECK(fake::launches == 1);
-  if (failures) {
-    std::printf("%d launcher checks failed\n", failures);
-    return 1;
-  }
-  std::printf("launcher checks passed\n");
-  return 0;
+  return result("launcher checks passed");
 }

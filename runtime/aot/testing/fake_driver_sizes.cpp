@@ -9,28 +9,12 @@
 
 #include "gemm_check.h"
 
-#include "FakeDriver.h"
+#include "LauncherChecks.h"
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-  if (!ok) {
-    std::printf("FAIL line %d: %s (message: '%s')\n", line, what, gemm_check_error_message());
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
-
-bool message_has(const char *text) { return std::strstr(gemm_check_error_message(), text); }
-
-const CUdeviceptr A = 1ull << 32, B = 2ull << 32, bias = 3ull << 32, out = 4ull << 32;
-const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
-
-} // namespace
+using namespace launcher_checks;
 
 int main() {
+  error_message = gemm_check_error_message;
   fake::scalar_count = 3; // K, M, N: the program's scalars, sorted by name
 
   // K = 0: one launch over the whole output; A and B are empty, null or not.
@@ -60,10 +44,5 @@ int main() {
   CHECK(message_has("bias is a null pointer"));
   CHECK(fake::launches == 2);
 
-  if (failures) {
-    std::printf("%d launcher checks failed\n", failures);
-    return 1;
-  }
-  std::printf("launcher size checks passed\n");
-  return 0;
+  return result("launcher size checks passed");
 }

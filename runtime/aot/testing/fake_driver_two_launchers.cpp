@@ -9,27 +9,12 @@
 #include "gemm_gelu_two.h"
 #include "gemm_relu_one.h"
 
-#include "FakeDriver.h"
+#include "LauncherChecks.h"
 
 #include <cstdio>
 #include <string>
 
-namespace {
-
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-  if (!ok) {
-    std::printf("FAIL line %d: %s\n", line, what);
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
-
-const CUdeviceptr A = 1ull << 32, B = 2ull << 32, bias = 3ull << 32, out = 4ull << 32;
-const CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x77));
-
-} // namespace
+using namespace launcher_checks;
 
 int main() {
   CHECK(gemm_relu_one(A, B, bias, out, 100, 200, 96, stream) == CUDA_SUCCESS);
@@ -42,10 +27,5 @@ int main() {
   CHECK(fake::kernel_names.size() == 2);
   CHECK(fake::kernel_names.size() == 2 && fake::kernel_names[0] == "coalesce_gemm_relu_one" &&
         fake::kernel_names[1] == "coalesce_gemm_gelu_two");
-  if (failures) {
-    std::printf("%d launcher checks failed\n", failures);
-    return 1;
-  }
-  std::printf("launcher checks passed\n");
-  return 0;
+  return result("launcher checks passed");
 }
