@@ -27,42 +27,54 @@ namespace {
 constexpr const char *kFormat = "coalesce-tuning-db";
 constexpr int64_t kVersion = 1;
 
+// The numeric and boolean knobs of a tiling as the file names them, each
+// with whether a file may lack it (knobs added after the format's first
+// files; a missing one keeps the tiling's default). Writing and reading
+// both go through these lists; split_k_mode, a name, is mapped apart.
+enum class Presence { Required, Optional };
+
+template <class Tiling, class Visit> void for_each_knob_of_ffma(Tiling &t, Visit &&visit) {
+  visit("block_m", t.block_m, Presence::Required);
+  visit("block_n", t.block_n, Presence::Required);
+  visit("threads_m", t.threads_m, Presence::Required);
+  visit("threads_n", t.threads_n, Presence::Required);
+  visit("k_step", t.k_step, Presence::Required);
+  visit("stages", t.stages, Presence::Optional);
+  visit("async_copy", t.async_copy, Presence::Required);
+  visit("warp_rows", t.warp_rows, Presence::Optional);
+  visit("warp_cols", t.warp_cols, Presence::Optional);
+  visit("a_padding", t.a_padding, Presence::Required);
+  visit("block_group_rows", t.block_group_rows, Presence::Required);
+  visit("split_k", t.split_k, Presence::Required);
+}
+
+template <class Tiling, class Visit> void for_each_knob_of_mma(Tiling &t, Visit &&visit) {
+  visit("block_m", t.block_m, Presence::Required);
+  visit("block_n", t.block_n, Presence::Required);
+  visit("warp_m", t.warp_m, Presence::Required);
+  visit("warp_n", t.warp_n, Presence::Required);
+  visit("k_step", t.k_step, Presence::Required);
+  visit("double_buffered", t.double_buffered, Presence::Required);
+  visit("stages", t.stages, Presence::Required);
+  visit("a_padding", t.a_padding, Presence::Required);
+  visit("b_padding", t.b_padding, Presence::Required);
+  visit("min_blocks_per_sm", t.min_blocks_per_sm, Presence::Required);
+  visit("block_group_rows", t.block_group_rows, Presence::Required);
+  visit("tma", t.tma, Presence::Optional);
+  visit("producer_warps", t.producer_warps, Presence::Optional);
+  visit("split_k", t.split_k, Presence::Required);
+}
+
 // ------------------------------------------------------------------ writing
 
 json::Value to_json(const GemmCandidate &c) {
   json::Object o{{"family", gemm_family_name(c.family)}};
-  if (c.family == GemmFamily::Ffma) {
-    const GemmTiling &t = c.ffma;
-    o["block_m"] = t.block_m;
-    o["block_n"] = t.block_n;
-    o["threads_m"] = t.threads_m;
-    o["threads_n"] = t.threads_n;
-    o["k_step"] = t.k_step;
-    o["stages"] = t.stages;
-    o["async_copy"] = t.async_copy;
-    o["warp_rows"] = t.warp_rows;
-    o["warp_cols"] = t.warp_cols;
-    o["a_padding"] = t.a_padding;
-    o["block_group_rows"] = t.block_group_rows;
-    o["split_k"] = t.split_k;
-    o["split_k_mode"] = split_k_mode_name(t.split_k_mode);
-  } else {
-    const MmaTiling &t = c.mma;
-    o["block_m"] = t.block_m;
-    o["block_n"] = t.block_n;
-    o["warp_m"] = t.warp_m;
-    o["warp_n"] = t.warp_n;
-    o["k_step"] = t.k_step;
-    o["double_buffered"] = t.double_buffered;
-    o["stages"] = t.stages;
-    o["a_padding"] = t.a_padding;
-    o["b_padding"] = t.b_padding;
-    o["min_blocks_per_sm"] = t.min_blocks_per_sm;
-    o["block_group_rows"] = t.block_group_rows;
-    o["tma"] = t.tma;
-    o["split_k"] = t.split_k;
-    o["split_k_mode"] = split_k_mode_name(t.split_k_mode);
-  }
+  auto write = [&](llvm::StringLiteral name, const auto &value, Presence) { o[name] = value; };
+  if (c.family == GemmFamily::Ffma)
+    for_each_knob_of_ffma(c.ffma, write);
+  else
+    for_each_knob_of_mma(c.mma, write);
+  o["split_k_mode"] = split_k_mode_name(c.family == GemmFamily::Ffma ? c.ffma.split_k_mode : c.mma.split_k_mode);
   return o;
 }
 
@@ -125,21 +137,17 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
     }
     return from_json(*v, out, path.field("split_k_mode"));
   };
+  // The first knob that fails to map reports its path; the rest are skipped.
+  bool ok = true;
+  auto read = [&](llvm::StringLiteral name, auto &value, Presence presence) {
+    ok = ok && (presence == Presence::Optional ? o.mapOptional(name, value) : o.map(name, value));
+  };
   if (c.family == GemmFamily::Ffma) {
-    GemmTiling &t = c.ffma;
-    return o.map("block_m", t.block_m) && o.map("block_n", t.block_n) && o.map("threads_m", t.threads_m) &&
-           o.map("threads_n", t.threads_n) && o.map("k_step", t.k_step) &&
-           o.mapOptional("stages", t.stages) && o.map("async_copy", t.async_copy) &&
-           o.mapOptional("warp_rows", t.warp_rows) && o.mapOptional("warp_cols", t.warp_cols) &&
-           o.map("a_padding", t.a_padding) && o.map("block_group_rows", t.block_group_rows) &&
-           o.map("split_k", t.split_k) && mode(t.split_k_mode);
+    for_each_knob_of_ffma(c.ffma, read);
+    return ok && mode(c.ffma.split_k_mode);
   }
-  MmaTiling &t = c.mma;
-  return o.map("block_m", t.block_m) && o.map("block_n", t.block_n) && o.map("warp_m", t.warp_m) &&
-         o.map("warp_n", t.warp_n) && o.map("k_step", t.k_step) && o.map("double_buffered", t.double_buffered) &&
-         o.map("stages", t.stages) && o.map("a_padding", t.a_padding) && o.map("b_padding", t.b_padding) &&
-         o.map("min_blocks_per_sm", t.min_blocks_per_sm) && o.map("block_group_rows", t.block_group_rows) &&
-         o.mapOptional("tma", t.tma) && o.map("split_k", t.split_k) && mode(t.split_k_mode);
+  for_each_knob_of_mma(c.mma, read);
+  return ok && mode(c.mma.split_k_mode);
 }
 
 bool from_json(const json::Value &value, TuningRecord &r, json::Path path) {
