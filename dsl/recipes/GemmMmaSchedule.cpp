@@ -21,36 +21,52 @@ std::string MmaTiling::str() const {
                              : std::string());
 }
 
+namespace {
+
+struct Tile {
+  int block_m, block_n, warp_m, warp_n, min_blocks;
+};
+
+// The first (largest) of `tiles` that still gives every multiprocessor a
+// block, skipping 128-row tiles when M fits in 64 rows; the last where none
+// does, and the first for an unknown shape (M or N <= 0).
+template <size_t Count>
+MmaTiling first_filling(const Tile (&tiles)[Count], MmaKind kind, int64_t M, int64_t N, int sm_count) {
+  const Tile *pick = &tiles[Count - 1];
+  for (const Tile &t : tiles) {
+    if (t.block_m > 64 && M > 0 && M <= 64)
+      continue;
+    int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+    if (M <= 0 || N <= 0 || blocks >= sm_count) {
+      pick = &t;
+      break;
+    }
+  }
+  MmaTiling tiling;
+  tiling.kind = kind;
+  tiling.block_m = pick->block_m;
+  tiling.block_n = pick->block_n;
+  tiling.warp_m = pick->warp_m;
+  tiling.warp_n = pick->warp_n;
+  tiling.min_blocks_per_sm = pick->min_blocks;
+  return tiling;
+}
+
+} // namespace
+
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
-  struct Tile {
-    int block_m, block_n, warp_m, warp_n, min_blocks;
-  };
   bool tf32 = mma_rounds_to_tf32(kind);
   if (is_warpgroup_mma(kind)) {
     // Two warpgroups of 64 x 128 (64 accumulators per thread) on a 128 x 128
     // tile, k step 64 (one 128-byte swizzled row of A), three stages: 96 KiB
     // of shared memory, two blocks per SM.
     const Tile group_tiles[] = {{128, 128, 64, 128, 2}, {128, 64, 64, 64, 2}, {64, 64, 64, 64, 2}};
-    const Tile *pick = &group_tiles[2];
-    for (const Tile &t : group_tiles) {
-      if (t.block_m > 64 && M > 0 && M <= 64)
-        continue;
-      int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-      if (M <= 0 || N <= 0 || blocks >= sm_count) {
-        pick = &t;
-        break;
-      }
-    }
-    MmaTiling tiling;
-    tiling.kind = kind;
-    tiling.block_m = pick->block_m;
-    tiling.block_n = pick->block_n;
-    tiling.warp_m = pick->warp_m;
-    tiling.warp_n = pick->warp_n;
+    MmaTiling tiling = first_filling(group_tiles, kind, M, N, sm_count);
     // tf32 asks for one block per SM: its copies (B transposed element by
     // element, then every element rounded to tf32 in place) need 196
     // registers, and at two blocks' 128 ptxas spilled (160 bytes).
-    tiling.min_blocks_per_sm = tf32 ? 1 : pick->min_blocks;
+    if (tf32)
+      tiling.min_blocks_per_sm = 1;
     // tf32: k step 32, one 128-byte row of f32, so the tiles take the same
     // 96 KiB (A and B 16 KiB per stage, as bf16's at k step 64).
     tiling.k_step = tf32 ? 32 : 64;
@@ -64,23 +80,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
-  const Tile *chosen = &tiles[2];
-  for (const Tile &t : tiles) {
-    if (t.block_m > 64 && M > 0 && M <= 64)
-      continue;
-    int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-    if (M <= 0 || N <= 0 || blocks >= sm_count) {
-      chosen = &t;
-      break;
-    }
-  }
-  MmaTiling tiling;
-  tiling.kind = kind;
-  tiling.block_m = chosen->block_m;
-  tiling.block_n = chosen->block_n;
-  tiling.warp_m = chosen->warp_m;
-  tiling.warp_n = chosen->warp_n;
-  tiling.min_blocks_per_sm = chosen->min_blocks;
+  MmaTiling tiling = first_filling(tiles, kind, M, N, sm_count);
   tiling.k_step = tf32 ? 16 : 32;
   // Three steps in flight (dynamic shared memory past 48 KiB): at 4096^3 on
   // the H200, bf16 0.631 -> 0.511 ms and tf32 2.075 -> 1.456 ms against
