@@ -20,6 +20,7 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <vector>
 
 using namespace coalesce;
@@ -161,6 +162,32 @@ TEST_CASE("the kernel takes one tensor map per input and box, by value, as a gri
     return;
   }
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
+
+TEST_CASE("on Hopper the pipeline addresses shared memory in 32 bits: slots, parities and descriptors") {
+  // With 64-bit shared pointers every slot, parity and descriptor of the k
+  // loop was computed in 64-bit arithmetic (a 64-bit multiply-high per
+  // division by the three stages); on the H200 the 32-bit form is 10%
+  // faster. sm_80 keeps 64-bit pointers (codegen/CodeGenPTX.cpp says why).
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  REQUIRE(t.stages == 3);
+  Gemm g = scheduled(t);
+  Pipeline pipeline(g.out);
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+  // The tiles' base address goes into a 32-bit register, never a 64-bit one.
+  int base_moves = 0;
+  std::istringstream lines(ptx);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("mov.") == std::string::npos || line.find("_dynamic_shared;") == std::string::npos)
+      continue;
+    INFO(line);
+    CHECK(line.find("mov.b32") != std::string::npos);
+    ++base_moves;
+  }
+  CHECK(base_moves > 0);
+  CHECK(ptx.find("mul.hi.u64") == std::string::npos);
+  CHECK_HAS(ptx, "mul.hi.u32");
 }
 
 TEST_CASE("a tensor map is left zeroed where the TMA cannot describe the input, and refuses unaligned data") {
