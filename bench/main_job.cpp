@@ -154,6 +154,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.tma = false;
     if (wgmma.producer_warps >= 0)
       tiling.producer_warps = wgmma.producer_warps;
+    pad_copies_where_rows_are_ragged(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;

@@ -277,7 +277,9 @@ const char *memory_type_name(MemoryType memory);
 /// [min, min + extent) lies past the other thread loops' extent in its
 /// dimension: the kernel's block grows by it, and the other loops run on
 /// their own threads only (scheduler/FuseGpuThreadLoops.cpp).
-enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps };
+/// PaddedCopy: the loops of a row-padded copy of an input that the TMA
+/// reads (scheduler/PadTmaInputs.h), a nest of its own.
+enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, PaddedCopy };
 
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;

@@ -72,6 +72,13 @@ struct SharedLayout {
   /// block-wide barrier is left in the loop (warp specialization). 0: the
   /// MMA warps' first thread issues them, after a barrier per step.
   int producer_warps = 0;
+  /// With tma: the input is first copied, by a kernel of its own before the
+  /// output's, into a workspace whose rows are padded with zeros to 16-byte
+  /// multiples, and the TMA reads that copy. For inputs whose rows the TMA
+  /// cannot describe (a bf16 row of 4097 elements), which otherwise take
+  /// the cp.async copies element by element; it costs one read and one
+  /// write of the input per launch, also where the rows need no padding.
+  bool tma_padded_copy = false;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration

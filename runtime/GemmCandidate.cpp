@@ -33,11 +33,11 @@ bool operator==(const GemmCandidate &a, const GemmCandidate &b) {
   }
   const MmaTiling &x = a.mma, &y = b.mma;
   return std::tie(x.kind, x.block_m, x.block_n, x.warp_m, x.warp_n, x.k_step, x.double_buffered, x.stages,
-                  x.a_padding, x.b_padding, x.min_blocks_per_sm, x.block_group_rows, x.tma, x.producer_warps, x.split_k,
-                  x.split_k_mode) ==
+                  x.a_padding, x.b_padding, x.min_blocks_per_sm, x.block_group_rows, x.tma, x.producer_warps,
+                  x.tma_padded_copies, x.split_k, x.split_k_mode) ==
          std::tie(y.kind, y.block_m, y.block_n, y.warp_m, y.warp_n, y.k_step, y.double_buffered, y.stages,
-                  y.a_padding, y.b_padding, y.min_blocks_per_sm, y.block_group_rows, y.tma, y.producer_warps, y.split_k,
-                  y.split_k_mode);
+                  y.a_padding, y.b_padding, y.min_blocks_per_sm, y.block_group_rows, y.tma, y.producer_warps,
+                  y.tma_padded_copies, y.split_k, y.split_k_mode);
 }
 
 MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {
@@ -96,6 +96,7 @@ void apply_gemm_candidate(const GemmProblem &problem, const GemmCandidate &candi
   } else {
     MmaTiling tiling = candidate.mma;
     tiling.kind = gemm_mma_kind(problem, candidate.family);
+    pad_copies_where_rows_are_ragged(tiling, problem.N, problem.K);
     attributed_to("schedule_gemm_mma", [&] { schedule_gemm_mma(out, acc, A, B, i, j, k, tiling); });
   }
 }

@@ -193,6 +193,9 @@ void check_tma_requests(const FuncContents &func, size_t s) {
     if (layout.producer_warps != 0 && !layout.tma)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
                  ", but producer warps issue TMA copies only; set SharedLayout::tma too, or producer_warps = 0");
+    if (layout.tma_padded_copy && !layout.tma)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma_padded_copy, but only the TMA reads "
+                 "the row-padded copy; set SharedLayout::tma too, or tma_padded_copy = false");
   }
   for (const SharedStaging &staged : stage.staged_inputs) {
     const SharedLayout &layout = staged.layout;

@@ -48,11 +48,13 @@ void check_names(const Environment &env) {
     reserved[tma_barrier_name(name)] = "the barriers of the TMA copies of Input '" + name + "' (stage_in_shared)";
     reserved[tma_empty_barrier_name(name)] =
         "the barriers on which producer warps wait for the slots of Input '" + name + "' (stage_in_shared)";
+    reserved[tma_padded_name(name)] =
+        "the row-padded copy of Input '" + name + "' that the TMA reads (SharedLayout::tma_padded_copy)";
   }
   for (const auto &[name, use] : global)
     if (reserved.count(name))
       user_error("'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
-                 "'; names ending in _shared, _fetch, _full or _empty after an Input's name are reserved: rename ", use);
+                 "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name are reserved: rename ", use);
 
   for (const FuncContents &func : env.funcs) {
     FindReductionVars rvars;

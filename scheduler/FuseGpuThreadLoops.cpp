@@ -265,11 +265,19 @@ std::vector<GpuKernel> fuse_gpu_thread_loops(const Stmt &s, const std::string &n
   else
     nests = {s};
   std::vector<GpuKernel> kernels;
+  size_t computing = 0; // kernels that are not padded copies
   for (const Stmt &nest : nests) {
     if (const auto *alloc = nest.as<Allocate>())
       user_error("'", alloc->name, "' is computed at root, which on the GPU would need its own kernel and a buffer in "
                  "global memory; compute it inside the output's kernel instead (compute_at or fuse_epilogue)");
-    kernels.push_back(make_kernel(nest, kernels.empty() ? name : str_cat(name, "_", kernels.size())));
+    // A padded copy's kernel is named after its buffer (out_A_padded), so
+    // the output's first kernel keeps the output's name.
+    const auto *loop = nest.as<For>();
+    std::string kernel_name = loop && loop->role == LoopRole::PaddedCopy
+                                  ? str_cat(name, "_", loop->name.substr(0, loop->name.find('.')))
+                                  : computing++ == 0 ? name
+                                                     : str_cat(name, "_", computing - 1);
+    kernels.push_back(make_kernel(nest, kernel_name));
   }
   return kernels;
 }

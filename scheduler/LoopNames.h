@@ -40,6 +40,11 @@ inline std::string tma_barrier_name(const std::string &input) { return input + "
 /// staging_buffer_name.
 inline std::string tma_empty_barrier_name(const std::string &input) { return input + "_empty"; }
 
+/// "A_padded": the workspace copy of an input with its rows padded to
+/// 16-byte multiples that the TMA reads (SharedLayout::tma_padded_copy).
+/// Reserved like staging_buffer_name.
+inline std::string tma_padded_name(const std::string &input) { return input + "_padded"; }
+
 /// "'acc'" or "'acc' (update 0)", as messages name a stage.
 inline std::string stage_description(const FuncContents &func, size_t stage) {
   return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");

@@ -25,6 +25,7 @@
 #include "scheduler/InferDomain.h"
 #include "scheduler/InlineFuncs.h"
 #include "scheduler/InputReads.h"
+#include "scheduler/PadTmaInputs.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
@@ -101,6 +102,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // Last: a permutation of the blocks, after every check of the plain nest.
   s = attributed_to("group_gpu_blocks", [&] { return group_gpu_blocks(s, env); });
   log("group_gpu_blocks", s);
+  // The copies run before the nest that reads them: nests of their own.
+  s = attributed_to("pad_tma_inputs", [&] { return pad_tma_inputs(s, env); });
+  log("pad_tma_inputs", s);
   s = simplify(s);
   log("simplify", s);
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
@@ -148,6 +152,8 @@ std::vector<Argument> arguments_of(const Environment &env) {
   for (const std::string &param : env.params)
     args.push_back(Argument{param, Argument::Kind::Scalar, Int(32), {}, false, {}});
   for (const Argument &workspace : workspace_arguments(env))
+    args.push_back(workspace);
+  for (const Argument &workspace : tma_padded_workspaces(env))
     args.push_back(workspace);
   return args;
 }

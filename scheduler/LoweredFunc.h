@@ -31,10 +31,12 @@ struct Argument {
   /// An input's readers: where it may be empty (K = 0) is decided from them
   /// when the pipeline is called (runtime/Arguments.cpp, the AOT launcher).
   std::vector<InputRead> reads;
-  /// Scratch memory of a reduction split across blocks (split_k): not the
-  /// caller's data. The runtime allocates it zeroed and keeps it; every
-  /// launch leaves it zeroed again (counters reset, atomic tiles cleared),
-  /// so it is reused without clearing. Never bound by name.
+  /// Scratch memory, not the caller's data: of a reduction split across
+  /// blocks (split_k), or an input's row-padded copy that the TMA reads
+  /// (SharedLayout::tma_padded_copy). The runtime allocates it zeroed and
+  /// keeps it; every launch leaves split_k's zeroed again (counters reset,
+  /// atomic tiles cleared) and rewrites a padded copy whole before reading
+  /// it, so it is reused without clearing. Never bound by name.
   bool is_workspace = false;
   bool is_buffer() const { return kind == Kind::Buffer; }
 };

@@ -489,9 +489,17 @@ private:
       tile.shared_indices = [staged](const std::vector<Expr> &coords, const Expr &slot) {
         return shared_indices(staged, coords, slot);
       };
+      tile.source = staged.input->name;
       tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
         return source_value(staged, coords, shift);
       };
+      if (staged.layout.tma_padded_copy) {
+        tile.source = tma_padded_name(staged.input->name);
+        tile.padded = true;
+        tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
+          return padded_source_value(staged, coords, shift);
+        };
+      }
       p.tiles.push_back(std::move(tile));
     }
     return p;

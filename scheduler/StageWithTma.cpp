@@ -26,12 +26,16 @@ public:
 
   Stmt build() const {
     Stmt tma = p_.producer_warps > 0 ? warp_specialized() : issued_by_first_thread();
+    // Padded copies are always describable; without an input that is not,
+    // the cp.async copies are left out.
     Expr describable;
     for (const TmaTile &tile : p_.tiles) {
+      if (tile.padded)
+        continue;
       Expr d = tma_describable(tile.input->type, tile.input->extents);
       describable = describable.defined() ? (describable && d) : d;
     }
-    Stmt result = IfThenElse::make(simplify(describable), tma, p_.fallback);
+    Stmt result = describable.defined() ? IfThenElse::make(simplify(describable), tma, p_.fallback) : tma;
     if (p_.producer_warps > 0)
       result = Allocate::make(p_.empty_barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
     return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
@@ -262,7 +266,7 @@ private:
                               For::make(e, 0, kBoxColumns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
                               "", LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
-        copies.push_back(TensorCopy::make(tile.input->name, origin, {rows, kBoxColumns}, destination, barrier(slot), copy));
+        copies.push_back(TensorCopy::make(tile.source, origin, {rows, kBoxColumns}, destination, barrier(slot), copy));
         bytes += rows * kBoxColumns * tile.input->type.bytes();
       }
     }

@@ -63,6 +63,11 @@ namespace coalesce {
 /// One staged input of a TMA pipeline.
 struct TmaTile {
   const InputContents *input = nullptr;
+  /// What the TMA reads: the input, or with SharedLayout::tma_padded_copy
+  /// its row-padded copy (scheduler/PadTmaInputs.h), which it can always
+  /// describe.
+  std::string source;
+  bool padded = false;
   std::string buffer;               ///< its shared tile, [S][C / 64][R][64]
   std::vector<Expr> origin;         ///< the tile's first element (input order), at the loop's value
   std::vector<int64_t> extent;      ///< the tile's extents (input order): R, C

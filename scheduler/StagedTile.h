@@ -101,6 +101,11 @@ std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr>
 /// replaced as `shift` says): the input's element, or 0 past the input's
 /// end with zero_fill.
 Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift);
+// The same read from the input's row-padded copy (SharedLayout::
+// tma_padded_copy): its element, 0 outside the copy's extents (past the
+// input's own row end the copy itself holds 0).
+Expr padded_source_value(const StagedTile &tile, const std::vector<Expr> &coords,
+                         const std::map<std::string, Expr> &shift);
 /// The first tile's element as an asynchronous copy that reads only where
 /// the element exists.
 Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,

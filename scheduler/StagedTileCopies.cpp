@@ -1,6 +1,8 @@
 #include "scheduler/StagedTile.h"
 
 #include "dsl/IROperator.h"
+#include "scheduler/LoopNames.h"
+#include "scheduler/PadTmaInputs.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
@@ -131,6 +133,24 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
     return read;
   Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
   return Select::make(source_in_bounds(tile, coords, shift), read, zero);
+}
+
+Expr padded_source_value(const StagedTile &tile, const std::vector<Expr> &coords,
+                         const std::map<std::string, Expr> &shift) {
+  std::vector<Expr> source = source_coords(tile, coords, shift);
+  std::vector<Expr> extents = tma_padded_extents(*tile.input);
+  Expr inside;
+  std::vector<Expr> clamped;
+  for (size_t d = 0; d < source.size(); ++d) {
+    Expr within = 0 <= source[d] && source[d] < extents[d];
+    inside = inside.defined() ? (inside && within) : within;
+    // Inside the copy, so that the select reads a valid address either way
+    // (a copy without elements is never read: no tile step runs).
+    clamped.push_back(simplify(Max::make(Min::make(source[d], extents[d] - 1), 0)));
+  }
+  Expr read = Load::make(tile.input->type, tma_padded_name(tile.input->name), clamped);
+  Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
+  return Select::make(simplify(inside), read, zero);
 }
 
 // Elements per 16-byte vector copy of a zero-filled tile, or 1 when its

@@ -12,12 +12,15 @@
 
 namespace coalesce::testing {
 
-/// The one kernel of `assembled`: no spills, no stack, none of the codes.
-inline void check_assembled_cleanly(const PtxasResult &assembled) {
-  REQUIRE(assembled.kernels.size() == 1);
-  const KernelResources &kernel = assembled.kernels.front();
-  CHECK_FALSE(kernel.spills());
-  CHECK(kernel.stack_frame_bytes == 0);
+/// The `kernels` kernels of `assembled` (one, or with padded copies
+/// three): no spills, no stack, none of the codes.
+inline void check_assembled_cleanly(const PtxasResult &assembled, size_t kernels = 1) {
+  REQUIRE(assembled.kernels.size() == kernels);
+  for (const KernelResources &kernel : assembled.kernels) {
+    INFO(kernel.name);
+    CHECK_FALSE(kernel.spills());
+    CHECK(kernel.stack_frame_bytes == 0);
+  }
   for (const char *code : {"C7515", "C7517", "C7519", "C7508"}) {
     INFO(std::string(code), " in ptxas's report:\n", assembled.log);
     CHECK(assembled.log.find(code) == std::string::npos);

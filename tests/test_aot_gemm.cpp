@@ -257,6 +257,43 @@ TEST_CASE("gemm: --producer-warps gives the TMA copies warps of their own; witho
   }
 }
 
+TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their own, in the caller's workspace") {
+  // --K=4097 fixed: A's rows are not whole 16 bytes, so the copies are on
+  // by themselves; with run-time sizes, --tma-padded-copies asks for them.
+  for (const char *flags : {"--K=4097", "--tma-padded-copies"}) {
+    TempDir dir;
+    Result result = aot(std::string("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --name=gemm_pad --output-dir=. ") +
+                            flags,
+                        dir.path);
+    INFO(flags, "\n", result.err);
+    REQUIRE(result.status == 0);
+    std::string header = read_file(dir / "gemm_pad.h");
+    CHECK(header.find("CUdeviceptr workspace, CUstream stream);") != std::string::npos);
+    CHECK(header.find("size_t gemm_pad_workspace_bytes(") != std::string::npos);
+    CHECK(header.find("kernel 'gemm_pad_A_padded'") != std::string::npos);
+    std::string launcher = read_file(dir / "gemm_pad.cpp");
+    CHECK(launcher.find("constexpr int kKernels = 3;") != std::string::npos);
+    // The output's kernel reads the copies: its tensor maps are on the workspace.
+    CHECK(launcher.find("reinterpret_cast<void *>(workspace0_), dims") != std::string::npos);
+    CHECK(launcher.find("reinterpret_cast<void *>(workspace1_), dims") != std::string::npos);
+    std::string ptx = read_file(dir / "gemm_pad.ptx");
+    CHECK(ptx.find(".entry coalesce_gemm_pad_A_padded(") != std::string::npos);
+    CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+    if (can_assemble())
+      for (const char *kernel : {"gemm_pad", "gemm_pad_A_padded", "gemm_pad_B_padded"}) {
+        const KernelResources *assembled = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find(kernel);
+        REQUIRE(assembled != nullptr);
+        CHECK_FALSE(assembled->spills());
+      }
+  }
+  TempDir other;
+  Result refused = aot("--dtype=bf16 --tma-padded-copies --output-dir=.", other.path);
+  INFO(refused.err);
+  CHECK(refused.status == 1);
+  CHECK(refused.contains("the padded copies are what the TMA reads"));
+  CHECK(other.entries().empty());
+}
+
 TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel with cp.async copies; --tma=true is refused") {
   TempDir dir;
   Result result = aot("--dtype=tf32 --mma=warpgroup --name=gemm_tf32_wg --output-dir=.", dir.path);

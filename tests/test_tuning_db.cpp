@@ -80,6 +80,7 @@ TuningRecord wgmma_record() {
   r.schedule.mma.stages = 4;
   r.schedule.mma.tma = true;
   r.schedule.mma.producer_warps = 1;
+  r.schedule.mma.tma_padded_copies = true;
   r.schedule.mma.split_k = 2;
   r.schedule.mma.split_k_mode = SplitKMode::Atomic;
   r.ms = 0.6;
@@ -113,6 +114,7 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
     CHECK(found->exact);
     CHECK(found->record->schedule == original.schedule);
     CHECK(found->record->schedule.mma.producer_warps == original.schedule.mma.producer_warps);
+    CHECK(found->record->schedule.mma.tma_padded_copies == original.schedule.mma.tma_padded_copies);
     CHECK(found->record->ms == original.ms);
     CHECK(found->record->default_ms == original.default_ms);
     CHECK(found->record->gpu.sm_count == 132);

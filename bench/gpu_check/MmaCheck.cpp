@@ -65,9 +65,10 @@ constexpr size_t kGuardBytes = 1 << 16;
 constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
-std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0) {
-  return std::string(tma && producer_warps ? "wgmma+tma+producer " : tma ? "wgmma+tma " : warpgroup ? "wgmma " : "mma ") +
-         reference::precision_name(p) + " (bias_gelu)";
+std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0,
+                    bool padded = false) {
+  return std::string(tma && producer_warps ? "wgmma+tma+producer" : tma ? "wgmma+tma" : warpgroup ? "wgmma" : "mma") +
+         (tma && padded ? "+padded " : " ") + reference::precision_name(p) + " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -256,7 +257,8 @@ void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int>
                  bool warpgroup, const MmaTiling *chosen = nullptr) {
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
-  const std::string name = name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps);
+  const std::string name =
+      name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -409,6 +411,28 @@ void check_mma(Precision p) {
         check_shape(kernels, p, kTmaShapes.front(), all_or_sampled_rows(kTmaShapes.front()), false, true, &split);
       }
     }
+    // Row-padded copies the TMA reads (tma_padded_copies): rows that are
+    // not 16-byte multiples, the K = 1 / K = 3 pair, the ragged shape
+    // against cuBLAS, and with rows that need no padding; then with a
+    // producer warp and with K split.
+    if (tma_default) {
+      MmaTiling padded = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+      padded.tma_padded_copies = true;
+      for (const Shape &s : kDoubleShapes)
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &padded);
+      for (const Shape &s : kSmallKShapes)
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &padded);
+      check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
+                  /*cublas=*/true, true, &padded);
+      check_shape(kernels, p, kTmaShapes.front(), all_or_sampled_rows(kTmaShapes.front()), false, true, &padded);
+      MmaTiling producer = padded;
+      producer.producer_warps = 1;
+      check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &producer);
+      MmaTiling split = bench::mma_tiling(p, 64, 64, gpu::Device::get().sm_count(), true);
+      split.tma_padded_copies = true;
+      split.split_k = 3;
+      check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &split);
+    }
   }
 }
 
@@ -418,21 +442,24 @@ void mma_sanitizer_case() {
     mma_sanitizer_case(true);
     mma_sanitizer_case(true, true);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/1);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/true);
     // tf32: B copied transposed, element by element, and rounded in place.
     mma_sanitizer_case(true, false, Precision::TF32);
   }
 }
 
-void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps) {
+void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
-  // N (K % 8 != 0 would take the cp.async copies, checked above).
-  const Shape s = tma ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps);
+  // N (K % 8 != 0 would take the cp.async copies, checked above); with
+  // padded copies, rows it cannot (the copies' own kernels run too).
+  const Shape s = tma && !padded ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
+  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded);
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
     tiling.tma = warpgroup && tma;
     tiling.producer_warps = producer_warps;
+    tiling.tma_padded_copies = padded;
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

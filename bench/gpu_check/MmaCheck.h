@@ -15,8 +15,8 @@ void check_mma(bench::Precision p);
 void mma_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
 /// and one precision (BF16 or TF32), its TMA copies issued by producer
-/// warps where producer_warps > 0.
+/// warps where producer_warps > 0, from row-padded copies with `padded`.
 void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16,
-                        int producer_warps = 0);
+                        int producer_warps = 0, bool padded = false);
 
 } // namespace coalesce::gpu_check

@@ -251,7 +251,13 @@ std::optional<GemmCandidate> tuned_candidate(Epilogue epilogue, Precision p, con
                        : tuning_fallback_note(g_tuning_db_path, problem, sm).c_str());
   if (!match)
     return std::nullopt;
-  return match->record->schedule;
+  // A nearest entry's tiling, made for another shape, pads where this one's
+  // rows need it (as apply_gemm_candidate does): the kernel cache's key is
+  // its description.
+  GemmCandidate candidate = match->record->schedule;
+  if (candidate.family != GemmFamily::Ffma)
+    pad_copies_where_rows_are_ragged(candidate.mma, s.N, s.K);
+  return candidate;
 }
 
 const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shape &s) {

@@ -17,6 +17,7 @@ std::string MmaTiling::str() const {
                  uses_tma() && producer_warps ? str_cat(" issued by ", producer_warps, " producer warp",
                                                         producer_warps > 1 ? "s" : "")
                                               : std::string(),
+                 uses_tma() && tma_padded_copies ? ", from copies of A and B with padded rows" : "",
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
 }
@@ -96,7 +97,16 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
     // As many blocks per multiprocessor as the tiling asks registers for.
     t.split_k = default_split_k(tiles, K, t.k_step, sm_count, std::max(t.min_blocks_per_sm, 2));
   }
+  pad_copies_where_rows_are_ragged(t, N, K);
   return t;
+}
+
+void pad_copies_where_rows_are_ragged(MmaTiling &t, int64_t N, int64_t K) {
+  // Only 16-bit operands take the TMA: 8 elements per 16 bytes.
+  const int64_t per_16_bytes = 8;
+  auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
+  if (t.uses_tma() && (ragged(K) || ragged(N)))
+    t.tma_padded_copies = true;
 }
 
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
@@ -123,6 +133,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->stages = t.stages;
     layout->tma = t.uses_tma();
     layout->producer_warps = t.uses_tma() ? t.producer_warps : 0;
+    layout->tma_padded_copy = t.uses_tma() && t.tma_padded_copies;
   }
   if (is_warpgroup_mma(t.kind))
     a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's

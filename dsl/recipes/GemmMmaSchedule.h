@@ -35,6 +35,11 @@ struct MmaTiling {
   /// producer_warps, 1 to 4), past the MMA warps in the block; 0: the MMA
   /// warps' first thread does.
   int producer_warps = 0;
+  /// With TMA copies: copy A and B first into workspaces whose rows are
+  /// padded to 16-byte multiples, and let the TMA read those
+  /// (SharedLayout::tma_padded_copy): for shapes whose rows the TMA cannot
+  /// describe, which otherwise take the cp.async copies.
+  bool tma_padded_copies = false;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;
@@ -57,8 +62,17 @@ struct MmaTiling {
 /// by cp.async (tf32, whose B the copies transpose).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// The same, and the reduction split across blocks when the tiles leave
-/// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h).
+/// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h);
+/// with TMA copies, padded copies (tma_padded_copies) where a row of A (K
+/// elements) or of B (N elements) is not a whole 16-byte multiple.
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
+
+/// Sets t.tma_padded_copies where t copies with the TMA and a row of A (K
+/// elements) or of B (N elements) is not a whole 16-byte multiple, so the
+/// TMA cannot read the input itself; a size <= 0 (unknown) is not ragged.
+/// What a tiling chosen for another shape (a tuning database's nearest
+/// entry) needs before it runs at this one.
+void pad_copies_where_rows_are_ragged(MmaTiling &t, int64_t N, int64_t K);
 
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it

@@ -102,11 +102,16 @@ void check_output_name(const std::string &name) {
                " and the file names, so it cannot be this: ", why, "; nothing was written");
 }
 
-/// `program` with its kernels named after the launcher: NAME, NAME_1, ...
-/// (a pipeline names them after its output Func: out, out_1, ...).
+/// `program` with its kernels named after the launcher: the pipeline names
+/// them after its output Func (out, out_1, ..., and out_A_padded for a
+/// padded copy), and the launcher's name takes the Func's place (NAME,
+/// NAME_1, NAME_A_padded).
 GpuProgram named_after_launcher(GpuProgram program, const std::string &name) {
-  for (size_t k = 0; k < program.kernels.size(); ++k)
-    program.kernels[k].name = k == 0 ? name : str_cat(name, "_", k);
+  for (GpuKernel &kernel : program.kernels) {
+    COALESCE_INTERNAL_ASSERT(kernel.name.compare(0, program.name.size(), program.name) == 0, "kernel '", kernel.name,
+                             "' of program '", program.name, "' is not named after it");
+    kernel.name = name + kernel.name.substr(program.name.size());
+  }
   return program;
 }
 

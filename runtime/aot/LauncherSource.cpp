@@ -289,9 +289,11 @@ std::string launcher_header(const LauncherSpec &spec) {
   }
   if (has_workspace)
     out << "// workspace: scratch device memory of " << name << "_workspace_bytes(sizes) bytes\n"
-        << "// (the K split's partial sums and per-tile arrival counters), allocated by the\n"
-        << "// caller and zeroed once (cuMemsetD8) before its first use. Every launch leaves\n"
-        << "// it zeroed again, so it is reused as is: no allocation or clearing per call.\n"
+        << "// (the K split's partial sums and per-tile arrival counters, the row-padded\n"
+        << "// copies the TMA reads), allocated by the caller and zeroed once (cuMemsetD8)\n"
+        << "// before its first use. Every launch leaves the K split's parts zeroed again and\n"
+        << "// rewrites the padded copies whole, so it is reused as is: no allocation or\n"
+        << "// clearing per call.\n"
         << "// Launches that share one workspace must not run at the same time (one stream).\n";
   out << "// Launches, in order, on `stream`:\n";
   for (const GpuKernel &kernel : spec.program.kernels)
@@ -575,7 +577,7 @@ CUresult load(CUkernel *kernels) {
           << " is a null pointer\");\n";
 
   if (has_workspace) {
-    out << "\n  // The workspace (split_k): the caller's, zeroed before its first use.\n";
+    out << "\n  // The workspace (split_k, padded copies): the caller's, zeroed before its first use.\n";
     workspace_layout(out, true);
     out << "  for (int64_t elements_ : {";
     for (size_t w = 0; w < workspaces.size(); ++w)

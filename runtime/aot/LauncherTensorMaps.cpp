@@ -25,6 +25,15 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
                             : arg->type == Float(16) ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
                                                      : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
     std::string v = str_cat("map", k, "_", m, "_");
+    // The device pointer: the caller's buffer, or the launcher's part of
+    // the workspace (a row-padded copy, SharedLayout::tma_padded_copy).
+    std::string pointer = map.input;
+    if (arg->is_workspace) {
+      size_t w = 0;
+      for (auto a = spec.program.args.begin(); a != arg; ++a)
+        w += a->is_workspace ? 1 : 0;
+      pointer = str_cat("workspace", w, "_");
+    }
     std::string rows = cpp_int(arg->extents[0]), columns = cpp_int(arg->extents[1]);
     int bytes = arg->type.bytes();
     out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << map.box[0] << " x "
@@ -32,12 +41,12 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t rows = -1, columns = -1; "
         << "CUtensorMap map = {}; };\n"
         << "  static thread_local TensorMap" << k << "_" << m << " " << v << ";\n"
-        << "  if (" << v << ".data != " << map.input << " || " << v << ".rows != " << rows << " || " << v
+        << "  if (" << v << ".data != " << pointer << " || " << v << ".rows != " << rows << " || " << v
         << ".columns != " << columns << ") {\n"
         << "    " << v << " = {};\n"
         << "    if (" << rows << " > 0 && " << columns << " > 0 && "
         << cpp_int(tma_describable(arg->type, arg->extents)) << ") {\n"
-        << "      if (" << map.input << " % 16 != 0)\n"
+        << "      if (" << pointer << " % 16 != 0)\n"
         << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
         << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"
         << "      const cuuint64_t dims[2] = {cuuint64_t(" << columns << "), cuuint64_t(" << rows << ")};\n"
@@ -45,7 +54,7 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         << "      const cuuint32_t box[2] = {" << map.box[1] << ", " << map.box[0] << "};\n"
         << "      const cuuint32_t element_strides[2] = {1, 1};\n"
         << "      status_ = cuTensorMapEncodeTiled(&" << v << ".map, " << data_type << ", 2, reinterpret_cast<void *>("
-        << map.input << "), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, "
+        << pointer << "), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, "
         << "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
         << "      if (status_ != CUDA_SUCCESS) {\n"
         << "        " << v << " = {};\n"
@@ -53,7 +62,7 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         << ": \" + coalesce_launcher::describe(status_));\n"
         << "      }\n"
         << "    }\n"
-        << "    " << v << ".data = " << map.input << ";\n"
+        << "    " << v << ".data = " << pointer << ";\n"
         << "    " << v << ".rows = " << rows << ";\n"
         << "    " << v << ".columns = " << columns << ";\n"
         << "  }\n";

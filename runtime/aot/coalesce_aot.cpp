@@ -152,6 +152,11 @@ public:
                                      "with the TMA's copies: warps of their own issue them (warp specialization, "
                                      "1 to 4, past the MMA warps in the block); 0: the MMA warps' first thread",
                                      0, 4};
+  GeneratorParam<bool> tma_padded_copies{
+      this, "tma-padded-copies", false,
+      "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
+      "multiples, and let the TMA read those; on by itself where --N or --K is given and its rows are not whole "
+      "16 bytes (sizes given at run time otherwise take the cp.async copies where rows are ragged)"};
   GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
                                           "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
                                           "4x8); empty: row order (gpu_threads)"};
@@ -247,7 +252,7 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &warp_layout, &double_buffered, &async_copy,
+             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
              &a_padding, &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
@@ -339,6 +344,13 @@ public:
                    "which this kernel does not use (they need --mma=warpgroup, bf16 or f16, 3 or more stages and "
                    "--tma); leave the flag out");
       tiling.producer_warps = producer_warps;
+      if (tma_padded_copies && !tiling.uses_tma())
+        user_error("--tma-padded-copies: the padded copies are what the TMA reads, and this kernel does not use it "
+                   "(it needs --mma=warpgroup, bf16 or f16, 3 or more stages and --tma); leave the flag out");
+      tiling.tma_padded_copies = tma_padded_copies;
+      // Sizes fixed when generating whose rows the TMA cannot read: padded
+      // copies (sizes given at run time keep the in-kernel cp.async branch).
+      pad_copies_where_rows_are_ragged(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);

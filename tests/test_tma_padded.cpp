@@ -1,0 +1,174 @@
+// SharedLayout::tma_padded_copy: inputs whose rows the TMA cannot describe
+// (not whole 16-byte multiples) copied first into row-padded workspaces,
+// each by a kernel of its own, and the TMA reading those. The CPU runs the
+// copies and the pipeline as the GPU does, against the double reference at
+// ragged shapes; the nest, the kernels, their tensor maps and the rules.
+
+#include "examples/Reference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "NarrowOutputError.h"
+#include "WarpgroupGemms.h"
+#include "codegen/PtxAssembler.h"
+#include "dsl/IRPrinter.h"
+#include "scheduler/Lower.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// One warpgroup on a 64 x 64 tile, copied by the TMA from padded copies.
+MmaTiling padded_tiling(int stages = 3, int producer_warps = 0) {
+  MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
+  t.stages = stages;
+  t.tma = true;
+  t.tma_padded_copies = true;
+  t.producer_warps = producer_warps;
+  return t;
+}
+
+Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
+  return coalesce::testing::mma_scheduled(t, e, BFloat(16), BFloat(16));
+}
+
+double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
+  GemmData data = make_data(M, N, K, 7, BFloat(16));
+  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
+}
+
+} // namespace
+
+TEST_CASE("GEMMs + bias + GELU through row-padded copies match the double reference, ragged shapes included") {
+  for (auto [stages, producers] : std::vector<std::array<int, 2>>{{3, 0}, {4, 0}, {3, 1}}) {
+    CAPTURE(stages);
+    CAPTURE(producers);
+    Gemm g = scheduled(padded_tiling(stages, producers));
+    Pipeline pipeline(g.out);
+    // Rows of K and N elements that are and are not whole 16-byte
+    // multiples, ragged against the tile and the k step; the same pipeline
+    // computes them one after another (the workspace is rewritten each time).
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
+             {70, 72, 131}, {67, 45, 64}, {64, 64, 64}, {1, 1, 1}, {130, 137, 200}, {3, 9, 257}, {65, 70, 8}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("a GEMM through padded copies splits K as well") {
+  MmaTiling t = padded_tiling();
+  t.split_k = 3;
+  Gemm g = scheduled(t);
+  Pipeline pipeline(g.out);
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
+    CAPTURE(K);
+    CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+  }
+}
+
+TEST_CASE("through padded copies the fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = scheduled(padded_tiling(), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3, 9, 27}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, 70, 45, K, e) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.async fallback") {
+  Gemm g = scheduled(padded_tiling());
+  Pipeline pipeline(g.out);
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: a copy with rows padded to 16-byte "
+                  "multiples for the TMA");
+  CHECK_HAS(nest, "A_padded[A_row, A_step*256 + A_thread] = select(A_step*256 + A_thread < K, A[A_row, "
+                  "min(A_step*256 + A_thread, K - 1)], bf16(0.0f))");
+  CHECK_HAS(nest, "B_padded[B_row, B_step*256 + B_thread] = select(B_step*256 + B_thread < N, B[B_row, ");
+  CHECK_HAS(nest, "tensor_copy A_padded[bi*64, 0] box 64x64 (0 outside A_padded)");
+  CHECK_HAS(nest, "tensor_copy B_padded[0, bj*64] box 64x64 (0 outside B_padded)");
+  // The copies come before the output's nest; no branch on the shape.
+  CHECK(nest.find("A_padded[A_row") < nest.find("for bi in"));
+  CHECK(nest.find("K % 8 == 0") == std::string::npos);
+  CHECK(nest.find("async_load") == std::string::npos);
+  CHECK_HAS(padded_tiling().str(), "TMA copies, from copies of A and B with padded rows");
+
+  // Workspaces of the padded extents, never bound by name.
+  std::vector<Argument> args = lowered_arguments(g.out);
+  auto padded = std::find_if(args.begin(), args.end(), [](const Argument &a) { return a.name == "A_padded"; });
+  REQUIRE(padded != args.end());
+  CHECK(padded->is_workspace);
+  REQUIRE(padded->extents.size() == 2);
+  CHECK(to_string(padded->extents[1]) == "ceil(K/8)*8");
+}
+
+TEST_CASE("each copy is a kernel of its own, launched before the output's, whose tensor maps name the copies") {
+  Gemm g = scheduled(padded_tiling());
+  Pipeline pipeline(g.out);
+  const GpuProgram &program = pipeline.gpu_program();
+  REQUIRE(program.kernels.size() == 3);
+  CHECK(program.kernels[0].name == "out_A_padded");
+  CHECK(program.kernels[1].name == "out_B_padded");
+  CHECK(program.kernels[2].name == "out");
+  for (size_t k = 0; k < 2; ++k) {
+    CHECK(program.kernels[k].block == std::array<int, 3>{256, 1, 1});
+    CHECK(program.kernels[k].tensor_maps.empty());
+  }
+  CHECK(to_string(program.kernels[0].grid[0]) == "M");
+  const std::vector<TensorMapParam> &maps = program.kernels[2].tensor_maps;
+  REQUIRE(maps.size() == 2);
+  CHECK(maps[0].input == "A_padded");
+  CHECK(maps[1].input == "B_padded");
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping the assembly");
+    return;
+  }
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")), 3);
+}
+
+TEST_CASE("the default tiling pads where a row of A or B is not a whole 16-byte multiple") {
+  int sms = GpuTarget().sm_count();
+  CHECK(default_mma_tiling(kKind, 4093, 4091, 4097, sms).tma_padded_copies);
+  CHECK(default_mma_tiling(kKind, 4096, 4091, 4096, sms).tma_padded_copies);
+  CHECK(default_mma_tiling(kKind, 4096, 4096, 4100, sms).tma_padded_copies);
+  CHECK_FALSE(default_mma_tiling(kKind, 4093, 4096, 4104, sms).tma_padded_copies);
+  CHECK_FALSE(default_mma_tiling(kKind, 4096, 4096, 4096, sms).tma_padded_copies);
+  // Not without the TMA (tf32 takes the cp.async copies).
+  CHECK_FALSE(default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4093, 4091, 4097, sms).tma_padded_copies);
+}
+
+TEST_CASE("padded copies without the TMA, and an input named like a copy, are rejected with the rule") {
+  Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
+  SharedLayout layout;
+  layout.zero_fill = layout.double_buffered = true;
+  layout.stages = 3;
+  layout.tma_padded_copy = true;
+  RVar ko("ko"), kk("kk");
+  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, layout)
+      .stage_in_shared(g.B, ko, layout);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); }),
+            "is staged with SharedLayout::tma_padded_copy, but only the TMA reads the row-padded copy");
+
+  // A second input called A_padded: the name of A's copy.
+  Param M("M"), N("N"), K("K");
+  Input A("A", BFloat(16), {M, K}), A_padded("A_padded", BFloat(16), {M, K});
+  Var i("i"), j("j");
+  Func out("out");
+  out(i, j) = A(i, j) + A_padded(i, j);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }),
+            "names ending in _shared, _fetch, _full, _empty or _padded after an Input's name are reserved");
+}
