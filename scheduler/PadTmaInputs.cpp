@@ -11,8 +11,10 @@ namespace coalesce {
 
 namespace {
 
-// Threads per block of a copy: consecutive threads copy consecutive
-// elements of a row, so a warp's reads and writes are contiguous.
+// Threads per block of a copy, and elements per thread and step: each
+// thread writes one 16-byte piece of a padded row (its rows are whole
+// pieces) from eight independent loads, so a warp keeps eight loads in
+// flight instead of one; consecutive threads take consecutive pieces.
 constexpr int kCopyThreads = 256;
 
 Stmt copy_nest(const InputContents &input) {
@@ -21,20 +23,23 @@ Stmt copy_nest(const InputContents &input) {
   const std::string padded = tma_padded_name(input.name);
   std::vector<Expr> padded_extents = tma_padded_extents(input);
   const Expr &rows = input.extents[0], &columns = input.extents[1], &padded_columns = padded_extents[1];
+  const int piece = 16 / input.type.bytes();
   // Named "A_padded.A_row" and so on: printed as A_row, the kernel named
   // after the buffer (fuse_gpu_thread_loops).
   std::string prefix = padded + "." + input.name;
-  std::string row = prefix + "_row", thread = prefix + "_thread", step = prefix + "_step";
-  Expr column = Variable::make(Int(32), step) * kCopyThreads + Variable::make(Int(32), thread);
+  std::string row = prefix + "_row", thread = prefix + "_thread", step = prefix + "_step", element = prefix + "_e";
+  Expr first = (Variable::make(Int(32), step) * kCopyThreads + Variable::make(Int(32), thread)) * piece;
+  Expr column = first + Variable::make(Int(32), element);
   Expr r = Variable::make(Int(32), row);
   // The load's column stays inside the row (min), so that the select reads
   // a valid address past the end too; a row of no columns is never copied.
-  Expr element = Load::make(input.type, input.name, {r, Min::make(column, columns - 1)});
+  Expr value = Load::make(input.type, input.name, {r, Min::make(column, columns - 1)});
   Expr zero = input.type == Float(32) ? Expr(0.0f) : Cast::make(input.type, Expr(0.0f));
-  Stmt store = IfThenElse::make(column < padded_columns,
-                                Store::make(padded, {r, column}, Select::make(column < columns, element, zero)));
-  Stmt steps = For::make(step, 0, simplify((padded_columns + (kCopyThreads - 1)) / kCopyThreads), ForKind::Serial,
-                         store, -1, "", LoopRole::PaddedCopy);
+  Stmt store = Store::make(padded, {r, column}, Select::make(column < columns, value, zero));
+  Stmt pieces = IfThenElse::make(first < padded_columns, For::make(element, 0, piece, ForKind::Unrolled, store, -1, "",
+                                                                   LoopRole::PaddedCopy));
+  Stmt steps = For::make(step, 0, simplify((padded_columns + (kCopyThreads * piece - 1)) / (kCopyThreads * piece)),
+                         ForKind::Serial, pieces, -1, "", LoopRole::PaddedCopy);
   Stmt threads = For::make(thread, 0, kCopyThreads, ForKind::GpuThread, steps, 0, "", LoopRole::PaddedCopy);
   return For::make(row, 0, rows, ForKind::GpuBlock, threads, 0, "", LoopRole::PaddedCopy);
 }
