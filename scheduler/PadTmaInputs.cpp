@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/Substitute.h"
 
 #include <set>
 
@@ -12,10 +13,12 @@ namespace coalesce {
 namespace {
 
 // Threads per block of a copy, and elements per thread and step: each
-// thread writes one 16-byte piece of a padded row (its rows are whole
-// pieces) from eight independent loads, so a warp keeps eight loads in
-// flight instead of one; consecutive threads take consecutive pieces.
+// thread copies 8 elements of a row 256 apart from 8 independent loads, so
+// a warp keeps 8 loads in flight instead of one, and each load and store
+// of a warp is 32 consecutive elements (partial writes of a sector, as
+// consecutive elements per thread would make, cost more than they save).
 constexpr int kCopyThreads = 256;
+constexpr int kCopyElements = 8;
 
 Stmt copy_nest(const InputContents &input) {
   COALESCE_INTERNAL_ASSERT(input.extents.size() == 2, "a padded TMA copy of the ", input.extents.size(),
@@ -23,23 +26,34 @@ Stmt copy_nest(const InputContents &input) {
   const std::string padded = tma_padded_name(input.name);
   std::vector<Expr> padded_extents = tma_padded_extents(input);
   const Expr &rows = input.extents[0], &columns = input.extents[1], &padded_columns = padded_extents[1];
-  const int piece = 16 / input.type.bytes();
   // Named "A_padded.A_row" and so on: printed as A_row, the kernel named
   // after the buffer (fuse_gpu_thread_loops).
   std::string prefix = padded + "." + input.name;
   std::string row = prefix + "_row", thread = prefix + "_thread", step = prefix + "_step", element = prefix + "_e";
-  Expr first = (Variable::make(Int(32), step) * kCopyThreads + Variable::make(Int(32), thread)) * piece;
-  Expr column = first + Variable::make(Int(32), element);
+  Expr column = Variable::make(Int(32), step) * (kCopyThreads * kCopyElements) +
+                Variable::make(Int(32), element) * kCopyThreads + Variable::make(Int(32), thread);
   Expr r = Variable::make(Int(32), row);
   // The load's column stays inside the row (min), so that the select reads
   // a valid address past the end too; a row of no columns is never copied.
   Expr value = Load::make(input.type, input.name, {r, Min::make(column, columns - 1)});
   Expr zero = input.type == Float(32) ? Expr(0.0f) : Cast::make(input.type, Expr(0.0f));
-  Stmt store = Store::make(padded, {r, column}, Select::make(column < columns, value, zero));
-  Stmt pieces = IfThenElse::make(first < padded_columns, For::make(element, 0, piece, ForKind::Unrolled, store, -1, "",
-                                                                   LoopRole::PaddedCopy));
-  Stmt steps = For::make(step, 0, simplify((padded_columns + (kCopyThreads * piece - 1)) / (kCopyThreads * piece)),
-                         ForKind::Serial, pieces, -1, "", LoopRole::PaddedCopy);
+  // All eight loads into registers first, then the stores: a store between
+  // two loads would keep the second from issuing before the first returns.
+  std::string piece = prefix + "_piece";
+  Expr e = Variable::make(Int(32), element);
+  Stmt load = Store::make(piece, {e}, Select::make(column < columns, value, zero));
+  Stmt store = IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
+  auto each_element = [&](const std::string &use, Stmt body) {
+    return For::make(element + use, 0, kCopyElements, ForKind::Unrolled,
+                     substitute({{element, Variable::make(Int(32), element + use)}}, body), -1, "",
+                     LoopRole::PaddedCopy);
+  };
+  Stmt elements = Allocate::make(piece, input.type, MemoryType::Register, {Expr(kCopyElements)},
+                                 Block::make({each_element("", load), each_element("_store", store)}));
+  Stmt steps = For::make(step, 0,
+                         simplify((padded_columns + (kCopyThreads * kCopyElements - 1)) /
+                                  (kCopyThreads * kCopyElements)),
+                         ForKind::Serial, elements, -1, "", LoopRole::PaddedCopy);
   Stmt threads = For::make(thread, 0, kCopyThreads, ForKind::GpuThread, steps, 0, "", LoopRole::PaddedCopy);
   return For::make(row, 0, rows, ForKind::GpuBlock, threads, 0, "", LoopRole::PaddedCopy);
 }

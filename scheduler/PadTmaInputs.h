@@ -7,11 +7,9 @@
 //   for A_row in gpu_block.x(0, M):  # a kernel of its own (out_A_padded)
 //     for A_thread in gpu_thread.x(0, 256):
 //       for A_step in serial(0, (K8 + 2047) / 2048):
-//         first = (A_step * 256 + A_thread) * 8
-//         if first < K8:
-//           for A_e in unrolled(0, 8):      # one 16-byte piece
-//             col = first + A_e
-//             A_padded[row, col] = col < K ? A[row, min(col, K - 1)] : 0
+//         piece[e] = col < K ? A[row, min(col, K - 1)] : 0   for e in 0..7,
+//         then A_padded[row, col] = piece[e] where col < K8,
+//         with col = A_step * 2048 + e * 256 + A_thread
 //   <the output's nest, its TMA copies reading A_padded>
 //
 // with K8 = K rounded up to whole 16 bytes. Each copy is a nest of its own

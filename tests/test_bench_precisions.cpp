@@ -121,6 +121,10 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   // ... but the benchmark keeps tf32 on the warp MMA, which measured faster.
   CHECK_FALSE(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096));
   CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 4096, 4096));
+  // Rows the TMA cannot describe: the warpgroup MMA through padded copies.
+  CHECK(bench::prefers_warpgroup_mma(Precision::F16, 4091, 4097));
+  CHECK(bench::mma_tiling_for_shape(Precision::BF16, 4093, 4091, 4097, 132, true).tma_padded_copies);
+  CHECK_FALSE(bench::mma_tiling_for_shape(Precision::BF16, 4096, 4096, 4096, 132, true).tma_padded_copies);
 }
 
 TEST_CASE("the GPU check's tensor-core kernels on the CPU: double reference at its tolerance, ragged, K = 1 / 3") {

@@ -96,12 +96,14 @@ TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.asyn
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: a copy with rows padded to 16-byte "
                   "multiples for the TMA");
-  // Each thread copies one 16-byte piece (8 elements) per step.
-  CHECK_HAS(nest, "if A_step*2048 + A_thread*8 < ceil(K/8)*8:");
-  CHECK_HAS(nest, "for A_e in unrolled(0, 8):");
-  CHECK_HAS(nest, "A_padded[A_row, A_step*2048 + A_thread*8 + A_e] = select(A_step*2048 + A_thread*8 + A_e < K, "
-                  "A[A_row, min(A_step*2048 + A_thread*8 + A_e, K - 1)], bf16(0.0f))");
-  CHECK_HAS(nest, "B_padded[B_row, B_step*2048 + B_thread*8 + B_e] = select(B_step*2048 + B_thread*8 + B_e < N, ");
+  // Each thread loads 8 elements 256 apart into registers, then stores them.
+  CHECK_HAS(nest, "for A_step in serial(0, ceil(ceil(K/8)*8/2048)):");
+  CHECK_HAS(nest, "allocate A_padded.A_piece[8] bf16 in register");
+  CHECK_HAS(nest, "A_padded.A_piece[A_e] = select(A_step*2048 + A_e*256 + A_thread < K, A[A_row, "
+                  "min(A_step*2048 + A_e*256 + A_thread, K - 1)], bf16(0.0f))");
+  CHECK_HAS(nest, "if A_step*2048 + A_e_store*256 + A_thread < ceil(K/8)*8:");
+  CHECK_HAS(nest, "A_padded[A_row, A_step*2048 + A_e_store*256 + A_thread] = A_padded.A_piece[A_e_store]");
+  CHECK_HAS(nest, "B_padded.B_piece[B_e] = select(B_step*2048 + B_e*256 + B_thread < N, B[B_row, ");
   CHECK_HAS(nest, "tensor_copy A_padded[bi*64, 0] box 64x64 (0 outside A_padded)");
   CHECK_HAS(nest, "tensor_copy B_padded[0, bj*64] box 64x64 (0 outside B_padded)");
   // The copies come before the output's nest; no branch on the shape.

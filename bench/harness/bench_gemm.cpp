@@ -16,7 +16,8 @@
 //   coalesce_fused        fp32: the FFMA schedule (schedule_gemm, default_gemm_tiling);
 //                         tf32/bf16/f16: the tensor-core schedule (schedule_gemm_mma,
 //                         bench::mma_tiling for the shape): on sm_90a
-//                         the warpgroup MMA where K and N are multiples of 8
+//                         the warpgroup MMA for bf16 and f16, with row-padded
+//                         copies where K or N is not a multiple of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
 //                         always the warp MMA)
 //                       with --tuning-db=PATH (or COALESCE_TUNING_DB), the tiling
