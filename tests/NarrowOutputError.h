@@ -19,4 +19,12 @@ inline double cpu_error_against_reference(Pipeline &pipeline, const examples::Ge
   return examples::relative_error(wide, examples::reference(data, M, N, K, e));
 }
 
+/// The same on bf16 inputs made with `seed`, into a bf16 output: the
+/// warpgroup-MMA tests' GEMMs.
+inline double bf16_error_against_reference(Pipeline &pipeline, int M, int N, int K, examples::Epilogue e,
+                                           unsigned seed) {
+  examples::GemmData data = examples::make_data(M, N, K, seed, BFloat(16));
+  return cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
+}
+
 } // namespace coalesce::testing

@@ -43,8 +43,7 @@ Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
 }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
-  GemmData data = make_data(M, N, K, 7, BFloat(16));
-  return coalesce::testing::cpu_error_against_reference(pipeline, data, M, N, K, e, BFloat(16));
+  return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 7);
 }
 
 } // namespace
