@@ -42,7 +42,8 @@ Stmt copy_nest(const InputContents &input) {
   std::string piece = prefix + "_piece";
   Expr e = Variable::make(Int(32), element);
   Stmt load = Store::make(piece, {e}, Select::make(column < columns, value, zero));
-  Stmt store = IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
+  Stmt store =
+      IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
   auto each_element = [&](const std::string &use, Stmt body) {
     return For::make(element + use, 0, kCopyElements, ForKind::Unrolled,
                      substitute({{element, Variable::make(Int(32), element + use)}}, body), -1, "",
