@@ -33,6 +33,7 @@
 #include "scheduler/TensorizeMma.h"
 #include "scheduler/UnrollLoops.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
+#include "scheduler/VerifyTensorCopies.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -110,6 +111,7 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
+  attributed_to("verify_tensor_copies", [&] { verify_tensor_copies(s, env); });
   return s;
 }
 

@@ -14,11 +14,13 @@
 #include "dsl/IRPrinter.h"
 #include "scheduler/Lower.h"
 #include "scheduler/LoweredFunc.h"
+#include "scheduler/VerifyTensorCopies.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <vector>
 
 using namespace coalesce;
@@ -175,4 +177,43 @@ TEST_CASE("padded copies without the TMA, and an input named like a copy, are re
   out(i, j) = A(i, j) + A_padded(i, j);
   CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }),
             "names ending in _shared, _fetch, _full, _empty or _padded after an Input's name are reserved");
+}
+
+TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checked the TMA can describe") {
+  // Hand-built statements against the environment of real pipelines: what
+  // a pass that forgot the test (or the padded copy) would leave behind.
+  auto copy_of = [](const std::string &input) {
+    Expr slot = Load::make(BFloat(16), "A_shared", {Expr(0)});
+    Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
+    return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
+  };
+  auto internal_error_of = [](const std::function<void()> &step) -> std::string {
+    try {
+      step();
+    } catch (const InternalError &error) {
+      return error.what();
+    }
+    return "(no error)";
+  };
+  Gemm plain = scheduled(coalesce::testing::one_tile_tiling(kKind));
+  Environment env = make_environment(plain.out);
+  Expr k_rows = Variable::make(Int(32), "K") % 8 == 0, n_rows = Variable::make(Int(32), "N") % 8 == 0;
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(copy_of("A"), env); }),
+            "a TMA copy of 'A' is not under the test that its rows are whole 16-byte multiples (K % 8 == 0)");
+  // B's test does not cover A.
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(IfThenElse::make(n_rows, copy_of("A")), env); }),
+            "a TMA copy of 'A' is not under the test");
+  // In the else branch the test does not hold.
+  CHECK_HAS(internal_error_of([&] {
+              verify_tensor_copies(IfThenElse::make(k_rows, Evaluate::make(Expr(0)), copy_of("A")), env);
+            }),
+            "a TMA copy of 'A' is not under the test");
+  CHECK(internal_error_of([&] { verify_tensor_copies(IfThenElse::make(k_rows && n_rows, copy_of("A")), env); }) ==
+        "(no error)");
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), env); }),
+            "a TMA copy reads 'A_padded', which is neither an input nor a row-padded copy of one");
+  // With padded copies, the copy needs no test.
+  Gemm padded = scheduled(padded_tiling());
+  Environment padded_env = make_environment(padded.out);
+  CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), padded_env); }) == "(no error)");
 }
