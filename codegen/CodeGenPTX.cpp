@@ -3,34 +3,26 @@
 #include "codegen/CodeGenLLVM.h"
 #include "dsl/CompileProfile.h"
 #include "codegen/MmaOperandLayout.h"
+#include "codegen/NvptxTarget.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 
-#include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/Linker/Linker.h>
-#include <llvm/MC/TargetRegistry.h>
-#include <llvm/Support/CommandLine.h>
-#include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <cctype>
 #include <cstdlib>
-#include <mutex>
 
 namespace coalesce {
 
 namespace {
 
-constexpr const char *kTriple = "nvptx64-nvidia-cuda";
-constexpr unsigned kSharedAddressSpace = 3;
 constexpr int kTensorMapBytes = 128, kTensorMapAlignment = 64; // CUtensorMap
 
 /// The GPU flavour of the emitter: one kernel per GpuKernel.
@@ -616,95 +608,6 @@ private:
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
   int64_t dynamic_offset_ = 0;                     ///< where its next tile starts
 };
-
-// Whether shared-memory pointers are 32-bit for this target. Every
-// shared-space instruction, mbarrier and warpgroup MMA descriptor takes a
-// 32-bit address, but the NVPTX backend makes addrspace(3) pointers 64-bit
-// unless its nvptx-short-ptr option is set: then the warpgroup pipeline
-// computes every tile index, slot and descriptor in 64-bit arithmetic (two
-// instructions per add, a 64-bit multiply-high per division by a stage
-// count) and converts back; 32-bit made the bf16 kernel at 4096^3 10%
-// faster on the H200. Hopper targets only: on sm_80 the 128x128 FFMA
-// default then spills 8 bytes at its 128-register cap, where 64-bit
-// pointers fit (test_ptx checks both).
-bool short_shared_pointers(const GpuTarget &target) { return target.sm().rfind("sm_90", 0) == 0; }
-
-// A target machine whose data layout has the shared pointers
-// short_shared_pointers asks for. The option is global and read when a
-// target machine is constructed, so constructions are serialized.
-std::unique_ptr<llvm::TargetMachine> create_machine(const llvm::Target &nvptx, const llvm::Triple &triple,
-                                                    const GpuTarget &target) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto &options = llvm::cl::getRegisteredOptions();
-  auto found = options.find("nvptx-short-ptr");
-  if (found == options.end())
-    internal_error("this LLVM's NVPTX backend has no nvptx-short-ptr option");
-  bool short_pointers = short_shared_pointers(target);
-  static_cast<llvm::cl::opt<bool> *>(found->second)->setValue(short_pointers);
-  std::unique_ptr<llvm::TargetMachine> machine(nvptx.createTargetMachine(
-      triple, target.sm(), target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
-  if (machine && machine->createDataLayout().getPointerSizeInBits(kSharedAddressSpace) != (short_pointers ? 32u : 64u))
-    internal_error("the NVPTX target machine for ", target.sm(), " ignored nvptx-short-ptr");
-  return machine;
-}
-
-void initialize_nvptx_target() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-  });
-}
-
-std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target) {
-  initialize_nvptx_target();
-  llvm::Triple triple(kTriple);
-  std::string error;
-  const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!nvptx)
-    internal_error("this LLVM has no NVPTX backend: ", error);
-  std::unique_ptr<llvm::TargetMachine> machine = create_machine(*nvptx, triple, target);
-  if (!machine)
-    internal_error("cannot create the NVPTX target machine for ", target.sm());
-  return machine;
-}
-
-/// Links the libdevice functions the module calls (and nothing else), then
-/// makes them internal so they are inlined and their bodies dropped.
-void link_libdevice(llvm::Module &module) {
-  bool uses_libdevice = false;
-  for (const llvm::Function &function : module)
-    uses_libdevice |= function.isDeclaration() && function.getName().starts_with("__nv_");
-  if (!uses_libdevice)
-    return;
-
-  std::string path = cuda_toolkit_path("nvvm/libdevice/libdevice.10.bc");
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(path);
-  if (!file)
-    user_error("cannot read libdevice (needed for erf/exp/tanh on the GPU) at ", path, ": ",
-               file.getError().message(), "; set COALESCE_CUDA_ROOT to the CUDA toolkit");
-  llvm::Expected<std::unique_ptr<llvm::Module>> libdevice =
-      llvm::getOwningLazyBitcodeModule(std::move(*file), module.getContext());
-  if (!libdevice)
-    user_error("cannot parse libdevice at ", path, ": ", llvm::toString(libdevice.takeError()));
-  // libdevice says "nvptx64-nvidia-gpulibs" and an old data layout; adopt
-  // ours so the linker does not warn about the mismatch.
-  (*libdevice)->setTargetTriple(module.getTargetTriple());
-  (*libdevice)->setDataLayout(module.getDataLayout());
-  if (llvm::Linker::linkModules(module, std::move(*libdevice), llvm::Linker::LinkOnlyNeeded))
-    internal_error("linking libdevice into '", module.getName().str(), "' failed");
-
-  for (llvm::Function &function : module)
-    if (!function.isDeclaration() && function.getCallingConv() != llvm::CallingConv::PTX_Kernel)
-      function.setLinkage(llvm::GlobalValue::InternalLinkage);
-  for (llvm::GlobalVariable &global : module.globals())
-    if (!global.isDeclaration())
-      global.setLinkage(llvm::GlobalValue::InternalLinkage);
-}
 
 /// Emits, verifies and (when asked) links libdevice into and optimizes the
 /// module for `program`.

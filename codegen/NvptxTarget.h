@@ -1,0 +1,34 @@
+#pragma once
+// The NVPTX backend's side of compiling to PTX: its target machine for a
+// GpuTarget (with the width of shared-memory pointers chosen per target),
+// and NVIDIA's libdevice linked into a module for erf/exp/tanh.
+
+#include "codegen/GpuTarget.h"
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+
+namespace coalesce {
+
+/// The NVPTX triple every GPU module takes.
+inline constexpr const char *kNvptxTriple = "nvptx64-nvidia-cuda";
+/// The address space of shared memory in NVPTX's LLVM IR.
+inline constexpr unsigned kSharedAddressSpace = 3;
+
+/// Whether shared-memory (addrspace 3) pointers are 32-bit for `target`
+/// (NvptxTarget.cpp says why only Hopper's).
+bool short_shared_pointers(const GpuTarget &target);
+
+/// A new NVPTX target machine for `target` (optimization level aggressive,
+/// the target's PTX version), its data layout with the shared pointers
+/// short_shared_pointers asks for. Thread-safe.
+std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target);
+
+/// Links the libdevice functions `module` calls (and nothing else), then
+/// makes them internal so they are inlined and their bodies dropped. A
+/// missing or unreadable libdevice is a UserError naming the path.
+void link_libdevice(llvm::Module &module);
+
+} // namespace coalesce
