@@ -16,12 +16,26 @@ inline MmaTiling one_tile_tiling(MmaKind kind) {
   return t;
 }
 
+/// one_tile_tiling(kind) with its tiles copied by the TMA through a
+/// pipeline of `stages` slots.
+inline MmaTiling one_tile_tma_tiling(MmaKind kind, int stages = 3) {
+  MmaTiling t = one_tile_tiling(kind);
+  t.stages = stages;
+  t.tma = true;
+  return t;
+}
+
 /// A GEMM + epilogue `e` with inputs of type `in` and output `out`,
 /// scheduled with schedule_gemm_mma.
 inline examples::Gemm mma_scheduled(const MmaTiling &t, examples::Epilogue e, Type in, Type out) {
   examples::Gemm g = examples::make_gemm(e, in, out);
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   return g;
+}
+
+/// mma_scheduled with bf16 inputs and output.
+inline examples::Gemm bf16_scheduled(const MmaTiling &t, examples::Epilogue e = examples::Epilogue::BiasGelu) {
+  return mma_scheduled(t, e, BFloat(16), BFloat(16));
 }
 
 /// A GEMM without epilogue whose output is tiled 64 x 64 per block and laid

@@ -31,16 +31,7 @@ namespace {
 constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
 // One warpgroup on a 64 x 64 tile, copied by the TMA.
-MmaTiling small_tma_tiling(int stages = 3) {
-  MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
-  t.stages = stages;
-  t.tma = true;
-  return t;
-}
-
-Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  return coalesce::testing::mma_scheduled(t, e, BFloat(16), BFloat(16));
-}
+MmaTiling small_tma_tiling(int stages = 3) { return coalesce::testing::one_tile_tma_tiling(kKind, stages); }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 5);
@@ -68,7 +59,7 @@ std::string refused(const std::function<void(SharedLayout &)> &change, bool wgmm
 TEST_CASE("TMA-fed warpgroup MMA GEMMs + bias + GELU match the double reference, on both copy paths") {
   for (int stages : {3, 4}) {
     CAPTURE(stages);
-    Gemm g = scheduled(small_tma_tiling(stages));
+    Gemm g = coalesce::testing::bf16_scheduled(small_tma_tiling(stages));
     Pipeline pipeline(g.out);
     // N and K multiples of 8: the TMA path, ragged against the tile and the
     // k step (M anywhere); then K or N not: the cp.async path.
@@ -84,7 +75,7 @@ TEST_CASE("TMA-fed warpgroup MMA GEMMs + bias + GELU match the double reference,
 
 TEST_CASE("a TMA pipeline's fused epilogue runs once, after the whole reduction (K = 1 / K = 3, K = 8 / K = 24)") {
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
-    Gemm g = scheduled(small_tma_tiling(), e);
+    Gemm g = coalesce::testing::bf16_scheduled(small_tma_tiling(), e);
     Pipeline pipeline(g.out);
     for (int K : {1, 3, 8, 24}) {
       CAPTURE(K);
@@ -96,7 +87,7 @@ TEST_CASE("a TMA pipeline's fused epilogue runs once, after the whole reduction 
 TEST_CASE("the loop nest shows the TMA copies, the barriers' slots and parities, and the cp.async fallback") {
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.tma = true;
-  Gemm g = scheduled(t);
+  Gemm g = coalesce::testing::bf16_scheduled(t);
   std::string nest = Pipeline(g.out).loop_nest();
   CHECK_HAS(nest, "allocate A_full[3] u64 in shared");
   CHECK_HAS(nest, "if K % 8 == 0 && N % 8 == 0:");
@@ -132,7 +123,7 @@ TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with t
     CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(clash).loop_nest(); }), "A_full");
   }
   SUBCASE("a target without the TMA") {
-    Gemm g = scheduled(small_tma_tiling());
+    Gemm g = coalesce::testing::bf16_scheduled(small_tma_tiling());
     Pipeline pipeline(g.out);
     CHECK_HAS(coalesce::testing::user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_80")); }), "sm_90a");
   }
@@ -141,7 +132,7 @@ TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with t
 TEST_CASE("the kernel takes one tensor map per input and box, by value, as a grid constant") {
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.tma = true;
-  Gemm g = scheduled(t);
+  Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);
   const GpuProgram &program = pipeline.gpu_program();
   REQUIRE(program.kernels.size() == 1);
@@ -171,7 +162,7 @@ TEST_CASE("on Hopper the pipeline addresses shared memory in 32 bits: slots, par
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.tma = true;
   REQUIRE(t.stages == 3);
-  Gemm g = scheduled(t);
+  Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);
   const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
   // The tiles' base address goes into a 32-bit register, never a 64-bit one.

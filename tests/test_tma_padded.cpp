@@ -32,16 +32,10 @@ constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
 // One warpgroup on a 64 x 64 tile, copied by the TMA from padded copies.
 MmaTiling padded_tiling(int stages = 3, int producer_warps = 0) {
-  MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
-  t.stages = stages;
-  t.tma = true;
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
   t.tma_padded_copies = true;
   t.producer_warps = producer_warps;
   return t;
-}
-
-Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  return coalesce::testing::mma_scheduled(t, e, BFloat(16), BFloat(16));
 }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
@@ -54,7 +48,7 @@ TEST_CASE("GEMMs + bias + GELU through row-padded copies match the double refere
   for (auto [stages, producers] : std::vector<std::array<int, 2>>{{3, 0}, {4, 0}, {3, 1}}) {
     CAPTURE(stages);
     CAPTURE(producers);
-    Gemm g = scheduled(padded_tiling(stages, producers));
+    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(stages, producers));
     Pipeline pipeline(g.out);
     // Rows of K and N elements that are and are not whole 16-byte
     // multiples, ragged against the tile and the k step; the same pipeline
@@ -72,7 +66,7 @@ TEST_CASE("GEMMs + bias + GELU through row-padded copies match the double refere
 TEST_CASE("a GEMM through padded copies splits K as well") {
   MmaTiling t = padded_tiling();
   t.split_k = 3;
-  Gemm g = scheduled(t);
+  Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);
   for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
     CAPTURE(K);
@@ -82,7 +76,7 @@ TEST_CASE("a GEMM through padded copies splits K as well") {
 
 TEST_CASE("through padded copies the fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
-    Gemm g = scheduled(padded_tiling(), e);
+    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(), e);
     Pipeline pipeline(g.out);
     for (int K : {1, 3, 9, 27}) {
       CAPTURE(K);
@@ -92,7 +86,7 @@ TEST_CASE("through padded copies the fused epilogue runs once, after the whole r
 }
 
 TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.async fallback") {
-  Gemm g = scheduled(padded_tiling());
+  Gemm g = coalesce::testing::bf16_scheduled(padded_tiling());
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: a copy with rows padded to 16-byte "
@@ -123,7 +117,7 @@ TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.asyn
 }
 
 TEST_CASE("each copy is a kernel of its own, launched before the output's, whose tensor maps name the copies") {
-  Gemm g = scheduled(padded_tiling());
+  Gemm g = coalesce::testing::bf16_scheduled(padded_tiling());
   Pipeline pipeline(g.out);
   const GpuProgram &program = pipeline.gpu_program();
   REQUIRE(program.kernels.size() == 3);
@@ -195,7 +189,7 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checke
     }
     return "(no error)";
   };
-  Gemm plain = scheduled(coalesce::testing::one_tile_tiling(kKind));
+  Gemm plain = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tiling(kKind));
   Environment env = make_environment(plain.out);
   Expr k_rows = Variable::make(Int(32), "K") % 8 == 0, n_rows = Variable::make(Int(32), "N") % 8 == 0;
   CHECK_HAS(internal_error_of([&] { verify_tensor_copies(copy_of("A"), env); }),
@@ -213,7 +207,7 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checke
   CHECK_HAS(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), env); }),
             "a TMA copy reads 'A_padded', which is neither an input nor a row-padded copy of one");
   // With padded copies, the copy needs no test.
-  Gemm padded = scheduled(padded_tiling());
+  Gemm padded = coalesce::testing::bf16_scheduled(padded_tiling());
   Environment padded_env = make_environment(padded.out);
   CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), padded_env); }) == "(no error)");
 }

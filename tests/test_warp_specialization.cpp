@@ -30,9 +30,7 @@ constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
 // One warpgroup on a 64 x 64 tile, its TMA copies issued by producer warps.
 MmaTiling small_tiling(int producer_warps, int stages = 3) {
-  MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
-  t.stages = stages;
-  t.tma = true;
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
   t.producer_warps = producer_warps;
   return t;
 }
@@ -43,10 +41,6 @@ MmaTiling wide_tiling(int producer_warps) {
   t.tma = true;
   t.producer_warps = producer_warps;
   return t;
-}
-
-Gemm scheduled(const MmaTiling &t, Epilogue e = Epilogue::BiasGelu) {
-  return coalesce::testing::mma_scheduled(t, e, BFloat(16), BFloat(16));
 }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
@@ -74,7 +68,7 @@ std::string refused(const std::function<void(SharedLayout &, SharedLayout &)> &c
 TEST_CASE("warp-specialized TMA GEMMs + bias + GELU match the double reference, on both copy paths") {
   for (int producers : {1, 4}) {
     CAPTURE(producers);
-    Gemm g = scheduled(small_tiling(producers, producers == 1 ? 3 : 4));
+    Gemm g = coalesce::testing::bf16_scheduled(small_tiling(producers, producers == 1 ? 3 : 4));
     Pipeline pipeline(g.out);
     // The TMA path ragged against the tile and the k step (fewer tiles than
     // slots, then more), then K not a multiple of 8: the cp.async path.
@@ -89,7 +83,7 @@ TEST_CASE("warp-specialized TMA GEMMs + bias + GELU match the double reference, 
 
 TEST_CASE("a warp-specialized pipeline's fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
-    Gemm g = scheduled(small_tiling(1), e);
+    Gemm g = coalesce::testing::bf16_scheduled(small_tiling(1), e);
     Pipeline pipeline(g.out);
     for (int K : {1, 3, 8, 24}) {
       CAPTURE(K);
@@ -115,7 +109,7 @@ TEST_CASE("producer warps compose with split-K, block groups and tiny shapes") {
     t.split_k = c.split_k;
     t.split_k_mode = c.mode;
     t.block_group_rows = c.block_group_rows;
-    Gemm g = scheduled(t, c.epilogue);
+    Gemm g = coalesce::testing::bf16_scheduled(t, c.epilogue);
     Pipeline pipeline(g.out);
     for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 520}, {1, 8, 8}, {3, 1, 1}}) {
       CAPTURE(M);
@@ -127,7 +121,7 @@ TEST_CASE("producer warps compose with split-K, block groups and tiny shapes") {
 }
 
 TEST_CASE("the nest shows the producer warps, the empty barriers and their slots and parities") {
-  Gemm g = scheduled(wide_tiling(1));
+  Gemm g = coalesce::testing::bf16_scheduled(wide_tiling(1));
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "allocate A_empty[3] u64 in shared");
@@ -161,7 +155,7 @@ TEST_CASE("the nest shows the producer warps, the empty barriers and their slots
 }
 
 TEST_CASE("a producer warpgroup makes the block four warps larger") {
-  Gemm g = scheduled(wide_tiling(4));
+  Gemm g = coalesce::testing::bf16_scheduled(wide_tiling(4));
   Pipeline pipeline(g.out);
   CHECK_HAS(pipeline.loop_nest(), "for warp in gpu_thread.y(8, 4):  # producer warps");
   CHECK(pipeline.gpu_program().kernels[0].block == std::array<int, 3>{32, 12, 1});
@@ -189,7 +183,7 @@ TEST_CASE("the warp-specialized kernel assembles for sm_90a with no MMA serializ
     MmaTiling t = wide_tiling(producers);
     t.stages = 4;
     t.min_blocks_per_sm = 1;
-    Gemm g = scheduled(t);
+    Gemm g = coalesce::testing::bf16_scheduled(t);
     Pipeline pipeline(g.out);
     const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
     CHECK_HAS(ptx, "mbarrier.arrive.shared::cta.b64");
