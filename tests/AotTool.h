@@ -5,6 +5,7 @@
 
 #include "codegen/GpuTarget.h"
 #include "codegen/PtxAssembler.h"
+#include "TempDir.h"
 
 #include <doctest/doctest.h>
 
@@ -27,28 +28,7 @@ inline const std::string kTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot"
 inline const std::string kExampleTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot-example";
 inline const std::string kAotSources = COALESCE_SOURCE_DIR "/runtime/aot";
 
-/// A fresh, empty directory, removed with its contents at scope exit.
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "coalesce-aot-test-XXXXXX").string();
-    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
-    REQUIRE_MESSAGE(!path.empty(), "cannot create a temporary directory");
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  /// The names of what the directory holds, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const fs::directory_entry &entry : fs::directory_iterator(path))
-      names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  std::string operator/(const std::string &name) const { return (path / name).string(); }
-  fs::path path;
-};
+using coalesce::testing::TempDir;
 
 inline std::string quote(const std::string &text) {
   std::string quoted = "'";
@@ -57,17 +37,8 @@ inline std::string quote(const std::string &text) {
   return quoted + "'";
 }
 
-inline std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-inline void write_file(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+using coalesce::testing::read_file;
+using coalesce::testing::write_file;
 
 struct Result {
   int status = -1;

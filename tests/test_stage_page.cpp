@@ -9,6 +9,7 @@
 #include "runtime/StagePage.h"
 
 #include "ErrorCapture.h"
+#include "TempDir.h"
 
 #include <doctest/doctest.h>
 
@@ -44,25 +45,9 @@ Func scheduled_gemm() {
   return out;
 }
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "coalesce-stage-page-XXXXXX").string();
-    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
-    REQUIRE_MESSAGE(!path.empty(), "cannot create a temporary directory");
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  fs::path path;
-};
+using coalesce::testing::TempDir;
 
-std::string read_file(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const fs::path &path) { return coalesce::testing::read_file(path.string()); }
 
 /// The opening tag of the element with `id`, or "".
 std::string tag_of(const std::string &page, const std::string &id) {

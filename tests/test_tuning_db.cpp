@@ -5,6 +5,7 @@
 #include "dsl/Error.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuningDatabase.h"
+#include "TempDir.h"
 
 #include <doctest/doctest.h>
 
@@ -21,29 +22,9 @@ using namespace coalesce;
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "coalesce-tuning-db-XXXXXX").string();
-    path = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
-    REQUIRE(!path.empty());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string &name) const { return (path / name).string(); }
-  size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), {})); }
-  fs::path path;
-};
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const std::string &path, const std::string &text) { std::ofstream(path, std::ios::binary) << text; }
+using coalesce::testing::read_file;
+using coalesce::testing::TempDir;
+using coalesce::testing::write_file;
 
 GemmProblem problem(const std::string &dtype, int64_t M, int64_t N, int64_t K) {
   GemmProblem p;
@@ -104,7 +85,7 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
   db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
   db.merge(wgmma_record());
   db.save(dir / "tuning.json");
-  CHECK(dir.entries() == 1); // no temporary file left behind
+  CHECK(dir.entries().size() == 1); // no temporary file left behind
 
   TuningDatabase back = TuningDatabase::load(dir / "tuning.json");
   REQUIRE(back.records().size() == 2);
@@ -270,5 +251,5 @@ TEST_CASE("saving into a directory that does not exist is an error, and writes n
   db.merge(ffma_record(4096, 4096, 4096, 64, 2.5));
   std::string error = error_of([&] { db.save(dir / "no/such/dir/db.json"); });
   CHECK(error.find("cannot write it") != std::string::npos);
-  CHECK(dir.entries() == 0);
+  CHECK(dir.entries().empty());
 }
