@@ -684,7 +684,7 @@ std::string emit_ptx(const GpuProgram &program, const GpuTarget &target, bool an
   std::unique_ptr<llvm::TargetMachine> machine;
   {
     PhaseTimer timer("NVPTX target machine");
-    machine = nvptx_machine(target);
+    machine = nvptx_machine(target, short_shared_pointers(program, target));
   }
   // Verbose assembly: the AsmPrinter writes each block's IR name after its label.
   machine->Options.MCOptions.AsmVerbose = annotated;
@@ -713,7 +713,7 @@ std::string compile_to_annotated_ptx(const GpuProgram &program, const GpuTarget 
 
 std::string emit_gpu_llvm_ir(const GpuProgram &program, const GpuTarget &target, bool optimize) {
   check_target_instructions(program, target);
-  std::unique_ptr<llvm::TargetMachine> machine = nvptx_machine(target);
+  std::unique_ptr<llvm::TargetMachine> machine = nvptx_machine(target, short_shared_pointers(program, target));
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, optimize);
   std::string text;

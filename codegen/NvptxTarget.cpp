@@ -2,6 +2,7 @@
 
 #include "codegen/PtxAssembler.h"
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Linker/Linker.h>
@@ -14,32 +15,51 @@
 
 namespace coalesce {
 
-// Whether shared-memory pointers are 32-bit for this target. Every
-// shared-space instruction, mbarrier and warpgroup MMA descriptor takes a
-// 32-bit address, but the NVPTX backend makes addrspace(3) pointers 64-bit
-// unless its nvptx-short-ptr option is set: then the warpgroup pipeline
-// computes every tile index, slot and descriptor in 64-bit arithmetic (two
+// Whether shared-memory pointers are 32-bit. Every shared-space
+// instruction, mbarrier and warpgroup MMA descriptor takes a 32-bit
+// address, but the NVPTX backend makes addrspace(3) pointers 64-bit unless
+// its nvptx-short-ptr option is set: then the warpgroup pipeline computes
+// every tile index, slot and descriptor in 64-bit arithmetic (two
 // instructions per add, a 64-bit multiply-high per division by a stage
 // count) and converts back; 32-bit made the bf16 kernel at 4096^3 10%
-// faster on the H200. Hopper targets only: on sm_80 the 128x128 FFMA
-// default then spills 8 bytes at its 128-register cap, where 64-bit
-// pointers fit (test_ptx checks both).
-bool short_shared_pointers(const GpuTarget &target) { return target.sm().rfind("sm_90", 0) == 0; }
+// faster on the H200. Only there: the FFMA and warp-MMA kernels keep
+// 64-bit pointers, which ptxas allocates better for them (the 64x64 FFMA
+// kernel at 1024^3 on the H200: 168 registers and 0.089 ms with 64-bit,
+// 128 registers and 0.103 ms with 32-bit; on sm_80 the 128x128 FFMA default
+// spills 8 bytes at its 128-register cap with 32-bit). The width is the
+// module's, so one program has one: 32-bit if any of its kernels has a
+// warpgroup MMA or a TMA copy.
+bool short_shared_pointers(const GpuProgram &program, const GpuTarget &target) {
+  if (target.sm().rfind("sm_90", 0) != 0)
+    return false;
+  struct Finder : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const WarpMma *op) override {
+      found |= is_warpgroup_mma(op->kind);
+      IRVisitor::visit(op);
+    }
+    void visit(const TensorCopy *) override { found = true; }
+  };
+  Finder finder;
+  for (const GpuKernel &kernel : program.kernels)
+    finder.visit_stmt(kernel.body);
+  return finder.found;
+}
 
 namespace {
 
-// A target machine whose data layout has the shared pointers
-// short_shared_pointers asks for. The option is global and read when a
-// target machine is constructed, so constructions are serialized.
+// A target machine whose data layout has shared pointers of the width
+// asked for. The option is global and read when a target machine is
+// constructed, so constructions are serialized.
 std::unique_ptr<llvm::TargetMachine> create_machine(const llvm::Target &nvptx, const llvm::Triple &triple,
-                                                    const GpuTarget &target) {
+                                                    const GpuTarget &target, bool short_pointers) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   auto &options = llvm::cl::getRegisteredOptions();
   auto found = options.find("nvptx-short-ptr");
   if (found == options.end())
     internal_error("this LLVM's NVPTX backend has no nvptx-short-ptr option");
-  bool short_pointers = short_shared_pointers(target);
   static_cast<llvm::cl::opt<bool> *>(found->second)->setValue(short_pointers);
   std::unique_ptr<llvm::TargetMachine> machine(nvptx.createTargetMachine(
       triple, target.sm(), target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
@@ -61,14 +81,14 @@ void initialize_nvptx_target() {
 
 } // namespace
 
-std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target) {
+std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target, bool short_pointers) {
   initialize_nvptx_target();
   llvm::Triple triple(kNvptxTriple);
   std::string error;
   const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!nvptx)
     internal_error("this LLVM has no NVPTX backend: ", error);
-  std::unique_ptr<llvm::TargetMachine> machine = create_machine(*nvptx, triple, target);
+  std::unique_ptr<llvm::TargetMachine> machine = create_machine(*nvptx, triple, target, short_pointers);
   if (!machine)
     internal_error("cannot create the NVPTX target machine for ", target.sm());
   return machine;

@@ -4,6 +4,7 @@
 // and NVIDIA's libdevice linked into a module for erf/exp/tanh.
 
 #include "codegen/GpuTarget.h"
+#include "scheduler/LoweredFunc.h"
 
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
@@ -17,14 +18,15 @@ inline constexpr const char *kNvptxTriple = "nvptx64-nvidia-cuda";
 /// The address space of shared memory in NVPTX's LLVM IR.
 inline constexpr unsigned kSharedAddressSpace = 3;
 
-/// Whether shared-memory (addrspace 3) pointers are 32-bit for `target`
-/// (NvptxTarget.cpp says why only Hopper's).
-bool short_shared_pointers(const GpuTarget &target);
+/// Whether `program`'s shared-memory (addrspace 3) pointers are 32-bit on
+/// `target`: on Hopper targets, for programs with warpgroup MMAs or TMA
+/// copies (NvptxTarget.cpp says why only those).
+bool short_shared_pointers(const GpuProgram &program, const GpuTarget &target);
 
 /// A new NVPTX target machine for `target` (optimization level aggressive,
-/// the target's PTX version), its data layout with the shared pointers
-/// short_shared_pointers asks for. Thread-safe.
-std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target);
+/// the target's PTX version), its data layout with 32-bit shared pointers
+/// if `short_pointers`, else 64-bit. Thread-safe.
+std::unique_ptr<llvm::TargetMachine> nvptx_machine(const GpuTarget &target, bool short_pointers);
 
 /// Links the libdevice functions `module` calls (and nothing else), then
 /// makes them internal so they are inlined and their bodies dropped. A
