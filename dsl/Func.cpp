@@ -572,6 +572,11 @@ const std::string &Func::name() const { return contents_->name; }
 
 bool Func::has_updates() const { return !contents_->updates.empty(); }
 
+Func &Func::partition_full_tiles(bool enable) {
+  contents_->schedule.partition_full_tiles = enable;
+  return *this;
+}
+
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
     contents_->schedule.fold_bias = true;

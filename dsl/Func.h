@@ -196,6 +196,13 @@ public:
   /// allow_reassociation(). `mode` picks the combine (SplitKMode).
   Func &split_k(const Func &producer, const VarOrRVar &k, const Var &slice, int slices,
                 SplitKMode mode = SplitKMode::Deterministic);
+  /// Whether the statements every thread of a block runs once per tile
+  /// (this output's epilogue) get a second copy without their bounds
+  /// guards, taken by the blocks whose whole tile is inside (on by default;
+  /// scheduler/PartitionFullTiles.h). Off: one guarded copy, fewer registers
+  /// live where a kernel is at its register cap. The result is the same
+  /// either way.
+  Func &partition_full_tiles(bool enable);
   /// Asks the GPU compiler to fit `blocks` blocks of this (output) Func's
   /// kernels on each multiprocessor; it caps registers per thread to fit.
   /// 256 threads x 130 registers leaves room for one block, x 128 for two.

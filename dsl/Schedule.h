@@ -4,6 +4,7 @@
 
 #include "dsl/IR.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,10 @@ struct FuncSchedule {
   /// For the output: its blocks run in groups of this many block rows
   /// (gpu_block_groups; 0: row by row).
   int block_group_rows = 0;
+  /// For the output: whether its per-element statements get a copy without
+  /// bounds guards for blocks whose tile lies inside (partition_full_tiles;
+  /// unset: yes).
+  std::optional<bool> partition_full_tiles;
   /// For the consumer of a split reduction: the split (split_k).
   SplitReduction split_k;
 };

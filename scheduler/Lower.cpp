@@ -26,6 +26,7 @@
 #include "scheduler/InlineFuncs.h"
 #include "scheduler/InputReads.h"
 #include "scheduler/PadTmaInputs.h"
+#include "scheduler/PartitionFullTiles.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
@@ -108,6 +109,8 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   log("pad_tma_inputs", s);
   s = simplify(s);
   log("simplify", s);
+  s = attributed_to("partition_full_tiles", [&] { return partition_full_tiles(s, env); });
+  log("partition_full_tiles", s);
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
