@@ -117,6 +117,7 @@ struct FfmaKnobs {
 struct WgmmaKnobs {
   bool cp_async = false;   ///< --cp-async: every thread's cp.async instead of the TMA
   int producer_warps = -1; ///< --producer-warps=N: MmaTiling::producer_warps (-1: the tiling's)
+  int producer_registers = -1; ///< --producer-registers=N: MmaTiling::producer_registers (-1: the tiling's)
 };
 
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
@@ -154,6 +155,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.tma = false;
     if (wgmma.producer_warps >= 0)
       tiling.producer_warps = wgmma.producer_warps;
+    if (wgmma.producer_registers >= 0)
+      tiling.producer_registers = wgmma.producer_registers;
     pad_copies_where_rows_are_ragged(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
@@ -239,6 +242,11 @@ Options parse_options(int argc, char **argv) {
       "producer-warps", cl::desc("with --wgmma: warps of their own issue the TMA copies (warp specialization, "
                                  "1 to 4; 0: the MMA warps' first thread, the default)"),
       cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> producer_registers_flag(
+      "producer-registers", cl::desc("with --producer-warps=4: register reallocation, the producer warpgroup keeps "
+                                     "this many registers per thread (24 to 256, a multiple of 8) and the MMA "
+                                     "warps take the rest (setmaxnreg); 0: none, the default"),
+      cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -298,6 +306,12 @@ Options parse_options(int argc, char **argv) {
       usage_error("bad value '" + producer_warps_flag + "' for --producer-warps: expected 0 to 4");
     if (!options.warpgroup || options.wgmma.cp_async)
       usage_error("--producer-warps issues the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
+  }
+  if (producer_registers_flag.getNumOccurrences()) {
+    options.wgmma.producer_registers =
+        producer_registers_flag == "0" ? 0 : parse_extent("--producer-registers", producer_registers_flag);
+    if (options.wgmma.producer_registers != 0 && options.wgmma.producer_warps != 4)
+      usage_error("--producer-registers reallocates the producer warpgroup's registers: give --producer-warps=4");
   }
   if (block_groups_flag.getNumOccurrences())
     options.block_groups = block_groups_flag == "0" ? 0 : parse_extent("--block-groups", block_groups_flag);

@@ -262,6 +262,7 @@ void CodeGenLLVM::emit_async_wait() {}
 void CodeGenLLVM::emit_async_proxy_sync(Intrinsic, int) {}
 
 void CodeGenLLVM::emit_mbarrier(Intrinsic, llvm::Value *, llvm::Value *) {}
+void CodeGenLLVM::emit_thread_control(Intrinsic, int) {}
 
 void CodeGenLLVM::emit_tensor_copy(const TensorCopy *op) { codegen(op->copy); }
 void CodeGenLLVM::emit_async_commit() {}

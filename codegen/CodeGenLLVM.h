@@ -101,6 +101,9 @@ protected:
   /// second argument `operand` (or null). The host runs each TMA copy at
   /// once (emit_tensor_copy), so the base emits nothing.
   virtual void emit_mbarrier(Intrinsic which, llvm::Value *barrier, llvm::Value *operand);
+  /// registers_decrease / registers_increase (to `count` registers per
+  /// thread) and thread_exit: nothing on the host (Intrinsics.h says why).
+  virtual void emit_thread_control(Intrinsic which, int count);
   /// A TensorCopy. The base runs its element-wise copy, as the host does.
   virtual void emit_tensor_copy(const TensorCopy *op);
 

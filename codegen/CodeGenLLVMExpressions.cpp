@@ -296,6 +296,15 @@ void CodeGenLLVM::visit(const Call *op) {
     value_ = builder_->getInt32(0);
     return;
   }
+  case Intrinsic::RegistersDecrease:
+  case Intrinsic::RegistersIncrease:
+  case Intrinsic::ThreadExit: {
+    std::optional<int64_t> count = op->args.empty() ? std::optional<int64_t>(0) : as_const_int(op->args[0]);
+    COALESCE_INTERNAL_ASSERT(count, op->name, " takes one constant");
+    emit_thread_control(*op->intrinsic, static_cast<int>(*count));
+    value_ = builder_->getInt32(0);
+    return;
+  }
   case Intrinsic::BitXor:
     value_ = builder_->CreateXor(codegen(op->args[0]), codegen(op->args[1]));
     return;

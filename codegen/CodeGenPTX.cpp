@@ -353,6 +353,25 @@ protected:
     }
   }
 
+  void emit_thread_control(Intrinsic which, int count) override {
+    switch (which) {
+    case Intrinsic::RegistersDecrease:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32, {},
+                                {builder_->getInt32(static_cast<uint32_t>(count))});
+      return;
+    case Intrinsic::RegistersIncrease:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32, {},
+                                {builder_->getInt32(static_cast<uint32_t>(count))});
+      return;
+    case Intrinsic::ThreadExit:
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_exit, llvm::ArrayRef<llvm::Type *>{},
+                                llvm::ArrayRef<llvm::Value *>{});
+      return;
+    default:
+      internal_error("intrinsic ", intrinsic_name(which), " does not control a thread");
+    }
+  }
+
   // The mbarriers and the TMA have intrinsics in LLVM 22, but inline PTX
   // keeps their operands plain 32-bit shared addresses, which is what the
   // instructions take. Each clobbers memory, so no shared access moves

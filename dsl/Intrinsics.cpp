@@ -69,6 +69,9 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::MbarrierWait:
   case Intrinsic::MbarrierInval:
   case Intrinsic::MbarrierArrive:
+  case Intrinsic::RegistersDecrease:
+  case Intrinsic::RegistersIncrease:
+  case Intrinsic::ThreadExit:
     return false;
   }
   return false;

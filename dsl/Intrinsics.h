@@ -76,7 +76,16 @@ enum class IntrinsicResult : uint8_t {
   X(MbarrierExpectTx, "mbarrier_expect_tx", 2, 2, Int32)                                           \
   X(MbarrierWait, "mbarrier_wait", 2, 2, Int32)                                                    \
   X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)                                                  \
-  X(MbarrierArrive, "mbarrier_arrive", 1, 1, Int32)
+  X(MbarrierArrive, "mbarrier_arrive", 1, 1, Int32)                                                \
+  /* register reallocation (setmaxnreg, sm_90a; scheduler/StageWithTma.cpp): */                     \
+  /* the executing warpgroup's registers per thread become N (a constant */                         \
+  /* multiple of 8 from 24 to 256), given back to the block's pool or taken */                      \
+  /* from it; thread_exit: this thread leaves the kernel (the producer warps */                     \
+  /* after their copies). No-ops on the host, where no statement of those */                        \
+  /* threads follows. */                                                                           \
+  X(RegistersDecrease, "registers_decrease", 1, 1, Int32)                                          \
+  X(RegistersIncrease, "registers_increase", 1, 1, Int32)                                          \
+  X(ThreadExit, "thread_exit", 0, 0, Int32)
 
 enum class Intrinsic : uint8_t {
 #define COALESCE_INTRINSIC_ENUM(name, printed, min_args, max_args, result) name,

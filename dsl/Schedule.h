@@ -73,6 +73,13 @@ struct SharedLayout {
   /// block-wide barrier is left in the loop (warp specialization). 0: the
   /// MMA warps' first thread issues them, after a barrier per step.
   int producer_warps = 0;
+  /// With 4 producer warps (one warpgroup): register reallocation. The
+  /// producer warpgroup gives its registers back down to this many per
+  /// thread (setmaxnreg, a multiple of 8 from 24 to 256) and leaves the
+  /// kernel after its copies; the MMA warpgroups take what that frees (the
+  /// compiler computes their count from the launch's registers, which the
+  /// output's gpu_min_blocks_per_sm fixes). 0: no reallocation.
+  int producer_registers = 0;
   /// With tma: the input is first copied, by a kernel of its own before the
   /// output's, into a workspace whose rows are padded with zeros to 16-byte
   /// multiples, and the TMA reads that copy. For inputs whose rows the TMA

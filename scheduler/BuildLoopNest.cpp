@@ -228,6 +228,17 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   for (const auto &[name, value] : plan.aliases)
     depth[name] = -1;
 
+  // A reduction whose tiles the TMA copies for warpgroup MMAs keeps its
+  // partial last step in the same loop: the TMA fills what lies past K
+  // with 0 (zero_fill is required there), so the step is the same MMAs
+  // on the same slots, and one pipeline runs every step, without a second
+  // pipeline's drain and refill for the last (and the producer warps, which
+  // may leave the kernel after their pipeline, serve all of them).
+  bool one_pipeline = false;
+  if (s > 0 && is_warpgroup_mma(func.schedule.stages[s].mma.kind))
+    for (const SharedStaging &staged : func.schedule.stages[s].staged_inputs)
+      one_pipeline |= staged.layout.tma;
+
   // `unguarded`: reduction splits whose tail this copy of the loops never
   // reaches (see the partition below), so their guard is left out.
   auto wrap_level = [&](Stmt inner, int level, const std::set<std::string> &unguarded) {
@@ -276,7 +287,7 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
     for (const Split &split : plan.guarded)
       if (split.is_rvar && split.outer == dim.var && dim.kind == ForKind::Serial && !unguarded.count(split.old_var))
         tail = &split;
-    if (tail) {
+    if (tail && !one_pipeline) {
       std::set<std::string> steady = unguarded;
       steady.insert(tail->old_var);
       Expr full_steps = simplify(plan.extent[tail->old_var] / tail->factor);

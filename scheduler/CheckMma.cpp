@@ -193,6 +193,15 @@ void check_tma_requests(const FuncContents &func, size_t s) {
     if (layout.producer_warps != 0 && !layout.tma)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
                  ", but producer warps issue TMA copies only; set SharedLayout::tma too, or producer_warps = 0");
+    if (layout.producer_registers != 0 &&
+        (layout.producer_registers < 24 || layout.producer_registers > 256 || layout.producer_registers % 8 != 0))
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_registers = ",
+                 layout.producer_registers, "; registers per thread after reallocation are a multiple of 8 from 24 "
+                 "to 256 (setmaxnreg), or 0 for none");
+    if (layout.producer_registers != 0 && layout.producer_warps != 4)
+      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_registers = ",
+                 layout.producer_registers, " and ", layout.producer_warps, " producer warps; registers are "
+                 "reallocated per warpgroup (setmaxnreg), so it takes producer_warps = 4");
     if (layout.tma_padded_copy && !layout.tma)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma_padded_copy, but only the TMA reads "
                  "the row-padded copy; set SharedLayout::tma too, or tma_padded_copy = false");
@@ -227,6 +236,11 @@ void check_tma_requests(const FuncContents &func, size_t s) {
         user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
                    "' and share its copies, but ask for ", layout.producer_warps, " and ",
                    other.layout.producer_warps, " producer warps: give both the same SharedLayout::producer_warps");
+      if (other.at_loop == staged.at_loop && other.layout.producer_registers != layout.producer_registers)
+        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
+                   "' and share its producer warps, but ask for ", layout.producer_registers, " and ",
+                   other.layout.producer_registers,
+                   " producer registers: give both the same SharedLayout::producer_registers");
     }
   }
 }

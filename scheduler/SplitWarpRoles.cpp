@@ -76,7 +76,8 @@ private:
   using IRMutator::visit;
   int threads_;
   Stmt visit(const Barrier *op, const Stmt &self) override {
-    COALESCE_INTERNAL_ASSERT(op->threads == 0, "a barrier of some threads inside the other threads' part");
+    COALESCE_INTERNAL_ASSERT(op->threads == 0 || op->threads == threads_,
+                             "a barrier of ", op->threads, " threads inside the part of the other ", threads_);
     return Barrier::make(threads_);
   }
 };
@@ -134,13 +135,40 @@ private:
 Expr on_producer_warps(int dim, int others) { return thread_index(dim) >= others; }
 Expr on_other_warps(int dim, int others) { return thread_index(dim) < others; }
 
+namespace {
+
+// Defence in depth: once threads may have left the kernel (thread_exit, the
+// producer warps with register reallocation), a barrier of the whole block
+// or last_arrival's would wait for them forever. Conservative: any such
+// meeting after any exit, in program order.
+void check_no_whole_block_meeting_after_exit(const Stmt &s) {
+  struct Check : IRVisitor {
+    bool exited = false;
+    using IRVisitor::visit;
+    void visit(const Barrier *op) override {
+      if (exited && op->threads == 0)
+        internal_error("a barrier of the whole block after producer warps left the kernel (thread_exit)");
+    }
+    void visit(const Call *op) override {
+      if (op->intrinsic == Intrinsic::ThreadExit)
+        exited = true;
+      if (exited && op->intrinsic == Intrinsic::LastArrival)
+        internal_error("last_arrival, with barriers of the whole block, after producer warps left the kernel");
+      IRVisitor::visit(op);
+    }
+  } check;
+  check.visit_stmt(s);
+}
+
+} // namespace
+
 Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) {
   Split split(dim, others, other_threads);
   // A body that is one statement is a stretch of its own, or holds its
   // barriers deeper down.
-  if (!body.as<Block>() && !meetings_in(body).any())
-    return split.stretch({body});
-  return split.mutate(body);
+  Stmt result = !body.as<Block>() && !meetings_in(body).any() ? split.stretch({body}) : split.mutate(body);
+  check_no_whole_block_meeting_after_exit(result);
+  return result;
 }
 
 } // namespace coalesce

@@ -21,6 +21,10 @@
 //
 // except where the part calls last_arrival, whose own barriers are the
 // whole block's: the producer warps then pass through it with the others.
+//
+// With register reallocation the producer warps leave the kernel
+// (thread_exit) after their program; no barrier of the whole block may
+// follow (an internal error here: StageWithTma counts the later ones).
 
 #include "dsl/IR.h"
 

@@ -478,6 +478,34 @@ private:
     }
     p.barriers = tma_barrier_name(tiles.front().input->name);
     p.producer_warps = tiles.front().layout.producer_warps;
+    p.producer_registers = tiles.front().layout.producer_registers;
+    if (p.producer_registers > 0) {
+      // The launch's registers per thread are what ptxas allocates at
+      // entry for the block size and the blocks per SM asked for; the MMA
+      // warps take what the producer warpgroup gives back.
+      int blocks = env_.output().schedule.min_blocks_per_sm;
+      int mma_threads = 1;
+      for (const BlockThreadLoop &t : p.threads)
+        mma_threads *= static_cast<int>(*as_const_int(t.extent));
+      int producer_threads = 32 * p.producer_warps, block_threads = mma_threads + producer_threads;
+      if (env_.output().schedule.split_k.requested())
+        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+                   "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
+                   "but split_k's last block combines the slices behind barriers of the whole block; use "
+                   "producer_registers = 0 with split_k");
+      if (blocks < 1)
+        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+                   "(SharedLayout::producer_registers), which needs the launch's registers per thread known: set "
+                   "gpu_min_blocks_per_sm on '", env_.output().name, "'");
+      int launch = launch_registers(block_threads, blocks);
+      p.mma_registers = mma_warp_registers(launch, block_threads, producer_threads, p.producer_registers);
+      if (p.producer_registers >= launch || p.mma_registers <= launch)
+        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+                   "(SharedLayout::producer_registers = ", p.producer_registers, "), but a launch of ", block_threads,
+                   " threads, ", blocks, " block", blocks > 1 ? "s" : "", " per SM, gives ", launch,
+                   " per thread, so the producer warps would not give any back for the MMA warps (",
+                   p.mma_registers, "): ask for fewer than ", launch, " producer registers");
+    }
     p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
     p.fallback = fallback;
     for (const StagedTile &staged : tiles) {

@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Substitute.h"
@@ -35,13 +36,39 @@ public:
       Expr d = tma_describable(tile.input->type, tile.input->extents);
       describable = describable.defined() ? (describable && d) : d;
     }
-    Stmt result = describable.defined() ? IfThenElse::make(simplify(describable), tma, p_.fallback) : tma;
+    Stmt result = describable.defined() ? IfThenElse::make(simplify(describable), tma, fallback()) : tma;
     if (p_.producer_warps > 0)
       result = Allocate::make(p_.empty_barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
     return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
   }
 
 private:
+  // The cp.async pipeline. With register reallocation the producer warps
+  // have nothing to do in it: they give their registers back and leave at
+  // once, as after the TMA pipeline, so the code after both (the epilogue)
+  // is reached with the same registers; its barriers count the MMA warps.
+  Stmt fallback() const {
+    if (p_.producer_registers == 0)
+      return p_.fallback;
+    class CountMmaThreads : public IRMutator {
+    public:
+      explicit CountMmaThreads(int threads) : threads_(threads) {}
+
+    private:
+      using IRMutator::visit;
+      int threads_;
+      Stmt visit(const Barrier *op, const Stmt &self) override {
+        return op->threads == 0 ? Barrier::make(threads_) : self;
+      }
+    } count(static_cast<int>(mma_threads()));
+    return Block::make({producer_threads("fallback_registers",
+                                         Block::make({call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}),
+                                                      call(Intrinsic::ThreadExit)}),
+                                         false),
+                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(p_.mma_registers)})),
+                        count.mutate(p_.fallback)});
+  }
+
   // The MMA threads' first thread issues every copy, after a block-wide
   // barrier per step.
   Stmt issued_by_first_thread() const {
@@ -94,8 +121,15 @@ private:
       Expr at = simplify(op->min + s);
       first.push_back(IfThenElse::make(simplify(at < end), issue(at, Expr(s), str_cat("first", s))));
     }
-    Stmt prologue = Block::make({one_thread("init", Block::make(inits)), Barrier::make(),
-                                 producer_thread("producer_first", Block::make(first))});
+    std::vector<Stmt> prologue = {one_thread("init", Block::make(inits)), Barrier::make()};
+    if (p_.producer_registers > 0) {
+      // Register reallocation, each warpgroup once: the producers give
+      // theirs back, the MMA warps take them (blocking until freed).
+      prologue.push_back(producer_threads("producer_registers",
+                                          call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}), false));
+      prologue.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(p_.mma_registers)})));
+    }
+    prologue.push_back(producer_thread("producer_first", Block::make(first)));
 
     // Step ko reads slot ko % S; after its wait, the MMAs of step
     // ko - in_flight are complete and their slot is released. The producer
@@ -112,7 +146,7 @@ private:
     // (in_flight is 0 or 1).
     Stmt steady = Block::make({wait, p_.body, release, produce});
     Stmt head = in_flight > 0 ? Block::make({wait, p_.body, produce}) : steady;
-    return finish(prologue, head, steady, {p_.barriers, p_.empty_barriers});
+    return finish(Block::make(prologue), head, steady, {p_.barriers, p_.empty_barriers});
   }
 
   // The prologue, the loop of steps (its first step `head` peeled where
@@ -136,6 +170,15 @@ private:
     for (const std::string &array : arrays)
       for (int s = 0; s < p_.stages; ++s)
         invals.push_back(call(Intrinsic::MbarrierInval, {Load::make(UInt(64), array, {Expr(s)})}));
+    if (p_.producer_registers > 0) {
+      // The producer warps leave after their last copy: the code after
+      // the pipeline (the epilogue) is then the MMA warps' alone, so ptxas
+      // can give it their registers (C7507 otherwise), and the barriers
+      // left count only the MMA warps, the block's first threads.
+      int threads = static_cast<int>(mma_threads());
+      return Block::make({prologue, loop, producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
+                          Barrier::make(threads), one_thread("inval", Block::make(invals)), Barrier::make(threads)});
+    }
     return Block::make({prologue, loop, Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
   }
 
@@ -212,7 +255,10 @@ private:
   // outermost GPU dimension of the MMA threads past its extent; the other
   // dimensions keep their loops, so `rows` steps of the outer one make
   // producer_warps warps.
-  Stmt producer_thread(const std::string &use, Stmt s) const {
+  Stmt producer_thread(const std::string &use, Stmt s) const { return producer_threads(use, std::move(s), true); }
+
+  // `s` run by every producer thread, or (only_first) by the first.
+  Stmt producer_threads(const std::string &use, Stmt s, bool only_first) const {
     const BlockThreadLoop &outer = outermost_dim();
     int64_t per_row = mma_threads() / *as_const_int(outer.extent);
     int64_t producer_threads = 32 * static_cast<int64_t>(p_.producer_warps);
@@ -228,7 +274,8 @@ private:
       Expr is_first = Variable::make(Int(32), thread_name(use, t.name)) == start;
       first = first.defined() ? (first && is_first) : is_first;
     }
-    s = IfThenElse::make(first, s);
+    if (only_first)
+      s = IfThenElse::make(first, s);
     for (auto t = p_.threads.rbegin(); t != p_.threads.rend(); ++t) {
       std::string name = thread_name(use, t->name);
       if (&*t == &outer)
@@ -279,6 +326,19 @@ private:
 Expr tma_describable(Type type, const std::vector<Expr> &extents) {
   int per_row = 16 / type.bytes();
   return extents.back() % per_row == 0;
+}
+
+int launch_registers(int block_threads, int blocks_per_sm) {
+  int per_thread = 65536 / (block_threads * blocks_per_sm);
+  return std::min(per_thread / 8 * 8, 248);
+}
+
+int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers) {
+  int pool = launch_registers * block_threads - producer_registers * producer_threads;
+  int per_thread = pool / (block_threads - producer_threads);
+  // At most 240: what the largest accumulators (two 64 x 256 f32 tiles'
+  // worth per warpgroup) need, and a margin under the 255 ptxas allocates.
+  return std::min(per_thread / 8 * 8, 240);
 }
 
 Stmt tma_pipeline(const TmaPipeline &p) { return Builder(p).build(); }

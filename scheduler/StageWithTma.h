@@ -94,9 +94,25 @@ struct TmaPipeline {
   std::vector<BlockThreadLoop> threads;
   std::string barriers;         ///< the name of the (full) mbarrier array
   int producer_warps = 0;       ///< SharedLayout::producer_warps; 0: the MMA warps issue
+  /// With register reallocation (SharedLayout::producer_registers): the
+  /// producer warpgroup's registers per thread, and the MMA warps' (see
+  /// mma_warp_registers); 0: none.
+  int producer_registers = 0, mma_registers = 0;
   std::string empty_barriers;   ///< with producer warps: the name of the empty mbarriers
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
 };
+
+/// The registers per thread the MMA warps take with register reallocation:
+/// what the launch gives the block (`launch_registers` per thread, for
+/// `block_threads`) less what the producer warpgroup keeps, per MMA
+/// thread, down to a multiple of 8 and at most 240.
+int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers);
+
+/// The registers per thread a launch of `block_threads` threads gives,
+/// `blocks_per_sm` blocks to a multiprocessor of 64K registers: what ptxas
+/// allocates at entry for a kernel that reallocates (a multiple of 8, at
+/// most 255).
+int launch_registers(int block_threads, int blocks_per_sm);
 
 /// The pipeline above; the caller allocates the tiles around it.
 Stmt tma_pipeline(const TmaPipeline &p);

@@ -66,9 +66,10 @@ constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
 std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0,
-                    bool padded = false) {
+                    bool padded = false, int producer_registers = 0) {
   return std::string(tma && producer_warps ? "wgmma+tma+producer" : tma ? "wgmma+tma" : warpgroup ? "wgmma" : "mma") +
-         (tma && padded ? "+padded " : " ") + reference::precision_name(p) + " (bias_gelu)";
+         (tma && producer_warps && producer_registers ? "+registers" : "") + (tma && padded ? "+padded " : " ") +
+         reference::precision_name(p) + " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -258,7 +259,8 @@ void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int>
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   const std::string name =
-      name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies);
+      name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies,
+              tiling.producer_registers);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -411,6 +413,24 @@ void check_mma(Precision p) {
         check_shape(kernels, p, kTmaShapes.front(), all_or_sampled_rows(kTmaShapes.front()), false, true, &split);
       }
     }
+    // Register reallocation: a producer warpgroup keeping 40 registers,
+    // which leaves the kernel after its copies, and two 64 x 256 MMA
+    // warpgroups taking the rest (232), at ragged shapes (one pipeline for
+    // the partial last k step) and against cuBLAS.
+    if (tma_default) {
+      MmaTiling realloc = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+      realloc.block_n = realloc.warp_n = 256;
+      realloc.min_blocks_per_sm = 1;
+      realloc.stages = 4;
+      realloc.producer_warps = 4;
+      realloc.producer_registers = 40;
+      for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc);
+      for (const Shape &s : kSmallKShapes)
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc);
+      check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
+                  /*cublas=*/true, true, &realloc);
+    }
     // Row-padded copies the TMA reads (tma_padded_copies): rows that are
     // not 16-byte multiples, the K = 1 / K = 3 pair, the ragged shape
     // against cuBLAS, and with rows that need no padding; then with a
@@ -443,23 +463,32 @@ void mma_sanitizer_case() {
     mma_sanitizer_case(true, true);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/1);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/true);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+                       /*producer_registers=*/40);
     // tf32: B copied transposed, element by element, and rounded in place.
     mma_sanitizer_case(true, false, Precision::TF32);
   }
 }
 
-void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded) {
+void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded,
+                        int producer_registers) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above); with
   // padded copies, rows it cannot (the copies' own kernels run too).
   const Shape s = tma && !padded ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded);
+  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers);
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
     tiling.tma = warpgroup && tma;
     tiling.producer_warps = producer_warps;
     tiling.tma_padded_copies = padded;
+    if (producer_registers > 0) { // two 64 x 256 MMA warpgroups, one block per SM
+      tiling.block_n = tiling.warp_n = 256;
+      tiling.min_blocks_per_sm = 1;
+      tiling.stages = 4;
+      tiling.producer_registers = producer_registers;
+    }
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

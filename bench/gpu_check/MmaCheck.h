@@ -17,6 +17,7 @@ void mma_sanitizer_case();
 /// and one precision (BF16 or TF32), its TMA copies issued by producer
 /// warps where producer_warps > 0, from row-padded copies with `padded`.
 void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16,
-                        int producer_warps = 0, bool padded = false);
+                        int producer_warps = 0, bool padded = false,
+                        int producer_registers = 0);
 
 } // namespace coalesce::gpu_check

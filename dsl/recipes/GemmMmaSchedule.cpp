@@ -17,6 +17,8 @@ std::string MmaTiling::str() const {
                  uses_tma() && producer_warps ? str_cat(" issued by ", producer_warps, " producer warp",
                                                         producer_warps > 1 ? "s" : "")
                                               : std::string(),
+                 uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers")
+                                                  : std::string(),
                  uses_tma() && tma_padded_copies ? ", from copies of A and B with padded rows" : "",
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
@@ -133,6 +135,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->stages = t.stages;
     layout->tma = t.uses_tma();
     layout->producer_warps = t.uses_tma() ? t.producer_warps : 0;
+    layout->producer_registers = t.uses_tma() ? t.producer_registers : 0;
     layout->tma_padded_copy = t.uses_tma() && t.tma_padded_copies;
   }
   if (is_warpgroup_mma(t.kind))

@@ -35,6 +35,11 @@ struct MmaTiling {
   /// producer_warps, 1 to 4), past the MMA warps in the block; 0: the MMA
   /// warps' first thread does.
   int producer_warps = 0;
+  /// With 4 producer warps: register reallocation (SharedLayout::
+  /// producer_registers): the producer warpgroup keeps this many registers
+  /// per thread and leaves after its copies, the MMA warps take the rest;
+  /// 0: none.
+  int producer_registers = 0;
   /// With TMA copies: copy A and B first into workspaces whose rows are
   /// padded to 16-byte multiples, and let the TMA read those
   /// (SharedLayout::tma_padded_copy): for shapes whose rows the TMA cannot

@@ -152,6 +152,11 @@ public:
                                      "with the TMA's copies: warps of their own issue them (warp specialization, "
                                      "1 to 4, past the MMA warps in the block); 0: the MMA warps' first thread",
                                      0, 4};
+  GeneratorParam<int> producer_registers{this, "producer-registers", 0,
+                                         "with --producer-warps=4: register reallocation, the producer warpgroup "
+                                         "keeps this many registers per thread (24 to 256, a multiple of 8) and "
+                                         "the MMA warps take the rest (setmaxnreg); 0: none",
+                                         0, 256};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
@@ -252,7 +257,7 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
+             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
              &a_padding, &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
@@ -344,6 +349,10 @@ public:
                    "which this kernel does not use (they need --mma=warpgroup, bf16 or f16, 3 or more stages and "
                    "--tma); leave the flag out");
       tiling.producer_warps = producer_warps;
+      if (producer_registers > 0 && producer_warps != 4)
+        user_error("--producer-registers=", static_cast<int>(producer_registers), ": registers are reallocated per "
+                   "warpgroup, so it takes --producer-warps=4");
+      tiling.producer_registers = producer_registers;
       if (tma_padded_copies && !tiling.uses_tma())
         user_error("--tma-padded-copies: the padded copies are what the TMA reads, and this kernel does not use it "
                    "(it needs --mma=warpgroup, bf16 or f16, 3 or more stages and --tma); leave the flag out");

@@ -1,0 +1,166 @@
+// Register reallocation (SharedLayout::producer_registers): a producer
+// warpgroup gives its registers back (setmaxnreg.dec), issues the TMA
+// copies and leaves the kernel; the MMA warpgroups take what it freed
+// (setmaxnreg.inc). The CPU runs the same statements (the reallocation and
+// the exit are no-ops there) against the double reference, the K = 1 / K =
+// 3 pair included; the nest shows the counts, the exit, and barriers that
+// count only the MMA warps; ptxas honours it (no C7507 / C7508, the
+// launch's registers as computed); the rules; the verifier after the split.
+
+#include "examples/Reference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "NarrowOutputError.h"
+#include "WarpgroupGemms.h"
+#include "codegen/PtxAssembler.h"
+#include "scheduler/SplitWarpRoles.h"
+#include "scheduler/StageWithTma.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// One 64 x 64 MMA warpgroup, a producer warpgroup keeping `registers`.
+MmaTiling small_tiling(int registers = 40, int stages = 3) {
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
+  t.producer_warps = 4;
+  t.producer_registers = registers;
+  t.min_blocks_per_sm = 2;
+  return t;
+}
+
+// 128 x 256 tiles of two 64 x 256 MMA warpgroups, 4 stages, one block per
+// SM: 384 threads, 168 registers each at launch.
+MmaTiling wide_tiling(int registers = 40) {
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.block_n = t.warp_n = 256;
+  t.min_blocks_per_sm = 1;
+  t.stages = 4;
+  t.producer_warps = 4;
+  t.producer_registers = registers;
+  return t;
+}
+
+double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
+  return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 9);
+}
+
+} // namespace
+
+TEST_CASE("the MMA warps' registers are what the launch gives less what the producers keep") {
+  CHECK(launch_registers(384, 1) == 168); // 65536 / 384 = 170, down to a multiple of 8
+  CHECK(launch_registers(256, 2) == 128);
+  CHECK(launch_registers(128, 1) == 248); // at most 248
+  CHECK(mma_warp_registers(168, 384, 128, 40) == 232);
+  CHECK(mma_warp_registers(128, 256, 128, 40) == 216);
+  CHECK(mma_warp_registers(248, 256, 128, 24) == 240); // at most 240
+}
+
+TEST_CASE("GEMMs + bias + GELU with register reallocation match the double reference, ragged shapes included") {
+  for (int stages : {3, 4}) {
+    CAPTURE(stages);
+    Gemm g = coalesce::testing::bf16_scheduled(small_tiling(40, stages));
+    Pipeline pipeline(g.out);
+    // Rows the TMA describes and rows it does not (the cp.async copies,
+    // which the producer warpgroup leaves at once), partial last k steps.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
+             {70, 72, 131}, {64, 64, 64}, {1, 8, 1}, {130, 136, 200}, {67, 45, 64}, {65, 70, 8}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+  Gemm wide = coalesce::testing::bf16_scheduled(wide_tiling());
+  Pipeline pipeline(wide.out);
+  CHECK(error_against_reference(pipeline, 130, 264, 136) < 4e-3);
+}
+
+TEST_CASE("with register reallocation the fused epilogue still runs once, after the whole reduction (K = 1 / K = 3)") {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = coalesce::testing::bf16_scheduled(small_tiling(), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3, 9}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, 70, 72, K, e) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("the nest shows the reallocation, the producers' exit, and barriers of the MMA warps alone") {
+  Gemm g = coalesce::testing::bf16_scheduled(wide_tiling());
+  std::string nest = Pipeline(g.out).loop_nest();
+  CHECK_HAS(nest, "registers_decrease(40)");
+  CHECK_HAS(nest, "registers_increase(232)");
+  CHECK_HAS(nest, "thread_exit()");
+  CHECK_HAS(nest, "barrier (the first 256 threads)");
+  // One pipeline over every k step, the partial last one included (no
+  // second pipeline the exited producers could not serve).
+  CHECK_HAS(nest, "for ko in serial(1, ceil(K/64) - 1):");
+  CHECK(nest.find("for ko in serial(K/64") == std::string::npos);
+}
+
+TEST_CASE("ptxas honours the reallocation: 168 registers at launch, 232 for the MMA warps, no spills") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  Gemm g = coalesce::testing::bf16_scheduled(wide_tiling());
+  Pipeline pipeline(g.out);
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+  CHECK_HAS(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;");
+  CHECK_HAS(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;");
+  CHECK_HAS(ptx, "exit;");
+  PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+  coalesce::testing::check_assembled_cleanly(assembled);
+  // The pool the MMA warps draw from is the launch's registers: ptxas
+  // must allocate what launch_registers assumed, or setmaxnreg.inc would
+  // wait forever.
+  CHECK(assembled.kernels.front().registers == launch_registers(384, 1));
+}
+
+TEST_CASE("register reallocation is refused where it cannot work") {
+  auto refused = [](const MmaTiling &t) {
+    return coalesce::testing::user_error_of([&] {
+      Gemm g = coalesce::testing::bf16_scheduled(t);
+      Pipeline(g.out).loop_nest();
+    });
+  };
+  CHECK_HAS(refused(small_tiling(20)), "a multiple of 8 from 24 to 256");
+  CHECK_HAS(refused(small_tiling(44)), "a multiple of 8 from 24 to 256");
+  MmaTiling one_warp = small_tiling();
+  one_warp.producer_warps = 1;
+  CHECK_HAS(refused(one_warp), "registers are reallocated per warpgroup (setmaxnreg), so it takes producer_warps = 4");
+  MmaTiling unknown = small_tiling();
+  unknown.min_blocks_per_sm = 0;
+  CHECK_HAS(refused(unknown), "set gpu_min_blocks_per_sm on 'out'");
+  CHECK_HAS(refused(small_tiling(128)), "ask for fewer than 128 producer registers");
+  MmaTiling split = small_tiling();
+  split.split_k = 2;
+  CHECK_HAS(refused(split), "use producer_registers = 0 with split_k");
+}
+
+TEST_CASE("the verifier after the split refuses a barrier of the whole block after producers left") {
+  auto internal_error_of = [](const Stmt &s) -> std::string {
+    try {
+      split_warp_roles(s, 1, 4, 128);
+    } catch (const InternalError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  Stmt exit = Evaluate::make(Call::make_intrinsic(Intrinsic::ThreadExit, Int(32), {}));
+  CHECK_HAS(internal_error_of(Block::make({exit, Barrier::make()})), "a barrier of the whole block after producer warps");
+  CHECK(internal_error_of(Block::make({exit, Barrier::make(128)})).empty());
+  CHECK(internal_error_of(Block::make({Barrier::make(), exit})).empty());
+}
