@@ -118,6 +118,7 @@ struct WgmmaKnobs {
   bool cp_async = false;   ///< --cp-async: every thread's cp.async instead of the TMA
   int producer_warps = -1; ///< --producer-warps=N: MmaTiling::producer_warps (-1: the tiling's)
   int producer_registers = -1; ///< --producer-registers=N: MmaTiling::producer_registers (-1: the tiling's)
+  int persistent_blocks = -1;  ///< --persistent-blocks=N: MmaTiling::persistent_blocks (-1: the tiling's)
 };
 
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
@@ -157,6 +158,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.producer_warps = wgmma.producer_warps;
     if (wgmma.producer_registers >= 0)
       tiling.producer_registers = wgmma.producer_registers;
+    if (wgmma.persistent_blocks >= 0)
+      tiling.persistent_blocks = wgmma.persistent_blocks;
     pad_copies_where_rows_are_ragged(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
@@ -247,6 +250,11 @@ Options parse_options(int argc, char **argv) {
                                      "this many registers per thread (24 to 256, a multiple of 8) and the MMA "
                                      "warps take the rest (setmaxnreg); 0: none, the default"),
       cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> persistent_blocks_flag(
+      "persistent-blocks", cl::desc("with --tensor-cores or --wgmma: run the tiles on at most this many blocks, "
+                                    "each walking tiles a grid apart (gpu_persistent_blocks); 0: a block per "
+                                    "tile, the default"),
+      cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -306,6 +314,12 @@ Options parse_options(int argc, char **argv) {
       usage_error("bad value '" + producer_warps_flag + "' for --producer-warps: expected 0 to 4");
     if (!options.warpgroup || options.wgmma.cp_async)
       usage_error("--producer-warps issues the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
+  }
+  if (persistent_blocks_flag.getNumOccurrences()) {
+    options.wgmma.persistent_blocks =
+        persistent_blocks_flag == "0" ? 0 : parse_extent("--persistent-blocks", persistent_blocks_flag);
+    if (!options.tensor_cores)
+      usage_error("--persistent-blocks sizes the tensor-core schedule's grid: give --tensor-cores or --wgmma");
   }
   if (producer_registers_flag.getNumOccurrences()) {
     options.wgmma.producer_registers =

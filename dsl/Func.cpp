@@ -572,6 +572,15 @@ const std::string &Func::name() const { return contents_->name; }
 
 bool Func::has_updates() const { return !contents_->updates.empty(); }
 
+Func &Func::gpu_persistent_blocks(int blocks) {
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (blocks < 1 || blocks > 65535)
+      user_error("gpu_persistent_blocks of '", name(), "' is ", blocks, "; it must be between 1 and 65535 blocks");
+    contents_->schedule.persistent_blocks = blocks;
+    return *this;
+  });
+}
+
 Func &Func::partition_full_tiles(bool enable) {
   contents_->schedule.partition_full_tiles = enable;
   return *this;

@@ -213,6 +213,12 @@ public:
   /// in the L2 cache. Needs two block loops (gpu_blocks({row, column})); it
   /// only reorders the blocks, so it never changes the result.
   Func &gpu_block_groups(int rows);
+  /// Runs this (output) Func's tiles on at most `blocks` GPU blocks (a
+  /// persistent grid): block b computes tiles b, b + blocks, b + 2 blocks,
+  /// ... of the row-major (or gpu_block_groups) order, one after another.
+  /// Needs two block loops; each tile is computed once either way, so it
+  /// never changes the result.
+  Func &gpu_persistent_blocks(int blocks);
 
 private:
   std::shared_ptr<internal::FuncContents> contents_;

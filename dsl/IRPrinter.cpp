@@ -178,6 +178,8 @@ private:
       out_ << "  # reduction of " << op->reduction_of;
     if (op->role == LoopRole::ProducerWarps)
       out_ << "  # producer warps";
+    if (op->role == LoopRole::PersistentTiles)
+      out_ << "  # the tiles of this block of a persistent grid";
     if (op->role == LoopRole::PaddedCopy && op->for_kind == ForKind::GpuBlock)
       out_ << "  # a kernel of its own: a copy with rows padded to 16-byte multiples for the TMA";
     out_ << "\n";

@@ -209,6 +209,9 @@ struct FuncSchedule {
   /// For the output: its blocks run in groups of this many block rows
   /// (gpu_block_groups; 0: row by row).
   int block_group_rows = 0;
+  /// For the output: its tiles run on at most this many blocks, each
+  /// walking tiles a grid apart (gpu_persistent_blocks; 0: a block a tile).
+  int persistent_blocks = 0;
   /// For the output: whether its per-element statements get a copy without
   /// bounds guards for blocks whose tile lies inside (partition_full_tiles;
   /// unset: yes).

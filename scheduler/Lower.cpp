@@ -27,6 +27,7 @@
 #include "scheduler/InputReads.h"
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
+#include "scheduler/PersistentBlocks.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
@@ -104,6 +105,8 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // Last: a permutation of the blocks, after every check of the plain nest.
   s = attributed_to("group_gpu_blocks", [&] { return group_gpu_blocks(s, env); });
   log("group_gpu_blocks", s);
+  s = attributed_to("make_blocks_persistent", [&] { return make_blocks_persistent(s, env); });
+  log("make_blocks_persistent", s);
   // The copies run before the nest that reads them: nests of their own.
   s = attributed_to("pad_tma_inputs", [&] { return pad_tma_inputs(s, env); });
   log("pad_tma_inputs", s);

@@ -117,6 +117,9 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   if (schedule.block_group_rows > 0)
     user_error("in schedule for '", func.name, "': gpu_block_groups orders the blocks of the output's kernels; '",
                func.name, "' is not the output (call it on '", env.output().name, "')");
+  if (schedule.persistent_blocks > 0)
+    user_error("in schedule for '", func.name, "': gpu_persistent_blocks sizes the grid of the output's kernels; '",
+               func.name, "' is not the output (call it on '", env.output().name, "')");
   if (schedule.partition_full_tiles)
     user_error("in schedule for '", func.name, "': partition_full_tiles applies to the output's statements; '",
                func.name, "' is not the output (call it on '", env.output().name, "')");

@@ -140,14 +140,33 @@ namespace {
 // Defence in depth: once threads may have left the kernel (thread_exit, the
 // producer warps with register reallocation), a barrier of the whole block
 // or last_arrival's would wait for them forever. Conservative: any such
-// meeting after any exit, in program order.
+// meeting after any exit in program order, or anywhere in a loop whose body
+// exits (its next iteration comes after the exit).
 void check_no_whole_block_meeting_after_exit(const Stmt &s) {
+  struct Find : IRVisitor {
+    bool exit = false, meeting = false;
+    using IRVisitor::visit;
+    void visit(const Barrier *op) override { meeting |= op->threads == 0; }
+    void visit(const Call *op) override {
+      exit |= op->intrinsic == Intrinsic::ThreadExit;
+      meeting |= op->intrinsic == Intrinsic::LastArrival;
+      IRVisitor::visit(op);
+    }
+  };
   struct Check : IRVisitor {
     bool exited = false;
     using IRVisitor::visit;
     void visit(const Barrier *op) override {
       if (exited && op->threads == 0)
         internal_error("a barrier of the whole block after producer warps left the kernel (thread_exit)");
+    }
+    void visit(const For *op) override {
+      Find find;
+      find.visit_stmt(op->body);
+      if (find.exit && find.meeting)
+        internal_error("loop '", op->name, "' has producer warps leave the kernel (thread_exit) and a barrier of the "
+                       "whole block, which its next iteration would wait at for them forever");
+      IRVisitor::visit(op);
     }
     void visit(const Call *op) override {
       if (op->intrinsic == Intrinsic::ThreadExit)

@@ -493,6 +493,11 @@ private:
                    "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
                    "but split_k's last block combines the slices behind barriers of the whole block; use "
                    "producer_registers = 0 with split_k");
+      if (env_.output().schedule.persistent_blocks > 0)
+        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+                   "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
+                   "but on a persistent grid (gpu_persistent_blocks) the block's next tile needs them again; use "
+                   "producer_registers = 0 with gpu_persistent_blocks");
       if (blocks < 1)
         user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
                    "(SharedLayout::producer_registers), which needs the launch's registers per thread known: set "

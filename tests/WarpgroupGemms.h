@@ -25,6 +25,20 @@ inline MmaTiling one_tile_tma_tiling(MmaKind kind, int stages = 3) {
   return t;
 }
 
+/// Two warpgroups of 64 x 128 on a 128 x 128 tile, three stages, two
+/// blocks per SM, TMA copies (for 16-bit kinds): default_mma_tiling's
+/// choice where 128 x 256 tiles would leave multiprocessors idle, and the
+/// structure the nest tests spell out.
+inline MmaTiling two_warpgroup_tiling(MmaKind kind) {
+  MmaTiling t = default_mma_tiling(kind, 4096, 4096, GpuTarget().sm_count());
+  t.block_m = t.block_n = 128;
+  t.warp_m = 64;
+  t.warp_n = 128;
+  t.stages = 3;
+  t.min_blocks_per_sm = 2;
+  return t;
+}
+
 /// A GEMM + epilogue `e` with inputs of type `in` and output `out`,
 /// scheduled with schedule_gemm_mma.
 inline examples::Gemm mma_scheduled(const MmaTiling &t, examples::Epilogue e, Type in, Type out) {

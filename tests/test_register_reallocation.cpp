@@ -148,6 +148,9 @@ TEST_CASE("register reallocation is refused where it cannot work") {
   MmaTiling split = small_tiling();
   split.split_k = 2;
   CHECK_HAS(refused(split), "use producer_registers = 0 with split_k");
+  MmaTiling persistent = small_tiling();
+  persistent.persistent_blocks = 4;
+  CHECK_HAS(refused(persistent), "use producer_registers = 0 with gpu_persistent_blocks");
 }
 
 TEST_CASE("the verifier after the split refuses a barrier of the whole block after producers left") {
@@ -163,4 +166,7 @@ TEST_CASE("the verifier after the split refuses a barrier of the whole block aft
   CHECK_HAS(internal_error_of(Block::make({exit, Barrier::make()})), "a barrier of the whole block after producer warps");
   CHECK(internal_error_of(Block::make({exit, Barrier::make(128)})).empty());
   CHECK(internal_error_of(Block::make({Barrier::make(), exit})).empty());
+  // In a loop, the next iteration's barrier comes after this one's exit.
+  CHECK_HAS(internal_error_of(For::make("tile", 0, 4, ForKind::Serial, Block::make({Barrier::make(), exit}))),
+            "its next iteration would wait at for them forever");
 }

@@ -96,7 +96,7 @@ TEST_CASE("a TMA pipeline's fused epilogue runs once, after the whole reduction 
 }
 
 TEST_CASE("the loop nest shows the TMA copies, the barriers' slots and parities, and the cp.async fallback") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.tma = true;
   Gemm g = coalesce::testing::bf16_scheduled(t);
   std::string nest = Pipeline(g.out).loop_nest();
@@ -141,7 +141,7 @@ TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with t
 }
 
 TEST_CASE("the kernel takes one tensor map per input and box, by value, as a grid constant") {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.tma = true;
   Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);
@@ -170,7 +170,7 @@ TEST_CASE("on Hopper the pipeline addresses shared memory in 32 bits: slots, par
   // loop was computed in 64-bit arithmetic (a 64-bit multiply-high per
   // division by the three stages); on the H200 the 32-bit form is 10%
   // faster. sm_80 keeps 64-bit pointers (codegen/NvptxTarget.cpp says why).
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.tma = true;
   REQUIRE(t.stages == 3);
   Gemm g = coalesce::testing::bf16_scheduled(t);

@@ -37,7 +37,7 @@ MmaTiling small_tiling(int producer_warps, int stages = 3) {
 
 // The default 128 x 128 tiling (two warpgroups), with producer warps.
 MmaTiling wide_tiling(int producer_warps) {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.tma = true;
   t.producer_warps = producer_warps;
   return t;

@@ -129,7 +129,9 @@ TEST_CASE("a warpgroup MMA schedule's fused epilogue runs once, after the whole 
 }
 
 TEST_CASE("the loop nest shows the warpgroup MMA, its swizzled tiles and its synchronization") {
-  Gemm g = scheduled(MmaKind::BF16_wgmma_m64k16, cp_async_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096));
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(MmaKind::BF16_wgmma_m64k16);
+  t.tma = false;
+  Gemm g = scheduled(MmaKind::BF16_wgmma_m64k16, t);
   std::string nest = Pipeline(g.out).loop_nest();
   CHECK_HAS(nest, "warpgroup_mma bf16 wgmma m64n128k16");
   CHECK_HAS(nest, "A: stride 1024 B; B: leading 8192 B, stride 1024 B, mn-major; 128-byte swizzle");

@@ -66,10 +66,10 @@ constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
 std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0,
-                    bool padded = false, int producer_registers = 0) {
+                    bool padded = false, int producer_registers = 0, bool persistent = false) {
   return std::string(tma && producer_warps ? "wgmma+tma+producer" : tma ? "wgmma+tma" : warpgroup ? "wgmma" : "mma") +
-         (tma && producer_warps && producer_registers ? "+registers" : "") + (tma && padded ? "+padded " : " ") +
-         reference::precision_name(p) + " (bias_gelu)";
+         (tma && producer_warps && producer_registers ? "+registers" : "") + (persistent ? "+persistent" : "") +
+         (tma && padded ? "+padded " : " ") + reference::precision_name(p) + " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -260,7 +260,7 @@ void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int>
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   const std::string name =
       name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies,
-              tiling.producer_registers);
+              tiling.producer_registers, tiling.persistent_blocks > 0);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -431,6 +431,19 @@ void check_mma(Precision p) {
       check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
                   /*cublas=*/true, true, &realloc);
     }
+    // A persistent grid (gpu_persistent_blocks): as many blocks as
+    // multiprocessors, each walking tiles a grid apart, at ragged shapes,
+    // the K = 1 / K = 3 pair, and against cuBLAS.
+    {
+      MmaTiling persistent = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+      persistent.persistent_blocks = gpu::Device::get().sm_count();
+      for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &persistent);
+      for (const Shape &s : kSmallKShapes)
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &persistent);
+      check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
+                  /*cublas=*/true, true, &persistent);
+    }
     // Row-padded copies the TMA reads (tma_padded_copies): rows that are
     // not 16-byte multiples, the K = 1 / K = 3 pair, the ragged shape
     // against cuBLAS, and with rows that need no padding; then with a
@@ -465,18 +478,20 @@ void mma_sanitizer_case() {
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/true);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
                        /*producer_registers=*/40);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
+                       /*producer_registers=*/0, /*persistent_blocks=*/3);
     // tf32: B copied transposed, element by element, and rounded in place.
     mma_sanitizer_case(true, false, Precision::TF32);
   }
 }
 
 void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded,
-                        int producer_registers) {
+                        int producer_registers, int persistent_blocks) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above); with
   // padded copies, rows it cannot (the copies' own kernels run too).
   const Shape s = tma && !padded ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers);
+  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0);
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
@@ -489,6 +504,7 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
       tiling.stages = 4;
       tiling.producer_registers = producer_registers;
     }
+    tiling.persistent_blocks = persistent_blocks; // fewer blocks than tiles: each walks several
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

@@ -18,6 +18,6 @@ void mma_sanitizer_case();
 /// warps where producer_warps > 0, from row-padded copies with `padded`.
 void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16,
                         int producer_warps = 0, bool padded = false,
-                        int producer_registers = 0);
+                        int producer_registers = 0, int persistent_blocks = 0);
 
 } // namespace coalesce::gpu_check

@@ -13,6 +13,7 @@ std::string MmaTiling::str() const {
                  stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
                  min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
+                 persistent_blocks ? str_cat(", a persistent grid of ", persistent_blocks, " blocks") : std::string(),
                  uses_tma() ? ", TMA copies" : "",
                  uses_tma() && producer_warps ? str_cat(" issued by ", producer_warps, " producer warp",
                                                         producer_warps > 1 ? "s" : "")
@@ -60,11 +61,21 @@ MmaTiling first_filling(const Tile (&tiles)[Count], MmaKind kind, int64_t M, int
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   bool tf32 = mma_rounds_to_tf32(kind);
   if (is_warpgroup_mma(kind)) {
-    // Two warpgroups of 64 x 128 (64 accumulators per thread) on a 128 x 128
-    // tile, k step 64 (one 128-byte swizzled row of A), three stages: 96 KiB
-    // of shared memory, two blocks per SM.
+    // bf16/f16 where the tiles still fill every multiprocessor: two
+    // warpgroups of 64 x 256 (128 accumulators per thread, 244 registers,
+    // no spills) on a 128 x 256 tile, four stages (192 KiB of shared
+    // memory), one block per SM. On the H200 (coalesce-main, one session):
+    // 4096^3 0.257 -> 0.247 ms, 8192^3 2.09 -> 1.85 ms against 128 x 128
+    // tiles; as fast as four 64 x 128 warpgroups there (0.248, 1.840), which
+    // spill at their 128 registers. Else two warpgroups of 64 x 128 (64
+    // accumulators per thread) on a 128 x 128 tile, k step 64 (one 128-byte
+    // swizzled row of A), three stages: 96 KiB of shared memory, two blocks
+    // per SM. tf32's copies need too many registers for 64 x 256.
+    const Tile wide_tiles[] = {{128, 256, 64, 256, 1}, {128, 128, 64, 128, 2}, {128, 64, 64, 64, 2},
+                               {64, 64, 64, 64, 2}};
     const Tile group_tiles[] = {{128, 128, 64, 128, 2}, {128, 64, 64, 64, 2}, {64, 64, 64, 64, 2}};
-    MmaTiling tiling = first_filling(group_tiles, kind, M, N, sm_count);
+    MmaTiling tiling = tf32 ? first_filling(group_tiles, kind, M, N, sm_count)
+                            : first_filling(wide_tiles, kind, M, N, sm_count);
     // tf32 asks for one block per SM: its copies (B transposed element by
     // element, then every element rounded to tf32 in place) need 196
     // registers, and at two blocks' 128 ptxas spilled (160 bytes).
@@ -73,7 +84,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     // tf32: k step 32, one 128-byte row of f32, so the tiles take the same
     // 96 KiB (A and B 16 KiB per stage, as bf16's at k step 64).
     tiling.k_step = tf32 ? 32 : 64;
-    tiling.stages = 3;
+    tiling.stages = tiling.block_n == 256 ? 4 : 3;
     tiling.a_padding = tiling.b_padding = 0;
     // Tiles copied by the TMA: at bf16 4096^3 on the H200, 0.368 -> 0.294
     // ms against every thread's cp.async copies (which stay in the kernel
@@ -124,6 +135,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   if (t.block_group_rows > 0)
     out.gpu_block_groups(t.block_group_rows);
+  if (t.persistent_blocks > 0)
+    out.gpu_persistent_blocks(t.persistent_blocks);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
   // elements of padding per row, the 32 lanes of one read hit 32 banks.
   SharedLayout a_layout, b_layout;

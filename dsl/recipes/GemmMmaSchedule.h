@@ -26,6 +26,7 @@ struct MmaTiling {
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
+  int persistent_blocks = 0;        ///< gpu_persistent_blocks (0: a block per tile)
   /// Warpgroup MMAs: copy the tiles with the TMA (SharedLayout::tma)
   /// instead of cp.async where the pipeline has 3 or more stages
   /// (default_mma_tiling's choice for warpgroup MMAs).
@@ -61,9 +62,11 @@ struct MmaTiling {
 /// tf32 (64 bytes of each staged row either way), three pipeline stages.
 /// tf32 keeps 64 x 32 warp
 /// tiles and one block per SM at 128x128: its fragments need more registers
-/// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds: 64 x 128 per
-/// warpgroup on 128 x 128 (then 64 x 64 tiles), k step of one 128-byte row
-/// (64 bf16/f16, 32 tf32), three stages, copies by the TMA (bf16/f16) or
+/// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds: bf16/f16
+/// take 64 x 256 per warpgroup on 128 x 256 with four stages and one block
+/// per SM where those tiles fill the GPU; otherwise (and tf32) 64 x 128 per
+/// warpgroup on 128 x 128 (then 64 x 64 tiles), three stages; k step of one
+/// 128-byte row (64 bf16/f16, 32 tf32), copies by the TMA (bf16/f16) or
 /// by cp.async (tf32, whose B the copies transpose).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// The same, and the reduction split across blocks when the tiles leave

@@ -1,0 +1,24 @@
+#pragma once
+// Lowering pass: the output's two GPU block loops, when its schedule asks
+// for gpu_persistent_blocks(P), become a grid of at most P blocks, each
+// walking the tiles P apart in the linear (row-major, or grouped) order:
+//
+//   for bi in gpu_block.y(0, R):        for bi_persistent in gpu_block.x(0, min(R*C, P)):
+//     for bj in gpu_block.x(0, C):  ->    for bi_tile in serial(0, (R*C - bi_persistent + P - 1)/P):
+//       body                                let bi.linear = bi_persistent + bi_tile*P
+//                                           let bi = bi.linear/C
+//                                           let bj = bi.linear % C
+//                                           body
+//
+// Block b computes tiles b, b + P, ..., each exactly once, so the result is
+// the same (the CPU runs the same loops). After group_gpu_blocks, whose
+// grouped order it then follows. The output's nest must have exactly its two
+// block loops, rows (y) around columns (x): split_k's third is refused.
+
+#include "scheduler/Environment.h"
+
+namespace coalesce {
+
+Stmt make_blocks_persistent(const Stmt &s, const Environment &env);
+
+} // namespace coalesce
