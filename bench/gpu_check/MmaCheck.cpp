@@ -498,7 +498,9 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
     tiling.tma = warpgroup && tma;
     tiling.producer_warps = producer_warps;
     tiling.tma_padded_copies = padded;
-    if (producer_registers > 0) { // two 64 x 256 MMA warpgroups, one block per SM
+    if (producer_registers > 0) { // 128 x 256 tiles of two 64 x 256 MMA warpgroups, one block per SM
+      tiling.block_m = 128;
+      tiling.warp_m = 64;
       tiling.block_n = tiling.warp_n = 256;
       tiling.min_blocks_per_sm = 1;
       tiling.stages = 4;
