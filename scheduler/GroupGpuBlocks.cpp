@@ -10,30 +10,6 @@ namespace coalesce {
 
 namespace {
 
-// Whether `s` binds or reads a variable called `name`.
-bool binds(const Stmt &s, const std::string &name) {
-  class Find : public IRVisitor {
-  public:
-    explicit Find(const std::string &n) : name_(n) {}
-    bool found = false;
-
-  private:
-    using IRVisitor::visit;
-    const std::string &name_;
-    void visit(const For *op) override {
-      found |= op->name == name_;
-      IRVisitor::visit(op);
-    }
-    void visit(const LetStmt *op) override {
-      found |= op->name == name_;
-      IRVisitor::visit(op);
-    }
-    void visit(const Variable *op) override { found |= op->name == name_; }
-  } find(name);
-  find.visit_stmt(s);
-  return find.found;
-}
-
 class GroupBlocks : public IRMutator {
 public:
   GroupBlocks(int rows, std::string owner) : rows_(rows), owner_(std::move(owner)) {}
@@ -64,7 +40,7 @@ private:
     // nest already binds is not taken twice.
     std::string row_loop = op->name + "_grouped", column_loop = inner->name + "_grouped";
     for (const std::string &name : {row_loop, column_loop})
-      if (binds(self, name))
+      if (binds_or_reads(self, name))
         user_error("in schedule for '", owner_, "': gpu_block_groups names its block loops '",
                    loop_short_name(name), "', which the schedule already uses; rename that loop");
     Expr row = Variable::make(Int(32), row_loop), column = Variable::make(Int(32), column_loop);

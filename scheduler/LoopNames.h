@@ -5,6 +5,7 @@
 // find and report loops share these few rules.
 
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/Environment.h"
 
 #include <string>
@@ -13,6 +14,31 @@ namespace coalesce {
 
 /// "acc.s1." : the prefix of every loop variable of stage `stage` of `func`.
 inline std::string stage_prefix(const std::string &func, size_t stage) { return str_cat(func, ".s", stage, "."); }
+
+/// Whether `s` binds (a loop or let) or reads a variable called `name`: a
+/// pass that adds a loop or let of that name must not capture it.
+inline bool binds_or_reads(const Stmt &s, const std::string &name) {
+  class Find : public IRVisitor {
+  public:
+    explicit Find(const std::string &n) : name_(n) {}
+    bool found = false;
+
+  private:
+    using IRVisitor::visit;
+    const std::string &name_;
+    void visit(const For *op) override {
+      found |= op->name == name_;
+      IRVisitor::visit(op);
+    }
+    void visit(const LetStmt *op) override {
+      found |= op->name == name_;
+      IRVisitor::visit(op);
+    }
+    void visit(const Variable *op) override { found |= op->name == name_; }
+  } find(name);
+  find.visit_stmt(s);
+  return find.found;
+}
 
 /// "ko" for "acc.s1.ko" (and for copies' names like "A_shared.acc.s1.ko").
 inline std::string loop_short_name(const std::string &qualified) {

@@ -10,30 +10,6 @@ namespace coalesce {
 
 namespace {
 
-// Whether `s` binds or reads a variable called `name`.
-bool mentions(const Stmt &s, const std::string &name) {
-  class Find : public IRVisitor {
-  public:
-    explicit Find(const std::string &n) : name_(n) {}
-    bool found = false;
-
-  private:
-    using IRVisitor::visit;
-    const std::string &name_;
-    void visit(const For *op) override {
-      found |= op->name == name_;
-      IRVisitor::visit(op);
-    }
-    void visit(const LetStmt *op) override {
-      found |= op->name == name_;
-      IRVisitor::visit(op);
-    }
-    void visit(const Variable *op) override { found |= op->name == name_; }
-  } find(name);
-  find.visit_stmt(s);
-  return find.found;
-}
-
 bool has_block_loop(const Stmt &s) {
   struct Find : IRVisitor {
     bool found = false;
@@ -71,7 +47,7 @@ private:
     std::string block_loop = op->name + "_persistent", tile_loop = op->name + "_tile",
                 linear_name = op->name + ".tile_index";
     for (const std::string &name : {block_loop, tile_loop})
-      if (mentions(self, name))
+      if (binds_or_reads(self, name))
         user_error("in schedule for '", owner_, "': gpu_persistent_blocks names its loops '",
                    loop_short_name(block_loop), "' and '", loop_short_name(tile_loop),
                    "', which the schedule already uses; rename that loop");
