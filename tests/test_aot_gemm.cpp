@@ -258,6 +258,33 @@ TEST_CASE("gemm: --producer-warps gives the TMA copies warps of their own; witho
   }
 }
 
+TEST_CASE("gemm: --producer-registers and --persistent-blocks reach the warpgroup schedule; misuse is refused") {
+  TempDir dir;
+  Result realloc = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --producer-warps=4 --producer-registers=40 "
+                       "--name=gemm_regs --output-dir=.",
+                       dir.path);
+  INFO(realloc.err);
+  REQUIRE(realloc.status == 0);
+  std::string ptx = read_file(dir / "gemm_regs.ptx");
+  CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 \t40;") != std::string::npos);
+  CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 \t232;") != std::string::npos);
+  // The persistent grid: the launcher sizes it as the kernel's loop does.
+  Result persistent =
+      aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --persistent-blocks=132 --name=gemm_p --output-dir=.",
+          dir.path);
+  INFO(persistent.err);
+  REQUIRE(persistent.status == 0);
+  CHECK(read_file(dir / "gemm_p.cpp").find("std::min(") != std::string::npos);
+  for (const char *flags : {"--dtype=bf16 --mma=warpgroup --producer-warps=1 --producer-registers=40",
+                            "--persistent-blocks=8"}) {
+    TempDir other;
+    Result refused = aot(std::string(flags) + " --output-dir=.", other.path);
+    INFO(flags);
+    CHECK(refused.status == 1);
+    CHECK(other.entries().empty());
+  }
+}
+
 TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their own, in the caller's workspace") {
   // --K=4097 fixed: A's rows are not whole 16 bytes, so the copies are on
   // by themselves; with run-time sizes, --tma-padded-copies asks for them.

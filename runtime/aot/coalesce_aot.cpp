@@ -173,6 +173,10 @@ public:
                                    "run the blocks in groups of this many block rows (gpu_block_groups); 0: row "
                                    "by row",
                                    0, 1024};
+  GeneratorParam<int> persistent_blocks{this, "persistent-blocks", 0,
+                                        "tensor-core schedules: run the tiles on at most this many blocks, each "
+                                        "walking tiles a grid apart (gpu_persistent_blocks); 0: a block per tile",
+                                        0, 65535};
   GeneratorParam<int> sm_count{this, "sm-count", 0,
                                "multiprocessors the shape-aware choices (the tile, --split-k=0) give work to; "
                                "0: those of the --target's GPU (132 for sm_90a, the H200's)",
@@ -257,7 +261,7 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
+             &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
              &a_padding, &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
@@ -340,6 +344,7 @@ public:
       if (b_padding >= 0)
         tiling.b_padding = b_padding;
       tiling.block_group_rows = block_groups;
+      tiling.persistent_blocks = persistent_blocks;
       if (dtype == InputType::TF32 && mma == MmaFamily::Warpgroup && tma.is_set() && tma)
         user_error("--tma=true with --dtype=tf32 --mma=warpgroup: the tf32 warpgroup MMA reads B transposed (K-major) "
                    "from shared memory, which the TMA cannot copy; leave --tma out (the copies are cp.async)");
@@ -386,6 +391,9 @@ public:
     tiling.threads_n = columns / per_thread_n;
     tiling.k_step = k_step > 0 ? static_cast<int>(k_step) : 8;
     tiling.block_group_rows = block_groups;
+    if (persistent_blocks > 0)
+      user_error("--persistent-blocks=", static_cast<int>(persistent_blocks), ": persistent grids are offered for "
+                 "the tensor-core schedules (--mma=warp or --mma=warpgroup); leave the flag out for the FFMA one");
     if (stages > 0)
       tiling.stages = stages;
     else if (!double_buffered)
