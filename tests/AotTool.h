@@ -71,6 +71,18 @@ inline Result aot(const std::string &args, const fs::path &directory) {
   return run_tool(kTool, args, directory);
 }
 
+/// Runs the tool with `args` (writing to the current directory) in an empty
+/// directory: it must fail with exit status 1, naming `message`, and write
+/// nothing.
+inline void check_refused(const std::string &args, const std::string &message) {
+  TempDir dir;
+  Result refused = aot(args + " --output-dir=.", dir.path);
+  INFO(args, "\n", refused.err);
+  CHECK(refused.status == 1);
+  CHECK(refused.contains(message));
+  CHECK(dir.entries().empty());
+}
+
 inline bool have_program(const std::string &name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }
