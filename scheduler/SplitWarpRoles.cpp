@@ -67,21 +67,6 @@ private:
   }
 };
 
-// The barriers of a part only the other threads run: theirs alone.
-class OthersBarriers : public IRMutator {
-public:
-  explicit OthersBarriers(int threads) : threads_(threads) {}
-
-private:
-  using IRMutator::visit;
-  int threads_;
-  Stmt visit(const Barrier *op, const Stmt &self) override {
-    COALESCE_INTERNAL_ASSERT(op->threads == 0 || op->threads == threads_,
-                             "a barrier of ", op->threads, " threads inside the part of the other ", threads_);
-    return Barrier::make(threads_);
-  }
-};
-
 class Split : public IRMutator {
 public:
   Split(int dim, int others, int other_threads)
@@ -117,7 +102,7 @@ private:
         // barriers of their own (the MMA loops of the cp.async pipeline).
         flush();
         result.push_back(IfThenElse::make(
-            other_, OthersBarriers(other_threads_).mutate(KeepRole(other_, producer_).mutate(s))));
+            other_, count_barriers(KeepRole(other_, producer_).mutate(s), other_threads_)));
       } else if (meets.any()) {
         flush();
         result.push_back(mutate(s));
@@ -131,6 +116,23 @@ private:
 };
 
 } // namespace
+
+Stmt count_barriers(const Stmt &s, int threads) {
+  class Count : public IRMutator {
+  public:
+    explicit Count(int threads) : threads_(threads) {}
+
+  private:
+    using IRMutator::visit;
+    int threads_;
+    Stmt visit(const Barrier *op, const Stmt &self) override {
+      COALESCE_INTERNAL_ASSERT(op->threads == 0 || op->threads == threads_, "a barrier of ", op->threads,
+                               " threads inside a part of the block's first ", threads_);
+      return op->threads == threads_ ? self : Barrier::make(threads_);
+    }
+  } count(threads);
+  return count.mutate(s);
+}
 
 Expr on_producer_warps(int dim, int others) { return thread_index(dim) >= others; }
 Expr on_other_warps(int dim, int others) { return thread_index(dim) < others; }

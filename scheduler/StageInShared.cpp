@@ -479,15 +479,10 @@ private:
     p.barriers = tma_barrier_name(tiles.front().input->name);
     p.producer_warps = tiles.front().layout.producer_warps;
     p.producer_registers = tiles.front().layout.producer_registers;
+    p.blocks_per_sm = env_.output().schedule.min_blocks_per_sm;
     if (p.producer_registers > 0) {
-      // The launch's registers per thread are what ptxas allocates at
-      // entry for the block size and the blocks per SM asked for; the MMA
-      // warps take what the producer warpgroup gives back.
-      int blocks = env_.output().schedule.min_blocks_per_sm;
-      int mma_threads = 1;
-      for (const BlockThreadLoop &t : p.threads)
-        mma_threads *= static_cast<int>(*as_const_int(t.extent));
-      int producer_threads = 32 * p.producer_warps, block_threads = mma_threads + producer_threads;
+      // What the pipeline cannot reallocate around (the count the MMA
+      // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
       if (env_.output().schedule.split_k.requested())
         user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
                    "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
@@ -498,18 +493,10 @@ private:
                    "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
                    "but on a persistent grid (gpu_persistent_blocks) the block's next tile needs them again; use "
                    "producer_registers = 0 with gpu_persistent_blocks");
-      if (blocks < 1)
+      if (p.blocks_per_sm < 1)
         user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
                    "(SharedLayout::producer_registers), which needs the launch's registers per thread known: set "
                    "gpu_min_blocks_per_sm on '", env_.output().name, "'");
-      int launch = launch_registers(block_threads, blocks);
-      p.mma_registers = mma_warp_registers(launch, block_threads, producer_threads, p.producer_registers);
-      if (p.producer_registers >= launch || p.mma_registers <= launch)
-        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
-                   "(SharedLayout::producer_registers = ", p.producer_registers, "), but a launch of ", block_threads,
-                   " threads, ", blocks, " block", blocks > 1 ? "s" : "", " per SM, gives ", launch,
-                   " per thread, so the producer warps would not give any back for the MMA warps (",
-                   p.mma_registers, "): ask for fewer than ", launch, " producer registers");
     }
     p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
     p.fallback = fallback;

@@ -2,8 +2,8 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
-#include "dsl/IRVisitor.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/SplitWarpRoles.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Substitute.h"
 
@@ -50,23 +50,12 @@ private:
   Stmt fallback() const {
     if (p_.producer_registers == 0)
       return p_.fallback;
-    class CountMmaThreads : public IRMutator {
-    public:
-      explicit CountMmaThreads(int threads) : threads_(threads) {}
-
-    private:
-      using IRMutator::visit;
-      int threads_;
-      Stmt visit(const Barrier *op, const Stmt &self) override {
-        return op->threads == 0 ? Barrier::make(threads_) : self;
-      }
-    } count(static_cast<int>(mma_threads()));
     return Block::make({producer_threads("fallback_registers",
                                          Block::make({call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}),
                                                       call(Intrinsic::ThreadExit)}),
                                          false),
-                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(p_.mma_registers)})),
-                        count.mutate(p_.fallback)});
+                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})),
+                        count_barriers(p_.fallback, static_cast<int>(mma_threads()))});
   }
 
   // The MMA threads' first thread issues every copy, after a block-wide
@@ -127,7 +116,7 @@ private:
       // theirs back, the MMA warps take them (blocking until freed).
       prologue.push_back(producer_threads("producer_registers",
                                           call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}), false));
-      prologue.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(p_.mma_registers)})));
+      prologue.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})));
     }
     prologue.push_back(producer_thread("producer_first", Block::make(first)));
 
@@ -223,6 +212,23 @@ private:
     return n;
   }
   int mma_warps() const { return static_cast<int>(mma_threads() / 32); }
+
+  // With register reallocation: what the MMA warps take, from the launch's
+  // registers (ptxas allocates them at entry for the block's threads and
+  // the blocks per SM asked for) less what the producer warpgroup keeps.
+  int mma_registers() const {
+    int producer_threads = 32 * p_.producer_warps;
+    int block_threads = static_cast<int>(mma_threads()) + producer_threads;
+    int launch = launch_registers(block_threads, p_.blocks_per_sm);
+    int mma = mma_warp_registers(launch, block_threads, producer_threads, p_.producer_registers);
+    if (p_.producer_registers >= launch || mma <= launch)
+      user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' reallocate registers "
+                 "(SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ", block_threads,
+                 " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "", " per SM, gives ", launch,
+                 " per thread, so the producer warps would not give any back for the MMA warps (", mma,
+                 "): ask for fewer than ", launch, " producer registers");
+    return mma;
+  }
   // The thread loop of the outermost GPU dimension the MMA threads use: the
   // one the producer warps extend, past its extent.
   const BlockThreadLoop &outermost_dim() const {

@@ -95,9 +95,10 @@ struct TmaPipeline {
   std::string barriers;         ///< the name of the (full) mbarrier array
   int producer_warps = 0;       ///< SharedLayout::producer_warps; 0: the MMA warps issue
   /// With register reallocation (SharedLayout::producer_registers): the
-  /// producer warpgroup's registers per thread, and the MMA warps' (see
-  /// mma_warp_registers); 0: none.
-  int producer_registers = 0, mma_registers = 0;
+  /// producer warpgroup's registers per thread (0: none), and the blocks per
+  /// SM the output asks for, which fix the launch's registers and so the
+  /// MMA warps' count (mma_warp_registers).
+  int producer_registers = 0, blocks_per_sm = 0;
   std::string empty_barriers;   ///< with producer warps: the name of the empty mbarriers
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
 };
