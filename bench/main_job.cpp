@@ -160,7 +160,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.producer_registers = wgmma.producer_registers;
     if (wgmma.persistent_blocks >= 0)
       tiling.persistent_blocks = wgmma.persistent_blocks;
-    pad_copies_where_rows_are_ragged(tiling, shape.N, shape.K);
+    use_tma_copies_where_needed(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;

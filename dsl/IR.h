@@ -277,8 +277,8 @@ const char *memory_type_name(MemoryType memory);
 /// [min, min + extent) lies past the other thread loops' extent in its
 /// dimension: the kernel's block grows by it, and the other loops run on
 /// their own threads only (scheduler/FuseGpuThreadLoops.cpp).
-/// PaddedCopy: the loops of a row-padded copy of an input that the TMA
-/// reads (scheduler/PadTmaInputs.h), a nest of its own. PersistentTiles:
+/// PaddedCopy: the loops of the copy of an input that the TMA reads (rows
+/// padded; scheduler/PadTmaInputs.h), a nest of its own. PersistentTiles:
 /// the tiles one block of a persistent grid walks (gpu_persistent_blocks).
 enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, PaddedCopy, PersistentTiles };
 

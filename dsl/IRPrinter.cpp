@@ -181,7 +181,7 @@ private:
     if (op->role == LoopRole::PersistentTiles)
       out_ << "  # the tiles of this block of a persistent grid";
     if (op->role == LoopRole::PaddedCopy && op->for_kind == ForKind::GpuBlock)
-      out_ << "  # a kernel of its own: a copy with rows padded to 16-byte multiples for the TMA";
+      out_ << "  # a kernel of its own: the copy the TMA reads";
     out_ << "\n";
     nested(op->body);
   }

@@ -214,12 +214,15 @@ void check_tma_requests(const FuncContents &func, size_t s) {
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but the TMA copies only the 128-byte "
                  "swizzled tiles that warpgroup MMAs read (mma() with a wgmma kind); use the cp.async copies "
                  "(tma = false) for this stage");
-    // The TMA copies a box as it lies in memory; tf32's B must be stored
-    // transposed (K-major), which only the threads' own copies do.
-    if (warpgroup_mma_reads_b_k_major(stage.mma.kind))
+    // The TMA copies a box as it lies in memory, bits unchanged; tf32's
+    // operands must be rounded to tf32 and its B stored transposed
+    // (K-major), which the copy kernel of tma_padded_copy does first.
+    if (mma_rounds_to_tf32(stage.mma.kind) && !layout.tma_padded_copy)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but ", mma_kind_name(stage.mma.kind),
-                 " reads B K-major, transposed from how it lies in memory, and the TMA cannot transpose; use the "
-                 "cp.async copies (tma = false) for this stage");
+                 " multiplies the bits it finds in shared memory, which must be rounded to tf32 (and B's K-major, "
+                 "transposed from how it lies in memory), and the TMA copies boxes as they lie; set "
+                 "SharedLayout::tma_padded_copy too (a kernel of its own first copies '", staged.input,
+                 "' rounded, B transposed, for the TMA to read), or use the cp.async copies (tma = false)");
     if (!layout.double_buffered || !layout.async_copy || layout.stages < 3)
       user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which feeds a software pipeline of 3 "
                  "or more stages; set double_buffered, async_copy and stages >= 3 (it has ",

@@ -49,7 +49,7 @@ void check_names(const Environment &env) {
     reserved[tma_empty_barrier_name(name)] =
         "the barriers on which producer warps wait for the slots of Input '" + name + "' (stage_in_shared)";
     reserved[tma_padded_name(name)] =
-        "the row-padded copy of Input '" + name + "' that the TMA reads (SharedLayout::tma_padded_copy)";
+        "the copy of Input '" + name + "' that the TMA reads (SharedLayout::tma_padded_copy)";
   }
   for (const auto &[name, use] : global)
     if (reserved.count(name))

@@ -2,11 +2,14 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
+#include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
-#include <set>
+#include <algorithm>
+#include <functional>
+#include <map>
 
 namespace coalesce {
 
@@ -20,11 +23,18 @@ namespace {
 constexpr int kCopyThreads = 256;
 constexpr int kCopyElements = 8;
 
-Stmt copy_nest(const InputContents &input) {
-  COALESCE_INTERNAL_ASSERT(input.extents.size() == 2, "a padded TMA copy of the ", input.extents.size(),
-                           "-D input '", input.name, "'");
+Expr zero_of(Type type) { return type == Float(32) ? Expr(0.0f) : Cast::make(type, Expr(0.0f)); }
+
+// The value stored in the copy: rounded to tf32 where a tf32 MMA reads it.
+Expr copied(const TmaInputCopy &copy, const Expr &value) {
+  return copy.round_to_tf32 ? Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {value}) : value;
+}
+
+// A copy with the input's rows, padded: one block per row.
+Stmt row_copy_nest(const TmaInputCopy &copy) {
+  const InputContents &input = *copy.input;
   const std::string padded = tma_padded_name(input.name);
-  std::vector<Expr> padded_extents = tma_padded_extents(input);
+  std::vector<Expr> padded_extents = tma_copy_extents(copy);
   const Expr &rows = input.extents[0], &columns = input.extents[1], &padded_columns = padded_extents[1];
   // Named "A_padded.A_row" and so on: printed as A_row, the kernel named
   // after the buffer (fuse_gpu_thread_loops).
@@ -36,12 +46,11 @@ Stmt copy_nest(const InputContents &input) {
   // The load's column stays inside the row (min), so that the select reads
   // a valid address past the end too; a row of no columns is never copied.
   Expr value = Load::make(input.type, input.name, {r, Min::make(column, columns - 1)});
-  Expr zero = input.type == Float(32) ? Expr(0.0f) : Cast::make(input.type, Expr(0.0f));
   // All eight loads into registers first, then the stores: a store between
   // two loads would keep the second from issuing before the first returns.
   std::string piece = prefix + "_piece";
   Expr e = Variable::make(Int(32), element);
-  Stmt load = Store::make(piece, {e}, Select::make(column < columns, value, zero));
+  Stmt load = Store::make(piece, {e}, copied(copy, Select::make(column < columns, value, zero_of(input.type))));
   Stmt store =
       IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
   auto each_element = [&](const std::string &use, Stmt body) {
@@ -59,36 +68,132 @@ Stmt copy_nest(const InputContents &input) {
   return For::make(row, 0, rows, ForKind::GpuBlock, threads, 0, "", LoopRole::PaddedCopy);
 }
 
-} // namespace
+// Square tiles of the transposing copy, and the rows of one its threads
+// cover per step (kTransposeTile x kTransposeRows threads, each copying
+// kTransposeTile / kTransposeRows elements).
+constexpr int kTransposeTile = 32;
+constexpr int kTransposeRows = 8;
 
-std::vector<const InputContents *> tma_padded_inputs(const Environment &env) {
-  std::set<std::string> names;
-  for (const FuncContents &func : env.funcs)
-    for (const StageSchedule &stage : func.schedule.stages)
-      for (const SharedStaging &staged : stage.staged_inputs)
-        if (staged.layout.tma && staged.layout.tma_padded_copy)
-          names.insert(staged.input);
-  std::vector<const InputContents *> inputs;
-  for (const std::string &name : names) {
-    auto found = env.inputs.find(name);
-    COALESCE_INTERNAL_ASSERT(found != env.inputs.end(), "staged input '", name, "' is no input of the pipeline");
-    inputs.push_back(found->second.get());
-  }
-  return inputs;
+// A transposed copy (K x N into N x K4): one block per 32 x 32 tile, read
+// along the input's rows into shared memory, then written along the copy's
+// rows, so that each warp's loads and stores are 32 consecutive elements.
+// The shared tile has one column of padding, so that reading it by columns
+// hits 32 banks.
+Stmt transposed_copy_nest(const TmaInputCopy &copy) {
+  const InputContents &input = *copy.input;
+  const std::string padded = tma_padded_name(input.name);
+  std::vector<Expr> copy_extents = tma_copy_extents(copy); // N, K4
+  const Expr &rows = input.extents[0], &columns = input.extents[1]; // K, N
+  const Expr &copy_rows = copy_extents[0], &copy_columns = copy_extents[1];
+  std::string prefix = padded + "." + input.name;
+  std::string tile = prefix + "_tile", shared = prefix + "_transpose";
+  Expr tiles_across = simplify((copy_columns + (kTransposeTile - 1)) / kTransposeTile); // along K4
+  Expr tiles_down = simplify((copy_rows + (kTransposeTile - 1)) / kTransposeTile);      // along N
+  Expr t = Variable::make(Int(32), tile);
+  // The tile's first element in the copy's coordinates (n, k).
+  Expr n0 = (t / tiles_across) * kTransposeTile, k0 = (t % tiles_across) * kTransposeTile;
+  auto threads = [&](const std::string &use, const std::function<Stmt(const Expr &, const Expr &)> &body) {
+    std::string x = prefix + "_x" + use, y = prefix + "_y" + use, e = prefix + "_e" + use;
+    // Row y + 8 e and column x of the tile.
+    Expr row = Variable::make(Int(32), y) + Variable::make(Int(32), e) * kTransposeRows;
+    Stmt s = For::make(e, 0, kTransposeTile / kTransposeRows, ForKind::Unrolled, body(row, Variable::make(Int(32), x)),
+                       -1, "", LoopRole::PaddedCopy);
+    s = For::make(x, 0, kTransposeTile, ForKind::GpuThread, s, 0, "", LoopRole::PaddedCopy);
+    return For::make(y, 0, kTransposeRows, ForKind::GpuThread, s, 1, "", LoopRole::PaddedCopy);
+  };
+  // Read: the tile's row r is the input's row k0 + r (along N, consecutive
+  // for consecutive x); clamped into the input so that the select reads a
+  // valid address outside it too (an empty input makes no tiles).
+  Stmt load = threads("", [&](const Expr &r, const Expr &x) {
+    Expr k = k0 + r, n = n0 + x;
+    Expr value = Load::make(input.type, input.name, {Min::make(k, rows - 1), Min::make(n, columns - 1)});
+    return Store::make(shared, {r, x}, copied(copy, Select::make(k < rows && n < columns, value, zero_of(input.type))));
+  });
+  // Write: the copy's row n0 + r, along K4, from the tile's column r.
+  Stmt store = threads("_store", [&](const Expr &r, const Expr &x) {
+    Expr n = n0 + r, k = k0 + x;
+    return IfThenElse::make(n < copy_rows && k < copy_columns,
+                            Store::make(padded, {n, k}, Load::make(input.type, shared, {x, r})));
+  });
+  Stmt body = Allocate::make(shared, input.type, MemoryType::Shared, {Expr(kTransposeTile), Expr(kTransposeTile + 1)},
+                             Block::make({load, Barrier::make(), store}));
+  return For::make(tile, 0, simplify(tiles_down * tiles_across), ForKind::GpuBlock, body, 0, "",
+                   LoopRole::PaddedCopy);
 }
 
-std::vector<Expr> tma_padded_extents(const InputContents &input) {
-  std::vector<Expr> extents = input.extents;
-  int per_16_bytes = 16 / input.type.bytes();
+Stmt copy_nest(const TmaInputCopy &copy) {
+  COALESCE_INTERNAL_ASSERT(copy.input->extents.size() == 2, "a TMA copy of the ", copy.input->extents.size(),
+                           "-D input '", copy.input->name, "'");
+  return copy.transposed ? transposed_copy_nest(copy) : row_copy_nest(copy);
+}
+
+} // namespace
+
+std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
+  std::map<std::string, TmaInputCopy> copies;
+  std::map<std::string, std::string> first_stage;
+  for (const FuncContents &func : env.funcs)
+    for (size_t s = 0; s < func.schedule.stages.size(); ++s) {
+      const StageSchedule &stage = func.schedule.stages[s];
+      for (const SharedStaging &staged : stage.staged_inputs) {
+        if (!staged.layout.tma || !staged.layout.tma_padded_copy)
+          continue;
+        auto found = env.inputs.find(staged.input);
+        COALESCE_INTERNAL_ASSERT(found != env.inputs.end(), "staged input '", staged.input,
+                                 "' is no input of the pipeline");
+        TmaInputCopy copy;
+        copy.input = found->second.get();
+        // check_mma made sure the TMA feeds only warpgroup MMAs.
+        if (is_warpgroup_mma(stage.mma.kind)) {
+          copy.round_to_tf32 = mma_rounds_to_tf32(stage.mma.kind);
+          copy.transposed =
+              warpgroup_mma_reads_b_k_major(stage.mma.kind) && staged.input == mma_operands(func, s).b;
+        }
+        std::string where = stage_description(func, s);
+        auto [known, inserted] = copies.emplace(staged.input, copy);
+        if (inserted) {
+          first_stage[staged.input] = where;
+          continue;
+        }
+        // One workspace per input: every stage must want the same copy.
+        if (known->second.transposed != copy.transposed || known->second.round_to_tf32 != copy.round_to_tf32) {
+          auto describe = [](const TmaInputCopy &c) {
+            return str_cat(c.transposed ? "transposed" : "as it lies", c.round_to_tf32 ? " and rounded to tf32" : "");
+          };
+          user_error("in schedule for ", where, ": '", staged.input, "' is staged with SharedLayout::tma_padded_copy, "
+                     "so it is copied once, into one workspace, for every stage that reads it; ",
+                     first_stage[staged.input], " needs that copy ", describe(known->second), ", this stage ",
+                     describe(copy), ": stage it with tma_padded_copy = false in one of them");
+        }
+      }
+    }
+  std::vector<TmaInputCopy> result;
+  for (const auto &[name, copy] : copies)
+    result.push_back(copy);
+  return result;
+}
+
+TmaInputCopy tma_input_copy(const Environment &env, const std::string &input) {
+  for (const TmaInputCopy &copy : tma_input_copies(env))
+    if (copy.input->name == input)
+      return copy;
+  internal_error("input '", input, "' has no copy for the TMA");
+}
+
+std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy) {
+  std::vector<Expr> extents = copy.input->extents;
+  if (copy.transposed)
+    std::reverse(extents.begin(), extents.end());
+  int per_16_bytes = 16 / copy.input->type.bytes();
   extents.back() = simplify((extents.back() + (per_16_bytes - 1)) / per_16_bytes * per_16_bytes);
   return extents;
 }
 
 std::vector<Argument> tma_padded_workspaces(const Environment &env) {
   std::vector<Argument> workspaces;
-  for (const InputContents *input : tma_padded_inputs(env)) {
-    Argument padded{tma_padded_name(input->name), Argument::Kind::Buffer, input->type, tma_padded_extents(*input),
-                    false, {}};
+  for (const TmaInputCopy &copy : tma_input_copies(env)) {
+    Argument padded{tma_padded_name(copy.input->name), Argument::Kind::Buffer, copy.input->type,
+                    tma_copy_extents(copy), false, {}};
     padded.is_workspace = true;
     workspaces.push_back(padded);
   }
@@ -97,8 +202,8 @@ std::vector<Argument> tma_padded_workspaces(const Environment &env) {
 
 Stmt pad_tma_inputs(const Stmt &s, const Environment &env) {
   std::vector<Stmt> nests;
-  for (const InputContents *input : tma_padded_inputs(env))
-    nests.push_back(copy_nest(*input));
+  for (const TmaInputCopy &copy : tma_input_copies(env))
+    nests.push_back(copy_nest(copy));
   if (nests.empty())
     return s;
   nests.push_back(s);

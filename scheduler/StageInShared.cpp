@@ -514,10 +514,30 @@ private:
         return source_value(staged, coords, shift);
       };
       if (staged.layout.tma_padded_copy) {
+        TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
+        // The copy is what the tile needs: stored the way the MMA reads it
+        // (K-major for tf32's B), rounded where the MMA rounds.
+        COALESCE_INTERNAL_ASSERT(copy.transposed == (staged.swizzled && staged.swizzle_row_dim == 1) &&
+                                     copy.round_to_tf32 == staged.round_to_tf32,
+                                 "the TMA's copy of '", staged.input->name, "' is not laid out as its tile");
         tile.source = tma_padded_name(staged.input->name);
         tile.padded = true;
-        tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
-          return padded_source_value(staged, coords, shift);
+        if (copy.transposed) {
+          // The boxes are the copy's: rows along n, columns along k.
+          std::reverse(tile.origin.begin(), tile.origin.end());
+          std::reverse(tile.extent.begin(), tile.extent.end());
+        }
+        auto input_order = [transposed = copy.transposed](std::vector<Expr> coords) {
+          if (transposed)
+            std::reverse(coords.begin(), coords.end());
+          return coords;
+        };
+        tile.shared_indices = [staged, input_order](const std::vector<Expr> &coords, const Expr &slot) {
+          return shared_indices(staged, input_order(coords), slot);
+        };
+        tile.value = [staged, copy, input_order](const std::vector<Expr> &coords,
+                                                 const std::map<std::string, Expr> &shift) {
+          return padded_source_value(staged, copy, input_order(coords), shift);
         };
       }
       p.tiles.push_back(std::move(tile));

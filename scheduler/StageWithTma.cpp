@@ -13,9 +13,10 @@ namespace coalesce {
 
 namespace {
 
-// Elements of one 128-byte row of a swizzled 16-bit tile: the innermost
-// extent of every box (the TMA's 128-byte swizzle spans one such row).
-constexpr int kBoxColumns = 64;
+// Elements of one 128-byte row of a swizzled tile (64 16-bit, 32 f32): the
+// innermost extent of every box (the TMA's 128-byte swizzle spans one such
+// row).
+int box_columns(Type type) { return 128 / type.bytes(); }
 
 Stmt call(Intrinsic which, std::vector<Expr> args = {}) {
   return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
@@ -304,11 +305,12 @@ private:
     int bytes = 0;
     std::vector<Stmt> copies;
     for (const TmaTile &tile : p_.tiles) {
-      COALESCE_INTERNAL_ASSERT(tile.extent.size() == 2 && tile.extent[1] % kBoxColumns == 0 && tile.extent[0] <= 256,
+      const int columns = box_columns(tile.input->type);
+      COALESCE_INTERNAL_ASSERT(tile.extent.size() == 2 && tile.extent[1] % columns == 0 && tile.extent[0] <= 256,
                                "tile of '", tile.input->name, "' cannot be copied in TMA boxes");
       int rows = static_cast<int>(tile.extent[0]);
-      for (int c = 0; c < tile.extent[1] / kBoxColumns; ++c) {
-        Expr column0 = c * kBoxColumns;
+      for (int c = 0; c < tile.extent[1] / columns; ++c) {
+        Expr column0 = c * columns;
         std::vector<Expr> origin = {simplify(substitute(shift, tile.origin[0])),
                                     simplify(substitute(shift, tile.origin[1]) + column0)};
         // What the copy does, element by element (the host runs this).
@@ -316,11 +318,11 @@ private:
         std::vector<Expr> coords = {Variable::make(Int(32), r), Variable::make(Int(32), e) + column0};
         Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.value(coords, shift));
         Stmt copy = For::make(r, 0, rows, ForKind::Serial,
-                              For::make(e, 0, kBoxColumns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
+                              For::make(e, 0, columns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
                               "", LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
-        copies.push_back(TensorCopy::make(tile.source, origin, {rows, kBoxColumns}, destination, barrier(slot), copy));
-        bytes += rows * kBoxColumns * tile.input->type.bytes();
+        copies.push_back(TensorCopy::make(tile.source, origin, {rows, columns}, destination, barrier(slot), copy));
+        bytes += rows * columns * tile.input->type.bytes();
       }
     }
     return Block::make({call(Intrinsic::MbarrierExpectTx, {barrier(slot), Expr(bytes)}), Block::make(copies)});

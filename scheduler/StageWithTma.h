@@ -64,17 +64,18 @@ namespace coalesce {
 struct TmaTile {
   const InputContents *input = nullptr;
   /// What the TMA reads: the input, or with SharedLayout::tma_padded_copy
-  /// its row-padded copy (scheduler/PadTmaInputs.h), which it can always
-  /// describe.
+  /// its copy (scheduler/PadTmaInputs.h), which it can always describe and
+  /// which may be transposed. Coordinates below are in the source's order:
+  /// the order of its dimensions, the innermost last.
   std::string source;
   bool padded = false;
-  std::string buffer;               ///< its shared tile, [S][C / 64][R][64]
-  std::vector<Expr> origin;         ///< the tile's first element (input order), at the loop's value
-  std::vector<int64_t> extent;      ///< the tile's extents (input order): R, C
-  /// The shared indices of tile coordinates (input order) in slot `slot`.
+  std::string buffer;               ///< its shared tile, [S][C / W][R][W], W elements per 128 bytes
+  std::vector<Expr> origin;         ///< the tile's first element (source order), at the loop's value
+  std::vector<int64_t> extent;      ///< the tile's extents (source order): R, C
+  /// The shared indices of tile coordinates (source order) in slot `slot`.
   std::function<std::vector<Expr>(const std::vector<Expr> &, const Expr &)> shared_indices;
-  /// The tile's element at coordinates (input order), 0 outside the input,
-  /// with the loop's variable replaced as `shift` says.
+  /// The tile's element at coordinates (source order), 0 outside the
+  /// source, with the loop's variable replaced as `shift` says.
   std::function<Expr(const std::vector<Expr> &, const std::map<std::string, Expr> &)> value;
 };
 

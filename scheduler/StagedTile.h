@@ -11,6 +11,7 @@
 #include "dsl/IR.h"
 #include "dsl/IRVisitor.h"
 #include "dsl/Schedule.h"
+#include "scheduler/PadTmaInputs.h"
 
 #include <functional>
 #include <map>
@@ -101,10 +102,11 @@ std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr>
 /// replaced as `shift` says): the input's element, or 0 past the input's
 /// end with zero_fill.
 Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift);
-// The same read from the input's row-padded copy (SharedLayout::
-// tma_padded_copy): its element, 0 outside the copy's extents (past the
-// input's own row end the copy itself holds 0).
-Expr padded_source_value(const StagedTile &tile, const std::vector<Expr> &coords,
+// The same read (coordinates in input order) from the input's copy for
+// the TMA (SharedLayout::tma_padded_copy, made as `copy` says): its
+// element, 0 outside the copy's extents (past the input's own row end the
+// copy itself holds 0).
+Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const std::vector<Expr> &coords,
                          const std::map<std::string, Expr> &shift);
 /// The first tile's element as an asynchronous copy that reads only where
 /// the element exists.

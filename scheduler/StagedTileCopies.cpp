@@ -135,10 +135,12 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
   return Select::make(source_in_bounds(tile, coords, shift), read, zero);
 }
 
-Expr padded_source_value(const StagedTile &tile, const std::vector<Expr> &coords,
+Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const std::vector<Expr> &coords,
                          const std::map<std::string, Expr> &shift) {
   std::vector<Expr> source = source_coords(tile, coords, shift);
-  std::vector<Expr> extents = tma_padded_extents(*tile.input);
+  if (copy.transposed)
+    std::reverse(source.begin(), source.end()); // the copy's order
+  std::vector<Expr> extents = tma_copy_extents(copy);
   Expr inside;
   std::vector<Expr> clamped;
   for (size_t d = 0; d < source.size(); ++d) {

@@ -10,7 +10,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/StageWithTma.h"
 
-#include <set>
+#include <map>
 
 namespace coalesce {
 
@@ -29,8 +29,8 @@ void conjuncts(const Expr &e, std::vector<Expr> &out) {
 class Verify : public IRVisitor {
 public:
   explicit Verify(const Environment &env) : env_(env) {
-    for (const InputContents *input : tma_padded_inputs(env))
-      padded_.insert(tma_padded_name(input->name));
+    for (const TmaInputCopy &copy : tma_input_copies(env))
+      padded_[tma_padded_name(copy.input->name)] = copy;
   }
 
 private:
@@ -45,7 +45,13 @@ private:
   }
   void visit(const TensorCopy *op) override {
     IRVisitor::visit(op);
-    if (padded_.count(op->input))
+    // The TMA copies bits as they are, and the only MMA fed f32 tiles (the
+    // tf32 one) multiplies the bits it finds: f32 tiles come from a copy
+    // that rounded them, as the cp.async copies round in place.
+    auto padded = padded_.find(op->input);
+    if (op->destination.type() == Float(32) && (padded == padded_.end() || !padded->second.round_to_tf32))
+      internal_error("a TMA copy of f32 elements reads '", op->input, "', which is not a copy rounded to tf32");
+    if (padded != padded_.end())
       return;
     auto input = env_.inputs.find(op->input);
     if (input == env_.inputs.end())
@@ -65,7 +71,7 @@ private:
     }
   }
   const Environment &env_;
-  std::set<std::string> padded_;
+  std::map<std::string, TmaInputCopy> padded_; // by workspace name
   std::vector<Expr> holding_; // conjuncts of the enclosing then-branches' conditions
 };
 

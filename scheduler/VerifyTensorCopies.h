@@ -5,7 +5,9 @@
 // must read a row-padded workspace (SharedLayout::tma_padded_copy), or lie
 // in the then-branch of a condition one of whose conjuncts is the input's
 // tma_describable test. Where neither holds, the runtime would leave the
-// tensor map zeroed and the kernel would copy through it.
+// tensor map zeroed and the kernel would copy through it. And every TMA
+// copy of f32 elements (tiles of a tf32 warpgroup MMA, which multiplies the
+// bits it finds) must read a workspace rounded to tf32.
 
 #include "scheduler/Environment.h"
 

@@ -299,24 +299,57 @@ TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their o
   check_refused("--dtype=bf16 --tma-padded-copies", "the padded copies are what the TMA reads");
 }
 
-TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel with cp.async copies; --tma=true is refused") {
-  TempDir dir;
-  Result result = aot("--dtype=tf32 --mma=warpgroup --name=gemm_tf32_wg --output-dir=.", dir.path);
-  INFO(result.err);
-  REQUIRE(result.status == 0);
-  std::string ptx = read_file(dir / "gemm_tf32_wg.ptx");
-  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
-  CHECK(ptx.find("cp.async.bulk.tensor") == std::string::npos);
-  std::string launcher = read_file(dir / "gemm_tf32_wg.cpp");
-  // 3 stages of a 128 x 32 A tile and B's 32 x 128 tile stored as 128 x 32, f32.
-  CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
-  CHECK(launcher.find("cuTensorMapEncodeTiled") == std::string::npos);
-  if (can_assemble()) {
-    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_tf32_wg");
-    REQUIRE(kernel != nullptr);
-    CHECK_FALSE(kernel->spills());
+TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel fed by the TMA from rounded copies") {
+  {
+    TempDir dir;
+    Result result = aot("--dtype=tf32 --mma=warpgroup --name=gemm_tf32_wg --output-dir=.", dir.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    std::string ptx = read_file(dir / "gemm_tf32_wg.ptx");
+    CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") != std::string::npos);
+    CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+    // The copies of A and B (rounded to tf32, B transposed) are kernels of
+    // their own, in the caller's workspace, and the tensor maps read them.
+    std::string header = read_file(dir / "gemm_tf32_wg.h");
+    CHECK(header.find("CUdeviceptr workspace, CUstream stream);") != std::string::npos);
+    CHECK(header.find("kernel 'gemm_tf32_wg_B_padded'") != std::string::npos);
+    std::string launcher = read_file(dir / "gemm_tf32_wg.cpp");
+    CHECK(launcher.find("constexpr int kKernels = 3;") != std::string::npos);
+    CHECK(launcher.find("reinterpret_cast<void *>(workspace0_), dims") != std::string::npos);
+    CHECK(launcher.find("reinterpret_cast<void *>(workspace1_), dims") != std::string::npos);
+    CHECK(launcher.find("CU_TENSOR_MAP_DATA_TYPE_FLOAT32") != std::string::npos);
+    if (can_assemble())
+      for (const char *kernel : {"gemm_tf32_wg", "gemm_tf32_wg_A_padded", "gemm_tf32_wg_B_padded"}) {
+        INFO(kernel);
+        const KernelResources *assembled = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find(kernel);
+        REQUIRE(assembled != nullptr);
+        CHECK_FALSE(assembled->spills());
+      }
   }
-  check_refused("--dtype=tf32 --mma=warpgroup --tma=true", "which the TMA cannot copy");
+  {
+    // --tma=false: every thread's cp.async copies (B transposed element by
+    // element, rounded in shared memory), on 128 x 128 tiles.
+    TempDir dir;
+    Result result = aot("--dtype=tf32 --mma=warpgroup --tma=false --tile-m=128 --tile-n=128 --warp-m=64 "
+                        "--warp-n=128 --stages=3 --min-blocks-per-sm=1 --name=gemm_tf32_wg --output-dir=.",
+                        dir.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    std::string ptx = read_file(dir / "gemm_tf32_wg.ptx");
+    CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
+    CHECK(ptx.find("cp.async.bulk.tensor") == std::string::npos);
+    std::string launcher = read_file(dir / "gemm_tf32_wg.cpp");
+    // 3 stages of a 128 x 32 A tile and B's 32 x 128 tile stored as 128 x 32, f32.
+    CHECK(launcher.find("const int kDynamicShared[kKernels] = {98304};") != std::string::npos);
+    CHECK(launcher.find("cuTensorMapEncodeTiled") == std::string::npos);
+    if (can_assemble()) {
+      const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_tf32_wg");
+      REQUIRE(kernel != nullptr);
+      CHECK_FALSE(kernel->spills());
+    }
+  }
+  check_refused("--dtype=tf32 --mma=warpgroup --tma-padded-copies=false",
+                "the tf32 warpgroup MMA reads A and B rounded to tf32 and B transposed, which only the copies make");
 }
 
 TEST_CASE("gemm: --split-k gives a launcher that takes the caller's workspace and says how large it is") {

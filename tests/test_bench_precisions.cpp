@@ -117,9 +117,11 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   CHECK_FALSE(bench::has_warpgroup_mma(Precision::FP32));
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).kind == MmaKind::TF32_wgmma_m64k8);
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).k_step == 32);
-  CHECK_FALSE(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).uses_tma());
-  // ... but the benchmark keeps tf32 on the warp MMA, which measured faster.
-  CHECK_FALSE(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096));
+  // Through the TMA, from copies rounded to tf32 (B transposed).
+  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).uses_tma());
+  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).tma_padded_copies);
+  CHECK(bench::mma_tiling_for_shape(Precision::TF32, 4096, 4096, 4096, 132, true).tma_padded_copies);
+  CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096));
   CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 4096, 4096));
   // Rows the TMA cannot describe: the warpgroup MMA through padded copies.
   CHECK(bench::prefers_warpgroup_mma(Precision::F16, 4091, 4097));
@@ -157,9 +159,13 @@ TEST_CASE("the GPU check's tensor-core kernels on the CPU: double reference at i
       }
       if (ptxas_available()) {
         PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
-        REQUIRE(assembled.kernels.size() == 1);
-        CHECK(assembled.kernels.front().spill_store_bytes == 0);
-        CHECK(assembled.kernels.front().spill_load_bytes == 0);
+        // With the TMA's copies of A and B, their kernels too.
+        REQUIRE(assembled.kernels.size() == (tiling.uses_tma() && tiling.tma_padded_copies ? 3u : 1u));
+        for (const KernelResources &kernel : assembled.kernels) {
+          INFO(kernel.name);
+          CHECK(kernel.spill_store_bytes == 0);
+          CHECK(kernel.spill_load_bytes == 0);
+        }
       }
     }
   }

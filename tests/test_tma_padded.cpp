@@ -89,8 +89,7 @@ TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.asyn
   Gemm g = coalesce::testing::bf16_scheduled(padded_tiling());
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();
-  CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: a copy with rows padded to 16-byte "
-                  "multiples for the TMA");
+  CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: the copy the TMA reads");
   // Each thread loads 8 elements 256 apart into registers, then stores them.
   CHECK_HAS(nest, "for A_step in serial(0, ceil(ceil(K/8)*8/2048)):");
   CHECK_HAS(nest, "allocate A_padded.A_piece[8] bf16 in register");
@@ -147,8 +146,14 @@ TEST_CASE("the default tiling pads where a row of A or B is not a whole 16-byte 
   CHECK(default_mma_tiling(kKind, 4096, 4096, 4100, sms).tma_padded_copies);
   CHECK_FALSE(default_mma_tiling(kKind, 4093, 4096, 4104, sms).tma_padded_copies);
   CHECK_FALSE(default_mma_tiling(kKind, 4096, 4096, 4096, sms).tma_padded_copies);
-  // Not without the TMA (tf32 takes the cp.async copies).
-  CHECK_FALSE(default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4093, 4091, 4097, sms).tma_padded_copies);
+  // tf32 always: its copies round A and B and transpose B.
+  CHECK(default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, sms).tma_padded_copies);
+  // Not without the TMA.
+  MmaTiling cp_async = default_mma_tiling(kKind, 4093, 4091, 4097, sms);
+  cp_async.tma = false;
+  cp_async.tma_padded_copies = false;
+  use_tma_copies_where_needed(cp_async, 4091, 4097);
+  CHECK_FALSE(cp_async.tma_padded_copies);
 }
 
 TEST_CASE("padded copies without the TMA, and an input named like a copy, are rejected with the rule") {

@@ -35,8 +35,8 @@ inline Type output_type(Precision p) { return input_type(p); }
 /// The warp MMA instruction of the tensor-core schedule; FP32 has none (its
 /// kernels are the FFMA schedule, dsl/recipes/GemmSchedule.h).
 inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
-/// With `warpgroup`, Hopper's warpgroup MMA (sm_90a only; tf32's B staged
-/// transposed by the copies).
+/// With `warpgroup`, Hopper's warpgroup MMA (sm_90a only; tf32's B stored
+/// transposed, K-major).
 inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
   if (warpgroup && p == Precision::BF16)
     return MmaKind::BF16_wgmma_m64k16;
@@ -55,11 +55,13 @@ inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }
 /// row-padded workspaces the TMA reads (MmaTiling::tma_padded_copies):
 /// bf16 4093x4091x4097 on the H200 took 0.39 ms so with the tuned 4096^3
 /// tiling, against 1.23 ms for the warp MMA's element-wise copies.
-/// tf32 stays on the warp MMA: its warpgroup kernel (B transposed by
-/// element copies, the tiles rounded in shared memory, one block per SM)
-/// took 2.18 ms at 4096^3 on the H200 against 1.44 for the warp MMA's.
+/// tf32 too: its default warpgroup tiling reads, through the TMA, copies of
+/// A and B rounded to tf32 (B transposed) that kernels of their own make
+/// first. (Its earlier form, B transposed by every thread's element copies
+/// and the tiles rounded in shared memory, took 2.18 ms at 4096^3 on the
+/// H200 against 1.44 for the warp MMA's.)
 inline bool prefers_warpgroup_mma(Precision p, int64_t /*N*/, int64_t /*K*/) {
-  return has_warpgroup_mma(p) && p != Precision::TF32;
+  return has_warpgroup_mma(p);
 }
 
 /// The non-empty items of a comma-separated list, in order ("a,,b" is a, b).

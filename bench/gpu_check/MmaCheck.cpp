@@ -385,7 +385,7 @@ void check_mma(Precision p) {
     bool tma_default = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true).uses_tma();
     for (int producers : {1, 4}) {
       if (!tma_default)
-        break; // tf32: its B copies transpose, which the TMA cannot
+        break; // a default without the TMA's copies has no producer warps
       for (const Shape &s : kTmaShapes) {
         MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), true);
         tiling.producer_warps = producers;
@@ -480,8 +480,11 @@ void mma_sanitizer_case() {
                        /*producer_registers=*/40);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
                        /*producer_registers=*/0, /*persistent_blocks=*/3);
-    // tf32: B copied transposed, element by element, and rounded in place.
+    // tf32: B copied transposed, element by element, and rounded in place;
+    // then the TMA's form, from copies of A and B made by kernels of their
+    // own (rounded, B transposed through shared memory).
     mma_sanitizer_case(true, false, Precision::TF32);
+    mma_sanitizer_case(true, true, Precision::TF32, /*producer_warps=*/0, /*padded=*/true);
   }
 }
 

@@ -257,7 +257,7 @@ std::optional<GemmCandidate> tuned_candidate(Epilogue epilogue, Precision p, con
   // its description.
   GemmCandidate candidate = match->record->schedule;
   if (candidate.family != GemmFamily::Ffma)
-    pad_copies_where_rows_are_ragged(candidate.mma, s.N, s.K);
+    use_tma_copies_where_needed(candidate.mma, s.N, s.K);
   return candidate;
 }
 

@@ -20,7 +20,10 @@ std::string MmaTiling::str() const {
                                               : std::string(),
                  uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers")
                                                   : std::string(),
-                 uses_tma() && tma_padded_copies ? ", from copies of A and B with padded rows" : "",
+                 uses_tma() && tma_padded_copies
+                     ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
+                                                 : ", from copies of A and B with padded rows")
+                     : "",
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
                              : std::string());
 }
@@ -61,36 +64,32 @@ MmaTiling first_filling(const Tile (&tiles)[Count], MmaKind kind, int64_t M, int
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   bool tf32 = mma_rounds_to_tf32(kind);
   if (is_warpgroup_mma(kind)) {
-    // bf16/f16 where the tiles still fill every multiprocessor: two
-    // warpgroups of 64 x 256 (128 accumulators per thread, 244 registers,
-    // no spills) on a 128 x 256 tile, four stages (192 KiB of shared
-    // memory), one block per SM. On the H200 (coalesce-main, one session):
-    // 4096^3 0.257 -> 0.247 ms, 8192^3 2.09 -> 1.85 ms against 128 x 128
-    // tiles; as fast as four 64 x 128 warpgroups there (0.248, 1.840), which
-    // spill at their 128 registers. Else two warpgroups of 64 x 128 (64
-    // accumulators per thread) on a 128 x 128 tile, k step 64 (one 128-byte
-    // swizzled row of A), three stages: 96 KiB of shared memory, two blocks
-    // per SM. tf32's copies need too many registers for 64 x 256.
+    // Where the tiles still fill every multiprocessor: two warpgroups of
+    // 64 x 256 (128 accumulators per thread, 244 registers, no spills) on a
+    // 128 x 256 tile, four stages (192 KiB of shared memory), one block per
+    // SM. On the H200 (coalesce-main, bf16, one session): 4096^3 0.257 ->
+    // 0.247 ms, 8192^3 2.09 -> 1.85 ms against 128 x 128 tiles; as fast as
+    // four 64 x 128 warpgroups there (0.248, 1.840), which spill at their
+    // 128 registers. Else two warpgroups of 64 x 128 (64 accumulators per
+    // thread) on a 128 x 128 tile, three stages: 96 KiB of shared memory,
+    // two blocks per SM. The k step is one 128-byte swizzled row: 64
+    // bf16/f16, 32 tf32, so tf32's tiles take the same shared memory.
     const Tile wide_tiles[] = {{128, 256, 64, 256, 1}, {128, 128, 64, 128, 2}, {128, 64, 64, 64, 2},
                                {64, 64, 64, 64, 2}};
-    const Tile group_tiles[] = {{128, 128, 64, 128, 2}, {128, 64, 64, 64, 2}, {64, 64, 64, 64, 2}};
-    MmaTiling tiling = tf32 ? first_filling(group_tiles, kind, M, N, sm_count)
-                            : first_filling(wide_tiles, kind, M, N, sm_count);
-    // tf32 asks for one block per SM: its copies (B transposed element by
-    // element, then every element rounded to tf32 in place) need 196
-    // registers, and at two blocks' 128 ptxas spilled (160 bytes).
-    if (tf32)
-      tiling.min_blocks_per_sm = 1;
-    // tf32: k step 32, one 128-byte row of f32, so the tiles take the same
-    // 96 KiB (A and B 16 KiB per stage, as bf16's at k step 64).
+    MmaTiling tiling = first_filling(wide_tiles, kind, M, N, sm_count);
     tiling.k_step = tf32 ? 32 : 64;
     tiling.stages = tiling.block_n == 256 ? 4 : 3;
     tiling.a_padding = tiling.b_padding = 0;
     // Tiles copied by the TMA: at bf16 4096^3 on the H200, 0.368 -> 0.294
     // ms against every thread's cp.async copies (which stay in the kernel
-    // for inputs whose rows are not 16-byte multiples). tf32's B is stored
-    // transposed, which the TMA cannot do: every thread's cp.async copies.
-    tiling.tma = !tf32;
+    // for inputs whose rows are not 16-byte multiples). tf32 reads A and B
+    // rounded and B transposed, which the TMA cannot make, so its TMA reads
+    // copies made first (tma_padded_copies): every thread's cp.async
+    // copies, which transposed B element by element and rounded every
+    // element in shared memory, took 2.18 ms at 4096^3 on the H200 and
+    // needed 196 registers at 128 x 128 tiles.
+    tiling.tma = true;
+    tiling.tma_padded_copies = tf32;
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
@@ -110,15 +109,22 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
     // As many blocks per multiprocessor as the tiling asks registers for.
     t.split_k = default_split_k(tiles, K, t.k_step, sm_count, std::max(t.min_blocks_per_sm, 2));
   }
-  pad_copies_where_rows_are_ragged(t, N, K);
+  use_tma_copies_where_needed(t, N, K);
   return t;
 }
 
-void pad_copies_where_rows_are_ragged(MmaTiling &t, int64_t N, int64_t K) {
-  // Only 16-bit operands take the TMA: 8 elements per 16 bytes.
+void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
+  if (!t.uses_tma())
+    return;
+  // tf32 always: the copies round A and B and transpose B.
+  if (mma_rounds_to_tf32(t.kind)) {
+    t.tma_padded_copies = true;
+    return;
+  }
+  // 16-bit operands: 8 elements per 16 bytes.
   const int64_t per_16_bytes = 8;
   auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
-  if (t.uses_tma() && (ragged(K) || ragged(N)))
+  if (ragged(K) || ragged(N))
     t.tma_padded_copies = true;
 }
 

@@ -44,7 +44,8 @@ struct MmaTiling {
   /// With TMA copies: copy A and B first into workspaces whose rows are
   /// padded to 16-byte multiples, and let the TMA read those
   /// (SharedLayout::tma_padded_copy): for shapes whose rows the TMA cannot
-  /// describe, which otherwise take the cp.async copies.
+  /// describe, which otherwise take the cp.async copies, and for tf32
+  /// (needed there: the copies round to tf32 and transpose B).
   bool tma_padded_copies = false;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
@@ -62,25 +63,27 @@ struct MmaTiling {
 /// tf32 (64 bytes of each staged row either way), three pipeline stages.
 /// tf32 keeps 64 x 32 warp
 /// tiles and one block per SM at 128x128: its fragments need more registers
-/// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds: bf16/f16
-/// take 64 x 256 per warpgroup on 128 x 256 with four stages and one block
-/// per SM where those tiles fill the GPU; otherwise (and tf32) 64 x 128 per
-/// warpgroup on 128 x 128 (then 64 x 64 tiles), three stages; k step of one
-/// 128-byte row (64 bf16/f16, 32 tf32), copies by the TMA (bf16/f16) or
-/// by cp.async (tf32, whose B the copies transpose).
+/// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds take 64 x 256
+/// per warpgroup on 128 x 256 with four stages and one block per SM where
+/// those tiles fill the GPU; otherwise 64 x 128 per warpgroup on 128 x 128
+/// (then 64 x 64 tiles), three stages; k step of one 128-byte row (64
+/// bf16/f16, 32 tf32), copies by the TMA; for tf32 the TMA reads copies of
+/// A and B made first (tma_padded_copies), rounded to tf32, B transposed.
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// The same, and the reduction split across blocks when the tiles leave
 /// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h);
-/// with TMA copies, padded copies (tma_padded_copies) where a row of A (K
-/// elements) or of B (N elements) is not a whole 16-byte multiple.
+/// with TMA copies, copies of the inputs (tma_padded_copies) where the TMA
+/// needs them (use_tma_copies_where_needed).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
 
-/// Sets t.tma_padded_copies where t copies with the TMA and a row of A (K
-/// elements) or of B (N elements) is not a whole 16-byte multiple, so the
-/// TMA cannot read the input itself; a size <= 0 (unknown) is not ragged.
+/// Sets t.tma_padded_copies where t copies with the TMA and the TMA cannot
+/// read the inputs themselves: always for tf32 (whose copies round A and B
+/// to tf32 and store B transposed), and where a row of A (K elements) or
+/// of B (N elements) is not a whole 16-byte multiple; a size <= 0
+/// (unknown) is not ragged.
 /// What a tiling chosen for another shape (a tuning database's nearest
 /// entry) needs before it runs at this one.
-void pad_copies_where_rows_are_ragged(MmaTiling &t, int64_t N, int64_t K);
+void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it

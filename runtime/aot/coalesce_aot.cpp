@@ -146,8 +146,9 @@ public:
                            "with --mma=warpgroup and 3 or more stages: copy the tiles with the tensor memory "
                            "accelerator (one thread's bulk copies, an mbarrier per pipeline slot) instead of every "
                            "thread's cp.async copies (--tma=false); inputs whose rows are not multiples of 16 bytes "
-                           "take the cp.async copies at run time. Warp MMAs, f32 and tf32 (whose B the copies "
-                           "transpose, which the TMA cannot) always use cp.async"};
+                           "take the cp.async copies at run time; tf32 reads copies of A and B made first "
+                           "(--tma-padded-copies), rounded to tf32 and B transposed. Warp MMAs and f32 always use "
+                           "cp.async"};
   GeneratorParam<int> producer_warps{this, "producer-warps", 0,
                                      "with the TMA's copies: warps of their own issue them (warp specialization, "
                                      "1 to 4, past the MMA warps in the block); 0: the MMA warps' first thread",
@@ -160,8 +161,9 @@ public:
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
-      "multiples, and let the TMA read those; on by itself where --N or --K is given and its rows are not whole "
-      "16 bytes (sizes given at run time otherwise take the cp.async copies where rows are ragged)"};
+      "multiples (for tf32 also rounded to tf32, B transposed), and let the TMA read those; on by itself for tf32 "
+      "and where --N or --K is given and its rows are not whole 16 bytes (sizes given at run time otherwise take "
+      "the cp.async copies where rows are ragged)"};
   GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
                                           "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
                                           "4x8); empty: row order (gpu_threads)"};
@@ -345,14 +347,11 @@ public:
         tiling.b_padding = b_padding;
       tiling.block_group_rows = block_groups;
       tiling.persistent_blocks = persistent_blocks;
-      if (dtype == InputType::TF32 && mma == MmaFamily::Warpgroup && tma.is_set() && tma)
-        user_error("--tma=true with --dtype=tf32 --mma=warpgroup: the tf32 warpgroup MMA reads B transposed (K-major) "
-                   "from shared memory, which the TMA cannot copy; leave --tma out (the copies are cp.async)");
-      tiling.tma = tma && mma == MmaFamily::Warpgroup && dtype != InputType::TF32;
+      tiling.tma = tma && mma == MmaFamily::Warpgroup;
       if (producer_warps > 0 && !tiling.uses_tma())
         user_error("--producer-warps=", static_cast<int>(producer_warps), ": producer warps issue the TMA's copies, "
-                   "which this kernel does not use (they need --mma=warpgroup, bf16 or f16, 3 or more stages and "
-                   "--tma); leave the flag out");
+                   "which this kernel does not use (they need --mma=warpgroup, 3 or more stages and --tma); leave the "
+                   "flag out");
       tiling.producer_warps = producer_warps;
       if (producer_registers > 0 && producer_warps != 4)
         user_error("--producer-registers=", static_cast<int>(producer_registers), ": registers are reallocated per "
@@ -360,11 +359,15 @@ public:
       tiling.producer_registers = producer_registers;
       if (tma_padded_copies && !tiling.uses_tma())
         user_error("--tma-padded-copies: the padded copies are what the TMA reads, and this kernel does not use it "
-                   "(it needs --mma=warpgroup, bf16 or f16, 3 or more stages and --tma); leave the flag out");
+                   "(it needs --mma=warpgroup, 3 or more stages and --tma); leave the flag out");
+      if (dtype == InputType::TF32 && tiling.uses_tma() && tma_padded_copies.is_set() && !tma_padded_copies)
+        user_error("--tma-padded-copies=false with --dtype=tf32 and the TMA's copies: the tf32 warpgroup MMA reads "
+                   "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
+                   "use --tma=false (every thread's cp.async copies)");
       tiling.tma_padded_copies = tma_padded_copies;
       // Sizes fixed when generating whose rows the TMA cannot read: padded
       // copies (sizes given at run time keep the in-kernel cp.async branch).
-      pad_copies_where_rows_are_ragged(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
+      use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
