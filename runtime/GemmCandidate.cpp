@@ -45,12 +45,8 @@ MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {
   if (family == GemmFamily::Ffma || problem.dtype == "f32")
     user_error("GEMM problem ", problem.str(), ": dtype f32 runs on FFMA (family ffma); tf32, bf16 and f16 run on "
                "tensor cores (warp or warpgroup)");
-  if (problem.dtype == "tf32") {
-    if (group)
-      user_error("GEMM problem ", problem.str(), ": the tuning has no tf32 warpgroup MMA candidates (its warpgroup "
-                 "space is bf16's and f16's: k steps of 64, TMA copies); use the warp MMA");
-    return MmaKind::TF32_m16n8k8;
-  }
+  if (problem.dtype == "tf32")
+    return group ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8;
   if (problem.dtype == "bf16")
     return group ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16;
   return group ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16;
@@ -63,7 +59,9 @@ GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::stri
     candidate.ffma = default_gemm_tiling(problem.M, problem.N, problem.K, sm_count);
     return candidate;
   }
-  bool warpgroup = sm == "sm_90a" && problem.dtype != "tf32" && problem.N % 8 == 0 && problem.K % 8 == 0;
+  // bf16/f16 where the TMA reads the inputs themselves; tf32 everywhere,
+  // since its TMA reads the copies it makes first in any case.
+  bool warpgroup = sm == "sm_90a" && (problem.dtype == "tf32" || (problem.N % 8 == 0 && problem.K % 8 == 0));
   candidate.family = warpgroup ? GemmFamily::WarpgroupMma : GemmFamily::WarpMma;
   candidate.mma = default_mma_tiling(gemm_mma_kind(problem, candidate.family), problem.M, problem.N, problem.K,
                                      sm_count);

@@ -71,16 +71,20 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
   w.split_k = split_choices(problem, w.blocks, w.k_steps.front(), 128, sm_count);
 
   MmaSpace &g = space.warpgroup_mma;
-  if (sm == "sm_90a" && (problem.dtype == "bf16" || problem.dtype == "f16")) {
+  if (sm == "sm_90a") {
+    // k step: one 128-byte swizzled row (64 bf16/f16, 32 tf32). tf32 only
+    // with the TMA (from the copies it makes first): its cp.async copies
+    // were slower than the warp MMA at every tiling measured.
+    const bool tf32 = problem.dtype == "tf32";
     g.families = {GemmFamily::WarpgroupMma};
     g.blocks = {{128, 128}, {128, 256}, {256, 128}, {128, 64}, {64, 128}};
     g.warp_tiles = {{64, 128}, {64, 64}, {64, 256}};
-    g.k_steps = {64};
+    g.k_steps = {tf32 ? 32 : 64};
     g.stages = {3, 4};
     g.min_blocks_per_sm = {1, 2};
     g.block_group_rows = {0, 8};
-    g.tma = {false, true};
-    g.split_k = split_choices(problem, g.blocks, 64, 256, sm_count);
+    g.tma = tf32 ? std::vector<bool>{true} : std::vector<bool>{false, true};
+    g.split_k = split_choices(problem, g.blocks, g.k_steps.front(), 256, sm_count);
   }
   return space;
 }

@@ -307,3 +307,34 @@ TEST_CASE("the default bf16 space on sm_90a: legal candidates of both MMA famili
   }
   MESSAGE(result.summary());
 }
+
+TEST_CASE("tf32 on sm_90a: the warpgroup MMA's candidates, k step 32 through the TMA's copies, legal") {
+  GemmProblem tf32;
+  tf32.dtype = "tf32";
+  tf32.out_dtype = "f32";
+  tf32.M = tf32.N = 4096;
+  tf32.K = 4097; // rows that are not whole 16 bytes: the copies pad them
+  GemmCandidate first = default_gemm_candidate(tf32, "sm_90a");
+  CHECK(first.family == GemmFamily::WarpgroupMma);
+  CHECK(first.mma.kind == MmaKind::TF32_wgmma_m64k8);
+  CHECK(first.mma.uses_tma());
+  CHECK(first.mma.tma_padded_copies);
+  CHECK(default_gemm_candidate(tf32, "sm_80").family == GemmFamily::WarpMma);
+  std::vector<GemmCandidate> list = enumerate_candidates(tf32, default_tuning_space(tf32, "sm_90a"), first);
+  size_t warpgroup = 0;
+  for (const GemmCandidate &c : list)
+    if (c.family == GemmFamily::WarpgroupMma) {
+      ++warpgroup;
+      CHECK(c.mma.k_step == 32);
+      CHECK(c.mma.tma);
+    }
+  CHECK(warpgroup > 20);
+  FakeTimer fake;
+  AutotuneResult result = autotune_gemm(tf32, spread_sample(list, 12), fake.steps(), options(0)); // legality only
+  CHECK(result.results[0].status == CandidateStatus::NotSampled); // the default is legal
+  size_t legal_warpgroup = 0;
+  for (const CandidateResult &r : result.results)
+    legal_warpgroup += r.status == CandidateStatus::NotSampled && r.candidate.family == GemmFamily::WarpgroupMma;
+  CHECK(legal_warpgroup >= 2);
+  MESSAGE(result.summary());
+}
