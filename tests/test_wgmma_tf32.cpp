@@ -381,3 +381,50 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of f32 tiles from anyt
   CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), env); }) == "(no error)");
   CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("B_padded"), env); }) == "(no error)");
 }
+
+// The TMA's tf32 form with the pipeline's other primitives: producer warps
+// (one warp, a warpgroup), register reallocation, a persistent grid, blocks
+// in groups, the reduction split across blocks (both modes).
+std::vector<MmaTiling> tma_variants() {
+  std::vector<MmaTiling> variants;
+  for (int producers : {1, 4}) {
+    MmaTiling t = small_tma_tiling();
+    t.producer_warps = producers;
+    t.min_blocks_per_sm = 1;
+    variants.push_back(t);
+  }
+  MmaTiling realloc = default_tiling(); // 128 x 256, two 64 x 256 warpgroups
+  realloc.producer_warps = 4;
+  realloc.producer_registers = 40;
+  variants.push_back(realloc);
+  MmaTiling persistent = small_tma_tiling();
+  persistent.persistent_blocks = 3;
+  persistent.block_group_rows = 2;
+  variants.push_back(persistent);
+  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic}) {
+    MmaTiling split = small_tma_tiling();
+    split.split_k = 3;
+    split.split_k_mode = mode;
+    variants.push_back(split);
+  }
+  return variants;
+}
+
+TEST_CASE("the TMA's tf32 form composes with producer warps, reallocation, persistent grids and split-K") {
+  for (const MmaTiling &t : tma_variants()) {
+    INFO(t.str());
+    Gemm g = scheduled(t);
+    Pipeline pipeline(g.out);
+    // Unrounded inputs: the copies round them.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {67, 45, 1}, {67, 45, 3}, {131, 136, 197}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_on_tf32_data(pipeline, M, N, K, Epilogue::BiasGelu, /*round=*/false) < 1e-5);
+    }
+    if (ptxas_available()) {
+      PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+      coalesce::testing::check_assembled_cleanly(assembled, 3);
+    }
+  }
+}
