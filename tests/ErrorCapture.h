@@ -27,5 +27,13 @@ template <typename Body> std::string user_error_of(Body body) {
 
 } // namespace coalesce::testing
 
+// `message` is evaluated once: CHECK_MESSAGE builds its text lazily, when
+// the check fails, so `CHECK_HAS(user_error_of(...), ...)` ran the body a
+// second time inside doctest's reporter, and a FAIL there (no error, or an
+// internal one) deadlocked on the reporter's lock instead of failing.
 #define CHECK_HAS(message, text)                                                                   \
-  CHECK_MESSAGE((message).find(text) != std::string::npos, "message: " << (message) << "\nlacks: " << (text))
+  do {                                                                                             \
+    const std::string coalesce_check_has_message_ = (message);                                     \
+    CHECK_MESSAGE(coalesce_check_has_message_.find(text) != std::string::npos,                     \
+                  "message: " << coalesce_check_has_message_ << "\nlacks: " << (text));            \
+  } while (false)
