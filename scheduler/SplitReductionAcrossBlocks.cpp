@@ -169,7 +169,10 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
       steps.push_back(Store::make(producer.name, load->indices, Load::make(element.type(), partials, store->indices)));
       steps.push_back(Store::make(partials, store->indices, make_zero(element.type())));
     } else {
-      std::string s = slice_loop_name(consumer) + "_sum";
+      // Under the slice loop's own name ("out.s0.kz.kz_sum", printed
+      // kz_sum): a consumer's loop is "out.s0.<name>", so no loop the user
+      // named (kz_sum, say, around this one) can be captured by it.
+      std::string s = slice_loop_name(consumer) + "." + split.slice_var + "_sum";
       steps.push_back(Store::make(producer.name, load->indices, read_slice(0)));
       if (split.slices > 1)
         steps.push_back(For::make(s, 1, split.slices - 1, ForKind::Serial,
@@ -183,7 +186,9 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   for (const std::string &loop : block_loops)
     tile.push_back(var(loop));
   Expr counter = Load::make(Int(32), counters_name(producer.name), tile);
-  std::string last = stage_prefix(consumer.name, 0) + "last";
+  // "out.s0.kz.last" (printed last), for the same reason: as "out.s0.last"
+  // it hid a block loop of 'out' named last from the epilogue under it.
+  std::string last = slice_loop_name(consumer) + ".last";
   Stmt arrive = LetStmt::make(last, Call::make_intrinsic(Intrinsic::LastArrival, Int(32), {counter, Expr(split.slices)}),
                               IfThenElse::make(var(last) == 1, combine));
 
