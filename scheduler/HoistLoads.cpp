@@ -98,7 +98,11 @@ private:
           continue;
         if (names.find(load))
           continue;
-        std::string name = node->buffer + "_v" + std::to_string(counter_++);
+        // Qualified like every name the compiler makes ("hoisted.A_v0",
+        // printed A_v0): a user name has no '.', so a Param called A_v0
+        // read further down the run is not captured by the let, and
+        // strip_stage_prefixes prints the let under a name that hides it.
+        std::string name = "hoisted." + node->buffer + "_v" + std::to_string(counter_++);
         names.add(load, Variable::make(load.type(), name));
         size_t at = p > static_cast<size_t>(lookahead_) ? p - lookahead_ : 0;
         lets[at].emplace_back(name, load);

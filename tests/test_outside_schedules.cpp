@@ -72,3 +72,24 @@ TEST_CASE("split_k's own names (last, kz_sum) capture no loop of the consumer na
   CHECK_HAS(nest, "let last = last_arrival(acc.tile_counters[bi, bj], 3)");
   CHECK_HAS(nest, "for kz_sum in serial(1, 2):");
 }
+
+TEST_CASE("a Param named like a hoisted load keeps its value") {
+  // hoist_loads named its lets A_v0, A_v1, ...: with N called A_v0 the
+  // second let's index read the first let (a float) as N, an internal
+  // error (LLVM rejected the module).
+  for (const char *name : {"N", "A_v0", "A_v3"}) {
+    CAPTURE(name);
+    Param N(name);
+    Input A("A", Float(32), {2, N});
+    Var i("i"), j("j");
+    Func out("out");
+    out(i, j) = A(i, j % N) * 2.0f; // j % N: proven inside A for the 2 x 3 domain
+    out.bound(i, 2).bound(j, 3).unroll(i).unroll(j);
+    Buffer a({2, 3}), o({2, 3});
+    a.fill_random(1);
+    o.poison();
+    Pipeline(out).realize_on_cpu({{"A", a}, {name, 3}}, o);
+    for (size_t e = 0; e < o.size(); ++e)
+      CHECK(o.get(e) == 2.0f * a.get(e));
+  }
+}
