@@ -6,6 +6,7 @@
 #include "scheduler/LoopNames.h"
 
 #include <map>
+#include <vector>
 
 namespace coalesce {
 
@@ -41,21 +42,40 @@ private:
   const Environment &env_;
   int block_depth_ = 0;
   std::map<std::string, const For *> threads_; // enclosing thread loops by name
+  std::vector<const For *> thread_stack_;       // the same, outermost first
   std::map<std::string, Access> first_;        // per buffer: its first access
   std::map<std::string, bool> tracked_;        // buffers of Funcs allocated in a kernel
 
   void visit(const For *op) override {
     block_depth_ += op->for_kind == ForKind::GpuBlock;
     bool thread = op->for_kind == ForKind::GpuThread;
-    if (thread)
+    if (thread) {
       threads_[op->name] = op;
+      thread_stack_.push_back(op);
+    }
     IRVisitor::visit(op);
-    if (thread)
+    if (thread) {
       threads_.erase(op->name);
+      thread_stack_.pop_back();
+    }
     block_depth_ -= op->for_kind == ForKind::GpuBlock;
   }
   void visit(const Allocate *op) override {
     bool track = block_depth_ > 0 && env_.find(op->name) != nullptr;
+    // Shared memory is one tile per block, however deep the allocation
+    // sits: inside a thread loop every thread of that loop writes the same
+    // tile at once on the GPU, while the serial run gives each iteration
+    // the tile to itself (a Func computed at a thread loop and stored in
+    // shared memory).
+    if (track && op->memory == MemoryType::Shared && !thread_stack_.empty()) {
+      const For *outer = thread_stack_.front();
+      user_error("'", op->name, "' is stored in shared memory, which a GPU block holds once for all its threads, "
+                 "but it is computed inside thread loop '", loop_short_name(outer->name), "' of '",
+                 loop_owner(outer->name), "' (thread ", "xyz"[outer->gpu_dim],
+                 "), so every thread of that loop would write the one tile at the same time. Compute '", op->name,
+                 "' at a loop outside the thread loops (a block loop), or store it in registers "
+                 "(store_in(MemoryType::Register)), where each thread keeps its own");
+    }
     if (track)
       tracked_[op->name] = true;
     IRVisitor::visit(op);

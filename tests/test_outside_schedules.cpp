@@ -93,3 +93,62 @@ TEST_CASE("a Param named like a hoisted load keeps its value") {
       CHECK(o.get(e) == 2.0f * a.get(e));
   }
 }
+
+TEST_CASE("a Func stored in shared memory inside a thread loop is refused: the block's threads would share it") {
+  using coalesce::testing::user_error_of;
+  // out = acc + scale, 16 x 16 tiles of 8 x 8 threads (2 x 2 each); scale at
+  // the thread loop ti in shared memory was one [tj][ri][rj] tile per block
+  // that all eight ti threads wrote with their own rows, while the CPU run
+  // (each ti in turn) was right.
+  auto scheduled = [](const char *site, MemoryType memory) {
+    Gemm g = make_gemm(Epilogue::None);
+    Func scale("scale"), out("out2");
+    scale(g.i, g.j) = g.bias(g.j) + cast(Float(32), g.i);
+    out(g.i, g.j) = g.acc(g.i, g.j) + scale(g.i, g.j);
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
+    out.tile(g.i, g.j, bi, bj, ii, jj, 16, 16)
+        .gpu_blocks({bi, bj})
+        .register_block(ii, jj, ti, tj, ri, rj, 2, 2)
+        .gpu_threads({ti, tj});
+    out.fuse_epilogue(g.acc, bj);
+    scale.compute_at(out, Var(site)).store_in(memory);
+    return out;
+  };
+  // (No CAPTURE around user_error_of: doctest deadlocked reporting a FAIL
+  // inside it while a CAPTURE was active.)
+  const char *refusal = "'scale' is stored in shared memory, which a GPU block holds once for all its threads, but "
+                        "it is computed inside thread loop 'ti' of 'out2' (thread y)";
+  Func at_ti = scheduled("ti", MemoryType::Shared), at_tj = scheduled("tj", MemoryType::Shared),
+       at_ri = scheduled("ri", MemoryType::Shared);
+  CHECK_HAS(user_error_of([&] { Pipeline(at_ti).loop_nest(); }), refusal);
+  CHECK_HAS(user_error_of([&] { Pipeline(at_tj).loop_nest(); }), refusal);
+  CHECK_HAS(user_error_of([&] { Pipeline(at_ri).loop_nest(); }), refusal);
+  // The same for the reduction itself.
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
+  g.out.tile(g.i, g.j, bi, bj, ii, jj, 16, 16)
+      .gpu_blocks({bi, bj})
+      .register_block(ii, jj, ti, tj, ri, rj, 2, 2)
+      .gpu_threads({ti, tj});
+  g.acc.compute_at(g.out, tj).store_in(MemoryType::Shared);
+  CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "'acc' is stored in shared memory");
+  // Legal: shared at the block loop (one tile per block, each thread its own
+  // part), or registers at a thread loop.
+  for (auto [site, memory] : std::vector<std::pair<const char *, MemoryType>>{{"bj", MemoryType::Shared},
+                                                                              {"ti", MemoryType::Register}}) {
+    CAPTURE(site);
+    Func out = scheduled(site, memory);
+    Pipeline pipeline(out);
+    for (auto [M, N, K] : kShapes) {
+      GemmData data = make_data(M, N, K, 3);
+      Buffer o({M, N});
+      o.poison();
+      pipeline.realize_on_cpu(gemm_arguments(data, M, N, K, Epilogue::Bias), o);
+      Buffer want = reference(data, M, N, K, Epilogue::Bias);
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+          want(i, j) += static_cast<float>(i);
+      CHECK(relative_error(o, want) < 1e-5);
+    }
+  }
+}
