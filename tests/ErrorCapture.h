@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the error tests: run code that must raise a UserError and get
 // its message; an InternalError (a compiler bug), another exception or no
-// error at all fails the test.
+// error at all fails the test. And the verifiers' tests' internal errors.
 
 #include "dsl/Error.h"
 
@@ -23,6 +23,18 @@ template <typename Body> std::string user_error_of(Body body) {
   }
   FAIL("no error was raised");
   return "";
+}
+
+/// The message of the InternalError `body` raises, or "(no error)": for
+/// the verifiers after lowering, fed hand-built statements that a broken
+/// pass would leave behind.
+template <typename Body> std::string internal_error_of(Body body) {
+  try {
+    body();
+  } catch (const InternalError &e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 } // namespace coalesce::testing

@@ -186,14 +186,7 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checke
     Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
     return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
   };
-  auto internal_error_of = [](const std::function<void()> &step) -> std::string {
-    try {
-      step();
-    } catch (const InternalError &error) {
-      return error.what();
-    }
-    return "(no error)";
-  };
+  using coalesce::testing::internal_error_of;
   Gemm plain = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tiling(kKind));
   Environment env = make_environment(plain.out);
   Expr k_rows = Variable::make(Int(32), "K") % 8 == 0, n_rows = Variable::make(Int(32), "N") % 8 == 0;

@@ -364,14 +364,7 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of f32 tiles from anyt
     Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
     return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 32}, slot, barrier, Evaluate::make(Expr(0)));
   };
-  auto internal_error_of = [](const std::function<void()> &step) -> std::string {
-    try {
-      step();
-    } catch (const InternalError &error) {
-      return error.what();
-    }
-    return "(no error)";
-  };
+  using coalesce::testing::internal_error_of;
   Gemm g = scheduled(small_tma_tiling());
   Environment env = make_environment(g.out);
   // Rows of whole 16 bytes: the describability test holds, the rounding not.
