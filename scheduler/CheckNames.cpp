@@ -78,6 +78,11 @@ void check_names(const Environment &env) {
         local.insert(split.inner);
       }
     }
+    // split_k's slice loop is a loop of this Func too (GPU z, inside the
+    // fuse site), though no stage lists it: split_k(acc, k, K, 3) made a
+    // block loop named like the Param K.
+    if (func.schedule.split_k.requested())
+      local.insert(func.schedule.split_k.slice_var);
     for (const std::string &name : local) {
       const char *kind = pure.count(name) ? "Var" : rvars.names.count(name) ? "RDom" : "loop";
       auto clash = global.find(name);

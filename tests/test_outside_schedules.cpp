@@ -114,8 +114,6 @@ TEST_CASE("a Func stored in shared memory inside a thread loop is refused: the b
     scale.compute_at(out, Var(site)).store_in(memory);
     return out;
   };
-  // (No CAPTURE around user_error_of: doctest deadlocked reporting a FAIL
-  // inside it while a CAPTURE was active.)
   const char *refusal = "'scale' is stored in shared memory, which a GPU block holds once for all its threads, but "
                         "it is computed inside thread loop 'ti' of 'out2' (thread y)";
   Func at_ti = scheduled("ti", MemoryType::Shared), at_tj = scheduled("tj", MemoryType::Shared),
@@ -150,5 +148,37 @@ TEST_CASE("a Func stored in shared memory inside a thread loop is refused: the b
           want(i, j) += static_cast<float>(i);
       CHECK(relative_error(o, want) < 1e-5);
     }
+  }
+}
+
+TEST_CASE("split_k's slice loop takes no name of a Param, Input, Func or staging buffer") {
+  using coalesce::testing::user_error_of;
+  // check_names knew the loops of the stages, not the slice loop split_k
+  // adds: split_k(acc, k, K, 3) made a block loop named like the Param K.
+  auto split_into = [](const char *slice) {
+    Gemm g = make_gemm(Epilogue::BiasGelu);
+    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj");
+    g.out.tile(g.i, g.j, bi, bj, ii, jj, 16, 16).gpu_blocks({bi, bj}).gpu_threads({ii, jj});
+    g.out.fuse_epilogue(g.acc, bj);
+    g.acc.update().allow_reassociation();
+    g.out.split_k(g.acc, g.k, Var(slice), 3);
+    return g;
+  };
+  Gemm param = split_into("K"), input = split_into("bias"), func = split_into("acc"), staging = split_into("A_shared");
+  CHECK_HAS(user_error_of([&] { Pipeline(param.out).loop_nest(); }),
+            "the loop 'K' of Func 'out' has the name of the Param 'K'");
+  CHECK_HAS(user_error_of([&] { Pipeline(input.out).loop_nest(); }),
+            "the loop 'bias' of Func 'out' has the name of the Input 'bias'");
+  CHECK_HAS(user_error_of([&] { Pipeline(func.out).loop_nest(); }),
+            "the loop 'acc' of Func 'out' has the name of the Func 'acc'");
+  CHECK_HAS(user_error_of([&] { Pipeline(staging.out).loop_nest(); }),
+            "the loop 'A_shared' of Func 'out' has the name Coalesce gives the shared-memory copy of Input 'A'");
+  // A new name still splits, and sums right.
+  Gemm fine = split_into("kz");
+  Pipeline pipeline(fine.out);
+  for (auto [M, N, K] : kShapes) {
+    CAPTURE(M);
+    CAPTURE(K);
+    CHECK(cpu_error(pipeline, M, N, K, Epilogue::BiasGelu) < 1e-5);
   }
 }
