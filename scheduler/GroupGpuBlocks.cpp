@@ -34,7 +34,13 @@ private:
                  loop_short_name(op->name), "' is ", for_kind_name(op->for_kind), " ", "xyz"[op->gpu_dim],
                  inner && inner->for_kind == ForKind::GpuBlock
                      ? str_cat(" around '", loop_short_name(inner->name), "' (", "xyz"[inner->gpu_dim], ")")
-                     : std::string(" with no block loop directly inside"));
+                     : std::string(" with no block loop directly inside"),
+                 // The third loop by name: with only "'bi' is y around 'bj' (x)"
+                 // the message described a legal pair and never said what was wrong.
+                 third && third->for_kind == ForKind::GpuBlock
+                     ? str_cat(", which is around block loop '", loop_short_name(third->name), "' (", "xyz"[third->gpu_dim],
+                               "), a third block loop (split_k adds one for its slices)")
+                     : std::string());
     ++grouped;
     // The grouped loops print as bi_grouped and bj_grouped; a name the
     // nest already binds is not taken twice.

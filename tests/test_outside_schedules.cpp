@@ -5,6 +5,7 @@
 // UserError that names what is wrong.
 
 #include "examples/Reference.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 
 #include <doctest/doctest.h>
@@ -181,4 +182,19 @@ TEST_CASE("split_k's slice loop takes no name of a Param, Input, Func or staging
     CAPTURE(K);
     CHECK(cpu_error(pipeline, M, N, K, Epilogue::BiasGelu) < 1e-5);
   }
+}
+
+TEST_CASE("gpu_block_groups over a split reduction names the slice loop it cannot group") {
+  // The message said "loop 'bi' is gpu_block y around 'bj' (x)": the very
+  // pair it asks for, without the third block loop that made it refuse.
+  GemmTiling t;
+  t.block_m = t.block_n = 32;
+  t.threads_m = t.threads_n = 8;
+  t.split_k = 3;
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  g.out.gpu_block_groups(2);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); }),
+            "loop 'bi' is gpu_block y around 'bj' (x), which is around block loop 'kz' (z), a third block loop "
+            "(split_k adds one for its slices)");
 }
