@@ -179,7 +179,10 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     }
     std::vector<int64_t> actual(buffer->shape().begin(), buffer->shape().end());
     if (actual != needed)
-      user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' has shape ", shape_text(actual),
+      // A Buffer made without a shape has none to print ("has shape  but").
+      user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' has ",
+                 actual.empty() ? std::string("no shape (a Buffer made without one)")
+                                : "shape " + shape_text(actual),
                  " but the pipeline needs ", extents_text(arg.extents), " = ", shape_text(needed));
     bound.elements.push_back(buffer->size());
     bound.bytes.push_back(buffer->size_in_bytes());

@@ -198,3 +198,19 @@ TEST_CASE("gpu_block_groups over a split reduction names the slice loop it canno
             "loop 'bi' is gpu_block y around 'bj' (x), which is around block loop 'kz' (z), a third block loop "
             "(split_k adds one for its slices)");
 }
+
+TEST_CASE("a Buffer made without a shape, passed as an input or the output, is named as such") {
+  using coalesce::testing::user_error_of;
+  // The message read "input buffer 'A' has shape  but the pipeline needs ...".
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  Pipeline pipeline(g.out);
+  GemmData data = make_data(3, 3, 3, 1);
+  Buffer none, out({3, 3});
+  Arguments args = gemm_arguments(data, 3, 3, 3, Epilogue::BiasGelu);
+  args.erase("A");
+  args.emplace("A", none);
+  CHECK_HAS(user_error_of([&] { pipeline.realize_on_cpu(args, out); }),
+            "input buffer 'A' has no shape (a Buffer made without one) but the pipeline needs M x K = 3 x 3");
+  CHECK_HAS(user_error_of([&] { pipeline.realize_on_cpu(gemm_arguments(data, 3, 3, 3, Epilogue::BiasGelu), none); }),
+            "output buffer 'out' has no shape (a Buffer made without one) but the pipeline needs M x N = 3 x 3");
+}
