@@ -119,6 +119,7 @@ struct WgmmaKnobs {
   int producer_warps = -1; ///< --producer-warps=N: MmaTiling::producer_warps (-1: the tiling's)
   int producer_registers = -1; ///< --producer-registers=N: MmaTiling::producer_registers (-1: the tiling's)
   int persistent_blocks = -1;  ///< --persistent-blocks=N: MmaTiling::persistent_blocks (-1: the tiling's)
+  int cluster_blocks = -1;     ///< --cluster-blocks=N: MmaTiling::cluster_blocks (-1: the tiling's)
 };
 
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
@@ -160,6 +161,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.producer_registers = wgmma.producer_registers;
     if (wgmma.persistent_blocks >= 0)
       tiling.persistent_blocks = wgmma.persistent_blocks;
+    if (wgmma.cluster_blocks >= 0)
+      tiling.cluster_blocks = wgmma.cluster_blocks;
     use_tma_copies_where_needed(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
@@ -255,6 +258,11 @@ Options parse_options(int argc, char **argv) {
                                     "each walking tiles a grid apart (gpu_persistent_blocks); 0: a block per "
                                     "tile, the default"),
       cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> cluster_blocks_flag(
+      "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
+                                 "(2 to 8), which share B's tiles (gpu_cluster, SharedLayout::multicast); 0: none, "
+                                 "the default"),
+      cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "
                                "row, the default)"),
@@ -320,6 +328,14 @@ Options parse_options(int argc, char **argv) {
         persistent_blocks_flag == "0" ? 0 : parse_extent("--persistent-blocks", persistent_blocks_flag);
     if (!options.tensor_cores)
       usage_error("--persistent-blocks sizes the tensor-core schedule's grid: give --tensor-cores or --wgmma");
+  }
+  if (cluster_blocks_flag.getNumOccurrences()) {
+    options.wgmma.cluster_blocks =
+        cluster_blocks_flag == "0" ? 0 : parse_extent("--cluster-blocks", cluster_blocks_flag);
+    if (options.wgmma.cluster_blocks == 1 || options.wgmma.cluster_blocks > 8)
+      usage_error("bad value '" + cluster_blocks_flag + "' for --cluster-blocks: expected 0, or 2 to 8");
+    if (!options.warpgroup || options.wgmma.cp_async)
+      usage_error("--cluster-blocks shares the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
   }
   if (producer_registers_flag.getNumOccurrences()) {
     options.wgmma.producer_registers =

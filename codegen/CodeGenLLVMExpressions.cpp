@@ -298,7 +298,8 @@ void CodeGenLLVM::visit(const Call *op) {
   }
   case Intrinsic::RegistersDecrease:
   case Intrinsic::RegistersIncrease:
-  case Intrinsic::ThreadExit: {
+  case Intrinsic::ThreadExit:
+  case Intrinsic::ClusterBarrier: {
     std::optional<int64_t> count = op->args.empty() ? std::optional<int64_t>(0) : as_const_int(op->args[0]);
     COALESCE_INTERNAL_ASSERT(count, op->name, " takes one constant");
     emit_thread_control(*op->intrinsic, static_cast<int>(*count));

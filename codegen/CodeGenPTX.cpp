@@ -61,6 +61,11 @@ public:
         function->addFnAttr("nvvm.minctasm", std::to_string(kernel.min_blocks_per_sm));
       function->addFnAttr("nvvm.maxntid", str_cat(kernel.block[0], ",", kernel.block[1], ",",
                                                   kernel.block[2]));
+      // Blocks in clusters (gpu_cluster): `.explicitcluster` and
+      // `.reqnctapercluster`, so that a plain launch makes the clusters.
+      if (kernel.cluster_blocks() > 1)
+        function->addFnAttr("nvvm.cluster_dim", str_cat(kernel.cluster[0], ",", kernel.cluster[1], ",",
+                                                        kernel.cluster[2]));
     }
     kernel_ = nullptr;
   }
@@ -367,6 +372,12 @@ protected:
       builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_exit, llvm::ArrayRef<llvm::Type *>{},
                                 llvm::ArrayRef<llvm::Value *>{});
       return;
+    case Intrinsic::ClusterBarrier:
+      // Every thread of the cluster's blocks: this thread's shared-memory
+      // accesses (and the MMAs its wgmma wait completed) come before the
+      // others pass, so a peer may then overwrite a slot this block read.
+      inline_ptx("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;", "", {});
+      return;
     default:
       internal_error("intrinsic ", intrinsic_name(which), " does not control a thread");
     }
@@ -411,8 +422,15 @@ protected:
 
   // One TMA box into shared memory, its bytes counted on the barrier. The
   // coordinates go innermost first, as the tensor map's dimensions do.
+  //
+  // Multicast (op->multicast blocks): this block, rank r of its cluster,
+  // copies rows [r R / m, (r + 1) R / m) of the box to the same place in
+  // the shared memory of every block of the cluster (the mask), each of
+  // whose barriers at this one's address counts the bytes. The part starts
+  // R / m rows of 128 bytes further, a whole number of swizzle atoms, so it
+  // lands swizzled as the whole box would.
   void emit_tensor_copy(const TensorCopy *op) override {
-    int map = tensor_map_index(*kernel_, op->input, op->box);
+    int map = tensor_map_index(*kernel_, op->input, op->issued_box());
     COALESCE_INTERNAL_ASSERT(map >= 0 && op->origin.size() == 2, "tensor copy of '", op->input,
                              "' without its tensor map");
     const auto *destination = op->destination.as<Load>();
@@ -421,9 +439,24 @@ protected:
     llvm::Value *on = shared_address(buffer_element(barrier->buffer, barrier->indices, barrier->type));
     llvm::Value *tensor_map =
         builder_->CreatePtrToInt(function_->getArg(tensor_map_base_ + static_cast<unsigned>(map)), builder_->getInt64Ty());
-    inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], "
-               "[$4];",
-               "r,l,r,r,r", {to, tensor_map, codegen(op->origin[1]), codegen(op->origin[0]), on});
+    llvm::Value *row = codegen(op->origin[0]);
+    if (op->multicast == 1) {
+      inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, "
+                 "$3}], [$4];",
+                 "r,l,r,r,r", {to, tensor_map, codegen(op->origin[1]), row, on});
+      return;
+    }
+    const int rows = op->issued_box().front();
+    const int row_bytes = op->box[1] * destination->type.bytes();
+    llvm::Value *rank = builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank,
+                                                  llvm::ArrayRef<llvm::Type *>{}, llvm::ArrayRef<llvm::Value *>{});
+    llvm::Value *first = builder_->CreateMul(rank, builder_->getInt32(rows));
+    row = builder_->CreateAdd(row, first);
+    to = builder_->CreateAdd(to, builder_->CreateMul(first, builder_->getInt32(row_bytes)));
+    llvm::Value *mask = builder_->getInt16(static_cast<uint16_t>((1u << op->multicast) - 1));
+    inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+               "[$0], [$1, {$2, $3}], [$4], $5;",
+               "r,l,r,r,r,h", {to, tensor_map, codegen(op->origin[1]), row, on, mask});
   }
 
   void emit_async_commit() override {
@@ -695,6 +728,10 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
       user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (SharedLayout::tma), "
                  "which this compiler targets on sm_90a only; the target is ", target.sm(),
                  ": compile for sm_90a, or stage with cp.async copies (tma = false)");
+    if (kernel.cluster_blocks() > 1 && target.sm() != "sm_90a")
+      user_error("kernel '", kernel.name, "' runs its blocks in clusters of ", kernel.cluster_blocks(),
+                 " (gpu_cluster), which this compiler targets on sm_90a only; the target is ", target.sm(),
+                 ": compile for sm_90a, or leave gpu_cluster out");
   }
 }
 

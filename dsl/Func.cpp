@@ -581,6 +581,17 @@ Func &Func::gpu_persistent_blocks(int blocks) {
   });
 }
 
+Func &Func::gpu_cluster(const Var &block, int blocks) {
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (blocks < 2 || blocks > 8)
+      user_error("gpu_cluster of '", name(), "' along '", block.name(), "' is ", blocks,
+                 " blocks; a cluster has 2 to 8 (the portable cluster sizes)");
+    contents_->schedule.cluster_var = block.name();
+    contents_->schedule.cluster_blocks = blocks;
+    return *this;
+  });
+}
+
 Func &Func::partition_full_tiles(bool enable) {
   contents_->schedule.partition_full_tiles = enable;
   return *this;

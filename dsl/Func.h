@@ -219,6 +219,14 @@ public:
   /// Needs two block loops; each tile is computed once either way, so it
   /// never changes the result.
   Func &gpu_persistent_blocks(int blocks);
+  /// Runs this (output) Func's GPU blocks along block loop `block` in
+  /// clusters of `blocks` (2 to 8) consecutive blocks, which the GPU runs at
+  /// once on neighbouring multiprocessors (sm_90 and later), so that inputs
+  /// staged with SharedLayout::multicast are copied once per cluster. The
+  /// block loop's extent is rounded up to whole clusters; the extra blocks
+  /// compute nothing past the output's end (its guards). It never changes
+  /// the result.
+  Func &gpu_cluster(const Var &block, int blocks);
 
 private:
   std::shared_ptr<internal::FuncContents> contents_;

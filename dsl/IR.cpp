@@ -224,14 +224,25 @@ Stmt WarpMma::rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const {
 }
 
 Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination,
-                      Expr barrier, Stmt copy) {
+                      Expr barrier, Stmt copy, int multicast) {
   COALESCE_INTERNAL_ASSERT(!input.empty() && !origin.empty() && origin.size() == box.size() &&
                                destination.as<Load>() && barrier.as<Load>() && copy.defined(),
                            "a tensor copy needs an input, a box of its rank, a destination, a barrier and a copy");
   for (int extent : box)
     COALESCE_INTERNAL_ASSERT(extent > 0 && extent <= 256, "a tensor copy's box extent of ", extent);
+  // Each block's part starts at a 1024-byte atom of the 128-byte swizzle:
+  // whole groups of 8 rows.
+  COALESCE_INTERNAL_ASSERT(multicast >= 1 && multicast <= 8 && box.front() % (8 * multicast) == 0,
+                           "a tensor copy of ", box.front(), " rows multicast to ", multicast, " blocks");
   return Stmt(std::make_shared<const TensorCopy>(std::move(input), std::move(origin), std::move(box),
-                                                 std::move(destination), std::move(barrier), std::move(copy)));
+                                                 std::move(destination), std::move(barrier), std::move(copy),
+                                                 multicast));
+}
+
+std::vector<int> TensorCopy::issued_box() const {
+  std::vector<int> issued = box;
+  issued.front() /= multicast;
+  return issued;
 }
 
 int TensorCopy::bytes() const {

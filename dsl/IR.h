@@ -434,20 +434,30 @@ struct WarpMma : BaseStmtNode {
 /// input through the tensor map of (input, box) the kernel is given.
 struct TensorCopy : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::TensorCopy;
-  TensorCopy(std::string in, std::vector<Expr> o, std::vector<int> b, Expr d, Expr bar, Stmt c)
+  TensorCopy(std::string in, std::vector<Expr> o, std::vector<int> b, Expr d, Expr bar, Stmt c, int m)
       : BaseStmtNode(node_kind), input(std::move(in)), origin(std::move(o)), box(std::move(b)),
-        destination(std::move(d)), barrier(std::move(bar)), copy(std::move(c)) {}
+        destination(std::move(d)), barrier(std::move(bar)), copy(std::move(c)), multicast(m) {}
   const std::string input;
   const std::vector<Expr> origin;
   const std::vector<int> box;
   const Expr destination;
   const Expr barrier;
+  /// What lands in this block's shared memory, element by element (the
+  /// host runs it): the whole box, also when it is multicast.
   const Stmt copy;
+  /// 1, or the blocks of a cluster that share the box (SharedLayout::
+  /// multicast): block r of the cluster copies rows [r R / m, (r + 1) R / m)
+  /// of it into the shared memory of all m, and each block's barrier
+  /// counts the whole box.
+  const int multicast;
   static Stmt make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination, Expr barrier,
-                   Stmt copy);
-  /// The bytes the copy delivers (zero-filled ones included), for 16-bit
-  /// elements: what its mbarrier expects.
+                   Stmt copy, int multicast = 1);
+  /// The bytes the copy delivers into each block (zero-filled ones
+  /// included): what its mbarrier expects.
   int bytes() const;
+  /// The box one block issues: the rows split between the blocks of the
+  /// multicast (the tensor map's box).
+  std::vector<int> issued_box() const;
 };
 
 } // namespace coalesce

@@ -266,7 +266,11 @@ private:
     out_ << "] box ";
     for (size_t d = 0; d < op->box.size(); ++d)
       out_ << (d ? "x" : "") << op->box[d];
-    out_ << " (0 outside " << op->input << ") -> ";
+    out_ << " (0 outside " << op->input << ")";
+    if (op->multicast > 1)
+      out_ << " multicast to the cluster's " << op->multicast << " blocks (this block's " << op->box.front() / op->multicast
+           << " rows)";
+    out_ << " -> ";
     print(op->destination);
     out_ << ", completes on ";
     print(op->barrier);

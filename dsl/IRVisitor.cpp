@@ -283,7 +283,7 @@ Stmt IRMutator::visit(const TensorCopy *op, const Stmt &self) {
   Stmt copy = mutate(op->copy);
   if (!changed && destination.same_as(op->destination) && barrier.same_as(op->barrier) && copy.same_as(op->copy))
     return self;
-  return TensorCopy::make(op->input, origin, op->box, destination, barrier, copy);
+  return TensorCopy::make(op->input, origin, op->box, destination, barrier, copy, op->multicast);
 }
 
 } // namespace coalesce

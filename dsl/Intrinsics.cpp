@@ -72,6 +72,7 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::RegistersDecrease:
   case Intrinsic::RegistersIncrease:
   case Intrinsic::ThreadExit:
+  case Intrinsic::ClusterBarrier:
     return false;
   }
   return false;

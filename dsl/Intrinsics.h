@@ -85,7 +85,11 @@ enum class IntrinsicResult : uint8_t {
   /* threads follows. */                                                                           \
   X(RegistersDecrease, "registers_decrease", 1, 1, Int32)                                          \
   X(RegistersIncrease, "registers_increase", 1, 1, Int32)                                          \
-  X(ThreadExit, "thread_exit", 0, 0, Int32)
+  X(ThreadExit, "thread_exit", 0, 0, Int32)                                                        \
+  /* a barrier of every thread of every block of the cluster (gpu_cluster, */                      \
+  /* sm_90), releasing this thread's shared-memory accesses to the others: */                       \
+  /* a multicast pipeline's steps end in one. A no-op on the host. */                               \
+  X(ClusterBarrier, "cluster_barrier", 0, 0, Int32)
 
 enum class Intrinsic : uint8_t {
 #define COALESCE_INTRINSIC_ENUM(name, printed, min_args, max_args, result) name,

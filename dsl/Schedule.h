@@ -87,6 +87,14 @@ struct SharedLayout {
   /// the cp.async copies element by element; it costs one read and one
   /// write of the input per launch, also where the rows need no padding.
   bool tma_padded_copy = false;
+  /// With tma, on an output scheduled with gpu_cluster: the input's tile is
+  /// the same for every block of a cluster (it does not depend on the
+  /// clustered block loop), so each block copies 1 / C of its rows and the
+  /// TMA writes them into the shared memory of all C blocks (multicast):
+  /// the input crosses the L2 once per cluster instead of once per block.
+  /// The pipeline's steps then end in a barrier of the whole cluster, so
+  /// that no block refills a slot another block still reads.
+  bool multicast = false;
 };
 
 /// A request to copy an input's tile into shared memory once per iteration
@@ -212,6 +220,11 @@ struct FuncSchedule {
   /// For the output: its tiles run on at most this many blocks, each
   /// walking tiles a grid apart (gpu_persistent_blocks; 0: a block a tile).
   int persistent_blocks = 0;
+  /// For the output: its blocks along block loop `cluster_var` run in
+  /// clusters of `cluster_blocks` (gpu_cluster; 0: no clusters), whose TMA
+  /// copies of an input staged with SharedLayout::multicast are shared.
+  std::string cluster_var;
+  int cluster_blocks = 0;
   /// For the output: whether its per-element statements get a copy without
   /// bounds guards for blocks whose tile lies inside (partition_full_tiles;
   /// unset: yes).

@@ -64,6 +64,7 @@ template <class Tiling, class Visit> void for_each_knob_of_mma(Tiling &t, Visit 
   visit("producer_warps", t.producer_warps, Presence::Optional);
   visit("producer_registers", t.producer_registers, Presence::Optional);
   visit("persistent_blocks", t.persistent_blocks, Presence::Optional);
+  visit("cluster_blocks", t.cluster_blocks, Presence::Optional);
   visit("tma_padded_copies", t.tma_padded_copies, Presence::Optional);
   visit("split_k", t.split_k, Presence::Required);
 }

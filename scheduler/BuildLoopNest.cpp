@@ -178,7 +178,15 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
     COALESCE_INTERNAL_ASSERT(old_extent.defined(), "split of '", split.old_var, "' before its extent is known");
     plan.extent[split.outer] = simplify(ceil_div(old_extent, split.factor));
     plan.extent[split.inner] = split.factor;
-    if (!divides(old_extent, split.factor) && (split.is_rvar || !at_site))
+    // gpu_cluster: the clustered block loop runs whole clusters; the blocks
+    // past the last tile compute nothing of the output (the split's guard)
+    // but take part in their cluster's copies and barriers.
+    int cluster = 1;
+    if (s == 0 && func.schedule.cluster_blocks > 0 && split.outer == own(func.schedule.cluster_var)) {
+      cluster = func.schedule.cluster_blocks;
+      plan.extent[split.outer] = simplify(ceil_div(plan.extent[split.outer], cluster) * cluster);
+    }
+    if (!divides(old_extent, split.factor * cluster) && (split.is_rvar || !at_site))
       plan.guarded.push_back(split);
   }
   for (const Dim &dim : stage.dims) {

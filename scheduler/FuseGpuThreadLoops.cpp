@@ -227,6 +227,7 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
       break;
     block_loops.push_back(loop);
     kernel.grid[loop->gpu_dim] = loop->extent;
+    kernel.block_loops[loop->gpu_dim] = loop->name;
     body = loop->body;
   }
   if (block_loops.empty()) {

@@ -10,6 +10,7 @@
 #include "scheduler/CheckGpuStructure.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckNames.h"
+#include "scheduler/CheckClusters.h"
 #include "scheduler/CheckSplitK.h"
 #include "scheduler/CheckThreadOwnership.h"
 #include "scheduler/CheckUnrollSize.h"
@@ -25,6 +26,7 @@
 #include "scheduler/InferDomain.h"
 #include "scheduler/InlineFuncs.h"
 #include "scheduler/InputReads.h"
+#include "scheduler/LoopNames.h"
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
@@ -75,6 +77,7 @@ Environment prepare(const Func &output) {
   attributed_to("inline_funcs", [&] { inline_funcs(env); }); // needs placements
   attributed_to("check_mma", [&] { check_mma(env); }); // after inlining: the update is what the instruction computes
   attributed_to("check_split_k", [&] { check_split_k(env); }); // after inlining, likewise: the split sum is the one that runs
+  attributed_to("check_clusters", [&] { check_clusters(env); }); // gpu_cluster's loop; multicast's copies
   // After inlining, so out = gelu(biased) with biased = acc + b folds too.
   attributed_to("fold_bias_into_init", [&] { fold_bias_into_init(env); });
   attributed_to("infer_domain", [&] { infer_domain(env); });
@@ -185,6 +188,10 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
   GpuNest nest{output.name(), arguments_of(env), Stmt(), env.output().schedule.min_blocks_per_sm};
+  if (env.output().schedule.cluster_blocks > 0) {
+    nest.cluster_loop = stage_prefix(env.output().name, 0) + env.output().schedule.cluster_var;
+    nest.cluster_blocks = env.output().schedule.cluster_blocks;
+  }
   nest.serial = lower_serial(env, budget);
   return nest;
 }
@@ -198,10 +205,10 @@ std::vector<TensorMapParam> tensor_maps_of(const Stmt &body) {
     using IRVisitor::visit;
     void visit(const TensorCopy *op) override {
       bool known = std::any_of(maps.begin(), maps.end(), [&](const TensorMapParam &m) {
-        return m.input == op->input && m.box == op->box;
+        return m.input == op->input && m.box == op->issued_box();
       });
       if (!known)
-        maps.push_back(TensorMapParam{op->input, op->box});
+        maps.push_back(TensorMapParam{op->input, op->issued_box()});
     }
   } collect;
   collect.visit_stmt(body);
@@ -220,6 +227,11 @@ GpuProgram finish_gpu_program(const GpuNest &nest) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
     kernel.min_blocks_per_sm = nest.min_blocks_per_sm;
+    // The output's kernel is launched in clusters along its clustered
+    // block loop (check_clusters made sure it is one).
+    for (int d = 0; d < 3; ++d)
+      if (nest.cluster_blocks > 0 && kernel.block_loops[d] == nest.cluster_loop)
+        kernel.cluster[d] = nest.cluster_blocks;
     kernel.tensor_maps = tensor_maps_of(kernel.body);
     for (Expr &extent : kernel.grid)
       extent = simplify(extent);

@@ -72,6 +72,7 @@ struct GpuKernel {
   std::string name;
   Stmt body;
   std::array<Expr, 3> grid;     ///< blocks per dimension, in terms of the scalar arguments
+  std::array<std::string, 3> block_loops; ///< the block loop of each dimension (qualified), or empty
   std::array<int, 3> block{{1, 1, 1}}; ///< threads per dimension
   int threads() const { return block[0] * block[1] * block[2]; }
   int shared_bytes = 0;
@@ -80,6 +81,10 @@ struct GpuKernel {
   /// atom of the 128-byte swizzle (the matrix descriptors' base offset 0).
   int shared_alignment = 16;
   int min_blocks_per_sm = 0; ///< 0: no request
+  /// Blocks per cluster in each dimension (gpu_cluster; all 1: none). The
+  /// grid is a whole number of clusters in each.
+  std::array<int, 3> cluster{{1, 1, 1}};
+  int cluster_blocks() const { return cluster[0] * cluster[1] * cluster[2]; }
   std::vector<TensorMapParam> tensor_maps;
 };
 
@@ -113,6 +118,10 @@ struct GpuNest {
   std::vector<Argument> args;
   Stmt serial;
   int min_blocks_per_sm = 0; ///< the output's gpu_min_blocks_per_sm
+  /// The output's gpu_cluster: its block loop (qualified) and blocks per
+  /// cluster (0: none).
+  std::string cluster_loop;
+  int cluster_blocks = 0;
 };
 
 /// A pipeline lowered for the GPU: kernels launched in order, each taking

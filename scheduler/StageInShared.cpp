@@ -513,6 +513,8 @@ private:
       tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
         return source_value(staged, coords, shift);
       };
+      if (staged.layout.multicast)
+        tile.multicast = multicast_blocks(staged);
       if (staged.layout.tma_padded_copy) {
         TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
         // The copy is what the tile needs: stored the way the MMA reads it
@@ -543,6 +545,24 @@ private:
       p.tiles.push_back(std::move(tile));
     }
     return p;
+  }
+
+  // The blocks of a cluster that share `staged`'s tile (SharedLayout::
+  // multicast): all of the output's cluster, which is legal only where the
+  // tile is the same for each of them, so where its first element does
+  // not depend on the clustered block loop.
+  int multicast_blocks(const StagedTile &staged) const {
+    const FuncSchedule &output = env_.output().schedule;
+    COALESCE_INTERNAL_ASSERT(output.cluster_blocks > 1, "a multicast tile without clusters");
+    std::string cluster_loop = stage_prefix(env_.output().name, 0) + output.cluster_var;
+    for (size_t d = 0; d < staged.region.min.size(); ++d)
+      if (expr_uses_var(staged.region.min[d], cluster_loop))
+        user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::multicast, "
+                   "but its tile starts at ", readable(staged.region.min[d]), " in dimension ", d, ", which depends "
+                   "on '", output.cluster_var, "', along which the blocks of a cluster lie (gpu_cluster), so each "
+                   "block needs a tile of its own; multicast an input whose tile does not depend on '",
+                   output.cluster_var, "', or cluster the blocks along another block loop");
+    return output.cluster_blocks;
   }
 
   // Loads of a staged buffer come out of ReplaceCalls in input order.

@@ -72,7 +72,7 @@ private:
       inits.push_back(call(Intrinsic::MbarrierInit, {barrier(s), Expr(1)}));
     inits.push_back(call(Intrinsic::MbarrierInitFence));
     prologue.push_back(one_thread("init", Block::make(inits)));
-    prologue.push_back(Barrier::make());
+    prologue.push_back(step_barrier("init_barrier"));
     for (int s = 0; s + 1 < stages; ++s) {
       Expr at = simplify(op->min + s);
       prologue.push_back(
@@ -85,14 +85,24 @@ private:
     Expr next = simplify(loop_var_ + (stages - 1));
     Expr next_slot = simplify((relative() + (stages - 1)) % stages);
     Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot()), parity()})), p_.body,
-                             Barrier::make(),
+                             step_barrier("step_barrier"),
                              IfThenElse::make(next < end, one_thread("next", issue(next, next_slot, "next")))});
     return finish(Block::make(prologue), step, step, {p_.barriers});
+  }
+
+  // The blocks of a cluster share multicast tiles: each writes into the
+  // others' slots, so the barrier that frees a slot is the cluster's.
+  bool multicast() const {
+    return std::any_of(p_.tiles.begin(), p_.tiles.end(), [](const TmaTile &t) { return t.multicast > 1; });
+  }
+  Stmt step_barrier(const std::string &use) const {
+    return multicast() ? all_threads(use, call(Intrinsic::ClusterBarrier)) : Barrier::make();
   }
 
   // Producer warps issue the copies; the MMA warps release each slot on
   // its empty barrier (StageWithTma.h).
   Stmt warp_specialized() const {
+    COALESCE_INTERNAL_ASSERT(!multicast(), "a warp-specialized TMA pipeline with multicast tiles");
     const For *op = p_.loop;
     Expr end = op->min + op->extent;
     const int stages = p_.stages;
@@ -169,7 +179,8 @@ private:
       return Block::make({prologue, loop, producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
                           Barrier::make(threads), one_thread("inval", Block::make(invals)), Barrier::make(threads)});
     }
-    return Block::make({prologue, loop, Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
+    return Block::make({prologue, loop, step_barrier("end_barrier"), one_thread("inval", Block::make(invals)),
+                        Barrier::make()});
   }
 
   const TmaPipeline &p_;
@@ -309,6 +320,11 @@ private:
       COALESCE_INTERNAL_ASSERT(tile.extent.size() == 2 && tile.extent[1] % columns == 0 && tile.extent[0] <= 256,
                                "tile of '", tile.input->name, "' cannot be copied in TMA boxes");
       int rows = static_cast<int>(tile.extent[0]);
+      if (rows % (8 * tile.multicast) != 0)
+        user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' multicast '", tile.input->name,
+                   "' to the ", tile.multicast, " blocks of a cluster, each copying its share of the rows of every "
+                   "box, whole groups of 8 (the 128-byte swizzle's atoms); its boxes have ", rows, " rows, not a "
+                   "multiple of ", 8 * tile.multicast, ": use smaller clusters, or a larger tile");
       for (int c = 0; c < tile.extent[1] / columns; ++c) {
         Expr column0 = c * columns;
         std::vector<Expr> origin = {simplify(substitute(shift, tile.origin[0])),
@@ -321,7 +337,8 @@ private:
                               For::make(e, 0, columns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
                               "", LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
-        copies.push_back(TensorCopy::make(tile.source, origin, {rows, columns}, destination, barrier(slot), copy));
+        copies.push_back(
+            TensorCopy::make(tile.source, origin, {rows, columns}, destination, barrier(slot), copy, tile.multicast));
         bytes += rows * columns * tile.input->type.bytes();
       }
     }

@@ -19,6 +19,14 @@
 //   else:
 //     <the cp.async pipeline>
 //
+// With multicast tiles (SharedLayout::multicast, on an output in clusters
+// of C blocks: gpu_cluster), block r of a cluster copies rows [r R / C,
+// (r + 1) R / C) of each box of such a tile into the shared memory of all
+// C blocks, completing on each block's own barrier, which expects the whole
+// box. So a block may refill a slot only when every block of its cluster
+// is done reading it: the barriers after the inits, after each step and
+// after the loop are barriers of the whole cluster (cluster_barrier).
+//
 // With producer warps (SharedLayout::producer_warps), warps of their own,
 // past the MMA warps in the block, issue the copies, and each slot has an
 // empty mbarrier besides its full one:
@@ -77,6 +85,9 @@ struct TmaTile {
   /// The tile's element at coordinates (source order), 0 outside the
   /// source, with the loop's variable replaced as `shift` says.
   std::function<Expr(const std::vector<Expr> &, const std::map<std::string, Expr> &)> value;
+  /// 1, or the blocks of the cluster that share the tile (SharedLayout::
+  /// multicast): each copies its part of every box to all of them.
+  int multicast = 1;
 };
 
 /// A thread loop of the block, as the staging loop's body has it.

@@ -45,6 +45,19 @@ private:
   }
   void visit(const TensorCopy *op) override {
     IRVisitor::visit(op);
+    // A box the blocks of a cluster share is the same box for each of them.
+    if (op->multicast > 1) {
+      const FuncSchedule &output = env_.output().schedule;
+      if (output.cluster_blocks != op->multicast)
+        internal_error("a TMA copy of '", op->input, "' is multicast to ", op->multicast,
+                       " blocks, but the output runs clusters of ", output.cluster_blocks);
+      std::string cluster_loop = stage_prefix(env_.output().name, 0) + output.cluster_var;
+      for (const Expr &coordinate : op->origin)
+        if (expr_uses_var(coordinate, cluster_loop))
+          internal_error("a TMA copy of '", op->input, "' multicast to the blocks of a cluster starts at ",
+                         to_string(coordinate), ", which depends on the clustered block loop '",
+                         output.cluster_var, "'");
+    }
     // The TMA copies bits as they are, and the only MMA fed f32 tiles (the
     // tf32 one) multiplies the bits it finds: f32 tiles come from a copy
     // that rounded them, as the cp.async copies round in place.

@@ -7,7 +7,9 @@
 // tma_describable test. Where neither holds, the runtime would leave the
 // tensor map zeroed and the kernel would copy through it. And every TMA
 // copy of f32 elements (tiles of a tf32 warpgroup MMA, which multiplies the
-// bits it finds) must read a workspace rounded to tf32.
+// bits it finds) must read a workspace rounded to tf32. A multicast copy
+// (gpu_cluster) must start at the same place for every block of a
+// cluster: its origin does not depend on the clustered block loop.
 
 #include "scheduler/Environment.h"
 

@@ -267,6 +267,29 @@ TEST_CASE("gemm: --producer-registers and --persistent-blocks reach the warpgrou
   check_refused("--persistent-blocks=8", "persistent grids are offered for the tensor-core schedules");
 }
 
+TEST_CASE("gemm: --cluster-blocks runs block rows in clusters sharing B's TMA copies; misuse is refused") {
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --cluster-blocks=2 --name=gemm_cl --output-dir=.",
+                      dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string ptx = read_file(dir / "gemm_cl.ptx");
+  CHECK(ptx.find(".reqnctapercluster 1, 2, 1") != std::string::npos);
+  CHECK(ptx.find("multicast::cluster") != std::string::npos);
+  // B's tensor map has boxes of half the rows: each block copies its half.
+  std::string launcher = read_file(dir / "gemm_cl.cpp");
+  CHECK(launcher.find("tensor map of B (boxes of 32 x 64") != std::string::npos);
+  if (can_assemble()) {
+    const KernelResources *kernel = assemble_ptx(ptx, parse_gpu_target("sm_90a")).find("gemm_cl");
+    REQUIRE(kernel != nullptr);
+    CHECK_FALSE(kernel->spills());
+  }
+  check_refused("--dtype=bf16 --mma=warpgroup --tma=false --cluster-blocks=2",
+                "clusters share the TMA's copies of B, which this kernel does not use");
+  check_refused("--dtype=bf16 --mma=warpgroup --cluster-blocks=1", "a cluster has 2 to 8 blocks");
+  check_refused("--cluster-blocks=2", "only the warpgroup schedule has");
+}
+
 TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their own, in the caller's workspace") {
   // --K=4097 fixed: A's rows are not whole 16 bytes, so the copies are on
   // by themselves; with run-time sizes, --tma-padded-copies asks for them.

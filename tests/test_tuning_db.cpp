@@ -61,6 +61,7 @@ TuningRecord wgmma_record() {
   r.schedule.mma.stages = 4;
   r.schedule.mma.tma = true;
   r.schedule.mma.producer_warps = 1;
+  r.schedule.mma.cluster_blocks = 2;
   r.schedule.mma.tma_padded_copies = true;
   r.schedule.mma.split_k = 2;
   r.schedule.mma.split_k_mode = SplitKMode::Atomic;
@@ -95,6 +96,7 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
     CHECK(found->exact);
     CHECK(found->record->schedule == original.schedule);
     CHECK(found->record->schedule.mma.producer_warps == original.schedule.mma.producer_warps);
+    CHECK(found->record->schedule.mma.cluster_blocks == original.schedule.mma.cluster_blocks);
     CHECK(found->record->schedule.mma.tma_padded_copies == original.schedule.mma.tma_padded_copies);
     CHECK(found->record->ms == original.ms);
     CHECK(found->record->default_ms == original.default_ms);

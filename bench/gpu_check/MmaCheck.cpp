@@ -66,9 +66,11 @@ constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
 std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0,
-                    bool padded = false, int producer_registers = 0, bool persistent = false) {
+                    bool padded = false, int producer_registers = 0, bool persistent = false,
+                    bool clustered = false) {
   return std::string(tma && producer_warps ? "wgmma+tma+producer" : tma ? "wgmma+tma" : warpgroup ? "wgmma" : "mma") +
          (tma && producer_warps && producer_registers ? "+registers" : "") + (persistent ? "+persistent" : "") +
+         (tma && clustered ? "+multicast" : "") +
          (tma && padded ? "+padded " : " ") + reference::precision_name(p) + " (bias_gelu)";
 }
 
@@ -260,7 +262,7 @@ void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int>
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   const std::string name =
       name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies,
-              tiling.producer_registers, tiling.persistent_blocks > 0);
+              tiling.producer_registers, tiling.persistent_blocks > 0, tiling.cluster_blocks > 1);
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
@@ -444,6 +446,22 @@ void check_mma(Precision p) {
       check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
                   /*cublas=*/true, true, &persistent);
     }
+    // Clusters of 2 and 4 block rows sharing B's tiles (gpu_cluster,
+    // multicast): odd numbers of block rows (a block past the output in
+    // the last cluster), the K = 1 / K = 3 pair, ragged shapes, and the
+    // default tiling against cuBLAS.
+    if (tma_default) {
+      for (int blocks : {2, 4}) {
+        MmaTiling clustered = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+        clustered.cluster_blocks = blocks;
+        for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
+          check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &clustered);
+        for (const Shape &s : kSmallKShapes)
+          check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &clustered);
+        check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
+                    /*cublas=*/true, true, &clustered);
+      }
+    }
     // Row-padded copies the TMA reads (tma_padded_copies): rows that are
     // not 16-byte multiples, the K = 1 / K = 3 pair, the ragged shape
     // against cuBLAS, and with rows that need no padding; then with a
@@ -485,16 +503,21 @@ void mma_sanitizer_case() {
     // own (rounded, B transposed through shared memory).
     mma_sanitizer_case(true, false, Precision::TF32);
     mma_sanitizer_case(true, true, Precision::TF32, /*producer_warps=*/0, /*padded=*/true);
+    // Clusters of 2 block rows sharing B's tiles (multicast), an odd number
+    // of block rows at the ragged shape.
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
+                       /*producer_registers=*/0, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
   }
 }
 
 void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded,
-                        int producer_registers, int persistent_blocks) {
+                        int producer_registers, int persistent_blocks, int cluster_blocks) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above); with
   // padded copies, rows it cannot (the copies' own kernels run too).
   const Shape s = tma && !padded ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0);
+  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0,
+                                   cluster_blocks > 1);
   try {
     Kernels kernels;
     MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
@@ -510,6 +533,7 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
       tiling.producer_registers = producer_registers;
     }
     tiling.persistent_blocks = persistent_blocks; // fewer blocks than tiles: each walks several
+    tiling.cluster_blocks = cluster_blocks;
     Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
     Outcome o = pr.run(kernels.get(p, tiling));
     o.detail = tiling.str();

@@ -20,6 +20,9 @@ std::string MmaTiling::str() const {
                                               : std::string(),
                  uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers")
                                                   : std::string(),
+                 uses_tma() && cluster_blocks > 1
+                     ? str_cat(", clusters of ", cluster_blocks, " block rows sharing B's tiles")
+                     : std::string(),
                  uses_tma() && tma_padded_copies
                      ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
                                                  : ", from copies of A and B with padded rows")
@@ -143,6 +146,9 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     out.gpu_block_groups(t.block_group_rows);
   if (t.persistent_blocks > 0)
     out.gpu_persistent_blocks(t.persistent_blocks);
+  // Blocks of one block column read the same tiles of B.
+  if (t.uses_tma() && t.cluster_blocks > 1)
+    out.gpu_cluster(bi, t.cluster_blocks);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
   // elements of padding per row, the 32 lanes of one read hit 32 banks.
   SharedLayout a_layout, b_layout;
@@ -157,6 +163,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
     layout->producer_registers = t.uses_tma() ? t.producer_registers : 0;
     layout->tma_padded_copy = t.uses_tma() && t.tma_padded_copies;
   }
+  b_layout.multicast = t.uses_tma() && t.cluster_blocks > 1;
   if (is_warpgroup_mma(t.kind))
     a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's
   RVar ko("ko"), kk("kk");

@@ -47,6 +47,10 @@ struct MmaTiling {
   /// describe, which otherwise take the cp.async copies, and for tf32
   /// (needed there: the copies round to tf32 and transpose B).
   bool tma_padded_copies = false;
+  /// With TMA copies: blocks of consecutive block rows in clusters of this
+  /// many (gpu_cluster along bi), which share B's tiles (SharedLayout::
+  /// multicast: each copies 1 / C of every box for all); 0: no clusters.
+  int cluster_blocks = 0;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;

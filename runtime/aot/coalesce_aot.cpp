@@ -158,6 +158,10 @@ public:
                                          "keeps this many registers per thread (24 to 256, a multiple of 8) and "
                                          "the MMA warps take the rest (setmaxnreg); 0: none",
                                          0, 256};
+  GeneratorParam<int> cluster_blocks{this, "cluster-blocks", 0,
+                                     "with the TMA's copies: consecutive block rows in clusters of this many (2 to "
+                                     "8), which share B's tiles (multicast; sm_90a); 0: none",
+                                     0, 8};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
@@ -263,7 +267,7 @@ public:
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
     for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
              &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &warp_layout, &double_buffered, &async_copy,
+             &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &cluster_blocks, &warp_layout, &double_buffered, &async_copy,
              &a_padding, &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
@@ -365,6 +369,11 @@ public:
                    "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
                    "use --tma=false (every thread's cp.async copies)");
       tiling.tma_padded_copies = tma_padded_copies;
+      if (cluster_blocks > 0 && (cluster_blocks == 1 || !tiling.uses_tma()))
+        user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies of B, ",
+                   cluster_blocks == 1 ? "and a cluster has 2 to 8 blocks" : "which this kernel does not use (it "
+                   "needs --mma=warpgroup, 3 or more stages and --tma)", "; leave the flag out");
+      tiling.cluster_blocks = cluster_blocks;
       // Sizes fixed when generating whose rows the TMA cannot read: padded
       // copies (sizes given at run time keep the in-kernel cp.async branch).
       use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
@@ -397,6 +406,9 @@ public:
     if (persistent_blocks > 0)
       user_error("--persistent-blocks=", static_cast<int>(persistent_blocks), ": persistent grids are offered for "
                  "the tensor-core schedules (--mma=warp or --mma=warpgroup); leave the flag out for the FFMA one");
+    if (cluster_blocks > 0)
+      user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies, which "
+                 "only the warpgroup schedule has (--mma=warpgroup); leave the flag out for the FFMA one");
     if (stages > 0)
       tiling.stages = stages;
     else if (!double_buffered)

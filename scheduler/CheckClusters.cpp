@@ -1,0 +1,71 @@
+#include "scheduler/CheckClusters.h"
+
+#include "dsl/Error.h"
+#include "scheduler/LoopNames.h"
+
+#include <algorithm>
+
+namespace coalesce {
+
+namespace {
+
+void check_cluster_loop(const FuncContents &output) {
+  const FuncSchedule &schedule = output.schedule;
+  const std::string &var = schedule.cluster_var;
+  std::string where = str_cat("in schedule for '", output.name, "': gpu_cluster(", var, ", ",
+                              schedule.cluster_blocks, ")");
+  const StageSchedule &pure = schedule.stages.front();
+  auto dim = std::find_if(pure.dims.begin(), pure.dims.end(), [&](const Dim &d) { return d.var == var; });
+  if (dim == pure.dims.end() || dim->kind != ForKind::GpuBlock)
+    user_error(where, " clusters blocks along '", var, "', which is not one of the output's loops mapped to GPU "
+               "blocks (gpu_blocks); cluster along a block loop");
+  // Rounding the loop up to whole clusters needs a guard for the blocks
+  // past the last tile: the split's.
+  bool split_outer = std::any_of(pure.splits.begin(), pure.splits.end(),
+                                 [&](const Split &s) { return !s.is_fuse && s.outer == var; });
+  if (!split_outer)
+    user_error(where, ": '", var, "' is not the outer loop of a split (tile or split), so the blocks that round "
+               "it up to whole clusters would have no guard to keep them past the output's end; cluster along the "
+               "outer loop of a tile");
+  if (schedule.split_k.requested())
+    user_error(where, " with split_k: the slices' workspace and their combine count one block per tile, not the "
+               "blocks that round a cluster up; use one or the other");
+  if (schedule.persistent_blocks > 0)
+    user_error(where, " with gpu_persistent_blocks: the blocks of a cluster would walk different tiles, which "
+               "need different multicast tiles; use one or the other");
+  if (schedule.block_group_rows > 0)
+    user_error(where, " with gpu_block_groups: the grouped order puts blocks of different tiles of the shared "
+               "input in one cluster; use one or the other");
+}
+
+} // namespace
+
+void check_clusters(const Environment &env) {
+  const FuncContents &output = env.output();
+  for (const FuncContents &func : env.funcs)
+    if (func.schedule.cluster_blocks > 0 && func.name != output.name)
+      user_error("in schedule for '", func.name, "': gpu_cluster applies to the kernels of the output; '",
+                 func.name, "' is computed inside them: cluster the blocks of '", output.name, "'");
+  if (output.schedule.cluster_blocks > 0)
+    check_cluster_loop(output);
+  for (const FuncContents &func : env.funcs)
+    for (size_t s = 0; s < func.schedule.stages.size(); ++s)
+      for (const SharedStaging &staged : func.schedule.stages[s].staged_inputs) {
+        const SharedLayout &layout = staged.layout;
+        if (!layout.multicast)
+          continue;
+        std::string where = str_cat("in schedule for ", stage_description(func, s), ": '", staged.input,
+                                    "' is staged with SharedLayout::multicast");
+        if (!layout.tma)
+          user_error(where, ", which the TMA's copies do; set SharedLayout::tma too, or multicast = false");
+        if (output.schedule.cluster_blocks == 0)
+          user_error(where, ", which shares its tiles between the blocks of a cluster, but '", output.name,
+                     "' runs no clusters; schedule gpu_cluster on it, or multicast = false");
+        if (layout.producer_warps > 0)
+          user_error(where, " and producer_warps = ", layout.producer_warps, ": multicast copies are issued by the "
+                     "MMA warps' first thread, with a barrier of the whole cluster per step; use producer_warps = 0 "
+                     "with multicast");
+      }
+}
+
+} // namespace coalesce
