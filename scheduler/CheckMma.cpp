@@ -1,8 +1,11 @@
 #include "scheduler/CheckMma.h"
 
 #include "dsl/Error.h"
+#include "dsl/IREquality.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/Simplify.h"
 
 #include <algorithm>
 
@@ -130,19 +133,55 @@ void check_consumer(const Context &c, const MmaLayout &layout) {
                         : std::string("not computed at a consumer's loop"));
 }
 
+// The domain of the reduction variable `name` as the update wrote it.
+bool reduction_domain(const Expr &value, const std::string &name, Expr *min, Expr *extent) {
+  struct Find : IRVisitor {
+    const std::string &name;
+    Expr min, extent;
+    explicit Find(const std::string &n) : name(n) {}
+    using IRVisitor::visit;
+    void visit(const Variable *op) override {
+      if (op->variable_kind == VariableKind::Reduction && op->name == name && !min.defined()) {
+        min = op->reduction_min;
+        extent = op->reduction_extent;
+      }
+    }
+  } find(name);
+  find.visit_expr(value);
+  *min = find.min;
+  *extent = find.extent;
+  return min->defined();
+}
+
 // A K that the k step may not divide leaves a last step that overhangs the
-// inputs; an instruction cannot skip its elements, so they must read as 0.
+// reduction; an instruction cannot skip its elements, so they must read as
+// 0. zero_fill makes them 0 past the input's end, so the input must end
+// along k where the reduction does: an A of K + 8 columns under a reduction
+// over [0, K) would add columns K .. K + 7 in the last step.
 void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   const StageSchedule &stage = c.func.schedule.stages[c.s];
   const Split *steps = stage.reduction_split();
   int k_step = steps ? steps->factor : 0;
-  Expr extent;
-  for (const auto &[name, input] : c.env.inputs)
-    if (name == operands.a)
-      extent = input->extents[1];
-  auto constant = as_const_int(extent);
+  Expr min, extent;
+  if (!steps || !reduction_domain(c.func.updates[c.s - 1].value, steps->old_var, &min, &extent))
+    return; // check_mma's other rules refuse a stage without its k split
+  auto constant = as_const_int(simplify(extent));
   if (constant && k_step && *constant % k_step == 0)
     return;
+  Expr end = simplify(min + extent);
+  for (const auto &[input, dim] : {std::make_pair(operands.a, 1), std::make_pair(operands.b, 0)}) {
+    auto found = c.env.inputs.find(input);
+    if (found == c.env.inputs.end())
+      continue;
+    const Expr &input_extent = found->second->extents[static_cast<size_t>(dim)];
+    if (!equal(simplify(input_extent), end))
+      user_error(c.where(), "the reduction runs over ", steps->old_var, " in [", to_string(simplify(min)), ", ",
+                 to_string(end), "), whose extent ", to_string(simplify(extent)),
+                 " may not be a multiple of the k step ", k_step, ", so the last step reads past its end, and "
+                 "those elements read as 0 only past the input's; '", input, "' extends to ",
+                 to_string(input_extent), " along k (dimension ", dim, "): give it the reduction's extent there, "
+                 "or a reduction that ends where it does");
+  }
   for (const std::string &input : {operands.a, operands.b}) {
     auto staged = std::find_if(stage.staged_inputs.begin(), stage.staged_inputs.end(),
                                [&](const SharedStaging &s) { return s.input == input; });

@@ -5,11 +5,13 @@
 // UserError that names what is wrong.
 
 #include "examples/Reference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
 #include "ErrorCapture.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
@@ -213,4 +215,69 @@ TEST_CASE("a Buffer made without a shape, passed as an input or the output, is n
             "input buffer 'A' has no shape (a Buffer made without one) but the pipeline needs M x K = 3 x 3");
   CHECK_HAS(user_error_of([&] { pipeline.realize_on_cpu(gemm_arguments(data, 3, 3, 3, Epilogue::BiasGelu), none); }),
             "output buffer 'out' has no shape (a Buffer made without one) but the pipeline needs M x N = 3 x 3");
+}
+
+namespace {
+
+// out = A B over k in [k_min, k_min + K), bf16 in and out, A of M x
+// (K + a_extra) and B of (K + b_extra) x N, on the warp MMA's tiles.
+Gemm offset_gemm(int k_min, int a_extra, int b_extra) {
+  Param M("M"), N("N"), K("K");
+  Gemm g{M, N, K,
+         Input("A", BFloat(16), {M, K + a_extra}),
+         Input("B", BFloat(16), {K + b_extra, N}),
+         Input("bias", Float(32), {N}),
+         Var("i"), Var("j"), RDom(k_min, K, "k"), Func("acc"), Func("out"), Epilogue::None, BFloat(16),
+         BFloat(16)};
+  g.acc(g.i, g.j) = 0.0f;
+  g.acc(g.i, g.j) += g.A(g.i, g.k) * g.B(g.k, g.j);
+  g.out(g.i, g.j) = cast(BFloat(16), g.acc(g.i, g.j));
+  g.out.bound(g.j, N);
+  return g;
+}
+
+} // namespace
+
+TEST_CASE("a tensor-core reduction that ends before its inputs do along k is refused: its last step would add them") {
+  // zero_fill makes the last k step's overhang 0 past the input's end
+  // only: with A K + 8 wide under a reduction over [0, K), columns
+  // K .. K + 7 were added (relative error 0.2 to 6 at ragged shapes).
+  for (MmaKind kind : {MmaKind::BF16_m16n8k16, MmaKind::BF16_wgmma_m64k16}) {
+    CAPTURE(mma_kind_name(kind));
+    Gemm g = offset_gemm(0, 8, 3);
+    MmaTiling t = default_mma_tiling(kind, 64, 64, 132);
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); }),
+              "those elements read as 0 only past the input's; 'A' extends to K + 8 along k (dimension 1)");
+  }
+}
+
+TEST_CASE("a tensor-core reduction starting past column 0 copies its tiles element by element where they are not "
+          "16-byte aligned") {
+  // RDom(3, K): each tile starts at column 3 + 32 ko, so the 16-byte
+  // copies (taken where K + 3 is a multiple of 8) read from a clamped,
+  // shifted column (relative error 0.4 to 1.2 at 17 x 15 before).
+  Gemm g = offset_gemm(3, 3, 3);
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_m16n8k16, 64, 64, 132);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  Pipeline pipeline(g.out);
+  for (int K : {5, 13, 4, 1, 3}) {
+    CAPTURE(K);
+    const int M = 17, N = 15, W = K + 3;
+    Buffer a({M, W}, BFloat(16)), b({W, N}, BFloat(16)), out({M, N}, BFloat(16));
+    a.fill_random(11);
+    b.fill_random(12);
+    out.poison();
+    pipeline.realize_on_cpu({{"A", a}, {"B", b}, {"M", M}, {"N", N}, {"K", K}}, out);
+    double worst = 0, scale = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double sum = 0;
+        for (int k = 3; k < W; ++k)
+          sum += double(a.get(i * W + k)) * double(b.get(k * N + j));
+        worst = std::max(worst, std::abs(double(out.get(i * N + j)) - sum));
+        scale = std::max(scale, std::abs(sum));
+      }
+    CHECK(worst <= 1e-2 * std::max(scale, 1.0)); // one bf16 rounding of the sum
+  }
 }
