@@ -161,4 +161,22 @@ bool expr_uses_var(const Expr &e, const std::string &name) {
   return finder.found;
 }
 
+bool provably_multiple_of(const Expr &e, int64_t n) {
+  if (auto value = as_const_int(e))
+    return *value % n == 0;
+  if (const auto *add = e.as<Add>())
+    return provably_multiple_of(add->a, n) && provably_multiple_of(add->b, n);
+  if (const auto *sub = e.as<Sub>())
+    return provably_multiple_of(sub->a, n) && provably_multiple_of(sub->b, n);
+  if (const auto *mul = e.as<Mul>())
+    return provably_multiple_of(mul->a, n) || provably_multiple_of(mul->b, n);
+  if (const auto *select = e.as<Select>())
+    return provably_multiple_of(select->true_value, n) && provably_multiple_of(select->false_value, n);
+  if (const auto *min = e.as<Min>())
+    return provably_multiple_of(min->a, n) && provably_multiple_of(min->b, n);
+  if (const auto *max = e.as<Max>())
+    return provably_multiple_of(max->a, n) && provably_multiple_of(max->b, n);
+  return false;
+}
+
 } // namespace coalesce

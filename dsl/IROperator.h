@@ -55,4 +55,9 @@ bool is_const(const Expr &e, int64_t value);
 /// True if `e` mentions the variable `name` anywhere.
 bool expr_uses_var(const Expr &e, const std::string &name);
 
+/// Conservatively: every value `e` can take is a multiple of `n` (constants,
+/// products with such a factor, and sums, differences, selects, mins and
+/// maxes of such).
+bool provably_multiple_of(const Expr &e, int64_t n);
+
 } // namespace coalesce

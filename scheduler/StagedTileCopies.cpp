@@ -155,20 +155,6 @@ Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const
   return Select::make(simplify(inside), read, zero);
 }
 
-// Whether `e` is a multiple of `factor` whatever its variables are:
-// constants, products with such a factor, sums and differences of such.
-static bool provably_multiple_of(const Expr &e, int64_t factor) {
-  if (auto constant = as_const_int(e))
-    return *constant % factor == 0;
-  if (const auto *mul = e.as<Mul>())
-    return provably_multiple_of(mul->a, factor) || provably_multiple_of(mul->b, factor);
-  if (const auto *add = e.as<Add>())
-    return provably_multiple_of(add->a, factor) && provably_multiple_of(add->b, factor);
-  if (const auto *sub = e.as<Sub>())
-    return provably_multiple_of(sub->a, factor) && provably_multiple_of(sub->b, factor);
-  return false;
-}
-
 // Elements per 16-byte vector copy of a zero-filled tile, or 1 when its
 // layout cannot take them: the innermost dimension must stay innermost in
 // shared memory, and both its extent and the padded row must hold whole

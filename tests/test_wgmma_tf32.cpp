@@ -56,11 +56,7 @@ MmaTiling small_group_tiling() {
 // The cp.async form at 4096^3: two warpgroups of 64 x 128 on 128 x 128,
 // three stages, one block per SM (its copies need 196 registers).
 MmaTiling cp_async_tiling() {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  t.block_m = t.block_n = 128;
-  t.warp_m = 64;
-  t.warp_n = 128;
-  t.stages = 3;
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.min_blocks_per_sm = 1;
   t.tma = false;
   t.tma_padded_copies = false;
