@@ -71,6 +71,35 @@ TEST_CASE("blocks in clusters sharing B's tiles compute every tile once: odd til
         1e-5);
 }
 
+TEST_CASE("A's tiles multicast along bj, and clusters of 8 from row-padded copies, compute every tile once") {
+  // By hand: clusters of two block columns, which read the same tiles of A.
+  Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
+  g.out.gpu_cluster(Var("bj"), 2);
+  SharedLayout layout;
+  layout.zero_fill = layout.double_buffered = layout.async_copy = layout.tma = true;
+  layout.stages = 3;
+  SharedLayout multicast = layout;
+  multicast.multicast = true;
+  RVar ko("ko"), kk("kk");
+  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, multicast)
+      .stage_in_shared(g.B, ko, layout);
+  Pipeline columns(g.out);
+  CHECK_HAS(columns.loop_nest(), "for bj in gpu_block.x(0, ceil(ceil(N/64)/2)*2):");
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {70, 130, 131}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CHECK(error_against_reference(columns, M, N, K, Epilogue::None) < 4e-3);
+  }
+  if (ptxas_available())
+    CHECK_HAS(columns.ptx(parse_gpu_target("sm_90a")), ".reqnctapercluster 2, 1, 1");
+  // Eight block rows a cluster, B read from its row-padded copy.
+  MmaTiling eight = cluster_tiling(8);
+  eight.tma_padded_copies = true;
+  Gemm e = coalesce::testing::bf16_scheduled(eight);
+  Pipeline rows(e.out);
+  CHECK(error_against_reference(rows, 513, 20, 7) < 4e-3);
+}
+
 TEST_CASE("in clusters the fused epilogue still runs once per tile, after its reduction (K = 1 / K = 3)") {
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
     Gemm g = coalesce::testing::bf16_scheduled(cluster_tiling(2), e);
