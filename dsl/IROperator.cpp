@@ -161,6 +161,8 @@ bool expr_uses_var(const Expr &e, const std::string &name) {
   return finder.found;
 }
 
+Expr element_zero(Type type) { return type == Float(32) ? Expr(0.0f) : Cast::make(type, Expr(0.0f)); }
+
 bool provably_multiple_of(const Expr &e, int64_t n) {
   if (auto value = as_const_int(e))
     return *value % n == 0;

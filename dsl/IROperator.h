@@ -55,6 +55,10 @@ bool is_const(const Expr &e, int64_t value);
 /// True if `e` mentions the variable `name` anywhere.
 bool expr_uses_var(const Expr &e, const std::string &name);
 
+/// 0 as an element of `type` is written by the copies: 0.0f for f32, the
+/// cast of 0.0f for the 16-bit types.
+Expr element_zero(Type type);
+
 /// Conservatively: every value `e` can take is a multiple of `n` (constants,
 /// products with such a factor, and sums, differences, selects, mins and
 /// maxes of such).

@@ -71,6 +71,13 @@ inline std::string tma_empty_barrier_name(const std::string &input) { return inp
 /// Reserved like staging_buffer_name.
 inline std::string tma_padded_name(const std::string &input) { return input + "_padded"; }
 
+/// "out.s0.bi": the qualified name of the block loop the output's blocks
+/// are clustered along (gpu_cluster), or empty without clusters.
+inline std::string cluster_loop_name(const FuncContents &output) {
+  return output.schedule.cluster_blocks > 0 ? stage_prefix(output.name, 0) + output.schedule.cluster_var
+                                            : std::string();
+}
+
 /// "'acc'" or "'acc' (update 0)", as messages name a stage.
 inline std::string stage_description(const FuncContents &func, size_t stage) {
   return stage == 0 ? "'" + func.name + "'" : str_cat("'", func.name, "' (update ", stage - 1, ")");

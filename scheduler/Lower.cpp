@@ -188,10 +188,8 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
   GpuNest nest{output.name(), arguments_of(env), Stmt(), env.output().schedule.min_blocks_per_sm};
-  if (env.output().schedule.cluster_blocks > 0) {
-    nest.cluster_loop = stage_prefix(env.output().name, 0) + env.output().schedule.cluster_var;
-    nest.cluster_blocks = env.output().schedule.cluster_blocks;
-  }
+  nest.cluster_loop = cluster_loop_name(env.output());
+  nest.cluster_blocks = env.output().schedule.cluster_blocks;
   nest.serial = lower_serial(env, budget);
   return nest;
 }

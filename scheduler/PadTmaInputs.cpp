@@ -23,8 +23,6 @@ namespace {
 constexpr int kCopyThreads = 256;
 constexpr int kCopyElements = 8;
 
-Expr zero_of(Type type) { return type == Float(32) ? Expr(0.0f) : Cast::make(type, Expr(0.0f)); }
-
 // The value stored in the copy: rounded to tf32 where a tf32 MMA reads it.
 Expr copied(const TmaInputCopy &copy, const Expr &value) {
   return copy.round_to_tf32 ? Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {value}) : value;
@@ -50,7 +48,7 @@ Stmt row_copy_nest(const TmaInputCopy &copy) {
   // two loads would keep the second from issuing before the first returns.
   std::string piece = prefix + "_piece";
   Expr e = Variable::make(Int(32), element);
-  Stmt load = Store::make(piece, {e}, copied(copy, Select::make(column < columns, value, zero_of(input.type))));
+  Stmt load = Store::make(piece, {e}, copied(copy, Select::make(column < columns, value, element_zero(input.type))));
   Stmt store =
       IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
   auto each_element = [&](const std::string &use, Stmt body) {
@@ -107,7 +105,7 @@ Stmt transposed_copy_nest(const TmaInputCopy &copy) {
   Stmt load = threads("", [&](const Expr &r, const Expr &x) {
     Expr k = k0 + r, n = n0 + x;
     Expr value = Load::make(input.type, input.name, {Min::make(k, rows - 1), Min::make(n, columns - 1)});
-    return Store::make(shared, {r, x}, copied(copy, Select::make(k < rows && n < columns, value, zero_of(input.type))));
+    return Store::make(shared, {r, x}, copied(copy, Select::make(k < rows && n < columns, value, element_zero(input.type))));
   });
   // Write: the copy's row n0 + r, along K4, from the tile's column r.
   Stmt store = threads("_store", [&](const Expr &r, const Expr &x) {

@@ -554,7 +554,7 @@ private:
   int multicast_blocks(const StagedTile &staged) const {
     const FuncSchedule &output = env_.output().schedule;
     COALESCE_INTERNAL_ASSERT(output.cluster_blocks > 1, "a multicast tile without clusters");
-    std::string cluster_loop = stage_prefix(env_.output().name, 0) + output.cluster_var;
+    std::string cluster_loop = cluster_loop_name(env_.output());
     for (size_t d = 0; d < staged.region.min.size(); ++d)
       if (expr_uses_var(staged.region.min[d], cluster_loop))
         user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::multicast, "

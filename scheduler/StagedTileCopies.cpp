@@ -131,7 +131,7 @@ Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const
   Expr read = source_read(tile, coords, shift);
   if (!tile.layout.zero_fill)
     return read;
-  Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
+  Expr zero = element_zero(tile.input->type);
   return Select::make(source_in_bounds(tile, coords, shift), read, zero);
 }
 
@@ -151,7 +151,7 @@ Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const
     clamped.push_back(simplify(Max::make(Min::make(source[d], extents[d] - 1), 0)));
   }
   Expr read = Load::make(tile.input->type, tma_padded_name(tile.input->name), clamped);
-  Expr zero = tile.input->type == Float(32) ? Expr(0.0f) : Cast::make(tile.input->type, Expr(0.0f));
+  Expr zero = element_zero(tile.input->type);
   return Select::make(simplify(inside), read, zero);
 }
 

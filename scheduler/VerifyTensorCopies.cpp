@@ -51,7 +51,7 @@ private:
       if (output.cluster_blocks != op->multicast)
         internal_error("a TMA copy of '", op->input, "' is multicast to ", op->multicast,
                        " blocks, but the output runs clusters of ", output.cluster_blocks);
-      std::string cluster_loop = stage_prefix(env_.output().name, 0) + output.cluster_var;
+      std::string cluster_loop = cluster_loop_name(env_.output());
       for (const Expr &coordinate : op->origin)
         if (expr_uses_var(coordinate, cluster_loop))
           internal_error("a TMA copy of '", op->input, "' multicast to the blocks of a cluster starts at ",
