@@ -13,8 +13,10 @@
 // 3. with a GPU: runs it at M x N x K (4096^3 unless --M/--N/--K say
 //    otherwise), checks it, times it with CUDA events (a warm-up of at least
 //    300 ms, then timed iterations with the L2 flushed before each, median
-//    reported) and compares it with the cuBLAS chain (SGEMM, then bias +
-//    GELU) on the same buffers, when the cuBLAS reference was built;
+//    reported) and compares it with cuBLAS of the same precision (bf16,
+//    f16, tf32 on tensor cores, else FP32) on the same buffers, when the
+//    cuBLAS reference was built: its GEMM alone (the ratio printed first),
+//    the chain (GEMM, then bias + GELU) and cuBLASLt's GELU_BIAS;
 //    without a GPU: runs it on the CPU at a small ragged shape and checks it
 //    against a double-precision reference.
 //
@@ -26,6 +28,7 @@
 // 2 for a bad command line.
 
 #include "bench/common/GemmPointers.h"
+#include "bench/common/Precisions.h"
 #include "codegen/PtxAssembler.h"
 #include "runtime/Coalesce.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -198,6 +201,16 @@ struct Options {
   int autotune_candidates = 50;
 };
 
+/// The precision of cuBLAS to compare with: the inputs' type, and for f32
+/// inputs on tensor cores, tf32 (as the MMA rounds them).
+bench::Precision precision_of(const Options &options) {
+  if (options.dtype == BFloat(16))
+    return bench::Precision::BF16;
+  if (options.dtype == Float(16))
+    return bench::Precision::F16;
+  return options.tensor_cores ? bench::Precision::TF32 : bench::Precision::FP32;
+}
+
 [[noreturn]] void usage_error(const std::string &message) {
   std::fprintf(stderr, "coalesce-main: %s\n(coalesce-main --help lists the flags)\n", message.c_str());
   std::exit(2);
@@ -292,7 +305,7 @@ Options parse_options(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   const char *overview =
       "the fused GEMM + bias + GELU: prints its loop nest and ptxas report, then times it\n"
-      "against the cuBLAS chain on the GPU, or checks it on the CPU when there is no GPU\n"
+      "against cuBLAS of the same precision on the GPU, or checks it on the CPU when there is no GPU\n"
       "(COALESCE_DISABLE_GPU=1 forces the CPU path). --dtype=bf16|f16 makes A, B and out\n"
       "16-bit; the arithmetic stays FP32, on the exactly widened inputs.\n";
   std::string errors;
@@ -595,7 +608,8 @@ void print_timing(const char *what, const Timing &t, const Shape &s) {
               tflops(s, t.median), t.min, t.max, t.warmup_runs);
 }
 
-int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance) {
+int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance,
+               [[maybe_unused]] bench::Precision precision) {
   gpu::Device &device = gpu::Device::get();
   GpuTarget target = target_for_current_device();
   std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm().c_str(), shape_text(s).c_str());
@@ -638,25 +652,25 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance)
   Timing ours_timing = time_on_gpu(ours, flush);
 
 #ifdef COALESCE_HAVE_CUBLAS
-  // The chain is FP32 (SGEMM): for 16-bit inputs it runs on FP32 copies of
-  // the same (exactly widened) values.
-  gpu::DeviceBuffer A32_dev, B32_dev;
-  if (dtype != Float(32)) {
-    std::printf("  (the cuBLAS chain runs SGEMM on FP32 copies of the %s inputs)\n", dtype.str().c_str());
-    A32_dev = gpu::DeviceBuffer(A.size() * sizeof(float));
-    B32_dev = gpu::DeviceBuffer(B.size() * sizeof(float));
-    A32_dev.upload(widened(A));
-    B32_dev.upload(widened(B));
+  // cuBLAS of the same precision on the same buffers: its GEMM alone (the
+  // figure to beat), the unfused chain (its GEMM, then bias + GELU in the
+  // output type) and cuBLASLt's fused GELU_BIAS (tanh GELU; timed only).
+  // The check is against cuBLAS's GEMM with an f32 output plus bias and
+  // erf-GELU in f32: the same accumulation, no 16-bit rounding on the way.
+  const bench::Precision p = precision;
+  const size_t out_elements = size_t(s.M) * size_t(s.N);
+  const size_t out_bytes = out_elements * size_t(reference::output_bytes(p));
+  gpu::DeviceBuffer C_f32(out_elements * sizeof(float)), ref_dev(out_elements * sizeof(float));
+  gpu::DeviceBuffer C_tmp(out_bytes), chain_out(out_bytes), lt_out(out_bytes), bias_out_dev(out_bytes / s.M);
+  {
+    Buffer bias_out({s.N}, dtype); // the bias in the output type, for cuBLASLt
+    for (int j = 0; j < s.N; ++j)
+      bias_out.set(size_t(j), bias.get(size_t(j)));
+    bias_out_dev.upload(bias_out.raw_data(), bias_out.size_in_bytes());
   }
-  gpu::DeviceBuffer &A_chain = dtype == Float(32) ? A_dev : A32_dev;
-  gpu::DeviceBuffer &B_chain = dtype == Float(32) ? B_dev : B32_dev;
-  gpu::DeviceBuffer C_tmp(out.size() * sizeof(float)), ref_dev(out.size() * sizeof(float));
-  auto chain = [&] {
-    reference::chain(s.M, s.N, s.K, A_chain.as<float>(), B_chain.as<float>(), bias_dev.as<float>(),
-                     C_tmp.as<float>(), ref_dev.as<float>());
-  };
   ref_dev.fill_bytes(0xFF);
-  chain();
+  reference::gemm(p, s.M, s.N, s.K, A_dev.as<void>(), B_dev.as<void>(), C_f32.as<void>(), /*f32_output=*/true);
+  reference::bias_gelu(s.M, s.N, C_f32.as<float>(), bias_dev.as<float>(), ref_dev.as<float>());
   gpu::synchronize();
   Buffer ref({s.M, s.N});
   ref_dev.download(ref.values());
@@ -665,19 +679,42 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance)
     for (int r = 0; r < s.M; ++r)
       all_rows[r] = r;
     std::vector<double> ref_values(ref.values().begin(), ref.values().end());
-    ok &= report_check("ours vs cuBLAS chain (every element)", compare(out, ref_values, all_rows, s.N), tolerance);
+    ok &= report_check(("ours vs cuBLAS " + std::string(reference::precision_name(p)) +
+                        " GEMM + bias + GELU (every element)")
+                           .c_str(),
+                       compare(out, ref_values, all_rows, s.N), tolerance);
   }
+  auto gemm_alone = [&] {
+    reference::gemm(p, s.M, s.N, s.K, A_dev.as<void>(), B_dev.as<void>(), C_tmp.as<void>());
+  };
+  auto chain = [&] {
+    reference::chain(p, s.M, s.N, s.K, A_dev.as<void>(), B_dev.as<void>(), bias_dev.as<float>(), C_tmp.as<void>(),
+                     chain_out.as<void>());
+  };
+  auto lt = [&] {
+    reference::lt_gelu_bias(p, s.M, s.N, s.K, A_dev.as<void>(), B_dev.as<void>(), bias_out_dev.as<void>(),
+                            lt_out.as<void>());
+  };
+  Timing gemm_timing = time_on_gpu(gemm_alone, flush);
   Timing chain_timing = time_on_gpu(chain, flush);
+  Timing lt_timing = time_on_gpu(lt, flush);
 #endif
 
   std::printf("timing (%d timed runs each, L2 flushed before each; TFLOP/s counts 2*M*N*K):\n", kTimedIterations);
   print_timing("coalesce (fused)", ours_timing, s);
 #ifdef COALESCE_HAVE_CUBLAS
-  print_timing("cuBLAS chain", chain_timing, s);
-  std::printf("  time ratio coalesce / cuBLAS chain: %.3f (below 1: coalesce is faster)\n",
-              ours_timing.median / chain_timing.median);
+  const std::string name = reference::precision_name(p);
+  print_timing(("cuBLAS " + name + " GEMM").c_str(), gemm_timing, s);
+  print_timing(("cuBLAS " + name + " chain").c_str(), chain_timing, s);
+  print_timing(("cuBLASLt " + name + " GELU_BIAS").c_str(), lt_timing, s);
+  std::printf("  speed vs cuBLAS %s GEMM alone: %.3fx (its time / ours; above 1: coalesce is faster)\n", name.c_str(),
+              gemm_timing.median / ours_timing.median);
+  std::printf("  speed vs cuBLAS %s chain (GEMM, then bias + GELU): %.3fx\n", name.c_str(),
+              chain_timing.median / ours_timing.median);
+  std::printf("  speed vs cuBLASLt %s GELU_BIAS (fused, tanh GELU): %.3fx\n", name.c_str(),
+              lt_timing.median / ours_timing.median);
 #else
-  std::printf("  cuBLAS chain: not built (no nvcc when the build was configured): no comparison\n");
+  std::printf("  cuBLAS: not built (no nvcc when the build was configured): no comparison\n");
 #endif
   return ok ? 0 : 1;
 }
@@ -727,7 +764,7 @@ int run_main_job(const Options &options) {
   const double tolerance = tolerance_for(options.dtype, options.tensor_cores && options.dtype == Float(32));
   int status;
   if (have_gpu) {
-    status = run_on_gpu(pipeline, shape, options.dtype, tolerance);
+    status = run_on_gpu(pipeline, shape, options.dtype, tolerance, precision_of(options));
   } else {
     std::printf("\nno GPU: %s; running on the CPU\n", why_no_gpu.c_str());
     status = run_on_cpu(pipeline, shape, options.dtype, tolerance);

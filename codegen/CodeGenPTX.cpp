@@ -271,10 +271,15 @@ protected:
       COALESCE_INTERNAL_ASSERT(in_shared(operand), "warpgroup MMA operand outside shared memory");
       llvm::Value *zero = builder_->getInt32(0);
       llvm::Value *address = shared_operand_address(operand, zero, zero, zero);
-      // Shared addresses are below 2^18 (228 KB at most), so start >> 4
-      // fits the 14-bit field without a mask.
+      // The field holds bits 4-17 of the address, the offset in the
+      // block's shared memory (228 KB at most). The address itself may
+      // have higher bits: in a cluster, a block's shared window carries
+      // its rank (bit 24 and up), which unmasked would land in the leading
+      // byte offset's field (rank 1 read B's second 64-column box 256
+      // bytes off, two rows of k: wrong results in every block but the
+      // cluster's first).
       llvm::Value *start = builder_->CreateLShr(builder_->CreatePtrToInt(address, builder_->getInt32Ty()), 4);
-      start = builder_->CreateZExt(start, i64);
+      start = builder_->CreateZExt(builder_->CreateAnd(start, builder_->getInt32(0x3FFF)), i64);
       uint64_t fixed = (static_cast<uint64_t>(layout.leading_bytes >> 4) << 16) |
                        (static_cast<uint64_t>(layout.stride_bytes >> 4) << 32) | (uint64_t{1} << 62);
       return builder_->CreateOr(start, llvm::ConstantInt::get(i64, fixed));

@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
 #include "dsl/Limits.h"
 #include "scheduler/EvaluateInt.h"
 #include "scheduler/InputReads.h"
@@ -36,6 +37,29 @@ std::string extents_text(const std::vector<Expr> &extents) {
     text += (d ? " x " : "") + to_string(extents[d]);
   return text;
 }
+// "K = -3" for each parameter `e` reads (with values), or "'K'" (without).
+std::string params_text(const Expr &e, const std::map<std::string, int64_t> &params, bool values = true) {
+  class Collect : public IRVisitor {
+  public:
+    std::vector<std::string> names;
+    using IRVisitor::visit;
+    void visit(const Variable *op) override {
+      if (std::find(names.begin(), names.end(), op->name) == names.end())
+        names.push_back(op->name);
+    }
+  } collect;
+  collect.visit_expr(e);
+  std::string text;
+  for (const std::string &name : collect.names) {
+    auto it = params.find(name);
+    if (it == params.end())
+      continue;
+    text += (text.empty() ? "" : ", ") +
+            (values ? str_cat(name, " = ", it->second) : str_cat("parameter '", name, "'"));
+  }
+  return text.empty() ? std::string("the parameters") : text;
+}
+
 // The kernels read inputs while they write the output, in an order the
 // schedule chooses; an output that shares memory with an input would be read
 // after it was overwritten, differently for each schedule.
@@ -187,6 +211,19 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     bound.elements.push_back(buffer->size());
     bound.bytes.push_back(buffer->size_in_bytes());
   }
+  // After the buffers, whose extents name a negative parameter first.
+  // A reduction runs over [min, min + extent): a negative extent is no
+  // range at all, and would otherwise sum nothing without a word.
+  for (const Argument &arg : args)
+    for (const InputRead &read : arg.reads)
+      for (const Expr &extent : read.reduction_extents) {
+        int64_t value = evaluate_int(extent, bound.params);
+        if (value < 0)
+          user_error("the reduction of ", read.site, " would run over ", value, " elements (", to_string(extent),
+                     " with ", params_text(extent, bound.params),
+                     "); a reduction's extent must be zero or positive: check the value of ",
+                     params_text(extent, bound.params, false));
+      }
   check_output_overlaps_no_input(args, bound, output);
   return bound;
 }

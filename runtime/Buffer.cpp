@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
+#include <string>
 
 namespace coalesce {
 
@@ -23,16 +25,34 @@ Buffer::Buffer(std::vector<int> shape, Type type) : type_(type), shape_(std::mov
     user_error("Buffer element type ", type, " is not supported; a Buffer holds Float(32), BFloat(16) or "
                "Float(16) elements");
   size_t size = 1;
+  bool overflow = false;
   for (int extent : shape_) {
     if (extent < 0)
       user_error("Buffer extents must be zero or positive, got ", extent);
-    size *= static_cast<size_t>(extent);
+    overflow |= __builtin_mul_overflow(size, static_cast<size_t>(extent), &size);
   }
+  // More elements than the storage can index, or more memory than the host
+  // gives: a UserError naming the shape, not the standard library's.
+  auto shape_text = [&] {
+    std::string text;
+    for (int extent : shape_)
+      text += (text.empty() ? "" : " x ") + std::to_string(extent);
+    return text;
+  };
+  size_t max_elements = is_f32() ? values_.max_size() : bits_.max_size();
+  if (overflow || size > max_elements)
+    user_error("Buffer of shape ", shape_text(), " has too many elements to hold in memory (at most ", max_elements,
+               " ", type_, " elements)");
   size_ = size;
-  if (is_f32())
-    values_.assign(size, 0.0f);
-  else
-    bits_.assign(size, 0); // +0.0 in both formats
+  try {
+    if (is_f32())
+      values_.assign(size, 0.0f);
+    else
+      bits_.assign(size, 0); // +0.0 in both formats
+  } catch (const std::bad_alloc &) {
+    user_error("Buffer of shape ", shape_text(), " needs ", size * static_cast<size_t>(type_.bytes()),
+               " bytes, which the host cannot allocate");
+  }
 }
 
 std::vector<float> &Buffer::f32_values(const char *what) {

@@ -16,12 +16,20 @@ namespace {
 
 class Check : public IRVisitor {
 public:
-  explicit Check(const ResourceBudget &budget) : budget_(budget) {}
+  Check(const ResourceBudget &budget, int blocks_per_sm) : budget_(budget), blocks_per_sm_(blocks_per_sm) {}
   void finish() { end_kernel(); }
 
 private:
   using IRVisitor::visit;
   const ResourceBudget &budget_;
+  const int blocks_per_sm_; // gpu_min_blocks_per_sm; 0: not capped
+  // Per kernel: its threads (every role's), the register arrays' elements
+  // per thread, those the warpgroup MMAs accumulate into, and what
+  // register reallocation gives the MMA warps (0: none).
+  int64_t kernel_threads_ = 0;
+  std::map<std::string, int64_t> register_elements_;
+  std::set<std::string> accumulators_;
+  int64_t reallocated_registers_ = 0;
   std::vector<const For *> gpu_loops_; // enclosing block and thread loops
   std::set<std::string> thread_vars_;
   int64_t shared_bytes_ = 0;
@@ -37,10 +45,55 @@ private:
 
   void visit(const WarpMma *op) override {
     sm90a_only_ |= is_warpgroup_mma(op->kind);
+    if (const auto *store = op->update.as<Store>(); store && is_warpgroup_mma(op->kind))
+      accumulators_.insert(store->buffer);
     IRVisitor::visit(op);
   }
 
+  void visit(const Call *op) override {
+    if (op->intrinsic && *op->intrinsic == Intrinsic::RegistersIncrease && !op->args.empty())
+      reallocated_registers_ = std::max(reallocated_registers_, as_const_int(op->args[0]).value_or(0));
+    IRVisitor::visit(op);
+  }
+
+  // A warpgroup MMA's accumulators live in registers from the first MMA to
+  // the epilogue, all at once: where the launch leaves a thread fewer than
+  // they and the rest of the kernel need, ptxas refuses the kernel (C7602,
+  // "insufficient registers") or serializes its MMAs (C7511). Checked
+  // where the registers per thread are known: with gpu_min_blocks_per_sm.
+  void check_accumulator_registers() const {
+    if (!sm90a_only_ || blocks_per_sm_ <= 0 || accumulators_.empty() || kernel_threads_ <= 0)
+      return;
+    int64_t accumulators = 0;
+    std::string names;
+    for (const std::string &buffer : accumulators_) {
+      auto it = register_elements_.find(buffer);
+      accumulators += it == register_elements_.end() ? 0 : it->second;
+      names += (names.empty() ? "'" : ", '") + buffer + "'";
+    }
+    const int launch = launch_registers(static_cast<int>(kernel_threads_), blocks_per_sm_);
+    const int64_t available = reallocated_registers_ > 0 ? reallocated_registers_ : launch;
+    if (accumulators + kRegistersBesideAccumulators <= available)
+      return;
+    std::string owner = *accumulators_.begin();
+    user_error("in schedule for '", owner, "': its warpgroup MMAs keep ", accumulators,
+               " f32 accumulators per thread in registers (", names, "), which with the ",
+               kRegistersBesideAccumulators, " registers the rest of the kernel needs beside them make ",
+               accumulators + kRegistersBesideAccumulators, ", but ",
+               reallocated_registers_ > 0
+                   ? str_cat("register reallocation gives the MMA warps ", reallocated_registers_)
+                   : str_cat("a block of ", kernel_threads_, " threads (producer warps included) at ", blocks_per_sm_,
+                             " block", blocks_per_sm_ > 1 ? "s" : "", " per SM (gpu_min_blocks_per_sm) gives each thread ",
+                             launch, " (65536 / (", kernel_threads_, " x ", blocks_per_sm_,
+                             "), a multiple of 8, at most 248)"),
+               ": ask for fewer blocks per SM, fewer producer warps, or smaller warpgroup tiles");
+  }
+
   void end_kernel() {
+    check_accumulator_registers();
+    kernel_threads_ = reallocated_registers_ = 0;
+    register_elements_.clear();
+    accumulators_.clear();
     if (shared_bytes_ > shared_limit()) {
       std::string site = largest_site_ ? str_cat(", staged at loop '", loop_short_name(largest_site_->name), "'") : "";
       user_error(largest_site_ ? str_cat("in schedule for '", loop_owner(largest_site_->name), "': ") : std::string(),
@@ -72,6 +125,17 @@ private:
     return first.found;
   }
 
+  // The threads a thread loop's dimension has in the block: its extent, or
+  // for producer warps, which run past the other threads of their
+  // dimension, that extent past its start. Every role's warps count, the
+  // loops inside a producer loop as well as the producer loop itself.
+  static int64_t threads_along(const For *op) {
+    int64_t threads = *as_const_int(op->extent);
+    if (op->role == LoopRole::ProducerWarps)
+      threads += *as_const_int(op->min);
+    return threads;
+  }
+
   void visit(const For *op) override {
     bool gpu = op->for_kind == ForKind::GpuBlock || op->for_kind == ForKind::GpuThread;
     if (!gpu)
@@ -90,17 +154,29 @@ private:
                    "; map nested loops in one gpu_blocks/gpu_threads call");
     }
     if (op->for_kind == ForKind::GpuThread) {
-      // Producer warps run past the other threads of their dimension.
-      int64_t threads = *as_const_int(op->extent);
-      if (op->role == LoopRole::ProducerWarps)
-        threads += *as_const_int(op->min);
+      // Threads of the block down to this loop, and of them the producer
+      // warps' (the producer loop at its extent, the others at theirs).
+      int64_t threads = 1, producer_threads = 1;
+      bool producers = false;
+      std::vector<const For *> chain;
       for (const For *outer : gpu_loops_)
         if (outer->for_kind == ForKind::GpuThread)
-          threads *= *as_const_int(outer->extent);
+          chain.push_back(outer);
+      chain.push_back(op);
+      for (const For *loop : chain) {
+        threads *= threads_along(loop);
+        producer_threads *= *as_const_int(loop->extent);
+        producers |= loop->role == LoopRole::ProducerWarps;
+      }
+      kernel_threads_ = std::max(kernel_threads_, threads);
       if (threads > budget_.max_threads_per_block)
         user_error("in schedule for '", loop_owner(op->name), "': the thread loops down to '", loop_short_name(op->name),
-                   "' make ", threads, " threads per block, more than the limit of ", budget_.max_threads_per_block,
-                   "; use smaller thread tiles or give each thread a larger register block");
+                   "' make ", threads, " threads per block",
+                   producers ? str_cat(", ", producer_threads, " of them producer warps (SharedLayout::producer_warps)")
+                             : std::string(),
+                   ", more than the limit of ", budget_.max_threads_per_block,
+                   producers ? "; use fewer producer warps, or fewer MMA warps (larger warp tiles)"
+                             : "; use smaller thread tiles or give each thread a larger register block");
       thread_vars_.insert(op->name);
     }
     gpu_loops_.push_back(op);
@@ -160,6 +236,7 @@ private:
           loops += (loops.empty() ? "" : " x ") +
                    (dims.loop_of_dim.count(d) ? "'" + dims.loop_of_dim[d] + "'" : std::string("?"));
         }
+      register_elements_[op->name] = per_thread;
       if (per_thread > budget_.register_elements_per_thread)
         user_error("in schedule for '", op->name, "': each thread holds ", per_thread, " elements of '", op->name,
                    "' in registers (loops ", loops, "), over the budget of ", budget_.register_elements_per_thread,
@@ -171,8 +248,8 @@ private:
 
 } // namespace
 
-void check_gpu_limits(const Stmt &s, const ResourceBudget &budget) {
-  Check check(budget);
+void check_gpu_limits(const Stmt &s, const ResourceBudget &budget, int blocks_per_sm) {
+  Check check(budget, blocks_per_sm);
   check.visit_stmt(s);
   check.finish();
 }

@@ -102,7 +102,7 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
   // Before thread fusion, which drops per-thread dimensions.
   attributed_to("check_thread_ownership", [&] { check_thread_ownership(s, env); });
-  attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget); });
+  attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
   // On every target, before unroll_loops makes the copies.
   attributed_to("check_unroll_size", [&] { check_unroll_size(s); });
   // Last: a permutation of the blocks, after every check of the plain nest.

@@ -469,6 +469,7 @@ private:
                           const Stmt &body, const Stmt &fallback) {
     TmaPipeline p;
     p.loop = op;
+    p.stage = stage_;
     p.body = body;
     p.stages = stages;
     p.mma_groups_in_flight = mma_groups_in_flight(warpgroup_mma_, stages);
@@ -484,17 +485,20 @@ private:
       // What the pipeline cannot reallocate around (the count the MMA
       // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
       if (env_.output().schedule.split_k.requested())
-        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
+                   "' reallocate registers "
                    "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
                    "but split_k's last block combines the slices behind barriers of the whole block; use "
                    "producer_registers = 0 with split_k");
       if (env_.output().schedule.persistent_blocks > 0)
-        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
+                   "' reallocate registers "
                    "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
                    "but on a persistent grid (gpu_persistent_blocks) the block's next tile needs them again; use "
                    "producer_registers = 0 with gpu_persistent_blocks");
       if (p.blocks_per_sm < 1)
-        user_error("the TMA copies staged at '", loop_short_name(op->name), "' reallocate registers "
+        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
+                   "' reallocate registers "
                    "(SharedLayout::producer_registers), which needs the launch's registers per thread known: set "
                    "gpu_min_blocks_per_sm on '", env_.output().name, "'");
     }
@@ -542,9 +546,41 @@ private:
           return padded_source_value(staged, copy, input_order(coords), shift);
         };
       }
+      check_tma_box_start(staged, tile);
       p.tiles.push_back(std::move(tile));
     }
     return p;
+  }
+
+  // The TMA faults (an illegal instruction, which loses the context) on a
+  // box whose first element along the source's contiguous dimension is not
+  // at a 16-byte multiple: measured on the H200, a bf16 reduction
+  // RDom(2, K - 2) copied from column 2 + 64 ko trapped, RDom(8, K - 8)
+  // ran. Refused here, with the Func and the loop, where the cp.async
+  // copies would have taken it; verify_tensor_copies checks the result.
+  void check_tma_box_start(const StagedTile &staged, const TmaTile &tile) const {
+    const int per_16_bytes = 16 / staged.input->type.bytes();
+    const Expr start = simplify(tile.origin.back());
+    if (provably_multiple_of(start, per_16_bytes))
+      return;
+    // Printed with the loops' short names ("ko*64 + 2").
+    class ShortNames : public IRVisitor {
+    public:
+      std::map<std::string, Expr> names;
+      using IRVisitor::visit;
+      void visit(const Variable *op) override {
+        if (op->name.find('.') != std::string::npos)
+          names[op->name] = Variable::make(op->type, loop_short_name(op->name));
+      }
+    } short_names;
+    short_names.visit_expr(start);
+    user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::tma, whose ",
+               "copies must start each row at a multiple of 16 bytes (", per_16_bytes, " ", staged.input->type,
+               " elements) along the contiguous dimension of '", tile.source, "', but the tile staged at '",
+               loop_short_name(loop_), "' starts at ", to_string(substitute(short_names.names, start)),
+               ", which is not provably one (a reduction starting at a column that is not a multiple of ",
+               per_16_bytes, "?): start the reduction at a multiple of ", per_16_bytes,
+               ", or stage without the TMA (SharedLayout::tma = false)");
   }
 
   // The blocks of a cluster that share `staged`'s tile (SharedLayout::

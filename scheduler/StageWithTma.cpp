@@ -233,12 +233,19 @@ private:
     int block_threads = static_cast<int>(mma_threads()) + producer_threads;
     int launch = launch_registers(block_threads, p_.blocks_per_sm);
     int mma = mma_warp_registers(launch, block_threads, producer_threads, p_.producer_registers);
-    if (p_.producer_registers >= launch || mma <= launch)
-      user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' reallocate registers "
-                 "(SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ", block_threads,
-                 " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "", " per SM, gives ", launch,
-                 " per thread, so the producer warps would not give any back for the MMA warps (", mma,
-                 "): ask for fewer than ", launch, " producer registers");
+    if (p_.producer_registers >= launch)
+      user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
+                 "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ",
+                 block_threads, " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "",
+                 " per SM, gives ", launch, " per thread, so the producer warps would give none back: ask for fewer than ",
+                 launch, " producer registers");
+    if (mma <= launch)
+      user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
+                 "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ",
+                 block_threads, " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "",
+                 " per SM, already gives every thread ", launch, " registers, and the MMA warps take at most ",
+                 kMaxMmaWarpRegisters, " (", mma, " here): reallocation gains them nothing; use producer_registers = 0, "
+                 "or more blocks per SM (gpu_min_blocks_per_sm) or MMA warps, so that the launch gives fewer");
     return mma;
   }
   // The thread loop of the outermost GPU dimension the MMA threads use: the
@@ -281,7 +288,7 @@ private:
     int64_t per_row = mma_threads() / *as_const_int(outer.extent);
     int64_t producer_threads = 32 * static_cast<int64_t>(p_.producer_warps);
     if (producer_threads % per_row != 0)
-      user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' ask for ", p_.producer_warps,
+      user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name), "' ask for ", p_.producer_warps,
                  " producer warps, but the MMA threads' inner thread loops make ", per_row,
                  " threads per step of their outermost one ('", loop_short_name(outer.name),
                  "'), which does not divide ", producer_threads,
@@ -321,7 +328,7 @@ private:
                                "tile of '", tile.input->name, "' cannot be copied in TMA boxes");
       int rows = static_cast<int>(tile.extent[0]);
       if (rows % (8 * tile.multicast) != 0)
-        user_error("the TMA copies staged at '", loop_short_name(p_.loop->name), "' multicast '", tile.input->name,
+        user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name), "' multicast '", tile.input->name,
                    "' to the ", tile.multicast, " blocks of a cluster, each copying its share of the rows of every "
                    "box, whole groups of 8 (the 128-byte swizzle's atoms); its boxes have ", rows, " rows, not a "
                    "multiple of ", 8 * tile.multicast, ": use smaller clusters, or a larger tile");
@@ -353,17 +360,10 @@ Expr tma_describable(Type type, const std::vector<Expr> &extents) {
   return extents.back() % per_row == 0;
 }
 
-int launch_registers(int block_threads, int blocks_per_sm) {
-  int per_thread = 65536 / (block_threads * blocks_per_sm);
-  return std::min(per_thread / 8 * 8, 248);
-}
-
 int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers) {
   int pool = launch_registers * block_threads - producer_registers * producer_threads;
   int per_thread = pool / (block_threads - producer_threads);
-  // At most 240: what the largest accumulators (two 64 x 256 f32 tiles'
-  // worth per warpgroup) need, and a margin under the 255 ptxas allocates.
-  return std::min(per_thread / 8 * 8, 240);
+  return std::min(per_thread / 8 * 8, kMaxMmaWarpRegisters);
 }
 
 Stmt tma_pipeline(const TmaPipeline &p) { return Builder(p).build(); }

@@ -59,6 +59,7 @@
 // (a multiple of 16 bytes per row): the branch picks the cp.async copies
 // where it is not, and says so in the nest.
 
+#include "scheduler/ResourceBudget.h" // launch_registers
 #include "dsl/IR.h"
 
 #include <functional>
@@ -99,6 +100,7 @@ struct BlockThreadLoop {
 
 struct TmaPipeline {
   const For *loop = nullptr;  ///< the k-step loop being staged
+  std::string stage;          ///< "'acc' (update 0)": whose loop, for messages
   Stmt body;                  ///< its body, reading the tiles' slot loop % S
   std::vector<TmaTile> tiles;
   int stages = 3;
@@ -115,17 +117,19 @@ struct TmaPipeline {
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
 };
 
+/// The most registers per thread the MMA warps take with register
+/// reallocation: what the largest accumulators (a 64 x 256 f32 tile per
+/// warpgroup, 128 registers) and their operands need, with a margin under
+/// the 248 a launch gives at most. Where the launch already gives the MMA
+/// warps this many, reallocation is refused: it could give them nothing.
+constexpr int kMaxMmaWarpRegisters = 240;
+
 /// The registers per thread the MMA warps take with register reallocation:
 /// what the launch gives the block (`launch_registers` per thread, for
 /// `block_threads`) less what the producer warpgroup keeps, per MMA
 /// thread, down to a multiple of 8 and at most 240.
 int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers);
 
-/// The registers per thread a launch of `block_threads` threads gives,
-/// `blocks_per_sm` blocks to a multiprocessor of 64K registers: what ptxas
-/// allocates at entry for a kernel that reallocates (a multiple of 8, at
-/// most 255).
-int launch_registers(int block_threads, int blocks_per_sm);
 
 /// The pipeline above; the caller allocates the tiles around it.
 Stmt tma_pipeline(const TmaPipeline &p);

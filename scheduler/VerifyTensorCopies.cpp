@@ -45,6 +45,12 @@ private:
   }
   void visit(const TensorCopy *op) override {
     IRVisitor::visit(op);
+    // The TMA traps on a box that starts a row off a 16-byte multiple
+    // (stage_inputs_in_shared refuses such a schedule).
+    const int per_16_bytes = 16 / op->destination.type().bytes();
+    if (!provably_multiple_of(simplify(op->origin.back()), per_16_bytes))
+      internal_error("a TMA copy of '", op->input, "' starts its rows at ", to_string(op->origin.back()),
+                     ", not provably a multiple of 16 bytes (", per_16_bytes, " elements)");
     // A box the blocks of a cluster share is the same box for each of them.
     if (op->multicast > 1) {
       const FuncSchedule &output = env_.output().schedule;

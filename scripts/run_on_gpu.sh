@@ -27,7 +27,7 @@
 #              with split-K at the five split-K shapes); the
 #              standalone runtime/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
-#   main       coalesce-main (the main job: 4096^3 against the cuBLAS chain)
+#   main       coalesce-main (the main job: 4096^3 against cuBLAS of the same precision)
 #   bench      only with --bench, if bench/run_benchmarks.sh exists
 #
 # Logs go to $OUT (or ./gpu_logs when OUT is unset): tests.log, gpu_check.log
@@ -298,7 +298,7 @@ if [ ! -x "$bin/coalesce-main" ]; then
 else
   run_logged "$main_log" "$bin/coalesce-main"
   rc=$?
-  ratio=$(grep -a 'time ratio' "$main_log" | tail -1 | sed -E 's/.*: *([0-9.]+).*/coalesce\/cuBLAS chain \1/')
+  ratio=$(grep -a 'speed vs cuBLAS .* GEMM alone' "$main_log" | tail -1 | sed -E 's/.*(cuBLAS [a-z0-9]+) GEMM alone: *([0-9.]+x).*/\2 \1 GEMM/')
   ours=$(grep -a 'coalesce (fused)' "$main_log" | tail -1 | sed -E 's/.*median +([0-9.]+) ms +([0-9.]+) TFLOP.*/\1 ms, \2 TFLOP\/s/')
   verdict=$(grep -aE '^main job: ' "$main_log" | tail -1 | sed 's/^main job: //')
   record main "$(status_of $rc)" "${verdict:-no verdict}${ours:+; $ours}${ratio:+; $ratio}"

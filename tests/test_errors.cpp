@@ -11,6 +11,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Pipeline.h"
 
+#include <climits>
 #include <cmath>
 #include <string>
 
@@ -199,6 +200,36 @@ TEST_CASE("nothing is written to the output when binding fails") {
 TEST_CASE("a Buffer with a negative extent is rejected; an empty one is allowed") {
   CHECK(Buffer({4, 0}).size() == 0); // an empty result's buffer (M or N = 0)
   CHECK_HAS(user_error_of([] { Buffer({-2}); }), "Buffer extents must be zero or positive, got -2");
+}
+
+TEST_CASE("a Buffer too large to hold is a UserError naming its shape, not the standard library's") {
+  std::string message = user_error_of([] { Buffer({INT_MAX, INT_MAX}); });
+  CHECK_HAS(message, "Buffer of shape 2147483647 x 2147483647 has too many elements to hold in memory");
+  CHECK_HAS(user_error_of([] { Buffer({INT_MAX, INT_MAX, INT_MAX}, BFloat(16)); }), "has too many elements");
+}
+
+TEST_CASE("a reduction over a negative run-time extent is refused, naming the parameter") {
+  // The buffers' extents take K = 1; the reduction RDom(2, K - 2) would
+  // run over -1 elements, and sum nothing without a word.
+  Param M("M"), N("N"), K("K");
+  Input A("A", Float(32), {M, K}), B("B", Float(32), {K, N});
+  Var i("i"), j("j");
+  RDom k(2, K - 2, "k");
+  Func acc("acc");
+  acc(i, j) = 0.0f;
+  acc(i, j) += A(i, k) * B(k, j);
+  Pipeline pipeline(acc);
+  Buffer a({3, 1}), b({1, 5}), out({3, 5});
+  out.poison();
+  std::string message =
+      user_error_of([&] { pipeline.realize_on_cpu({{"A", a}, {"B", b}, {"M", 3}, {"N", 5}, {"K", 1}}, out); });
+  CHECK_HAS(message, "would run over -1 elements (K - 2 with K = 1)");
+  CHECK_HAS(message, "a reduction's extent must be zero or positive: check the value of parameter 'K'");
+  CHECK(all_poisoned(out));
+  // K = 2 is an empty range: acc keeps its initial value.
+  Buffer a2({3, 2}), b2({2, 5});
+  pipeline.realize_on_cpu({{"A", a2}, {"B", b2}, {"M", 3}, {"N", 5}, {"K", 2}}, out);
+  CHECK(out(2, 4) == 0.0f);
 }
 
 TEST_CASE("an Input with a zero extent is rejected") {

@@ -151,6 +151,27 @@ TEST_CASE("register reallocation is refused where it cannot work") {
   MmaTiling persistent = small_tiling();
   persistent.persistent_blocks = 4;
   CHECK_HAS(refused(persistent), "use producer_registers = 0 with gpu_persistent_blocks");
+  // Every refusal names the Func and its update, as the other rules do.
+  for (const MmaTiling &t : {unknown, small_tiling(128), split, persistent})
+    CHECK_HAS(refused(t), "in schedule for 'acc' (update 0): the TMA copies staged at 'ko' reallocate registers");
+}
+
+TEST_CASE("reallocation that could give the MMA warps nothing is refused for that reason, not the producers' count") {
+  // One MMA warpgroup and a producer warpgroup at one block per SM: 256
+  // threads, 248 registers each at launch, more than the MMA warps' cap.
+  MmaTiling one_block = small_tiling(40);
+  one_block.min_blocks_per_sm = 1;
+  std::string message = coalesce::testing::user_error_of([&] {
+    Gemm g = coalesce::testing::bf16_scheduled(one_block);
+    Pipeline(g.out).loop_nest();
+  });
+  CHECK_HAS(message, "in schedule for 'acc' (update 0)");
+  CHECK_HAS(message, "already gives every thread 248 registers, and the MMA warps take at most 240");
+  CHECK_HAS(message, "use producer_registers = 0, or more blocks per SM");
+  CHECK(message.find("ask for fewer than") == std::string::npos);
+  // Two blocks per SM give 128 at launch: the same split reallocates.
+  Gemm g = coalesce::testing::bf16_scheduled(small_tiling(40));
+  CHECK_HAS(Pipeline(g.out).loop_nest(), "registers_increase(216)");
 }
 
 TEST_CASE("the verifier after the split refuses a barrier of the whole block after producers left") {

@@ -18,10 +18,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 using namespace coalesce;
@@ -218,4 +221,69 @@ TEST_CASE("a tensor map is left zeroed where the TMA cannot describe the input, 
   CHECK(tma_can_describe(BFloat(16), {64, 4096}, 0x10000));
   CHECK_HAS(coalesce::testing::user_error_of([&] { encode_tensor_map(param, BFloat(16), {64, 4096}, 0x10008); }),
             "input 'A' starts at a device address that is not a multiple of 16 bytes");
+}
+
+namespace {
+
+// A bf16 GEMM + bias + GELU whose reduction starts at column `start`
+// (RDom(start, K - start)), on the default warpgroup tiling with the TMA,
+// optionally split across blocks.
+Pipeline offset_reduction(int start, int split_k = 1, bool tma = true) {
+  Param M("M"), N("N"), K("K");
+  Input A("A", BFloat(16), {M, K}), B("B", BFloat(16), {K, N}), bias("bias", Float(32), {N});
+  Var i("i"), j("j");
+  RDom k(start, K - start, "k");
+  Func acc("acc"), out("out");
+  acc(i, j) = 0.0f;
+  acc(i, j) += A(i, k) * B(k, j);
+  out(i, j) = cast(BFloat(16), gelu(acc(i, j) + bias(j)));
+  MmaTiling t = small_tma_tiling();
+  t.tma = tma;
+  t.split_k = split_k;
+  schedule_gemm_mma(out, acc, A, B, i, j, k, t);
+  return Pipeline(out);
+}
+
+} // namespace
+
+TEST_CASE("the TMA's boxes start their rows at 16-byte multiples: a reduction from column 2 is refused, from 8 runs") {
+  // On the H200 the TMA copy of a bf16 tile from column 2 + 64 ko ended in
+  // CUDA_ERROR_ILLEGAL_INSTRUCTION (the context lost); from column 8 it ran
+  // and matched the reference.
+  for (int split : {1, 2}) {
+    CAPTURE(split);
+    std::string message = coalesce::testing::user_error_of([&] { offset_reduction(2, split).loop_nest(); });
+    CHECK_HAS(message, "in schedule for 'acc' (update 0): 'A' is staged with SharedLayout::tma, whose copies must "
+                       "start each row at a multiple of 16 bytes (8 bf16 elements)");
+    CHECK_HAS(message, "the tile staged at 'ko' starts at ko*64");
+    CHECK_HAS(message, "+ 2");
+    CHECK_HAS(message, "or stage without the TMA (SharedLayout::tma = false)");
+  }
+  for (int start : {1, 3, 4, 6})
+    CHECK_HAS(coalesce::testing::user_error_of([&] { offset_reduction(start).loop_nest(); }),
+              "must start each row at a multiple of 16 bytes");
+  // Starts at 16-byte multiples are accepted, and so is any start on the
+  // cp.async copies; all match the reference at ragged shapes.
+  for (auto [start, split, tma] : std::vector<std::tuple<int, int, bool>>{{8, 1, true}, {64, 1, true}, {8, 2, true},
+                                                                        {2, 1, false}}) {
+    CAPTURE(start);
+    CAPTURE(split);
+    CAPTURE(tma);
+    Pipeline pipeline = offset_reduction(start, split, tma);
+    const int M = 70, N = 72, K = 136;
+    GemmData data = make_data(M, N, K, 13, BFloat(16));
+    Buffer out({M, N}, BFloat(16));
+    pipeline.realize_on_cpu({{"A", data.a}, {"B", data.b}, {"bias", data.bias}, {"M", M}, {"N", N}, {"K", K}}, out);
+    double worst = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double sum = 0;
+        for (int k = start; k < K; ++k)
+          sum += double(data.a.at(i, k)) * data.b.at(k, j);
+        double expected = 0.5 * (sum + data.bias.get(size_t(j))) *
+                          (1 + std::erf((sum + data.bias.get(size_t(j))) / std::sqrt(2.0)));
+        worst = std::max(worst, std::abs(out.get(size_t(i) * N + j) - expected) / (1 + std::abs(expected)));
+      }
+    CHECK(worst < 1e-2);
+  }
 }

@@ -155,7 +155,11 @@ TEST_CASE("the nest shows the producer warps, the empty barriers and their slots
 }
 
 TEST_CASE("a producer warpgroup makes the block four warps larger") {
-  Gemm g = coalesce::testing::bf16_scheduled(wide_tiling(4));
+  // One block per SM: at two, 384 threads would leave each 80 registers,
+  // too few for 64 accumulators and the rest (check_gpu_limits).
+  MmaTiling t = wide_tiling(4);
+  t.min_blocks_per_sm = 1;
+  Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);
   CHECK_HAS(pipeline.loop_nest(), "for warp in gpu_thread.y(8, 4):  # producer warps");
   CHECK(pipeline.gpu_program().kernels[0].block == std::array<int, 3>{32, 12, 1});
@@ -196,4 +200,34 @@ TEST_CASE("the warp-specialized kernel assembles for sm_90a with no MMA serializ
     }
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   }
+}
+
+TEST_CASE("a producer warpgroup at two blocks per SM leaves too few registers for the accumulators: refused") {
+  std::string message = coalesce::testing::user_error_of([&] {
+    Gemm g = coalesce::testing::bf16_scheduled(wide_tiling(4));
+    Pipeline(g.out).loop_nest();
+  });
+  CHECK_HAS(message, "in schedule for 'acc': its warpgroup MMAs keep 64 f32 accumulators per thread in registers");
+  CHECK_HAS(message, "a block of 384 threads (producer warps included) at 2 blocks per SM (gpu_min_blocks_per_sm) "
+                     "gives each thread 80");
+}
+
+TEST_CASE("producer warps count toward the 1,024 threads of a block") {
+  // 128 x 256 of 64 x 64 warpgroup tiles: 32 MMA warps, 1,024 threads;
+  // one producer warp more would make 1,056 (ptxas refused it only with an
+  // unrelated "insufficient registers").
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind);
+  t.block_m = 128;
+  t.block_n = 256;
+  t.min_blocks_per_sm = 1;
+  Gemm full = coalesce::testing::bf16_scheduled(t);
+  CHECK(Pipeline(full.out).gpu_program().kernels[0].block == std::array<int, 3>{32, 32, 1});
+  t.producer_warps = 1;
+  Gemm over = coalesce::testing::bf16_scheduled(t);
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(over.out).loop_nest(); });
+  CHECK_HAS(message, "make 1056 threads per block, 32 of them producer warps (SharedLayout::producer_warps), more "
+                     "than the limit of 1024");
+  CHECK_HAS(message, "use fewer producer warps, or fewer MMA warps");
+  // Nothing reaches the CPU or the PTX either.
+  CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(over.out).ptx(); }), "make 1056 threads per block");
 }

@@ -7,7 +7,13 @@
 namespace coalesce::gpu_check {
 
 /// Every check of precision p (TF32, BF16 or F16); results go to Report.h.
-void check_mma(bench::Precision p);
+/// Without `full`: the default kernels of both instruction families at
+/// every shape but the largest, and each warpgroup variant (producer warps,
+/// reallocation, persistent grids, clusters, padded copies) at its ragged
+/// shapes and the K = 1 / K = 3 pair, for bf16 and tf32 (f16 shares bf16's
+/// kernels but for the element type), clusters against cuBLAS too. With
+/// `full`: every variant for every precision at every shape.
+void check_mma(bench::Precision p, bool full);
 
 /// One bf16 run at a ragged shape on buffers of exactly the right size, for
 /// compute-sanitizer (and on sm_90a the bf16 and tf32 warpgroup MMAs); its

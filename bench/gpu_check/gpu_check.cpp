@@ -446,9 +446,9 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       std::printf("\n==== fp32: the FFMA schedules ====\n");
       fp32_check(full);
     } else {
-      gpu_check::check_mma(p);
+      gpu_check::check_mma(p, full);
     }
-    gpu_check::check_split_k(p);
+    gpu_check::check_split_k(p, full);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return gpu_check::print_summary(seconds) ? 1 : 0;
@@ -464,7 +464,10 @@ int main(int argc, char **argv) {
       "precisions", cl::desc("comma-separated fp32 (the FFMA schedules), tf32, bf16, f16 (the tensor-core "
                              "schedules) or all; every precision also checks split-K at its five shapes"),
       cl::value_desc("list"), cl::init("all"), cl::cat(category));
-  cl::opt<bool> full("full", cl::desc("run every fp32 schedule at the large cuBLAS shapes too"), cl::cat(category));
+  cl::opt<bool> full("full", cl::desc("the whole matrix: every fp32 schedule at the large cuBLAS shapes, every "
+                                      "tensor-core variant for every precision at every shape, split-K at its five "
+                                      "shapes (the default run checks a subset in a few minutes)"),
+                     cl::cat(category));
   // cl::desc keeps a reference: the text must outlive the parse.
   const std::string sanitizer_help = "run the tuned fp32 default, the bf16 tensor-core schedules and a split-K GEMM "
                                      "once each at " + kSanitizerShape.str() + ", for compute-sanitizer";

@@ -630,6 +630,30 @@ CUresult load(CUkernel *kernels) {
     }
   }
 
+  // A reduction's extent is zero or positive (bind_arguments' rule): a
+  // negative one is no range, and would sum nothing without a word.
+  {
+    std::vector<std::string> checked;
+    for (const LauncherArg &arg : args) {
+      if (!arg.is_buffer())
+        continue;
+      for (const InputRead &read : arg.buffer->reads)
+        for (const Expr &extent : read.reduction_extents) {
+          std::string value = cpp_int(extent);
+          if (std::find(checked.begin(), checked.end(), value) != checked.end())
+            continue;
+          checked.push_back(value);
+          std::string quoted;
+          for (char c : read.site + "'s reduction would run over " + to_string(extent))
+            quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+          out << "  if (" << value << " < 0)\n"
+              << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << quoted
+              << " = \" + std::to_string(" << value
+              << ") + \" elements; a reduction's extent must be zero or positive: check the sizes\");\n";
+        }
+    }
+  }
+
   // The kernels write the output while they read the inputs, in an order the
   // schedule chooses: an output sharing memory with an input is rejected.
   if (output) {

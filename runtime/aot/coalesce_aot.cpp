@@ -55,10 +55,12 @@ Type element_type(InputType t) {
 }
 
 /// Which tensor-core instructions: the warp's mma.sync (sm_80 and later) or
-/// Hopper's warpgroup wgmma (sm_90a; tf32, bf16 and f16).
-enum class MmaFamily { Warp, Warpgroup };
-const std::vector<std::pair<std::string, MmaFamily>> kMmaFamilies = {{"warp", MmaFamily::Warp},
-                                                                     {"warpgroup", MmaFamily::Warpgroup}};
+/// Hopper's warpgroup wgmma (sm_90a; tf32, bf16 and f16); auto: what the
+/// benchmark runs for the target, the warpgroup MMA on sm_90a, the warp's
+/// elsewhere.
+enum class MmaFamily { Auto, Warp, Warpgroup };
+const std::vector<std::pair<std::string, MmaFamily>> kMmaFamilies = {
+    {"auto", MmaFamily::Auto}, {"warp", MmaFamily::Warp}, {"warpgroup", MmaFamily::Warpgroup}};
 
 MmaKind mma_kind(InputType t, MmaFamily family) {
   bool group = family == MmaFamily::Warpgroup;
@@ -133,10 +135,18 @@ public:
                              "tensor cores: rows of out per warp; 0: chosen with the tile", 0, 256};
   GeneratorParam<int> warp_n{this, "warp-n", 0, "tensor cores: columns of out per warp; 0: chosen with the tile",
                              0, 256};
-  EnumParam<MmaFamily> mma{this, "mma", MmaFamily::Warp, kMmaFamilies,
-                           "tensor cores: warp (mma.sync, sm_80 and later) or warpgroup (Hopper's wgmma, "
+  EnumParam<MmaFamily> mma{this, "mma", MmaFamily::Auto, kMmaFamilies,
+                           "tensor cores: warp (mma.sync, sm_80 and later), warpgroup (Hopper's wgmma, "
                            "sm_90a only, tf32, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
-                           "warpgroup of 4 warps)"};
+                           "warpgroup of 4 warps), or auto (the default): what the benchmark runs for the "
+                           "target, warpgroup on sm_90a and warp elsewhere"};
+
+  /// --mma with auto resolved for the target.
+  MmaFamily mma_family() const {
+    if (mma != MmaFamily::Auto)
+      return mma;
+    return target().sm() == "sm_90a" && dtype != InputType::F32 ? MmaFamily::Warpgroup : MmaFamily::Warp;
+  }
   GeneratorParam<int> stages{this, "stages", 0,
                              "tiles of A and B in shared memory, one K step each (f32: 1 to 8, 1: one tile, "
                              "2: double buffering, 3 or more: a cp.async pipeline; tensor cores: 2 to 8); 0: the "
@@ -312,13 +322,14 @@ public:
       return out;
     }
 
-    if (dtype == InputType::F32 && mma == MmaFamily::Warpgroup)
-      mma_kind(dtype, mma); // refuses it: f32 runs on FFMA, with no MMA to choose
+    const MmaFamily family = mma_family();
+    if (dtype == InputType::F32 && family == MmaFamily::Warpgroup)
+      mma_kind(dtype, family); // refuses it: f32 runs on FFMA, with no MMA to choose
     if (dtype != InputType::F32 && !std::string(warp_layout).empty())
       user_error("--warp-layout=", std::string(warp_layout), " arranges the FFMA schedule's threads; the tensor-core "
                  "schedule's warps are its warp tiles (--warp-m, --warp-n): leave it out for tf32, bf16 and f16");
     if (dtype != InputType::F32) {
-      MmaTiling tiling = default_mma_tiling(mma_kind(dtype, mma), M.fixed() ? M.value() : 0,
+      MmaTiling tiling = default_mma_tiling(mma_kind(dtype, family), M.fixed() ? M.value() : 0,
                                             N.fixed() ? N.value() : 0, multiprocessors());
       if (tile_m > 0)
         tiling.block_m = tile_m;
@@ -351,7 +362,7 @@ public:
         tiling.b_padding = b_padding;
       tiling.block_group_rows = block_groups;
       tiling.persistent_blocks = persistent_blocks;
-      tiling.tma = tma && mma == MmaFamily::Warpgroup;
+      tiling.tma = tma && family == MmaFamily::Warpgroup;
       if (producer_warps > 0 && !tiling.uses_tma())
         user_error("--producer-warps=", static_cast<int>(producer_warps), ": producer warps issue the TMA's copies, "
                    "which this kernel does not use (they need --mma=warpgroup, 3 or more stages and --tma); leave the "
