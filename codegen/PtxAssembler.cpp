@@ -63,6 +63,15 @@ const KernelResources *PtxasResult::find(const std::string &kernel) const {
   return nullptr;
 }
 
+std::vector<std::string> PtxasResult::performance_losses() const {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("Potential Performance Loss") != std::string::npos)
+      lines.push_back(line);
+  return lines;
+}
+
 std::vector<KernelResources> parse_ptxas_log(const std::string &log) {
   // ptxas -v reports each function as:
   //   ptxas info    : Function properties for NAME

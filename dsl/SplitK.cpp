@@ -34,6 +34,10 @@ Func &Func::split_k(const Func &producer, const VarOrRVar &k, const Var &slice, 
     if (mine.split_k.requested())
       user_error(request, ": '", name(), "' already splits the reduction of '", mine.split_k.producer, "' across ",
                  mine.split_k.slices, " blocks; a Func has one split_k");
+    if (&theirs == contents_.get())
+      user_error(request, ": split_k is called on '", name(), "' itself; call it on the Func that reads '", name(),
+                 "' and fuses it at a block loop (for a GEMM, the output: out.fuse_epilogue(", name(),
+                 ", <block loop>), then out.split_k(", name(), ", ", k.name, ", ", slice.name(), ", ", slices, "))");
     if (theirs.schedule.placement != Placement::At || theirs.schedule.at_func != name())
       user_error(request, ": '", producer.name(), "' must be fused into '", name(), "' first (", name(),
                  ".fuse_epilogue(", producer.name(), ", <block loop>)), so that each block holds an output tile of "

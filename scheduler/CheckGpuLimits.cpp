@@ -107,15 +107,19 @@ private:
     sm90a_only_ = false;
   }
 
-  // The staging loop under a shared buffer: the first loop that is not one
-  // of the cooperative copies (LoopRole::StagingCopy).
+  // The staging loop under a shared buffer: the first serial loop that is
+  // not one of the copies' own (LoopRole::StagingCopy). Not a thread loop:
+  // those of the pipeline's barriers and producer warps are named after
+  // the barriers ("A_full"), not after the Func that stages; not an
+  // unrolled one (the MMA's kk in a peeled first step).
   static const For *staging_loop(const Stmt &body) {
     class First : public IRVisitor {
     public:
       const For *found = nullptr;
       using IRVisitor::visit;
       void visit(const For *op) override {
-        if (!found && op->role != LoopRole::StagingCopy)
+        if (!found && op->for_kind == ForKind::Serial && op->role != LoopRole::StagingCopy &&
+            op->role != LoopRole::ProducerWarps)
           found = op;
         if (!found)
           IRVisitor::visit(op);

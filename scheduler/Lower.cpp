@@ -33,6 +33,7 @@
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
+#include "scheduler/StartMmaAtZero.h"
 #include "scheduler/StripStagePrefixes.h"
 #include "scheduler/TensorizeMma.h"
 #include "scheduler/UnrollLoops.h"
@@ -80,6 +81,9 @@ Environment prepare(const Func &output) {
   attributed_to("check_clusters", [&] { check_clusters(env); }); // gpu_cluster's loop; multicast's copies
   // After inlining, so out = gelu(biased) with biased = acc + b folds too.
   attributed_to("fold_bias_into_init", [&] { fold_bias_into_init(env); });
+  // After folding: a warpgroup MMA's sum starts from 0, its initial value
+  // added where it is read (ptxas serializes MMAs that start from loads).
+  attributed_to("start_mma_accumulators_at_zero", [&] { start_mma_accumulators_at_zero(env); });
   attributed_to("infer_domain", [&] { infer_domain(env); });
   attributed_to("check_input_reads", [&] { check_input_reads(env); }); // needs the domain
   return env;

@@ -235,8 +235,9 @@ if [ ! -x "$bin/coalesce-aot" ]; then
   record aot FAIL "coalesce-aot is not in the bundle"
 else
   # One launcher per input type: f32 (FFMA), tf32, bf16 and f16 (tensor
-  # cores, 16-bit outputs for the 16-bit types), each built into the example
-  # app and run at its shapes.
+  # cores, 16-bit outputs for the 16-bit types; the default --mma=auto,
+  # Hopper's warpgroup MMA on sm_90a), each built into the example app and
+  # run at its shapes; bf16-warp: the warp's mma.sync (--mma=warp).
   aot_rc=0 aot_figures=""
   # bf16-wgmma, tf32-wgmma: the bf16 and tf32 launchers on Hopper's
   # warpgroup MMA (--mma=warpgroup);
@@ -244,10 +245,11 @@ else
   # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
   # caller's workspace), run at the five skinny and deep split-K shapes.
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
-  for variant in f32 tf32 bf16 f16 bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk; do
+  for variant in f32 tf32 bf16 f16 bf16-warp bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk; do
     dtype=${variant%%-*} extra_flags="" split=OFF
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;
+      *-warp) extra_flags=--mma=warp ;;
       *-cubin) extra_flags="--mma=warpgroup --cubin" ;; # the launcher loads ptxas's cubin, not the PTX
       f32-splitk) extra_flags=--split-k=8 split=ON ;;
       bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;

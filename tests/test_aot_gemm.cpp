@@ -111,7 +111,7 @@ TEST_CASE("gemm: every activation, with and without bias, and a larger tile asse
 TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launcher's signature") {
   const bool assemble = can_assemble();
   TempDir dir;
-  Result result = aot("--dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=.", dir.path);
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --name=gemm_bf16 --output-dir=.", dir.path);
   INFO(result.err);
   REQUIRE(result.status == 0);
   std::string header = read_file(dir / "gemm_bf16.h");
@@ -144,7 +144,7 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
     CHECK(assemble_ptx(f16_ptx, parse_gpu_target("sm_80")).find("gemm_f16") != nullptr);
 
   // tf32: f32 buffers, multiplied on tf32 tensor cores.
-  Result tf32 = aot("--emit=ptx,header --dtype=tf32 --name=gemm_tf32 --output-dir=.", dir.path);
+  Result tf32 = aot("--emit=ptx,header --dtype=tf32 --mma=warp --name=gemm_tf32 --output-dir=.", dir.path);
   INFO(tf32.err);
   REQUIRE(tf32.status == 0);
   std::string tf32_ptx = read_file(dir / "gemm_tf32.ptx");
@@ -165,10 +165,33 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   CHECK(plain.out.find("typedef") == std::string::npos);
 }
 
+TEST_CASE("gemm: the default --mma=auto is the benchmark's instruction: warpgroup on sm_90a, warp elsewhere") {
+  TempDir dir;
+  for (const char *dtype : {"bf16", "f16", "tf32"}) {
+    CAPTURE(dtype);
+    Result hopper = aot(std::string("--emit=ptx --dtype=") + dtype, dir.path);
+    INFO(hopper.err);
+    REQUIRE(hopper.status == 0);
+    CHECK(hopper.out.find("wgmma.mma_async") != std::string::npos);
+    CHECK(hopper.out.find("cp.async.bulk.tensor.2d") != std::string::npos); // the TMA's copies
+    Result ampere = aot(std::string("--emit=ptx --target=sm_80 --dtype=") + dtype, dir.path);
+    REQUIRE(ampere.status == 0);
+    CHECK(ampere.out.find("wgmma") == std::string::npos);
+    CHECK(ampere.out.find("mma.sync.aligned") != std::string::npos);
+  }
+  // f32 stays on FFMA, and --help says what auto means.
+  Result f32 = aot("--emit=ptx", dir.path);
+  REQUIRE(f32.status == 0);
+  CHECK(f32.out.find("mma.sync") == std::string::npos);
+  CHECK(f32.out.find("wgmma") == std::string::npos);
+  Result help = aot("--help", dir.path);
+  CHECK(help.out.find("auto (the default)") != std::string::npos);
+}
+
 TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and its launcher opts in") {
   // 4 stages of a 128 x 128 bf16 tile, k step 32: 4 x 18,944 bytes.
   TempDir dir;
-  Result result = aot("--dtype=bf16 --out-dtype=bf16 --stages=4 --name=gemm_deep --output-dir=.", dir.path);
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=4 --name=gemm_deep --output-dir=.", dir.path);
   INFO(result.err);
   REQUIRE(result.status == 0);
   std::string launcher = read_file(dir / "gemm_deep.cpp");
@@ -187,7 +210,7 @@ TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and
   if (have_program("g++"))
     check_launcher_builds(dir, "gemm_deep", "gemm_deep(0, 0, 0, 0, 1, 1, 1, 0)");
   // Two stages fit in 48 KiB: static tiles, launched with none.
-  Result small = aot("--dtype=bf16 --out-dtype=bf16 --stages=2 --name=gemm_small --output-dir=.", dir.path);
+  Result small = aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=2 --name=gemm_small --output-dir=.", dir.path);
   REQUIRE(small.status == 0);
   std::string small_launcher = read_file(dir / "gemm_small.cpp");
   CHECK(small_launcher.find("const int kDynamicShared[kKernels] = {0};") != std::string::npos);
@@ -241,7 +264,7 @@ TEST_CASE("gemm: --producer-warps gives the TMA copies warps of their own; witho
   CHECK(ptx.find(".maxntid 32, 9, 1") != std::string::npos);
   // The launch: eight MMA warps and the producer warp.
   CHECK(read_file(dir / "gemm_ws.cpp").find("32, 9, 1, ") != std::string::npos);
-  for (const char *flags : {"--dtype=bf16 --producer-warps=1", "--dtype=bf16 --mma=warpgroup --tma=false --producer-warps=1"})
+  for (const char *flags : {"--dtype=bf16 --mma=warp --producer-warps=1", "--dtype=bf16 --mma=warpgroup --tma=false --producer-warps=1"})
     check_refused(flags, "producer warps issue the TMA's copies");
 }
 
@@ -319,7 +342,7 @@ TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their o
         CHECK_FALSE(assembled->spills());
       }
   }
-  check_refused("--dtype=bf16 --tma-padded-copies", "the padded copies are what the TMA reads");
+  check_refused("--dtype=bf16 --mma=warp --tma-padded-copies", "the padded copies are what the TMA reads");
 }
 
 TEST_CASE("gemm: --dtype=tf32 --mma=warpgroup writes a tf32 wgmma kernel fed by the TMA from rounded copies") {
@@ -454,9 +477,9 @@ TEST_CASE("gemm: every knob of GemmTiling and MmaTiling has a flag: buffering, c
   CHECK(contains(loops("--double-buffered=false --a-padding=0"), "allocate A_shared[8][128] f32 in shared"));
   CHECK(contains(loops("--async-copy=false"), "allocate A_fetch["));
   // Tensor cores: both paddings, one buffer (and so no deeper pipeline).
-  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate A_shared[3][128][48] bf16 in shared"));
-  CHECK(contains(loops("--dtype=bf16 --a-padding=16 --b-padding=0"), "allocate B_shared[3][32][128] bf16 in shared"));
-  CHECK(contains(loops("--dtype=bf16 --double-buffered=false"), "allocate A_shared[128][40] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --mma=warp --a-padding=16 --b-padding=0"), "allocate A_shared[3][128][48] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --mma=warp --a-padding=16 --b-padding=0"), "allocate B_shared[3][32][128] bf16 in shared"));
+  CHECK(contains(loops("--dtype=bf16 --mma=warp --double-buffered=false"), "allocate A_shared[128][40] bf16 in shared"));
   // The shape-aware tile fills --sm-count multiprocessors, by default the
   // target's: 1024 x 1024 is 64 tiles of 128 x 128, fewer than an H200's
   // 132 multiprocessors (so 64 x 64 tiles), enough for 16.

@@ -307,6 +307,13 @@ TEST_CASE("a split that would run the epilogue on partial sums, or change the su
     Gemm g = make_gemm(Epilogue::BiasGelu);
     CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, g.k, Var("kz"), 3); }), "must be fused into 'out' first");
   }
+  SUBCASE("called on the sum itself: the advice is to call it on the output") {
+    Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
+    std::string message = user_error_of([&] { g.acc.split_k(g.acc, g.k, Var("kz"), 3); });
+    CHECK_HAS(message, "split_k is called on 'acc' itself; call it on the Func that reads 'acc'");
+    CHECK_HAS(message, "out.split_k(acc, k, kz, 3)");
+    CHECK(message.find("acc.fuse_epilogue(acc") == std::string::npos);
+  }
   SUBCASE("a slice count out of range, or a name taken") {
     Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(1, SplitKMode::Deterministic));
     CHECK_HAS(user_error_of([&] { g.out.split_k(g.acc, g.k, Var("kz"), 0); }), "between 1 and");

@@ -231,3 +231,37 @@ TEST_CASE("producer warps count toward the 1,024 threads of a block") {
   // Nothing reaches the CPU or the PTX either.
   CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(over.out).ptx(); }), "make 1056 threads per block");
 }
+
+TEST_CASE("shared memory over the limit with producer warps names the Func and the k loop, not the barriers") {
+  // 128 x 256 tiles in 5 stages: 240 KiB of tiles, over sm_90a's 227 KiB.
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.stages = 5;
+  t.producer_warps = 1;
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
+  CHECK_HAS(message, "in schedule for 'acc': the kernel's shared memory");
+  CHECK_HAS(message, "staged at loop 'ko'");
+  CHECK(message.find("A_full") == std::string::npos);
+}
+
+TEST_CASE("a warpgroup tile whose accumulators the launch's registers cannot hold is refused before ptxas") {
+  // tf32, one 64 x 256 warpgroup (128 f32 accumulators per thread), a
+  // producer warpgroup, 5 stages, two blocks per SM: 512 threads per SM
+  // leave 128 registers each. ptxas refused it: "(C7602) Insufficient
+  // registers (128) ... Try to compile with register target of 154".
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(MmaKind::TF32_wgmma_m64k8, 5);
+  t.block_n = t.warp_n = 256;
+  t.producer_warps = 4;
+  t.min_blocks_per_sm = 2;
+  t.tma_padded_copies = true;
+  Gemm g = coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, Float(32), Float(32));
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
+  CHECK_HAS(message, "in schedule for 'acc': its warpgroup MMAs keep 128 f32 accumulators per thread in registers");
+  CHECK_HAS(message, "make 160, but a block of 256 threads (producer warps included) at 2 blocks per SM "
+                     "(gpu_min_blocks_per_sm) gives each thread 128");
+  // One block per SM gives 248: accepted.
+  t.min_blocks_per_sm = 1;
+  Gemm one = coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, Float(32), Float(32));
+  CHECK_NOTHROW(Pipeline(one.out).loop_nest());
+}

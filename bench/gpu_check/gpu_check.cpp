@@ -36,6 +36,7 @@
 
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MmaCheck.h"
+#include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SplitKCheck.h"
 #include "bench/reference/CublasReference.h"
@@ -447,6 +448,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       fp32_check(full);
     } else {
       gpu_check::check_mma(p, full);
+      if (full || p != bench::Precision::F16)
+        gpu_check::check_reduction_start(p);
     }
     gpu_check::check_split_k(p, full);
   }

@@ -308,6 +308,10 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     } catch (const UserError &error) {
       std::fprintf(stderr, "coalesce-bench: ptxas report unavailable: %s\n", error.what());
     }
+    // A warpgroup-MMA kernel ptxas degrades is a failure, not a figure.
+    std::vector<std::string> losses = k->ptxas ? k->ptxas->performance_losses() : std::vector<std::string>();
+    if (!losses.empty() && k->pipeline->ptx(target).find("wgmma.mma_async") != std::string::npos)
+      user_error("ptxas reports a performance loss in the warpgroup-MMA kernel: ", losses.front());
   }
   k->executable = &k->pipeline->gpu_executable(target);
   kernel = std::move(k);

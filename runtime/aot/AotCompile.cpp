@@ -133,8 +133,21 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
     spec.target = request.target;
     spec.program = named_after_launcher(pipeline.gpu_program(), request.name);
     spec.ptx = compile_to_ptx(spec.program, request.target);
-    if (request.cubin)
-      spec.cubin = assemble_ptx(spec.ptx, request.target).cubin;
+    // A program with warpgroup MMAs is assembled here even without --cubin
+    // (where ptxas is found): ptxas reports the kernels it serializes only
+    // as information, and the driver's JIT would not say it at all.
+    const bool warpgroup = spec.ptx.find("wgmma.mma_async") != std::string::npos;
+    if (request.cubin || (warpgroup && ptxas_available())) {
+      PtxasResult assembled = assemble_ptx(spec.ptx, request.target);
+      std::vector<std::string> losses = assembled.performance_losses();
+      if (warpgroup && !losses.empty())
+        user_error("ptxas reports a performance loss in the warpgroup-MMA kernels of '", request.name, "': ",
+                   losses.front(), losses.size() > 1 ? str_cat(" (and ", losses.size() - 1, " more)") : "",
+                   "; choose another tiling (fewer blocks per SM, fewer stages or producer warps, smaller warpgroup "
+                   "tiles); nothing was written");
+      if (request.cubin)
+        spec.cubin = std::move(assembled.cubin);
+    }
     for (const SizeParam *size : generator.sizes())
       spec.sizes.push_back({size->name(), size->help(),
                             size->fixed() ? std::optional<int>(size->value()) : std::nullopt});
