@@ -262,7 +262,7 @@ else
     run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
       --dtype=$dtype --out-dtype=$out_dtype $extra_flags --output-dir="$gen" || rc=$?
     [ $rc = 0 ] && { run_logged "$aot_log" cmake -S runtime/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
-      -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCOALESCE_EXAMPLE_SPLIT_K=$split \
+      -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype \
       -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
     [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }
     llvm_note=""

@@ -85,3 +85,10 @@ TEST_CASE("ptxas keeps the MMAs of a bias-started sum in flight: no performance 
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   }
 }
+
+TEST_CASE("a bias-started warpgroup sum compiles to the very kernel of the plain schedule, which the GPU check runs") {
+  const MmaTiling t = wide_tiling();
+  const std::string plain = Pipeline(coalesce::testing::bf16_scheduled(t).out).ptx();
+  CHECK(Pipeline(folded(t).out).ptx() == plain);
+  CHECK(Pipeline(bias_started(t).out).ptx() == plain);
+}

@@ -1,6 +1,7 @@
 #include "bench/gpu_check/ReductionStartCheck.h"
 
 #include "bench/gpu_check/Report.h"
+#include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/Gemm.h"
 #include "runtime/Coalesce.h"
@@ -44,12 +45,14 @@ void check_one(bench::Precision p, int start, int split_k, int M, int N, int K) 
     result.poison();
     pipeline.realize_on_gpu({{"A", data.a}, {"B", data.b}, {"bias", data.bias}, {"M", M}, {"N", N}, {"K", K}},
                             result);
+    // The inputs as the instruction multiplies them: tf32 rounds f32's.
+    auto operand = [&](float v) { return double(p == bench::Precision::TF32 ? float_to_tf32(v) : v); };
     double diff = 0, norm = 0;
     for (int r = 0; r < M; ++r)
       for (int c = 0; c < N; ++c) {
         double sum = 0;
         for (int kk = start; kk < K; ++kk)
-          sum += double(data.a.at(r, kk)) * double(data.b.at(kk, c));
+          sum += operand(data.a.at(r, kk)) * operand(data.b.at(kk, c));
         double want = gelu_erf(sum + data.bias.get(size_t(c)));
         double got = result.get(size_t(r) * N + c);
         if (!std::isfinite(got))

@@ -338,7 +338,10 @@ std::string launcher_header(const LauncherSpec &spec) {
       << "CUresult " << name << "_load(void);\n\n";
   if (has_workspace)
     out << "/// Bytes of device memory the `workspace` argument must hold at these sizes.\n"
-        << workspace_signature(name, args) << ";\n\n";
+        << workspace_signature(name, args) << ";\n"
+        << "/// Defined where the launcher takes a workspace (split_k, or the TMA's\n"
+        << "/// padded copies), so that calling code can follow the signature.\n"
+        << "#define " << upper_case(name) << "_TAKES_WORKSPACE 1\n\n";
   out << "/// Why the last call of " << name << " or " << name
       << "_load on this thread failed (\"\" if it succeeded).\n"
       << "const char *" << name << "_error_message(void);\n\n"

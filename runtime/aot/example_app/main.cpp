@@ -173,9 +173,11 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   else
     check(cuMemsetD32(out_dev.ptr, 0x7fc00000u, out_elements.size()), "cuMemsetD32");
 
-#if defined(COALESCE_EXAMPLE_SPLIT_K)
-  // A launcher generated with --split-k takes a workspace: the caller's,
-  // zeroed once, as large as the launcher says; every launch leaves it zeroed.
+#if defined(GEMM_BIAS_GELU_TAKES_WORKSPACE)
+  // A launcher that takes a workspace (--split-k, or the TMA's padded
+  // copies: tf32 on the warpgroup MMA) says so in its header. The caller's,
+  // zeroed once, as large as the launcher says; every launch leaves it
+  // zeroed (split_k's) or rewrites it whole before reading it (the copies).
   DeviceBuffer workspace(std::max<size_t>(gemm_bias_gelu_workspace_bytes(M, N, K), 1), 1);
   check(cuMemsetD8(workspace.ptr, 0, workspace.bytes), "cuMemsetD8");
   auto launch = [&] {
@@ -263,7 +265,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", gemm_bias_gelu_error_message());
     return 2;
   }
-#if defined(COALESCE_EXAMPLE_SPLIT_K)
+#if defined(GEMM_BIAS_GELU_TAKES_WORKSPACE)
   CUresult rejected = gemm_bias_gelu(0, 0, 0, 0, 0, 1, 1, 0, nullptr);
 #else
   CUresult rejected = gemm_bias_gelu(0, 0, 0, 0, 0, 1, 1, nullptr);
