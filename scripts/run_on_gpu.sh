@@ -13,7 +13,9 @@
 #   gpu-check  coalesce-gpu-check: every GPU schedule, per precision (fp32
 #              FFMA; tf32, bf16, f16 tensor cores), against a double
 #              reference, cuBLAS / cuBLASLt and the unfused chain, and
-#              split-K at its five shapes (bits equal across two launches)
+#              split-K (bits equal across two launches): the default subset
+#              in about three minutes on the H200; --full in
+#              COALESCE_GPU_CHECK_ARGS for the whole matrix
 #   memcheck   compute-sanitizer --tool memcheck  on coalesce-gpu-check --sanitizer-case
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
@@ -22,8 +24,9 @@
 #              MMAs), and split-K GEMMs in fp32 and bf16 in both combine
 #              modes, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
-#              input type (f32, tf32, bf16, f16, and bf16 and tf32 on warpgroup MMAs,
-#              once more with the cubin embedded (--cubin), and f32 and bf16
+#              input type (f32, tf32, bf16, f16: --mma=auto, the warpgroup
+#              MMA on sm_90a; bf16 on the warp MMA (--mma=warp); bf16 and tf32
+#              with --mma=warpgroup, once more with the cubin embedded (--cubin), and f32 and bf16
 #              with split-K at the five split-K shapes); the
 #              standalone runtime/aot/example_app is built against each with
 #              cmake and g++ (no LLVM) and run
