@@ -3,10 +3,15 @@
 // from scratch `--runs` times (10 by default), in a fresh Pipeline, with the
 // compile cache off; the median of each phase and of the total is printed.
 //
-//   fp32  make_gemm(BiasGelu), schedule_gemm at default_gemm_tiling(4096^3)
-//   bf16  make_gemm(BiasGelu, bf16, bf16), schedule_gemm_mma at
-//         default_mma_tiling(BF16_m16n8k16, 4096, 4096)
+//   fp32        make_gemm(BiasGelu), schedule_gemm at default_gemm_tiling(4096^3)
+//   bf16        make_gemm(BiasGelu, bf16, bf16), schedule_gemm_mma at
+//               default_mma_tiling(BF16_m16n8k16, 4096, 4096)
+//   bf16-wgmma  the same on Hopper's warpgroup MMA (BF16_wgmma_m64k16), the
+//               kernel the benchmark and coalesce-aot run on sm_90a
+//   tf32-wgmma  f32 inputs on the tf32 warpgroup MMA (the TMA reading
+//               rounded copies: three kernels)
 //
+// --kernels=a,b,... measures only those.
 // --ptx-dir=DIR also writes each kernel's PTX there (fp32.ptx, bf16.ptx), to
 // compare the code before and after a change to the compiler; --ir-dir=DIR
 // the LLVM IR as emitted (NAME.ll, without libdevice) and as optimized
@@ -53,6 +58,35 @@ Func bf16_kernel() {
   return g.out;
 }
 
+Func bf16_wgmma_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
+                    default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms));
+  return g.out;
+}
+
+Func tf32_wgmma_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
+                    default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, kTargetSms));
+  return g.out;
+}
+
+/// The names in ",a,b," (empty: none).
+std::vector<std::string> split_names(const std::string &list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos)
+      comma = list.size();
+    if (comma > start)
+      names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t n = values.size();
@@ -63,25 +97,42 @@ double median(std::vector<double> values) {
 
 int main(int argc, char **argv) {
   int runs = 10;
-  std::string ptx_dir, ir_dir;
+  std::string ptx_dir, ir_dir, only;
   for (int a = 1; a < argc; ++a) {
     if (std::strncmp(argv[a], "--runs=", 7) == 0)
       runs = std::max(1, std::atoi(argv[a] + 7));
+    else if (std::strncmp(argv[a], "--kernels=", 10) == 0)
+      only = std::string(",") + (argv[a] + 10) + ",";
     else if (std::strncmp(argv[a], "--ptx-dir=", 10) == 0)
       ptx_dir = argv[a] + 10;
     else if (std::strncmp(argv[a], "--ir-dir=", 9) == 0)
       ir_dir = argv[a] + 9;
     else {
-      std::fprintf(stderr, "usage: %s [--runs=N] [--ptx-dir=DIR] [--ir-dir=DIR]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,tf32-wgmma] [--ptx-dir=DIR] "
+                           "[--ir-dir=DIR]\n",
+                   argv[0]);
       return 2;
     }
   }
   // Measure the compiler, not the cache.
   setenv("COALESCE_CACHE", "0", 1);
 
-  const Kernel kernels[] = {{"fp32", fp32_kernel}, {"bf16", bf16_kernel}};
+  const Kernel kernels[] = {{"fp32", fp32_kernel},
+                            {"bf16", bf16_kernel},
+                            {"bf16-wgmma", bf16_wgmma_kernel},
+                            {"tf32-wgmma", tf32_wgmma_kernel}};
+  for (const std::string &name : split_names(only)) {
+    bool known = std::any_of(std::begin(kernels), std::end(kernels), [&](const Kernel &k) { return name == k.name; });
+    if (!known) {
+      std::fprintf(stderr, "%s: unknown kernel '%s' in --kernels (fp32, bf16, bf16-wgmma, tf32-wgmma)\n", argv[0],
+                   name.c_str());
+      return 2;
+    }
+  }
   GpuTarget target;
   for (const Kernel &kernel : kernels) {
+    if (!only.empty() && only.find(std::string(",") + kernel.name + ",") == std::string::npos)
+      continue;
     std::vector<std::string> order;
     std::map<std::string, std::vector<double>> samples, cpu_samples;
     std::vector<double> totals, cpu_totals;
