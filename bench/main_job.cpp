@@ -609,7 +609,7 @@ void print_timing(const char *what, const Timing &t, const Shape &s) {
 }
 
 int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance,
-               [[maybe_unused]] bench::Precision precision) {
+               [[maybe_unused]] bench::Precision p) {
   gpu::Device &device = gpu::Device::get();
   GpuTarget target = target_for_current_device();
   std::printf("\n== GPU run: %s, %s, %s ==\n", device.name().c_str(), target.sm().c_str(), shape_text(s).c_str());
@@ -657,7 +657,6 @@ int run_on_gpu(Pipeline &pipeline, const Shape &s, Type dtype, double tolerance,
   // output type) and cuBLASLt's fused GELU_BIAS (tanh GELU; timed only).
   // The check is against cuBLAS's GEMM with an f32 output plus bias and
   // erf-GELU in f32: the same accumulation, no 16-bit rounding on the way.
-  const bench::Precision p = precision;
   const size_t out_elements = size_t(s.M) * size_t(s.N);
   const size_t out_bytes = out_elements * size_t(reference::output_bytes(p));
   gpu::DeviceBuffer C_f32(out_elements * sizeof(float)), ref_dev(out_elements * sizeof(float));

@@ -63,6 +63,8 @@ const KernelResources *PtxasResult::find(const std::string &kernel) const {
   return nullptr;
 }
 
+bool ptx_has_warpgroup_mma(const std::string &ptx) { return ptx.find("wgmma.mma_async") != std::string::npos; }
+
 std::vector<std::string> PtxasResult::performance_losses() const {
   std::vector<std::string> lines;
   std::istringstream in(log);

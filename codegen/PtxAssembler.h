@@ -39,6 +39,10 @@ struct PtxasResult {
   std::vector<std::string> performance_losses() const;
 };
 
+/// Whether `ptx` holds warpgroup MMAs: the kernels whose ptxas
+/// performance-loss reports are failures.
+bool ptx_has_warpgroup_mma(const std::string &ptx);
+
 /// Assembles `ptx` with `ptxas -arch=<target.sm()> -v`. An assembler error
 /// (bad PTX, wrong target) is a UserError carrying ptxas's message; a
 /// missing ptxas is a UserError saying where it was looked for.

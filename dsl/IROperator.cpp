@@ -161,6 +161,22 @@ bool expr_uses_var(const Expr &e, const std::string &name) {
   return finder.found;
 }
 
+std::vector<const Variable *> variables_of(const Expr &e) {
+  class Collect : public IRVisitor {
+  public:
+    std::vector<const Variable *> found;
+    using IRVisitor::visit;
+    void visit(const Variable *op) override {
+      for (const Variable *seen : found)
+        if (seen->name == op->name)
+          return;
+      found.push_back(op);
+    }
+  } collect;
+  collect.visit_expr(e);
+  return collect.found;
+}
+
 Expr element_zero(Type type) { return type == Float(32) ? Expr(0.0f) : Cast::make(type, Expr(0.0f)); }
 
 bool provably_multiple_of(const Expr &e, int64_t n) {

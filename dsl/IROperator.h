@@ -5,6 +5,7 @@
 #include "dsl/IR.h"
 
 #include <optional>
+#include <vector>
 
 namespace coalesce {
 
@@ -54,6 +55,9 @@ bool is_const(const Expr &e, int64_t value);
 
 /// True if `e` mentions the variable `name` anywhere.
 bool expr_uses_var(const Expr &e, const std::string &name);
+
+/// The variables `e` mentions, each once, in the order it first reads them.
+std::vector<const Variable *> variables_of(const Expr &e);
 
 /// 0 as an element of `type` is written by the copies: 0.0f for f32, the
 /// cast of 0.0f for the 16-bit types.

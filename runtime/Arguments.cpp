@@ -2,7 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
-#include "dsl/IRVisitor.h"
+#include "dsl/IROperator.h"
 #include "dsl/Limits.h"
 #include "scheduler/EvaluateInt.h"
 #include "scheduler/InputReads.h"
@@ -39,23 +39,13 @@ std::string extents_text(const std::vector<Expr> &extents) {
 }
 // "K = -3" for each parameter `e` reads (with values), or "'K'" (without).
 std::string params_text(const Expr &e, const std::map<std::string, int64_t> &params, bool values = true) {
-  class Collect : public IRVisitor {
-  public:
-    std::vector<std::string> names;
-    using IRVisitor::visit;
-    void visit(const Variable *op) override {
-      if (std::find(names.begin(), names.end(), op->name) == names.end())
-        names.push_back(op->name);
-    }
-  } collect;
-  collect.visit_expr(e);
   std::string text;
-  for (const std::string &name : collect.names) {
-    auto it = params.find(name);
+  for (const Variable *var : variables_of(e)) {
+    auto it = params.find(var->name);
     if (it == params.end())
       continue;
     text += (text.empty() ? "" : ", ") +
-            (values ? str_cat(name, " = ", it->second) : str_cat("parameter '", name, "'"));
+            (values ? str_cat(var->name, " = ", it->second) : str_cat("parameter '", var->name, "'"));
   }
   return text.empty() ? std::string("the parameters") : text;
 }

@@ -5,9 +5,13 @@
 // find and report loops share these few rules.
 
 #include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/Environment.h"
+#include "scheduler/Substitute.h"
 
+#include <map>
 #include <string>
 
 namespace coalesce {
@@ -43,6 +47,16 @@ inline bool binds_or_reads(const Stmt &s, const std::string &name) {
 /// "ko" for "acc.s1.ko" (and for copies' names like "A_shared.acc.s1.ko").
 inline std::string loop_short_name(const std::string &qualified) {
   return qualified.substr(qualified.rfind('.') + 1);
+}
+
+/// `e` as a message shows it: each qualified loop variable ("acc.s1.ko")
+/// by its short name ("ko*64 + 2").
+inline std::string with_short_loop_names(const Expr &e) {
+  std::map<std::string, Expr> short_names;
+  for (const Variable *var : variables_of(e))
+    if (var->name.find('.') != std::string::npos)
+      short_names[var->name] = Variable::make(var->type, loop_short_name(var->name));
+  return to_string(substitute(short_names, e));
 }
 
 /// "acc" for "acc.s1.ko": the Func whose loop it is.

@@ -484,23 +484,19 @@ private:
     if (p.producer_registers > 0) {
       // What the pipeline cannot reallocate around (the count the MMA
       // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
+      const std::string refused = str_cat("in schedule for ", stage_, ": the TMA copies staged at '",
+                                          loop_short_name(op->name), "' reallocate registers "
+                                          "(SharedLayout::producer_registers), ");
       if (env_.output().schedule.split_k.requested())
-        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
-                   "' reallocate registers "
-                   "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
-                   "but split_k's last block combines the slices behind barriers of the whole block; use "
-                   "producer_registers = 0 with split_k");
+        user_error(refused, "so the producer warps leave the kernel after their copies, but split_k's last block "
+                   "combines the slices behind barriers of the whole block; use producer_registers = 0 with split_k");
       if (env_.output().schedule.persistent_blocks > 0)
-        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
-                   "' reallocate registers "
-                   "(SharedLayout::producer_registers), so the producer warps leave the kernel after their copies, "
-                   "but on a persistent grid (gpu_persistent_blocks) the block's next tile needs them again; use "
-                   "producer_registers = 0 with gpu_persistent_blocks");
+        user_error(refused, "so the producer warps leave the kernel after their copies, but on a persistent grid "
+                   "(gpu_persistent_blocks) the block's next tile needs them again; use producer_registers = 0 with "
+                   "gpu_persistent_blocks");
       if (p.blocks_per_sm < 1)
-        user_error("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
-                   "' reallocate registers "
-                   "(SharedLayout::producer_registers), which needs the launch's registers per thread known: set "
-                   "gpu_min_blocks_per_sm on '", env_.output().name, "'");
+        user_error(refused, "which needs the launch's registers per thread known: set gpu_min_blocks_per_sm on '",
+                   env_.output().name, "'");
     }
     p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
     p.fallback = fallback;
@@ -563,21 +559,10 @@ private:
     const Expr start = simplify(tile.origin.back());
     if (provably_multiple_of(start, per_16_bytes))
       return;
-    // Printed with the loops' short names ("ko*64 + 2").
-    class ShortNames : public IRVisitor {
-    public:
-      std::map<std::string, Expr> names;
-      using IRVisitor::visit;
-      void visit(const Variable *op) override {
-        if (op->name.find('.') != std::string::npos)
-          names[op->name] = Variable::make(op->type, loop_short_name(op->name));
-      }
-    } short_names;
-    short_names.visit_expr(start);
     user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::tma, whose ",
                "copies must start each row at a multiple of 16 bytes (", per_16_bytes, " ", staged.input->type,
                " elements) along the contiguous dimension of '", tile.source, "', but the tile staged at '",
-               loop_short_name(loop_), "' starts at ", to_string(substitute(short_names.names, start)),
+               loop_short_name(loop_), "' starts at ", with_short_loop_names(start),
                ", which is not provably one (a reduction starting at a column that is not a multiple of ",
                per_16_bytes, "?): start the reduction at a multiple of ", per_16_bytes,
                ", or stage without the TMA (SharedLayout::tma = false)");

@@ -233,17 +233,17 @@ private:
     int block_threads = static_cast<int>(mma_threads()) + producer_threads;
     int launch = launch_registers(block_threads, p_.blocks_per_sm);
     int mma = mma_warp_registers(launch, block_threads, producer_threads, p_.producer_registers);
+    auto refused = [&] {
+      return str_cat("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
+                     "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers,
+                     "), but a launch of ", block_threads, " threads, ", p_.blocks_per_sm, " block",
+                     p_.blocks_per_sm > 1 ? "s" : "", " per SM, ");
+    };
     if (p_.producer_registers >= launch)
-      user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
-                 "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ",
-                 block_threads, " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "",
-                 " per SM, gives ", launch, " per thread, so the producer warps would give none back: ask for fewer than ",
-                 launch, " producer registers");
+      user_error(refused(), "gives ", launch, " per thread, so the producer warps would give none back: ask for fewer "
+                 "than ", launch, " producer registers");
     if (mma <= launch)
-      user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
-                 "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers, "), but a launch of ",
-                 block_threads, " threads, ", p_.blocks_per_sm, " block", p_.blocks_per_sm > 1 ? "s" : "",
-                 " per SM, already gives every thread ", launch, " registers, and the MMA warps take at most ",
+      user_error(refused(), "already gives every thread ", launch, " registers, and the MMA warps take at most ",
                  kMaxMmaWarpRegisters, " (", mma, " here): reallocation gains them nothing; use producer_registers = 0, "
                  "or more blocks per SM (gpu_min_blocks_per_sm) or MMA warps, so that the launch gives fewer");
     return mma;

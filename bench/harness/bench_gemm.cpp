@@ -310,7 +310,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     }
     // A warpgroup-MMA kernel ptxas degrades is a failure, not a figure.
     std::vector<std::string> losses = k->ptxas ? k->ptxas->performance_losses() : std::vector<std::string>();
-    if (!losses.empty() && k->pipeline->ptx(target).find("wgmma.mma_async") != std::string::npos)
+    if (!losses.empty() && ptx_has_warpgroup_mma(k->pipeline->ptx(target)))
       user_error("ptxas reports a performance loss in the warpgroup-MMA kernel: ", losses.front());
   }
   k->executable = &k->pipeline->gpu_executable(target);

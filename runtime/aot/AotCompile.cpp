@@ -136,7 +136,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
     // A program with warpgroup MMAs is assembled here even without --cubin
     // (where ptxas is found): ptxas reports the kernels it serializes only
     // as information, and the driver's JIT would not say it at all.
-    const bool warpgroup = spec.ptx.find("wgmma.mma_async") != std::string::npos;
+    const bool warpgroup = ptx_has_warpgroup_mma(spec.ptx);
     if (request.cubin || (warpgroup && ptxas_available())) {
       PtxasResult assembled = assemble_ptx(spec.ptx, request.target);
       std::vector<std::string> losses = assembled.performance_losses();

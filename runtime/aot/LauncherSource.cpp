@@ -154,6 +154,14 @@ std::string byte_array_lines(const std::string &bytes, const std::string &indent
   return out;
 }
 
+/// `text` inside a C string literal: quotes and backslashes escaped.
+std::string escaped(const std::string &text) {
+  std::string out;
+  for (char c : text)
+    out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return out;
+}
+
 std::string upper_case(std::string text) {
   for (char &c : text)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -621,13 +629,10 @@ CUresult load(CUkernel *kernels) {
         if (reader == "nothing")
           reader = read.site;
       }
-      std::string quoted_reader;
-      for (char c : reader)
-        quoted_reader += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
       out << "  if (" << arg.name << "_elements_ == 0 && " << output->name << "_elements_ > 0 && !" << unread
           << ")\n"
           << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "
-          << elements_text(*arg.buffer) << " = 0 elements while the output is not empty, and " << quoted_reader
+          << elements_text(*arg.buffer) << " = 0 elements while the output is not empty, and " << escaped(reader)
           << " reads it; an input may be empty only where every definition that reads it runs over an empty "
              "reduction range (K = 0) or the output is empty\");\n";
     }
@@ -646,11 +651,9 @@ CUresult load(CUkernel *kernels) {
           if (std::find(checked.begin(), checked.end(), value) != checked.end())
             continue;
           checked.push_back(value);
-          std::string quoted;
-          for (char c : read.site + "'s reduction would run over " + to_string(extent))
-            quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
           out << "  if (" << value << " < 0)\n"
-              << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << quoted
+              << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \""
+              << escaped(read.site + "'s reduction would run over " + to_string(extent))
               << " = \" + std::to_string(" << value
               << ") + \" elements; a reduction's extent must be zero or positive: check the sizes\");\n";
         }
