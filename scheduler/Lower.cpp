@@ -94,6 +94,14 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   PhaseTimer timer("lower: serial passes");
   Stmt s = attributed_to("build_loop_nest", [&] { return build_loop_nest(env); });
   log("build_loop_nest", s);
+  // The order of the tiles, then which block walks which (a persistent
+  // grid's tile loop): before staging, so that a pipeline may run across a
+  // block's tiles. Both permute whole tiles, so the checks below see every
+  // tile's work as before.
+  s = attributed_to("group_gpu_blocks", [&] { return group_gpu_blocks(s, env); });
+  log("group_gpu_blocks", s);
+  s = attributed_to("make_blocks_persistent", [&] { return make_blocks_persistent(s, env); });
+  log("make_blocks_persistent", s);
   // Staging reads the Input calls' coordinates, so it runs before they
   // become clamped loads.
   s = attributed_to("stage_inputs_in_shared", [&] { return stage_inputs_in_shared(s, env); });
@@ -109,11 +117,6 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
   // On every target, before unroll_loops makes the copies.
   attributed_to("check_unroll_size", [&] { check_unroll_size(s); });
-  // Last: a permutation of the blocks, after every check of the plain nest.
-  s = attributed_to("group_gpu_blocks", [&] { return group_gpu_blocks(s, env); });
-  log("group_gpu_blocks", s);
-  s = attributed_to("make_blocks_persistent", [&] { return make_blocks_persistent(s, env); });
-  log("make_blocks_persistent", s);
   // The copies run before the nest that reads them: nests of their own.
   s = attributed_to("pad_tma_inputs", [&] { return pad_tma_inputs(s, env); });
   log("pad_tma_inputs", s);

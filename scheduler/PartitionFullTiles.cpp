@@ -213,7 +213,9 @@ private:
   using IRMutator::visit;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->for_kind == ForKind::GpuBlock)
+    // A persistent block's tile loop runs its body once per tile, as a
+    // block loop does.
+    if (op->for_kind == ForKind::GpuBlock || op->role == LoopRole::PersistentTiles)
       return IRMutator::visit(op, self);
     if (op->for_kind != ForKind::GpuThread) {
       ++enclosing_loops_;

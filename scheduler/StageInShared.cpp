@@ -16,6 +16,7 @@
 #include <regex>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace coalesce {
@@ -176,6 +177,84 @@ private:
   const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
   const std::string mma_b_;  // the MMA's B input (warpgroup MMAs only)
 
+  // A persistent block's tile loop. Where a pipeline inside it runs across
+  // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
+  //
+  //   allocate the tiles and barriers
+  //     if describable: setup; for tile: <body, the pipeline's per-tile part>; teardown
+  //     else:           fallback setup; for tile: <body, the cp.async pipeline>
+  //
+  // The condition depends on the inputs' extents only, so taking it out
+  // of the loop changes no tile's work.
+  Stmt visit_tiles(const For *op, const Stmt &self) {
+    const For *outer = tiles_loop_;
+    tiles_loop_ = op;
+    Stmt result = IRMutator::visit(op, self);
+    tiles_loop_ = outer;
+    if (!across_)
+      return result;
+    AcrossTiles across = std::move(*across_);
+    across_.reset();
+    const auto *loop = result.as<For>();
+    const TmaPipelineAcrossTiles &parts = across.parts;
+    auto tiles_with = [&](const Stmt &pipeline) {
+      Stmt body = ReplaceStmt(across.per_tile, pipeline).mutate(loop->body);
+      return For::make(loop->name, loop->min, loop->extent, loop->for_kind, body, loop->gpu_dim, loop->reduction_of,
+                       loop->role);
+    };
+    Stmt s = Block::make({parts.setup, tiles_with(parts.per_tile), parts.teardown});
+    if (parts.describable.defined())
+      s = IfThenElse::make(parts.describable, s,
+                           Block::make({parts.fallback_setup, tiles_with(parts.fallback_per_tile)}));
+    for (auto array = parts.barrier_arrays.rbegin(); array != parts.barrier_arrays.rend(); ++array)
+      s = Allocate::make(*array, UInt(64), MemoryType::Shared, {Expr(across.stages)}, s);
+    return allocate_tiles(across.tiles, across.stages, s);
+  }
+
+  // `s` with the statement `from` (the same node) replaced by `to`.
+  class ReplaceStmt : public IRMutator {
+  public:
+    ReplaceStmt(Stmt from, Stmt to) : from_(std::move(from)), to_(std::move(to)) {}
+
+  private:
+    using IRMutator::visit;
+    Stmt from_, to_;
+    Stmt visit(const Block *op, const Stmt &self) override {
+      return self.same_as(from_) ? to_ : IRMutator::visit(op, self);
+    }
+    Stmt visit(const IfThenElse *op, const Stmt &self) override {
+      return self.same_as(from_) ? to_ : IRMutator::visit(op, self);
+    }
+  };
+
+  // Where the staging loop `op` runs a TMA pipeline with producer warps
+  // inside a persistent block's tile loop, and every tile runs the same
+  // steps (the loop's bounds read parameters only): the steps of the
+  // block's tiles before this one, from which the pipeline counts its
+  // slots and phases so that it runs across the tiles. Else undefined.
+  Expr steps_before_tile(const For *op, const std::vector<StagedTile> &tiles) const {
+    const SharedLayout &layout = tiles.front().layout;
+    if (!tiles_loop_ || !layout.tma || layout.producer_warps == 0)
+      return Expr();
+    for (const Expr &bound : {op->min, op->extent})
+      for (const Variable *v : variables_of(bound))
+        if (v->variable_kind != VariableKind::Param)
+          return Expr();
+    Expr tile = Variable::make(Int(32), tiles_loop_->name);
+    return simplify((tile - tiles_loop_->min) * op->extent);
+  }
+
+  // `s` inside the allocations of the tiles' shared buffers.
+  static Stmt allocate_tiles(const std::vector<StagedTile> &tiles, int stages, Stmt s) {
+    for (const StagedTile &tile : tiles) {
+      std::vector<Expr> extents = {Expr(stages)};
+      for (int64_t e : tile.shared_extents)
+        extents.push_back(static_cast<int>(e));
+      s = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, s, tile.input->name);
+    }
+    return s;
+  }
+
   StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
     StagedTile tile;
     tile.input = env_.inputs.at(request.input).get();
@@ -231,7 +310,24 @@ private:
     return tile;
   }
 
+  // The persistent tile loop (gpu_persistent_blocks) around the loops being
+  // visited, if any.
+  const For *tiles_loop_ = nullptr;
+  // Left by a staging loop inside tiles_loop_ whose TMA pipeline runs
+  // across the block's tiles, for the tile loop to place around itself:
+  // the pipeline's parts, the statement standing for it in the tile's body
+  // (`per_tile`), and the tiles to allocate.
+  struct AcrossTiles {
+    TmaPipelineAcrossTiles parts;
+    Stmt per_tile;
+    std::vector<StagedTile> tiles;
+    int stages = 0;
+  };
+  std::optional<AcrossTiles> across_;
+
   Stmt visit(const For *op, const Stmt &self) override {
+    if (op->role == LoopRole::PersistentTiles)
+      return visit_tiles(op, self);
     if (op->name != loop_)
       return IRMutator::visit(op, self);
     found = true;
@@ -452,22 +548,35 @@ private:
                                // but empty groups; the barrier keeps the
                                // next use of the buffers after every read.
                                intrinsic(Intrinsic::AsyncWaitGroup, {Expr(0)}), Barrier::make()});
-    if (tiles.front().layout.tma)
-      result = tma_pipeline(tma_request(op, scan, tiles, stages, body, result));
+    if (!tiles.front().layout.tma)
+      return allocate_tiles(tiles, stages, result);
+    Expr steps_before = steps_before_tile(op, tiles);
+    if (!steps_before.defined())
+      return allocate_tiles(tiles, stages, tma_pipeline(tma_request(op, scan, tiles, stages, body, result, Expr())));
+    // Across the tiles: the TMA steps read the slots of the block's run,
+    // the cp.async ones (a pipeline per tile) their own.
+    Expr run_slot = simplify((steps_before + loop_var - op->min) % stages);
+    Stmt run_body = op->body;
     for (const StagedTile &tile : tiles) {
-      std::vector<Expr> extents = {Expr(stages)};
-      for (int64_t e : tile.shared_extents)
-        extents.push_back(static_cast<int>(e));
-      result = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, result, tile.input->name);
+      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
+      run_body = PermuteLoads(tile, run_slot).mutate(replace.mutate(run_body));
     }
-    return result;
+    COALESCE_INTERNAL_ASSERT(!across_, "two pipelines across the tiles of loop '", tiles_loop_->name, "'");
+    TmaPipelineAcrossTiles parts =
+        tma_pipeline_across_tiles(tma_request(op, scan, tiles, stages, run_body, result, steps_before));
+    Stmt per_tile = parts.describable.defined()
+                        ? IfThenElse::make(parts.describable, parts.per_tile, parts.fallback_per_tile)
+                        : parts.per_tile;
+    across_ = AcrossTiles{parts, per_tile, tiles, stages};
+    return per_tile;
   }
 
   // The TMA form of the pipeline (StageWithTma.h), with `fallback` where
   // the TMA cannot describe an input.
   TmaPipeline tma_request(const For *op, const ScanBody &scan, const std::vector<StagedTile> &tiles, int stages,
-                          const Stmt &body, const Stmt &fallback) {
+                          const Stmt &body, const Stmt &fallback, const Expr &steps_before) {
     TmaPipeline p;
+    p.steps_before = steps_before;
     p.loop = op;
     p.stage = stage_;
     p.body = body;
@@ -490,10 +599,12 @@ private:
       if (env_.output().schedule.split_k.requested())
         user_error(refused, "so the producer warps leave the kernel after their copies, but split_k's last block "
                    "combines the slices behind barriers of the whole block; use producer_registers = 0 with split_k");
-      if (env_.output().schedule.persistent_blocks > 0)
-        user_error(refused, "so the producer warps leave the kernel after their copies, but on a persistent grid "
-                   "(gpu_persistent_blocks) the block's next tile needs them again; use producer_registers = 0 with "
-                   "gpu_persistent_blocks");
+      if (env_.output().schedule.persistent_blocks > 0 && !steps_before.defined())
+        user_error(refused, "so the producer warps leave the kernel after their copies, but on this persistent grid "
+                   "(gpu_persistent_blocks) the pipeline cannot run across the block's tiles (the bounds of '",
+                   loop_short_name(op->name), "' depend on the tile, not only on parameters), and the block's next "
+                   "tile needs them again; use producer_registers = 0, or a reduction whose bounds are the same "
+                   "for every tile");
       if (p.blocks_per_sm < 1)
         user_error(refused, "which needs the launch's registers per thread known: set gpu_min_blocks_per_sm on '",
                    env_.output().name, "'");

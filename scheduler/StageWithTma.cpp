@@ -27,9 +27,39 @@ public:
   explicit Builder(const TmaPipeline &p) : p_(p), loop_var_(Variable::make(Int(32), p.loop->name)) {}
 
   Stmt build() const {
-    Stmt tma = p_.producer_warps > 0 ? warp_specialized() : issued_by_first_thread();
-    // Padded copies are always describable; without an input that is not,
-    // the cp.async copies are left out.
+    Stmt tma = p_.producer_warps > 0 ? warp_specialized().whole() : issued_by_first_thread();
+    Expr describable = describable_condition();
+    Stmt result = describable.defined() ? IfThenElse::make(describable, tma, fallback()) : tma;
+    if (p_.producer_warps > 0)
+      result = Allocate::make(p_.empty_barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
+    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
+  }
+
+  TmaPipelineAcrossTiles across_tiles() const {
+    COALESCE_INTERNAL_ASSERT(p_.producer_warps > 0 && p_.steps_before.defined(),
+                             "a TMA pipeline across tiles without producer warps or its steps before the tile");
+    TmaPipelineAcrossTiles parts;
+    parts.describable = describable_condition();
+    Parts tma = warp_specialized();
+    parts.setup = tma.setup;
+    parts.per_tile = tma.per_tile;
+    parts.teardown = tma.teardown;
+    parts.fallback_setup = fallback_setup();
+    parts.fallback_per_tile = fallback_per_tile();
+    parts.barrier_arrays = {p_.barriers, p_.empty_barriers};
+    return parts;
+  }
+
+private:
+  // What runs once before, per tile, once after.
+  struct Parts {
+    Stmt setup, per_tile, teardown;
+    Stmt whole() const { return Block::make({setup, per_tile, teardown}); }
+  };
+
+  // Padded copies are always describable; without an input that is not,
+  // the cp.async copies are left out (undefined).
+  Expr describable_condition() const {
     Expr describable;
     for (const TmaTile &tile : p_.tiles) {
       if (tile.padded)
@@ -37,26 +67,25 @@ public:
       Expr d = tma_describable(tile.input->type, tile.input->extents);
       describable = describable.defined() ? (describable && d) : d;
     }
-    Stmt result = describable.defined() ? IfThenElse::make(simplify(describable), tma, fallback()) : tma;
-    if (p_.producer_warps > 0)
-      result = Allocate::make(p_.empty_barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
-    return Allocate::make(p_.barriers, UInt(64), MemoryType::Shared, {Expr(p_.stages)}, result);
+    return describable.defined() ? simplify(describable) : describable;
   }
 
-private:
   // The cp.async pipeline. With register reallocation the producer warps
   // have nothing to do in it: they give their registers back and leave at
   // once, as after the TMA pipeline, so the code after both (the epilogue)
   // is reached with the same registers; its barriers count the MMA warps.
-  Stmt fallback() const {
+  Stmt fallback() const { return Block::make({fallback_setup(), fallback_per_tile()}); }
+  Stmt fallback_setup() const {
     if (p_.producer_registers == 0)
-      return p_.fallback;
+      return Stmt();
     return Block::make({producer_threads("fallback_registers",
                                          Block::make({call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}),
                                                       call(Intrinsic::ThreadExit)}),
                                          false),
-                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})),
-                        count_barriers(p_.fallback, static_cast<int>(mma_threads()))});
+                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())}))});
+  }
+  Stmt fallback_per_tile() const {
+    return p_.producer_registers == 0 ? p_.fallback : count_barriers(p_.fallback, static_cast<int>(mma_threads()));
   }
 
   // The MMA threads' first thread issues every copy, after a block-wide
@@ -87,7 +116,7 @@ private:
     Stmt step = Block::make({all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot()), parity()})), p_.body,
                              step_barrier("step_barrier"),
                              IfThenElse::make(next < end, one_thread("next", issue(next, next_slot, "next")))});
-    return finish(Block::make(prologue), step, step, {p_.barriers});
+    return Block::make({Block::make(prologue), steps(step, step, Stmt()), teardown({p_.barriers})});
   }
 
   // The blocks of a cluster share multicast tiles: each writes into the
@@ -100,15 +129,17 @@ private:
   }
 
   // Producer warps issue the copies; the MMA warps release each slot on
-  // its empty barrier (StageWithTma.h).
-  Stmt warp_specialized() const {
+  // its empty barrier (StageWithTma.h). Across tiles, step t of the
+  // pipeline is the block's (steps_before + t)-th: its slot and phases
+  // follow from that.
+  Parts warp_specialized() const {
     COALESCE_INTERNAL_ASSERT(!multicast(), "a warp-specialized TMA pipeline with multicast tiles");
     const For *op = p_.loop;
     Expr end = op->min + op->extent;
     const int stages = p_.stages;
     const int in_flight = p_.mma_groups_in_flight;
-    COALESCE_INTERNAL_ASSERT(in_flight < stages, "a pipeline of ", stages, " slots with ", in_flight,
-                             " steps of MMAs in flight");
+    COALESCE_INTERNAL_ASSERT(in_flight <= 1 && in_flight < stages, "a pipeline of ", stages, " slots with ",
+                             in_flight, " steps of MMAs in flight");
 
     std::vector<Stmt> inits;
     for (int s = 0; s < stages; ++s) {
@@ -116,20 +147,30 @@ private:
       inits.push_back(call(Intrinsic::MbarrierInit, {empty(s), Expr(mma_warps())}));
     }
     inits.push_back(call(Intrinsic::MbarrierInitFence));
-    std::vector<Stmt> first;
-    for (int s = 0; s < stages; ++s) {
-      Expr at = simplify(op->min + s);
-      first.push_back(IfThenElse::make(simplify(at < end), issue(at, Expr(s), str_cat("first", s))));
-    }
-    std::vector<Stmt> prologue = {one_thread("init", Block::make(inits)), Barrier::make()};
+    std::vector<Stmt> setup = {one_thread("init", Block::make(inits)), Barrier::make()};
     if (p_.producer_registers > 0) {
       // Register reallocation, each warpgroup once: the producers give
       // theirs back, the MMA warps take them (blocking until freed).
-      prologue.push_back(producer_threads("producer_registers",
-                                          call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}), false));
-      prologue.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})));
+      setup.push_back(producer_threads("producer_registers",
+                                       call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}), false));
+      setup.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})));
     }
-    prologue.push_back(producer_thread("producer_first", Block::make(first)));
+
+    // The first S steps of the run. A slot that an earlier tile used is
+    // refilled once the MMAs of the step S before have released it: phase
+    // (step / S - 1) of its empty barrier.
+    std::vector<Stmt> first;
+    for (int s = 0; s < stages; ++s) {
+      Expr at = simplify(op->min + s), step = steps_before() + s;
+      Expr slot = simplify(step % stages);
+      Stmt fill = issue(at, slot, str_cat("first", s));
+      Expr reused = simplify(step >= stages);
+      if (!is_const(reused, 0))
+        fill = Block::make({IfThenElse::make(reused, call(Intrinsic::MbarrierWait,
+                                                          {empty(slot), simplify((step / stages + 1) % 2)})),
+                            fill});
+      first.push_back(IfThenElse::make(simplify(at < end), fill));
+    }
 
     // Step ko reads slot ko % S; after its wait, the MMAs of step
     // ko - in_flight are complete and their slot is released. The producer
@@ -143,29 +184,45 @@ private:
                                                            issue(refill, slot(), "next")})));
     Stmt wait = all_threads("wait", call(Intrinsic::MbarrierWait, {barrier(slot()), parity()}));
     // Steps before `in_flight` release nothing: only the peeled first step
-    // (in_flight is 0 or 1).
+    // (in_flight is 0 or 1). The last step's MMAs complete after the loop
+    // (tensorize_mma's wait there): its slot is released then, so that a
+    // later tile's copy may refill it.
     Stmt steady = Block::make({wait, p_.body, release, produce});
     Stmt head = in_flight > 0 ? Block::make({wait, p_.body, produce}) : steady;
-    return finish(Block::make(prologue), head, steady, {p_.barriers, p_.empty_barriers});
+    Stmt last;
+    if (in_flight > 0)
+      last = warp_leaders("release_last",
+                          call(Intrinsic::MbarrierArrive, {empty(simplify((steps_before() + op->extent - 1) % stages))}));
+
+    Parts parts;
+    parts.setup = Block::make(setup);
+    parts.per_tile = Block::make({producer_thread("producer_first", Block::make(first)), steps(head, steady, last)});
+    parts.teardown = teardown({p_.barriers, p_.empty_barriers});
+    return parts;
   }
 
-  // The prologue, the loop of steps (its first step `head` peeled where
-  // MMAs stay in flight across steps), and the barriers' invalidation.
-  Stmt finish(const Stmt &prologue, const Stmt &head, const Stmt &steady, const std::vector<std::string> &arrays) const {
+  // The loop of steps, its first step `head` peeled where MMAs stay in
+  // flight across steps, then `last` (where steps ran).
+  Stmt steps(const Stmt &head, const Stmt &steady, const Stmt &last) const {
     const For *op = p_.loop;
     Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, steady, op->gpu_dim, op->reduction_of, op->role);
-    if (p_.mma_groups_in_flight > 0) {
-      // As in the cp.async pipeline: the loop's head is reached only with
-      // the accumulators defined by MMAs, or ptxas serializes them (C7515).
-      Stmt first = substitute({{op->name, op->min}}, head);
-      loop = IfThenElse::make(0 < op->extent,
-                              Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, steady, op->gpu_dim, op->reduction_of,
-                                                            op->role)}));
-    }
-    // Every thread is past its last wait before the barriers are
-    // invalidated (a later pipeline over the same memory initializes them
-    // again), and past its last read before the tiles are reused.
+    if (p_.mma_groups_in_flight == 0)
+      return last.defined() ? Block::make({loop, IfThenElse::make(0 < op->extent, last)}) : loop;
+    // As in the cp.async pipeline: the loop's head is reached only with
+    // the accumulators defined by MMAs, or ptxas serializes them (C7515).
+    Stmt first = substitute({{op->name, op->min}}, head);
+    return IfThenElse::make(0 < op->extent,
+                            Block::make({first,
+                                         For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
+                                                   op->for_kind, steady, op->gpu_dim, op->reduction_of, op->role),
+                                         last}));
+  }
+
+  // After the last step: the barriers' invalidation. Every thread is past
+  // its last wait before the barriers are invalidated (a later pipeline
+  // over the same memory initializes them again), and past its last read
+  // before the tiles are reused.
+  Stmt teardown(const std::vector<std::string> &arrays) const {
     std::vector<Stmt> invals;
     for (const std::string &array : arrays)
       for (int s = 0; s < p_.stages; ++s)
@@ -176,17 +233,18 @@ private:
       // can give it their registers (C7507 otherwise), and the barriers
       // left count only the MMA warps, the block's first threads.
       int threads = static_cast<int>(mma_threads());
-      return Block::make({prologue, loop, producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
+      return Block::make({producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
                           Barrier::make(threads), one_thread("inval", Block::make(invals)), Barrier::make(threads)});
     }
-    return Block::make({prologue, loop, step_barrier("end_barrier"), one_thread("inval", Block::make(invals)),
-                        Barrier::make()});
+    return Block::make({step_barrier("end_barrier"), one_thread("inval", Block::make(invals)), Barrier::make()});
   }
 
   const TmaPipeline &p_;
   Expr loop_var_;
 
-  Expr relative() const { return simplify(loop_var_ - p_.loop->min); }
+  // The steps of the run before this loop's first (0: a run per loop).
+  Expr steps_before() const { return p_.steps_before.defined() ? p_.steps_before : Expr(0); }
+  Expr relative() const { return simplify(steps_before() + (loop_var_ - p_.loop->min)); }
   Expr slot() const { return simplify(relative() % p_.stages); }
   Expr parity() const { return simplify((relative() / p_.stages) % 2); }
   Expr empty(const Expr &slot) const { return Load::make(UInt(64), p_.empty_barriers, {slot}); }
@@ -367,5 +425,7 @@ int mma_warp_registers(int launch_registers, int block_threads, int producer_thr
 }
 
 Stmt tma_pipeline(const TmaPipeline &p) { return Builder(p).build(); }
+
+TmaPipelineAcrossTiles tma_pipeline_across_tiles(const TmaPipeline &p) { return Builder(p).across_tiles(); }
 
 } // namespace coalesce

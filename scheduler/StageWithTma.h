@@ -115,6 +115,37 @@ struct TmaPipeline {
   int producer_registers = 0, blocks_per_sm = 0;
   std::string empty_barriers;   ///< with producer warps: the name of the empty mbarriers
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
+  /// With producer warps on a persistent grid (gpu_persistent_blocks): the
+  /// k steps of the block's tiles before this one. Slots and phases then
+  /// count from there, over (tile, k step), so one pipeline runs across
+  /// the block's tiles without draining (tma_pipeline_across_tiles).
+  /// Undefined: a pipeline of its own per run of the loop, counting from 0.
+  Expr steps_before;
+};
+
+/// A TMA pipeline that runs across the tiles of a persistent block, in the
+/// parts the tile loop goes between:
+///
+///   if describable:                      else:
+///     setup        (once per block)        fallback_setup
+///     for tile:                             for tile:
+///       ... per_tile ...                      ... fallback_per_tile ...
+///     teardown     (once per block)
+///
+/// The setup initializes the barriers (and reallocates registers); per
+/// tile, the producer fills the tile's first slots once the steps S before
+/// have released them (the previous tile's last steps, so it runs ahead
+/// into the next tile while the MMA warps finish this one), and the MMA
+/// warps release every slot they read, the last one after the loop. The
+/// teardown lets the producer warps leave (with register reallocation) and
+/// invalidates the barriers. `describable` is undefined where the TMA can
+/// always run (no fallback).
+struct TmaPipelineAcrossTiles {
+  Expr describable;
+  Stmt setup, per_tile, teardown;
+  Stmt fallback_setup, fallback_per_tile;
+  /// The mbarrier arrays to allocate around it all, S u64 each.
+  std::vector<std::string> barrier_arrays;
 };
 
 /// The most registers per thread the MMA warps take with register
@@ -133,6 +164,11 @@ int mma_warp_registers(int launch_registers, int block_threads, int producer_thr
 
 /// The pipeline above; the caller allocates the tiles around it.
 Stmt tma_pipeline(const TmaPipeline &p);
+
+/// The pipeline with producer warps, in its parts around a persistent
+/// block's tile loop (p.steps_before defined); the caller allocates the
+/// tiles and the barrier arrays around the tile loop.
+TmaPipelineAcrossTiles tma_pipeline_across_tiles(const TmaPipeline &p);
 
 /// Whether the TMA can describe a row-major input of `type` with these
 /// extents: its innermost extent holds whole 16-byte rows. The kernel

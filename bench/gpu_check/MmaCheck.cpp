@@ -467,6 +467,30 @@ void check_mma(Precision p, bool full) {
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &persistent);
       large(kCublasShapes.front(), &persistent);
     }
+    // A pipeline across a persistent block's tiles: a producer warpgroup,
+    // with and without register reallocation, feeding two 64 x 256 MMA
+    // warpgroups on a persistent grid of a block per multiprocessor and of
+    // 7 blocks (which walk several tiles even at the small shapes), at
+    // ragged shapes, the K = 1 / K = 3 pair, and against cuBLAS.
+    if (tma_default) {
+      for (int registers : {0, 40})
+        for (int blocks : {gpu::Device::get().sm_count(), 7}) {
+          MmaTiling across = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
+          across.block_n = across.warp_n = 256;
+          across.min_blocks_per_sm = 1;
+          across.stages = 4;
+          across.producer_warps = 4;
+          across.producer_registers = registers;
+          across.persistent_blocks = blocks;
+          for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
+            check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &across);
+          for (const Shape &s : kSmallKShapes)
+            check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &across);
+          if (blocks != 7)
+            check_shape(kernels, p, kCublasShapes.front(), spread_rows(kCublasShapes.front(), kCublasSampleRows),
+                        /*cublas=*/true, true, &across);
+        }
+    }
     // Clusters of 2 and 4 block rows sharing B's tiles (gpu_cluster,
     // multicast): odd numbers of block rows (a block past the output in
     // the last cluster), the K = 1 / K = 3 pair, ragged shapes, and the
@@ -518,6 +542,10 @@ void mma_sanitizer_case() {
                        /*producer_registers=*/40);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
                        /*producer_registers=*/0, /*persistent_blocks=*/3);
+    // The pipeline across a persistent block's tiles, the producers
+    // reallocating and leaving after their last tile.
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+                       /*producer_registers=*/40, /*persistent_blocks=*/3);
     // tf32: B copied transposed, element by element, and rounded in place;
     // then the TMA's form, from copies of A and B made by kernels of their
     // own (rounded, B transposed through shared memory).
