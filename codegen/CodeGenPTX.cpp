@@ -415,11 +415,24 @@ protected:
     case Intrinsic::MbarrierInval:
       inline_ptx("mbarrier.inval.shared::cta.b64 [$0];", "r", {address});
       return;
-    case Intrinsic::MbarrierArrive:
+    case Intrinsic::MbarrierArrive: {
       // Release semantics (the default): this thread's reads of the slot,
       // and the MMAs its wgmma wait completed, come before the arrival.
-      inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {address});
+      if (!operand) {
+        inline_ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {address});
+        return;
+      }
+      // In every block of the cluster (rank r's copy of the barrier, by
+      // mapa), released at the cluster's scope: the peer's multicast copy
+      // that refills the slot here waits for it.
+      const auto *blocks = llvm::dyn_cast<llvm::ConstantInt>(operand);
+      COALESCE_INTERNAL_ASSERT(blocks && blocks->getSExtValue() > 0, "mbarrier_arrive's blocks are not a constant");
+      for (int64_t rank = 0; rank < blocks->getSExtValue(); ++rank)
+        inline_ptx("{\n.reg .b32 peer;\nmapa.shared::cluster.u32 peer, $0, $1;\n"
+                   "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [peer];\n}",
+                   "r,r", {address, builder_->getInt32(static_cast<uint32_t>(rank))});
       return;
+    }
     default:
       internal_error("intrinsic ", intrinsic_name(which), " is not an mbarrier operation");
     }

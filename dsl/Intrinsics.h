@@ -70,13 +70,15 @@ enum class IntrinsicResult : uint8_t {
   /* the fence that publishes inits to the async proxy; expect_tx(bar, bytes): */                   \
   /* one arrival that announces the bytes of the copies it waits for; */                            \
   /* wait(bar, parity): until the phase of that parity completes; inval(bar); */                    \
-  /* arrive(bar): one arrival (a consumer releasing a slot) */                                      \
+  /* arrive(bar): one arrival (a consumer releasing a slot); arrive(bar, C): */                      \
+  /* one on the barrier at the same place in each of the C blocks of the */                         \
+  /* cluster (a slot multicast copies refill in all of them) */                                     \
   X(MbarrierInit, "mbarrier_init", 2, 2, Int32)                                                    \
   X(MbarrierInitFence, "mbarrier_init_fence", 0, 0, Int32)                                         \
   X(MbarrierExpectTx, "mbarrier_expect_tx", 2, 2, Int32)                                           \
   X(MbarrierWait, "mbarrier_wait", 2, 2, Int32)                                                    \
   X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)                                                  \
-  X(MbarrierArrive, "mbarrier_arrive", 1, 1, Int32)                                                \
+  X(MbarrierArrive, "mbarrier_arrive", 1, 2, Int32)                                                \
   /* register reallocation (setmaxnreg, sm_90a; scheduler/StageWithTma.cpp): */                     \
   /* the executing warpgroup's registers per thread become N (a constant */                         \
   /* multiple of 8 from 24 to 256), given back to the block's pool or taken */                      \

@@ -61,10 +61,6 @@ void check_clusters(const Environment &env) {
         if (output.schedule.cluster_blocks == 0)
           user_error(where, ", which shares its tiles between the blocks of a cluster, but '", output.name,
                      "' runs no clusters; schedule gpu_cluster on it, or multicast = false");
-        if (layout.producer_warps > 0)
-          user_error(where, " and producer_warps = ", layout.producer_warps, ": multicast copies are issued by the "
-                     "MMA warps' first thread, with a barrier of the whole cluster per step; use producer_warps = 0 "
-                     "with multicast");
       }
 }
 

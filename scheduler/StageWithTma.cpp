@@ -133,7 +133,12 @@ private:
   // pipeline is the block's (steps_before + t)-th: its slot and phases
   // follow from that.
   Parts warp_specialized() const {
-    COALESCE_INTERNAL_ASSERT(!multicast(), "a warp-specialized TMA pipeline with multicast tiles");
+    // With multicast tiles, a slot of every block of the cluster is
+    // refilled by each block's producer: a slot is free once the MMA warps
+    // of all of them released it, so each releases it in all of them.
+    const int cluster = cluster_blocks();
+    COALESCE_INTERNAL_ASSERT(cluster == 1 || !p_.steps_before.defined(),
+                             "a warp-specialized multicast pipeline across tiles");
     const For *op = p_.loop;
     Expr end = op->min + op->extent;
     const int stages = p_.stages;
@@ -144,10 +149,17 @@ private:
     std::vector<Stmt> inits;
     for (int s = 0; s < stages; ++s) {
       inits.push_back(call(Intrinsic::MbarrierInit, {barrier(s), Expr(1)}));
-      inits.push_back(call(Intrinsic::MbarrierInit, {empty(s), Expr(mma_warps())}));
+      inits.push_back(call(Intrinsic::MbarrierInit, {empty(s), Expr(mma_warps() * cluster)}));
     }
     inits.push_back(call(Intrinsic::MbarrierInitFence));
     std::vector<Stmt> setup = {one_thread("init", Block::make(inits)), Barrier::make()};
+    if (cluster > 1) {
+      // No block arrives on a peer's barriers, or copies into its slots,
+      // before the peer has initialized them: every thread of the cluster
+      // meets once, both roles.
+      setup.push_back(all_threads("cluster_init", call(Intrinsic::ClusterBarrier)));
+      setup.push_back(producer_threads("cluster_init", call(Intrinsic::ClusterBarrier), false));
+    }
     if (p_.producer_registers > 0) {
       // Register reallocation, each warpgroup once: the producers give
       // theirs back, the MMA warps take them (blocking until freed).
@@ -177,7 +189,7 @@ private:
     // refills slot ko % S with tile ko + S once step ko's release
     // completes phase (ko / S) of its empty barrier.
     Expr released = simplify(relative() - in_flight);
-    Stmt release = warp_leaders("release", call(Intrinsic::MbarrierArrive, {empty(simplify(released % stages))}));
+    Stmt release = warp_leaders("release", arrive(empty(simplify(released % stages))));
     Expr refill = simplify(loop_var_ + stages);
     Stmt produce = producer_thread(
         "producer_next", IfThenElse::make(refill < end, Block::make({call(Intrinsic::MbarrierWait, {empty(slot()), parity()}),
@@ -191,14 +203,41 @@ private:
     Stmt head = in_flight > 0 ? Block::make({wait, p_.body, produce}) : steady;
     Stmt last;
     if (in_flight > 0)
-      last = warp_leaders("release_last",
-                          call(Intrinsic::MbarrierArrive, {empty(simplify((steps_before() + op->extent - 1) % stages))}));
+      last = warp_leaders("release_last", arrive(empty(simplify((steps_before() + op->extent - 1) % stages))));
 
     Parts parts;
     parts.setup = Block::make(setup);
     parts.per_tile = Block::make({producer_thread("producer_first", Block::make(first)), steps(head, steady, last)});
-    parts.teardown = teardown({p_.barriers, p_.empty_barriers});
+    Stmt last_releases;
+    if (cluster > 1) {
+      // The peers' MMA warps release slots on this block's barriers until
+      // their last step: the barriers are invalidated, and the block
+      // leaves, only once every slot's last release has completed, so no
+      // arrival lands on a barrier that is gone.
+      std::vector<Stmt> waits;
+      for (int s = 0; s < stages; ++s) {
+        Expr last_use = simplify(s + (op->extent - 1 - s) / stages * stages);
+        waits.push_back(IfThenElse::make(simplify(s < op->extent),
+                                         call(Intrinsic::MbarrierWait, {empty(s), simplify(last_use / stages % 2)})));
+      }
+      last_releases = Block::make(waits);
+    }
+    parts.teardown = teardown({p_.barriers, p_.empty_barriers}, last_releases);
     return parts;
+  }
+
+  // An MMA warp's release of a slot: in every block of the cluster that
+  // multicast copies refill.
+  Stmt arrive(const Expr &barrier) const {
+    int cluster = cluster_blocks();
+    return cluster > 1 ? call(Intrinsic::MbarrierArrive, {barrier, Expr(cluster)})
+                       : call(Intrinsic::MbarrierArrive, {barrier});
+  }
+  int cluster_blocks() const {
+    int blocks = 1;
+    for (const TmaTile &t : p_.tiles)
+      blocks = std::max(blocks, t.multicast);
+    return blocks;
   }
 
   // The loop of steps, its first step `head` peeled where MMAs stay in
@@ -222,11 +261,17 @@ private:
   // its last wait before the barriers are invalidated (a later pipeline
   // over the same memory initializes them again), and past its last read
   // before the tiles are reused.
-  Stmt teardown(const std::vector<std::string> &arrays) const {
+  std::vector<Stmt> invalidations(const std::vector<std::string> &arrays) const {
     std::vector<Stmt> invals;
     for (const std::string &array : arrays)
       for (int s = 0; s < p_.stages; ++s)
         invals.push_back(call(Intrinsic::MbarrierInval, {Load::make(UInt(64), array, {Expr(s)})}));
+    return invals;
+  }
+  // `before` runs in the invalidating thread first.
+  Stmt teardown(const std::vector<std::string> &arrays, const Stmt &before = Stmt()) const {
+    std::vector<Stmt> invals = invalidations(arrays);
+    invals.insert(invals.begin(), before);
     if (p_.producer_registers > 0) {
       // The producer warps leave after their last copy: the code after
       // the pipeline (the epilogue) is then the MMA warps' alone, so ptxas
@@ -236,7 +281,11 @@ private:
       return Block::make({producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
                           Barrier::make(threads), one_thread("inval", Block::make(invals)), Barrier::make(threads)});
     }
-    return Block::make({step_barrier("end_barrier"), one_thread("inval", Block::make(invals)), Barrier::make()});
+    // With producer warps the cluster's blocks meet on the empty barriers
+    // instead (`before`), and the producers, which have their own program,
+    // meet the others at a barrier of the block.
+    Stmt end = p_.producer_warps > 0 ? Barrier::make() : step_barrier("end_barrier");
+    return Block::make({end, one_thread("inval", Block::make(invals)), Barrier::make()});
   }
 
   const TmaPipeline &p_;

@@ -3,8 +3,9 @@
 // the same for each of them. The CPU runs the same statements (each block
 // receives the whole tile) against the double reference, with odd numbers
 // of tiles (the block that rounds a cluster up computes nothing), ragged
-// shapes and the K = 1 / K = 3 pair; the nest; the kernels through ptxas;
-// the rules.
+// shapes and the K = 1 / K = 3 pair, with the MMA warps' first thread
+// issuing the copies and with producer warps; the nest; the kernels
+// through ptxas; the rules.
 
 #include "examples/Reference.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -155,6 +156,73 @@ TEST_CASE("a clustered kernel assembles cleanly: cluster directives, multicast c
   CHECK(Pipeline(plain.out).ptx(parse_gpu_target("sm_90a")).find(".reqnctapercluster") == std::string::npos);
 }
 
+TEST_CASE("multicast with producer warps: every block's MMA warps release each slot in the whole cluster") {
+  // A producer warp, a producer warpgroup, and one that reallocates
+  // registers and leaves; 3 and 5 block rows (a block past the output in
+  // the last cluster), ragged, K = 1 / K = 3, and K whose rows the TMA
+  // cannot describe (the cp.async copies).
+  for (auto [blocks, producers, registers] :
+       std::vector<std::array<int, 3>>{{2, 1, 0}, {2, 4, 0}, {4, 4, 0}, {2, 4, 40}}) {
+    CAPTURE(blocks);
+    CAPTURE(producers);
+    CAPTURE(registers);
+    MmaTiling t = cluster_tiling(blocks);
+    t.producer_warps = producers;
+    t.producer_registers = registers;
+    t.min_blocks_per_sm = registers > 0 ? 2 : 1;
+    Gemm g = coalesce::testing::bf16_scheduled(t);
+    Pipeline pipeline(g.out);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{130, 70, 200}, {300, 136, 1}, {190, 72, 3}, {130, 64, 131}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+  MmaTiling t = cluster_tiling(2);
+  t.producer_warps = 4;
+  t.min_blocks_per_sm = 1;
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  Pipeline pipeline(g.out);
+  std::string nest = pipeline.loop_nest();
+  // Each slot waits for the release of the cluster's 2 x 4 MMA warps, each
+  // of which arrives in both blocks; no barrier of the cluster per step,
+  // one after the barriers' initialization (both roles), and the producer
+  // waits for each slot's last release before the block may leave.
+  CHECK_HAS(nest, "mbarrier_init(A_empty[0], 8)");
+  CHECK_HAS(nest, "mbarrier_arrive(A_empty[(ko - 1) % 3], 2)");
+  CHECK_HAS(nest, "mbarrier_arrive(A_empty[(ceil(K/64) - 1) % 3], 2)");
+  CHECK_HAS(nest, "mbarrier_wait(A_empty[0], (ceil(K/64) - 1)/3*3/3 % 2)");
+  size_t first = nest.find("cluster_barrier()");
+  REQUIRE(first != std::string::npos);
+  size_t second = nest.find("cluster_barrier()", first + 1);
+  REQUIRE(second != std::string::npos);
+  CHECK(nest.find("cluster_barrier()", second + 1) == std::string::npos);
+  CHECK(nest.find("for ko in") < nest.find("mbarrier_arrive(A_empty[(ko - 1) % 3], 2)"));
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+  CHECK_HAS(ptx, "mapa.shared::cluster.u32");
+  CHECK_HAS(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64");
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+  // 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
+  // warpgroup that keeps 40 registers: no spills, no serialized MMAs.
+  MmaTiling wide = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  wide.tma = true;
+  wide.block_n = wide.warp_n = 256;
+  wide.min_blocks_per_sm = 1;
+  wide.stages = 4;
+  wide.producer_warps = 4;
+  wide.producer_registers = 40;
+  wide.cluster_blocks = 2;
+  Gemm w = coalesce::testing::bf16_scheduled(wide);
+  Pipeline wide_pipeline(w.out);
+  coalesce::testing::check_assembled_cleanly(wide_pipeline.assemble(parse_gpu_target("sm_90a")));
+  CHECK(error_against_reference(wide_pipeline, 390, 264, 136) < 4e-3);
+}
+
 TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
   using coalesce::testing::user_error_of;
   SUBCASE("a cluster size outside 2 to 8") {
@@ -184,12 +252,6 @@ TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
     CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }),
               "'B' is staged with SharedLayout::multicast, which shares its tiles between the blocks of a cluster, "
               "but 'out' runs no clusters; schedule gpu_cluster on it");
-    MmaTiling warps = cluster_tiling(2);
-    warps.producer_warps = 1;
-    warps.min_blocks_per_sm = 1;
-    Gemm w = coalesce::testing::bf16_scheduled(warps);
-    CHECK_HAS(user_error_of([&] { Pipeline(w.out).loop_nest(); }),
-              "use producer_warps = 0 with multicast");
     Gemm c = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
     c.out.gpu_cluster(Var("bi"), 2);
     SharedLayout no_tma = layout;

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <array>
 #include <vector>
 
 namespace coalesce::gpu_check {
@@ -495,10 +496,16 @@ void check_mma(Precision p, bool full) {
     // multicast): odd numbers of block rows (a block past the output in
     // the last cluster), the K = 1 / K = 3 pair, ragged shapes, and the
     // default tiling against cuBLAS.
+    // Then with a producer warp, and a producer warpgroup that reallocates
+    // registers, issuing the copies, the MMA warps releasing each slot in
+    // every block of the cluster.
     if (tma_default) {
-      for (int blocks : {2, 4}) {
+      for (auto [blocks, producers, registers] :
+           std::vector<std::array<int, 3>>{{2, 0, 0}, {4, 0, 0}, {2, 1, 0}, {2, 4, 40}, {4, 4, 40}}) {
         MmaTiling clustered = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
         clustered.cluster_blocks = blocks;
+        clustered.producer_warps = producers;
+        clustered.producer_registers = registers;
         for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
           check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &clustered);
         for (const Shape &s : kSmallKShapes)
@@ -555,6 +562,8 @@ void mma_sanitizer_case() {
     // of block rows at the ragged shape.
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
                        /*producer_registers=*/0, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+                       /*producer_registers=*/40, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
   }
 }
 
