@@ -423,13 +423,16 @@ protected:
         return;
       }
       // In every block of the cluster (rank r's copy of the barrier, by
-      // mapa), released at the cluster's scope: the peer's multicast copy
-      // that refills the slot here waits for it.
+      // mapa): the peer's multicast copy that refills the slot waits for
+      // it. The slot's reads are complete (the wgmma wait before), so the
+      // default (release at the block's scope) orders enough; release at
+      // the cluster's scope costs a memory barrier per arrival, measured
+      // on the H200 at 4096^3 as 0.371 ms against 0.250 without clusters.
       const auto *blocks = llvm::dyn_cast<llvm::ConstantInt>(operand);
       COALESCE_INTERNAL_ASSERT(blocks && blocks->getSExtValue() > 0, "mbarrier_arrive's blocks are not a constant");
       for (int64_t rank = 0; rank < blocks->getSExtValue(); ++rank)
         inline_ptx("{\n.reg .b32 peer;\nmapa.shared::cluster.u32 peer, $0, $1;\n"
-                   "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [peer];\n}",
+                   "mbarrier.arrive.shared::cluster.b64 _, [peer];\n}",
                    "r,r", {address, builder_->getInt32(static_cast<uint32_t>(rank))});
       return;
     }

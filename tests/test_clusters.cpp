@@ -205,7 +205,7 @@ TEST_CASE("multicast with producer warps: every block's MMA warps release each s
   }
   const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
   CHECK_HAS(ptx, "mapa.shared::cluster.u32");
-  CHECK_HAS(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64");
+  CHECK_HAS(ptx, "mbarrier.arrive.shared::cluster.b64");
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   // 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
   // warpgroup that keeps 40 registers: no spills, no serialized MMAs.
