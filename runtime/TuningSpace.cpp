@@ -45,7 +45,34 @@ void add_unique(std::vector<GemmCandidate> &out, const GemmCandidate &candidate)
     out.push_back(candidate);
 }
 
+// `t` with the roles' knobs set (MmaTiling).
+void apply_roles(PipelineRoles roles, int sm_count, MmaTiling &t) {
+  switch (roles) {
+  case PipelineRoles::MmaWarps:
+    return;
+  case PipelineRoles::ProducerAcrossTiles:
+    t.producer_warps = 4;
+    t.producer_registers = 40;
+    t.persistent_blocks = sm_count;
+    return;
+  case PipelineRoles::ProducerInClusters:
+    t.producer_warps = 4;
+    t.producer_registers = 40;
+    t.cluster_blocks = 2;
+    return;
+  }
+}
+
 } // namespace
+
+const char *pipeline_roles_name(PipelineRoles roles) {
+  switch (roles) {
+  case PipelineRoles::MmaWarps: return "mma-warps";
+  case PipelineRoles::ProducerAcrossTiles: return "producer-across-tiles";
+  case PipelineRoles::ProducerInClusters: return "producer-in-clusters";
+  }
+  return "?";
+}
 
 TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &sm, int sm_count) {
   TuningSpace space;
@@ -85,6 +112,7 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.block_group_rows = {0, 8};
     g.tma = tf32 ? std::vector<bool>{true} : std::vector<bool>{false, true};
     g.split_k = split_choices(problem, g.blocks, g.k_steps.front(), 256, sm_count);
+    g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters};
   }
   return space;
 }
@@ -119,7 +147,7 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
     for (GemmFamily family : m->families)
       for_each_combination({m->blocks.size(), m->warp_tiles.size(), m->k_steps.size(), m->stages.size(),
                             m->min_blocks_per_sm.size(), m->block_group_rows.size(), m->tma.size(),
-                            m->split_k.size()},
+                            m->split_k.size(), m->roles.size()},
                            [&](const std::vector<size_t> &at) {
                              GemmCandidate c;
                              c.family = family;
@@ -135,6 +163,10 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                              c.mma.block_group_rows = m->block_group_rows[at[5]];
                              c.mma.tma = m->tma[at[6]];
                              c.mma.split_k = m->split_k[at[7]];
+                             // Producer warps feed the TMA's pipeline only.
+                             if (m->roles[at[8]] != PipelineRoles::MmaWarps && !c.mma.tma)
+                               return;
+                             apply_roles(m->roles[at[8]], space.sm_count, c.mma);
                              add_unique(out, c);
                            });
   return out;

@@ -27,6 +27,22 @@ struct FfmaSpace {
   std::vector<int> split_k; ///< slices of K (1: none)
 };
 
+/// Who feeds a warpgroup MMA's pipeline and how the blocks walk the tiles
+/// (MmaTiling's producer_warps, producer_registers, persistent_blocks,
+/// cluster_blocks), as a closed set of the forms that run on the GPU:
+enum class PipelineRoles {
+  /// The MMA warps' first thread issues the copies; a block per tile.
+  MmaWarps,
+  /// A producer warpgroup that keeps 40 registers issues them, on a
+  /// persistent grid of a block per multiprocessor: one pipeline across
+  /// each block's tiles.
+  ProducerAcrossTiles,
+  /// The same producer warpgroup, a block per tile, in clusters of two
+  /// block rows that multicast B's tiles.
+  ProducerInClusters,
+};
+const char *pipeline_roles_name(PipelineRoles roles);
+
 /// The tensor-core schedule's knobs (MmaTiling), per MMA family.
 struct MmaSpace {
   std::vector<GemmFamily> families; ///< WarpMma and/or WarpgroupMma
@@ -38,6 +54,7 @@ struct MmaSpace {
   std::vector<int> block_group_rows;
   std::vector<bool> tma; ///< warpgroup MMA: copy the tiles with the TMA (MmaTiling::tma)
   std::vector<int> split_k;
+  std::vector<PipelineRoles> roles = {PipelineRoles::MmaWarps}; ///< with the TMA's copies
 };
 
 struct TuningSpace {

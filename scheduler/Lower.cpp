@@ -38,6 +38,7 @@
 #include "scheduler/TensorizeMma.h"
 #include "scheduler/UnrollLoops.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
+#include "scheduler/VerifyPipelines.h"
 #include "scheduler/VerifyTensorCopies.h"
 
 #include <algorithm>
@@ -128,6 +129,7 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
   attributed_to("verify_tensor_copies", [&] { verify_tensor_copies(s, env); });
+  attributed_to("verify_pipelines", [&] { verify_pipelines(s, env.output().name); });
   return s;
 }
 

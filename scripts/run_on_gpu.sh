@@ -14,7 +14,7 @@
 #              FFMA; tf32, bf16, f16 tensor cores), against a double
 #              reference, cuBLAS / cuBLASLt and the unfused chain, and
 #              split-K (bits equal across two launches): the default subset
-#              in about three minutes on the H200; --full in
+#              in about five minutes on the H200; --full in
 #              COALESCE_GPU_CHECK_ARGS for the whole matrix
 #   memcheck   compute-sanitizer --tool memcheck  on coalesce-gpu-check --sanitizer-case
 #   racecheck  compute-sanitizer --tool racecheck on coalesce-gpu-check --sanitizer-case

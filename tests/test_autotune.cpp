@@ -300,6 +300,15 @@ TEST_CASE("the default bf16 space on sm_90a: legal candidates of both MMA famili
   CHECK(legal_families == std::set<GemmFamily>{GemmFamily::WarpMma, GemmFamily::WarpgroupMma});
   CHECK(result.results[0].status == CandidateStatus::NotSampled); // the default is legal
   CHECK(result.legal >= 50);
+  // Producer warpgroups on a persistent grid and in clusters, legal too.
+  bool across = false, clusters = false;
+  for (const CandidateResult &r : result.results)
+    if (r.status == CandidateStatus::NotSampled && r.candidate.mma.producer_registers > 0) {
+      across |= r.candidate.mma.persistent_blocks > 0;
+      clusters |= r.candidate.mma.cluster_blocks > 1;
+    }
+  CHECK(across);
+  CHECK(clusters);
   CHECK_FALSE(result.illegal_by_rule.empty());
   for (const auto &[rule, count] : result.illegal_by_rule) {
     CAPTURE(rule);

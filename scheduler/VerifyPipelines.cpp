@@ -1,0 +1,289 @@
+#include "scheduler/VerifyPipelines.h"
+
+#include "dsl/Error.h"
+#include "dsl/IREquality.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace coalesce {
+
+namespace {
+
+enum class Role { Producer, Others };
+const char *role_name(Role role) { return role == Role::Producer ? "the producer warps" : "the MMA warps"; }
+
+// The value of an integer expression of the thread loops' variables
+// (`at`), or nothing where it reads anything else. Division and remainder
+// of the non-negative thread indices by positive constants: C's and the
+// floor's agree there.
+std::optional<int64_t> value_at(const Expr &e, const std::map<std::string, int64_t> &at) {
+  if (const auto *imm = e.as<IntImm>())
+    return imm->value;
+  if (const auto *var = e.as<Variable>()) {
+    auto found = at.find(var->name);
+    return found == at.end() ? std::nullopt : std::optional<int64_t>(found->second);
+  }
+  if (const auto *cast = e.as<Cast>())
+    return value_at(cast->value, at);
+  if (const auto *no = e.as<Not>()) {
+    auto a = value_at(no->a, at);
+    return a ? std::optional<int64_t>(*a == 0) : std::nullopt;
+  }
+  auto binary = [&](const auto *op, auto f) -> std::optional<int64_t> {
+    auto a = value_at(op->a, at), b = value_at(op->b, at);
+    return a && b ? f(*a, *b) : std::nullopt;
+  };
+  using V = std::optional<int64_t>;
+  if (const auto *op = e.as<Add>()) return binary(op, [](int64_t a, int64_t b) { return V(a + b); });
+  if (const auto *op = e.as<Sub>()) return binary(op, [](int64_t a, int64_t b) { return V(a - b); });
+  if (const auto *op = e.as<Mul>()) return binary(op, [](int64_t a, int64_t b) { return V(a * b); });
+  if (const auto *op = e.as<Div>()) return binary(op, [](int64_t a, int64_t b) { return b > 0 && a >= 0 ? V(a / b) : V(); });
+  if (const auto *op = e.as<Mod>()) return binary(op, [](int64_t a, int64_t b) { return b > 0 && a >= 0 ? V(a % b) : V(); });
+  if (const auto *op = e.as<Min>()) return binary(op, [](int64_t a, int64_t b) { return V(std::min(a, b)); });
+  if (const auto *op = e.as<Max>()) return binary(op, [](int64_t a, int64_t b) { return V(std::max(a, b)); });
+  if (const auto *op = e.as<EQ>()) return binary(op, [](int64_t a, int64_t b) { return V(a == b); });
+  if (const auto *op = e.as<NE>()) return binary(op, [](int64_t a, int64_t b) { return V(a != b); });
+  if (const auto *op = e.as<LT>()) return binary(op, [](int64_t a, int64_t b) { return V(a < b); });
+  if (const auto *op = e.as<LE>()) return binary(op, [](int64_t a, int64_t b) { return V(a <= b); });
+  if (const auto *op = e.as<GT>()) return binary(op, [](int64_t a, int64_t b) { return V(a > b); });
+  if (const auto *op = e.as<GE>()) return binary(op, [](int64_t a, int64_t b) { return V(a >= b); });
+  if (const auto *op = e.as<And>()) return binary(op, [](int64_t a, int64_t b) { return V(a != 0 && b != 0); });
+  if (const auto *op = e.as<Or>()) return binary(op, [](int64_t a, int64_t b) { return V(a != 0 || b != 0); });
+  return std::nullopt;
+}
+
+// The barrier array a barrier operand (a Load of one of its slots) names.
+const Load *barrier_of(const Call *op) {
+  const auto *load = op->args.empty() ? nullptr : op->args[0].as<Load>();
+  COALESCE_INTERNAL_ASSERT(load, op->name, " takes the load of its barrier first");
+  return load;
+}
+
+class Verify : public IRVisitor {
+public:
+  explicit Verify(std::string output) : output_(std::move(output)) {}
+
+  void finish() const {
+    for (const Arrival &a : arrivals_) {
+      auto init = inits_.find(a.array);
+      if (init == inits_.end())
+        fail("arrivals", a.array, str_cat(a.what, " arrives on it, but no mbarrier_init initializes it"));
+      if (a.threads != init->second)
+        fail("arrivals", a.array,
+             str_cat(a.what, " is run by ", a.threads, " thread", a.threads == 1 ? "" : "s",
+                     " per phase, but the barrier is initialized for ", init->second,
+                     " arrivals: its phases would ", a.threads < init->second ? "never complete" : "complete early"));
+    }
+    for (const Wait &w : waits_) {
+      if (!inits_.count(w.array))
+        fail("waits", w.array, str_cat(role_name(w.role), " wait on it, but no mbarrier_init initializes it"));
+      if (copied_.count(w.array)) {
+        bool announced = false;
+        for (const Arrival &a : arrivals_)
+          announced |= a.array == w.array && a.expects_bytes;
+        if (!announced)
+          fail("waits", w.array, "TMA copies complete on it, but no mbarrier_expect_tx announces their bytes");
+        continue;
+      }
+      bool completed = false;
+      for (const Arrival &a : arrivals_)
+        completed |= a.array == w.array && (a.role != w.role || a.order < w.order);
+      if (!completed)
+        fail("waits", w.array,
+             str_cat(role_name(w.role), " wait on it, and nothing else arrives on it: no TMA copy, no arrival by the "
+                                        "other role, none of their own before the wait"));
+    }
+  }
+
+private:
+  using IRVisitor::visit;
+
+  struct Arrival {
+    std::string array, what;
+    Role role;
+    int64_t threads;
+    size_t order;
+    bool expects_bytes;
+  };
+  struct Wait {
+    std::string array;
+    Role role;
+    size_t order;
+  };
+
+  [[noreturn]] void fail(const char *rule, const std::string &array, const std::string &why) const {
+    internal_error("the pipeline of '", output_, "' breaks the '", rule, "' rule on mbarrier '", array, "': ", why);
+  }
+
+  void visit(const For *op) override {
+    bool thread = op->for_kind == ForKind::GpuThread;
+    if (thread)
+      threads_.push_back(op);
+    int producers = producer_depth_;
+    producer_depth_ += op->role == LoopRole::ProducerWarps;
+    IRVisitor::visit(op);
+    producer_depth_ = producers;
+    if (thread)
+      threads_.pop_back();
+  }
+
+  void visit(const IfThenElse *op) override {
+    visit_expr(op->condition);
+    guards_.push_back(op->condition);
+    visit_stmt(op->then_case);
+    guards_.back() = Not::make(op->condition);
+    visit_stmt(op->else_case);
+    guards_.pop_back();
+  }
+
+  // The bytes rule, within each block: expect_tx first, its copies after.
+  void visit(const Block *op) override {
+    struct Announced {
+      Expr barrier;
+      std::string array;
+      int64_t expected, delivered;
+    };
+    std::vector<Announced> announced;
+    for (const Stmt &s : op->stmts) {
+      const auto *evaluate = s.as<Evaluate>();
+      const auto *call = evaluate ? evaluate->value.as<Call>() : nullptr;
+      if (call && call->intrinsic == Intrinsic::MbarrierExpectTx) {
+        auto bytes = as_const_int(call->args[1]);
+        if (!bytes)
+          fail("bytes", barrier_of(call)->buffer, "its expect_tx's byte count is not a constant");
+        announced.push_back({call->args[0], barrier_of(call)->buffer, *bytes, 0});
+      } else if (const auto *copy = s.as<TensorCopy>()) {
+        const auto *barrier = copy->barrier.as<Load>();
+        COALESCE_INTERNAL_ASSERT(barrier, "a TMA copy's barrier is not a load of one");
+        Announced *match = nullptr;
+        for (Announced &a : announced)
+          if (a.array == barrier->buffer && equal(a.barrier, copy->barrier))
+            match = &a;
+        if (!match)
+          fail("bytes", barrier->buffer,
+               str_cat("a TMA copy of '", copy->input, "' completes on ", to_string(copy->barrier),
+                       ", but no mbarrier_expect_tx before it in its block announces its bytes"));
+        match->delivered += copy->bytes();
+      }
+      visit_stmt(s);
+    }
+    for (const Announced &a : announced)
+      if (a.expected != a.delivered)
+        fail("bytes", a.array,
+             str_cat("mbarrier_expect_tx(", to_string(a.barrier), ", ", a.expected,
+                     ") announces ", a.expected, " bytes, but the TMA copies after it deliver ", a.delivered));
+  }
+
+  void visit(const TensorCopy *op) override {
+    if (const auto *barrier = op->barrier.as<Load>())
+      copied_.insert(barrier->buffer);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Call *op) override {
+    IRVisitor::visit(op);
+    if (op->call_type != CallType::Intrinsic)
+      return;
+    ++order_;
+    switch (*op->intrinsic) {
+    case Intrinsic::MbarrierInit: {
+      const std::string &array = barrier_of(op)->buffer;
+      auto count = as_const_int(op->args[1]);
+      if (!count)
+        fail("arrivals", array, "its arrival count is not a constant");
+      auto [at, fresh] = inits_.emplace(array, *count);
+      if (!fresh && at->second != *count)
+        fail("arrivals", array, str_cat("its slots are initialized for ", at->second, " and ", *count, " arrivals"));
+      return;
+    }
+    case Intrinsic::MbarrierExpectTx:
+      arrivals_.push_back({barrier_of(op)->buffer, "an mbarrier_expect_tx", role(), executing_threads(), order_, true});
+      return;
+    case Intrinsic::MbarrierArrive: {
+      int64_t blocks = 1;
+      if (op->args.size() > 1) {
+        auto c = as_const_int(op->args[1]);
+        COALESCE_INTERNAL_ASSERT(c && *c > 0, "mbarrier_arrive's blocks are not a positive constant");
+        blocks = *c;
+      }
+      arrivals_.push_back({barrier_of(op)->buffer, "an mbarrier_arrive", role(), executing_threads() * blocks, order_,
+                           false});
+      return;
+    }
+    case Intrinsic::MbarrierWait:
+      waits_.push_back({barrier_of(op)->buffer, role(), order_});
+      return;
+    default:
+      return;
+    }
+  }
+
+  Role role() const { return producer_depth_ > 0 ? Role::Producer : Role::Others; }
+
+  // How many threads of the block run the statement here: every point of
+  // the enclosing thread loops (constant bounds) at which the enclosing
+  // guards that depend on the threads alone hold. A guard that still
+  // depends on something else once the threads are known (a step's bound)
+  // is the same for every thread: it decides whether the statement runs
+  // at this step, not how many threads run it.
+  int64_t executing_threads() const {
+    std::vector<const For *> loops;
+    int64_t count = 1;
+    for (const For *loop : threads_) {
+      auto min = as_const_int(loop->min), extent = as_const_int(loop->extent);
+      COALESCE_INTERNAL_ASSERT(min && extent, "thread loop '", loop->name, "' has bounds that are not constants");
+      bool guarded = false;
+      for (const Expr &guard : guards_)
+        guarded |= expr_uses_var(guard, loop->name);
+      if (guarded)
+        loops.push_back(loop);
+      else
+        count *= *extent; // every thread of the loop alike
+    }
+    int64_t points = 0;
+    std::map<std::string, int64_t> at;
+    std::vector<int64_t> index(loops.size(), 0);
+    for (;;) {
+      for (size_t d = 0; d < loops.size(); ++d)
+        at[loops[d]->name] = *as_const_int(loops[d]->min) + index[d];
+      bool runs = true;
+      for (const Expr &guard : guards_) {
+        auto holds = value_at(guard, at);
+        runs &= !holds || *holds != 0;
+      }
+      points += runs;
+      size_t d = loops.size();
+      while (d > 0 && ++index[d - 1] == *as_const_int(loops[d - 1]->extent))
+        index[--d] = 0;
+      if (d == 0)
+        return count * points;
+    }
+  }
+
+  const std::string output_;
+  std::vector<const For *> threads_;
+  std::vector<Expr> guards_;
+  int producer_depth_ = 0;
+  size_t order_ = 0;
+  std::map<std::string, int64_t> inits_;
+  std::set<std::string> copied_;
+  std::vector<Arrival> arrivals_;
+  std::vector<Wait> waits_;
+};
+
+} // namespace
+
+void verify_pipelines(const Stmt &s, const std::string &output) {
+  Verify verify(output);
+  verify.visit_stmt(s);
+  verify.finish();
+}
+
+} // namespace coalesce

@@ -1,0 +1,179 @@
+// The pipeline verifier after lowering (scheduler/VerifyPipelines.h): the
+// pipelines staging builds pass it (every schedule of the suite lowers
+// through it), and each of its rules fails on a nest mutated to break it:
+// an expect_tx announcing other bytes than its copies deliver, a copy
+// dropped, a barrier initialized for other arrivals than a phase brings, a
+// release run by every thread instead of each warp's first, arrivals gone.
+
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "ErrorCapture.h"
+#include "WarpgroupGemms.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/Lower.h"
+#include "scheduler/VerifyPipelines.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// The serial nest of a bf16 GEMM + bias + GELU on `t`.
+Stmt serial_nest(const MmaTiling &t) {
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  return lower_gpu_nest(g.out).serial;
+}
+
+// The pipeline kinds staging builds: the MMA warps' first thread issuing
+// the copies; a producer warp; a producer warpgroup that reallocates; one
+// pipeline across a persistent block's tiles; clusters of 2 with producers.
+std::vector<MmaTiling> pipelines() {
+  MmaTiling first = coalesce::testing::one_tile_tma_tiling(kKind, 3);
+  MmaTiling warp = first;
+  warp.producer_warps = 1;
+  warp.min_blocks_per_sm = 1;
+  MmaTiling group = first;
+  group.producer_warps = 4;
+  group.producer_registers = 40;
+  group.min_blocks_per_sm = 2;
+  MmaTiling across = group;
+  across.persistent_blocks = 3;
+  MmaTiling cluster = warp;
+  cluster.cluster_blocks = 2;
+  return {first, warp, group, across, cluster};
+}
+
+std::string verifier_error(const Stmt &s) {
+  return coalesce::testing::internal_error_of([&] { verify_pipelines(s, "out"); });
+}
+
+// `s` with every intrinsic statement `which` rewritten by `rewrite` (an
+// undefined result drops it).
+Stmt rewrite_calls(const Stmt &s, Intrinsic which, std::function<Stmt(const Call *)> rewrite) {
+  class Rewrite : public IRMutator {
+  public:
+    Rewrite(Intrinsic w, std::function<Stmt(const Call *)> r) : which_(w), rewrite_(std::move(r)) {}
+
+  private:
+    using IRMutator::visit;
+    Intrinsic which_;
+    std::function<Stmt(const Call *)> rewrite_;
+    Stmt visit(const Evaluate *op, const Stmt &self) override {
+      const auto *call = op->value.as<Call>();
+      if (!call || call->intrinsic != which_)
+        return self;
+      Stmt result = rewrite_(call);
+      return result.defined() ? result : Block::make({});
+    }
+  } mutator(which, std::move(rewrite));
+  return mutator.mutate(s);
+}
+
+Stmt call(Intrinsic which, std::vector<Expr> args) {
+  return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
+}
+
+} // namespace
+
+TEST_CASE("every pipeline staging builds passes the verifier") {
+  for (const MmaTiling &t : pipelines()) {
+    CAPTURE(t.str());
+    CHECK(verifier_error(serial_nest(t)) == "(no error)");
+  }
+}
+
+TEST_CASE("the bytes rule: an expect_tx announces what its copies deliver, and every copy is announced") {
+  for (const MmaTiling &t : pipelines()) {
+    CAPTURE(t.str());
+    Stmt nest = serial_nest(t);
+    Stmt more = rewrite_calls(nest, Intrinsic::MbarrierExpectTx, [](const Call *op) {
+      return call(Intrinsic::MbarrierExpectTx, {op->args[0], Expr(static_cast<int>(*as_const_int(op->args[1])) + 128)});
+    });
+    CHECK_HAS(verifier_error(more), "breaks the 'bytes' rule on mbarrier 'A_full'");
+    CHECK_HAS(verifier_error(more), "bytes, but the TMA copies after it deliver");
+    // The first copy of every block dropped: fewer bytes than announced.
+    class DropFirstCopy : public IRMutator {
+      using IRMutator::visit;
+      Stmt visit(const Block *op, const Stmt &self) override {
+        std::vector<Stmt> kept;
+        bool dropped = false;
+        for (const Stmt &s : op->stmts) {
+          if (!dropped && s.as<TensorCopy>()) {
+            dropped = true;
+            continue;
+          }
+          kept.push_back(mutate(s));
+        }
+        return dropped ? Block::make(kept) : IRMutator::visit(op, self);
+      }
+    } drop;
+    CHECK_HAS(verifier_error(drop.mutate(nest)), "breaks the 'bytes' rule");
+    Stmt unannounced = rewrite_calls(nest, Intrinsic::MbarrierExpectTx, [](const Call *) { return Stmt(); });
+    CHECK_HAS(verifier_error(unannounced), "but no mbarrier_expect_tx before it in its block announces its bytes");
+  }
+}
+
+TEST_CASE("the arrivals rule: one statement's threads complete one phase") {
+  for (const MmaTiling &t : pipelines()) {
+    CAPTURE(t.str());
+    if (t.producer_warps == 0)
+      continue; // no empty barriers
+    Stmt nest = serial_nest(t);
+    // The empty barriers initialized for one arrival fewer.
+    Stmt fewer = rewrite_calls(nest, Intrinsic::MbarrierInit, [](const Call *op) {
+      const auto *load = op->args[0].as<Load>();
+      bool empty = load->buffer.find("_empty") != std::string::npos;
+      int count = static_cast<int>(*as_const_int(op->args[1]));
+      return call(Intrinsic::MbarrierInit, {op->args[0], Expr(empty ? count - 1 : count)});
+    });
+    std::string message = verifier_error(fewer);
+    CHECK_HAS(message, "breaks the 'arrivals' rule on mbarrier 'A_empty'");
+    CHECK_HAS(message, "its phases would complete early");
+    // Every MMA thread releasing the slot, not each warp's first.
+    class Unguard : public IRMutator {
+      using IRMutator::visit;
+      Stmt visit(const IfThenElse *op, const Stmt &self) override {
+        const auto *evaluate = op->then_case.as<Evaluate>();
+        const auto *arrive = evaluate ? evaluate->value.as<Call>() : nullptr;
+        if (arrive && arrive->intrinsic == Intrinsic::MbarrierArrive && !op->else_case.defined())
+          return op->then_case;
+        return IRMutator::visit(op, self);
+      }
+    } unguard;
+    CHECK_HAS(verifier_error(unguard.mutate(nest)), "is run by");
+    // The copies announced by every producer thread, not the first.
+    class AllProducers : public IRMutator {
+      using IRMutator::visit;
+      Stmt visit(const IfThenElse *op, const Stmt &self) override {
+        // The first producer thread's guard: warp == first && lane == 0.
+        if (to_string(op->condition).find("lane == 0") != std::string::npos && !op->else_case.defined())
+          return mutate(op->then_case);
+        return IRMutator::visit(op, self);
+      }
+    } all_producers;
+    CHECK_HAS(verifier_error(all_producers.mutate(nest)), "breaks the 'arrivals' rule on mbarrier 'A_full'");
+  }
+}
+
+TEST_CASE("the waits rule: something completes every barrier a role waits on") {
+  for (const MmaTiling &t : pipelines()) {
+    CAPTURE(t.str());
+    if (t.producer_warps == 0)
+      continue;
+    Stmt released = rewrite_calls(serial_nest(t), Intrinsic::MbarrierArrive, [](const Call *) { return Stmt(); });
+    CHECK_HAS(verifier_error(released), "breaks the 'waits' rule on mbarrier 'A_empty'");
+    CHECK_HAS(verifier_error(released), "nothing else arrives on it");
+  }
+  // A barrier nobody initialized.
+  Stmt wait = call(Intrinsic::MbarrierWait, {Load::make(UInt(64), "X_full", {Expr(0)}), Expr(0)});
+  CHECK_HAS(verifier_error(wait), "breaks the 'waits' rule on mbarrier 'X_full'");
+}
