@@ -39,6 +39,20 @@ inline MmaTiling two_warpgroup_tiling(MmaKind kind) {
   return t;
 }
 
+/// 128 x 256 tiles of two 64 x 256 MMA warpgroups, four stages, one block
+/// per SM (384 threads, 168 registers each at launch), fed through the TMA
+/// by a producer warpgroup that keeps `registers` (register reallocation).
+inline MmaTiling wide_producer_tiling(MmaKind kind, int registers = 40) {
+  MmaTiling t = default_mma_tiling(kind, 4096, 4096, GpuTarget().sm_count());
+  t.tma = true;
+  t.block_n = t.warp_n = 256;
+  t.min_blocks_per_sm = 1;
+  t.stages = 4;
+  t.producer_warps = 4;
+  t.producer_registers = registers;
+  return t;
+}
+
 /// A GEMM + epilogue `e` with inputs of type `in` and output `out`,
 /// scheduled with schedule_gemm_mma.
 inline examples::Gemm mma_scheduled(const MmaTiling &t, examples::Epilogue e, Type in, Type out) {

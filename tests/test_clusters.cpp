@@ -209,13 +209,7 @@ TEST_CASE("multicast with producer warps: every block's MMA warps release each s
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   // 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
   // warpgroup that keeps 40 registers: no spills, no serialized MMAs.
-  MmaTiling wide = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  wide.tma = true;
-  wide.block_n = wide.warp_n = 256;
-  wide.min_blocks_per_sm = 1;
-  wide.stages = 4;
-  wide.producer_warps = 4;
-  wide.producer_registers = 40;
+  MmaTiling wide = coalesce::testing::wide_producer_tiling(kKind);
   wide.cluster_blocks = 2;
   Gemm w = coalesce::testing::bf16_scheduled(wide);
   Pipeline wide_pipeline(w.out);

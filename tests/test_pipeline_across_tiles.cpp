@@ -146,13 +146,7 @@ TEST_CASE("a pipeline across tiles assembles cleanly at 128 x 256 with register 
     MESSAGE("ptxas not found: skipping");
     return;
   }
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  t.tma = true;
-  t.block_n = t.warp_n = 256;
-  t.min_blocks_per_sm = 1;
-  t.stages = 4;
-  t.producer_warps = 4;
-  t.producer_registers = 40;
+  MmaTiling t = coalesce::testing::wide_producer_tiling(kKind);
   t.persistent_blocks = GpuTarget().sm_count();
   Gemm g = coalesce::testing::bf16_scheduled(t);
   Pipeline pipeline(g.out);

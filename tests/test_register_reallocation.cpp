@@ -40,16 +40,7 @@ MmaTiling small_tiling(int registers = 40, int stages = 3) {
 
 // 128 x 256 tiles of two 64 x 256 MMA warpgroups, 4 stages, one block per
 // SM: 384 threads, 168 registers each at launch.
-MmaTiling wide_tiling(int registers = 40) {
-  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-  t.tma = true;
-  t.block_n = t.warp_n = 256;
-  t.min_blocks_per_sm = 1;
-  t.stages = 4;
-  t.producer_warps = 4;
-  t.producer_registers = registers;
-  return t;
-}
+MmaTiling wide_tiling(int registers = 40) { return coalesce::testing::wide_producer_tiling(kKind, registers); }
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 9);
