@@ -31,6 +31,7 @@
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
 #include "scheduler/ResolveSchedule.h"
+#include "scheduler/RollHostLoops.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
 #include "scheduler/StartMmaAtZero.h"
@@ -190,7 +191,9 @@ std::vector<Argument> lowered_arguments(const Func &output) { return arguments_o
 LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
   LoweredFunc lowered{output.name(), arguments_of(env), Stmt()};
-  lowered.body = finish(lower_serial(env, budget), lowered.args);
+  // The host runs the large unrolled nests as loops: unrolling them only
+  // costs its compile time (RollHostLoops.h).
+  lowered.body = finish(roll_large_unrolled_loops(lower_serial(env, budget)), lowered.args);
   return lowered;
 }
 
