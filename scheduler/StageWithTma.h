@@ -25,7 +25,11 @@
 // C blocks, completing on each block's own barrier, which expects the whole
 // box. So a block may refill a slot only when every block of its cluster
 // is done reading it: the barriers after the inits, after each step and
-// after the loop are barriers of the whole cluster (cluster_barrier).
+// after the loop are barriers of the whole cluster (cluster_barrier). With
+// producer warps (below) the empty barriers do it instead: each counts the
+// MMA warps of every block of the cluster, each MMA warp releases a slot
+// in all of them (mbarrier_arrive(bar, C)), and a block invalidates its
+// barriers only after every slot's last release.
 //
 // With producer warps (SharedLayout::producer_warps), warps of their own,
 // past the MMA warps in the block, issue the copies, and each slot has an
