@@ -231,10 +231,12 @@ private:
   // inside a persistent block's tile loop, and every tile runs the same
   // steps (the loop's bounds read parameters only): the steps of the
   // block's tiles before this one, from which the pipeline counts its
-  // slots and phases so that it runs across the tiles. Else undefined.
+  // slots and phases so that it runs across the tiles. Else undefined; so
+  // also for a second pipeline in the same tile loop, which keeps a
+  // pipeline per tile (the tile loop places one pipeline's parts).
   Expr steps_before_tile(const For *op, const std::vector<StagedTile> &tiles) const {
     const SharedLayout &layout = tiles.front().layout;
-    if (!tiles_loop_ || !layout.tma || layout.producer_warps == 0)
+    if (!tiles_loop_ || across_ || !layout.tma || layout.producer_warps == 0)
       return Expr();
     for (const Expr &bound : {op->min, op->extent})
       for (const Variable *v : variables_of(bound))
@@ -561,7 +563,6 @@ private:
       ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
       run_body = PermuteLoads(tile, run_slot).mutate(replace.mutate(run_body));
     }
-    COALESCE_INTERNAL_ASSERT(!across_, "two pipelines across the tiles of loop '", tiles_loop_->name, "'");
     TmaPipelineAcrossTiles parts =
         tma_pipeline_across_tiles(tma_request(op, scan, tiles, stages, run_body, result, steps_before));
     Stmt per_tile = parts.describable.defined()
