@@ -508,12 +508,17 @@ private:
                  for_kind_name(op->for_kind), "; a pipeline needs a serial loop");
     Expr loop_var = Variable::make(Int(32), op->name);
     Expr end = op->min + op->extent;
+    // The loop's body reading the tiles from slot `slot` of their buffers.
+    auto body_reading = [&](const Expr &slot) {
+      Stmt body = op->body;
+      for (const StagedTile &tile : tiles) {
+        ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
+        body = PermuteLoads(tile, slot).mutate(replace.mutate(body));
+      }
+      return body;
+    };
     Expr which = simplify((loop_var - op->min) % stages);
-    Stmt body = op->body;
-    for (const StagedTile &tile : tiles) {
-      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
-      body = PermuteLoads(tile, which).mutate(replace.mutate(body));
-    }
+    Stmt body = body_reading(which);
     auto intrinsic = [](Intrinsic which, std::vector<Expr> args = {}) {
       return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
     };
@@ -557,12 +562,7 @@ private:
       return allocate_tiles(tiles, stages, tma_pipeline(tma_request(op, scan, tiles, stages, body, result, Expr())));
     // Across the tiles: the TMA steps read the slots of the block's run,
     // the cp.async ones (a pipeline per tile) their own.
-    Expr run_slot = simplify((steps_before + loop_var - op->min) % stages);
-    Stmt run_body = op->body;
-    for (const StagedTile &tile : tiles) {
-      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
-      run_body = PermuteLoads(tile, run_slot).mutate(replace.mutate(run_body));
-    }
+    Stmt run_body = body_reading(simplify((steps_before + loop_var - op->min) % stages));
     TmaPipelineAcrossTiles parts =
         tma_pipeline_across_tiles(tma_request(op, scan, tiles, stages, run_body, result, steps_before));
     Stmt per_tile = parts.describable.defined()

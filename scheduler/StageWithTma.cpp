@@ -121,9 +121,7 @@ private:
 
   // The blocks of a cluster share multicast tiles: each writes into the
   // others' slots, so the barrier that frees a slot is the cluster's.
-  bool multicast() const {
-    return std::any_of(p_.tiles.begin(), p_.tiles.end(), [](const TmaTile &t) { return t.multicast > 1; });
-  }
+  bool multicast() const { return cluster_blocks() > 1; }
   Stmt step_barrier(const std::string &use) const {
     return multicast() ? all_threads(use, call(Intrinsic::ClusterBarrier)) : Barrier::make();
   }
