@@ -53,6 +53,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -123,6 +124,7 @@ struct WgmmaKnobs {
   int producer_registers = -1; ///< --producer-registers=N: MmaTiling::producer_registers (-1: the tiling's)
   int persistent_blocks = -1;  ///< --persistent-blocks=N: MmaTiling::persistent_blocks (-1: the tiling's)
   int cluster_blocks = -1;     ///< --cluster-blocks=N: MmaTiling::cluster_blocks (-1: the tiling's)
+  std::optional<TileStores> tile_stores; ///< --tile-stores=direct|shared: MmaTiling::tile_stores
 };
 
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
@@ -166,6 +168,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.persistent_blocks = wgmma.persistent_blocks;
     if (wgmma.cluster_blocks >= 0)
       tiling.cluster_blocks = wgmma.cluster_blocks;
+    if (wgmma.tile_stores)
+      tiling.tile_stores = *wgmma.tile_stores;
     use_tma_copies_where_needed(tiling, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
@@ -271,6 +275,11 @@ Options parse_options(int argc, char **argv) {
                                     "each walking tiles a grid apart (gpu_persistent_blocks); 0: a block per "
                                     "tile, the default"),
       cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> tile_stores_flag(
+      "tile-stores", cl::desc("with --tensor-cores or --wgmma: how blocks store their output tiles: direct (each "
+                              "thread its elements) or shared (through a shared-memory tile, in 16-byte vectors; "
+                              "gpu_tile_stores); default: the tiling's"),
+      cl::value_desc("direct|shared"), cl::cat(category));
   cl::opt<std::string> cluster_blocks_flag(
       "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
                                  "(2 to 8), which share B's tiles (gpu_cluster, SharedLayout::multicast); 0: none, "
@@ -349,6 +358,13 @@ Options parse_options(int argc, char **argv) {
       usage_error("bad value '" + cluster_blocks_flag + "' for --cluster-blocks: expected 0, or 2 to 8");
     if (!options.warpgroup || options.wgmma.cp_async)
       usage_error("--cluster-blocks shares the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
+  }
+  if (tile_stores_flag.getNumOccurrences()) {
+    if (tile_stores_flag != "direct" && tile_stores_flag != "shared")
+      usage_error("bad value '" + tile_stores_flag + "' for --tile-stores: expected direct or shared");
+    if (!options.tensor_cores)
+      usage_error("--tile-stores picks how the tensor-core schedule stores its tiles: give --tensor-cores or --wgmma");
+    options.wgmma.tile_stores = tile_stores_flag == "shared" ? TileStores::ThroughShared : TileStores::Direct;
   }
   if (producer_registers_flag.getNumOccurrences()) {
     options.wgmma.producer_registers =

@@ -207,6 +207,16 @@ void CodeGenLLVM::emit_async_vector_copy(llvm::Value *destination, llvm::Value *
   }
 }
 
+void CodeGenLLVM::emit_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, int lanes) {
+  llvm::Type *vector = llvm::FixedVectorType::get(llvm_type_of(type), static_cast<unsigned>(lanes));
+  llvm::Align align = vector_copy_alignment(type, lanes);
+  builder_->CreateAlignedStore(builder_->CreateAlignedLoad(vector, source, align), destination, align);
+}
+
+llvm::Align CodeGenLLVM::vector_copy_alignment(Type type, int) {
+  return module_.getDataLayout().getABITypeAlign(llvm_type_of(type));
+}
+
 void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
   // For each of this lane's elements, in register order: the sum over the
   // instruction's k steps, in order. A warpgroup MMA's lane holds the same
@@ -384,6 +394,14 @@ void CodeGenLLVM::visit(const Store *op) {
     emit_async_vector_copy(buffer_element(op->buffer, op->indices, load->type),
                            buffer_element(load->buffer, load->indices, load->type), load->type, count,
                            static_cast<int>(*vector));
+    return;
+  }
+  if (async && async->intrinsic == Intrinsic::LoadVector) {
+    const auto *load = async->args[0].as<Load>();
+    auto lanes = load ? as_const_int(async->args[1]) : std::nullopt;
+    COALESCE_INTERNAL_ASSERT(load && lanes && *lanes > 0, "malformed load_vector");
+    emit_vector_copy(buffer_element(op->buffer, op->indices, load->type),
+                     buffer_element(load->buffer, load->indices, load->type), load->type, static_cast<int>(*lanes));
     return;
   }
   if (async && async->intrinsic == Intrinsic::AsyncLoad) {

@@ -84,6 +84,14 @@ protected:
   /// rest zero (a Store of async_load_vector(...)). The base copies at once.
   virtual void emit_async_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, llvm::Value *count,
                                       int vector);
+  /// Copies `lanes` consecutive elements of `type` from `source` to
+  /// `destination` as one vector load and store (a Store of
+  /// load_vector(...)), at vector_copy_alignment.
+  void emit_vector_copy(llvm::Value *destination, llvm::Value *source, Type type, int lanes);
+  /// What a vector copy's addresses are aligned to: one element in the
+  /// base (the host's vector accesses take any address); the GPU's take
+  /// the whole vector's bytes, which is what makes them one access.
+  virtual llvm::Align vector_copy_alignment(Type type, int lanes);
   /// Closes this thread's current group of async copies (async_commit()).
   virtual void emit_async_commit();
   /// Waits until at most `pending` of this thread's newest groups are still

@@ -341,6 +341,7 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::AtomicAdd:
   case Intrinsic::AsyncLoad:
   case Intrinsic::AsyncLoadVector:
+  case Intrinsic::LoadVector:
     // Emitted by visit(const Store *), whose value they are.
     internal_error(op->name, " outside the value of a store");
   }

@@ -150,6 +150,12 @@ protected:
                               llvm::ArrayRef<llvm::Value *>{shared, global, bytes});
   }
 
+  // One ld / st of the whole vector (v4.b32 for 16 bytes): the lowering
+  // keeps both addresses aligned to it (scheduler/StageOutputTiles.h).
+  llvm::Align vector_copy_alignment(Type type, int lanes) override {
+    return llvm::Align(static_cast<uint64_t>(std::max(1, type.bytes()) * lanes));
+  }
+
   // The 32 lanes' parts of a WarpMma are one mma.sync: each lane gathers its
   // fragments of A and B (the elements the instruction's layout assigns to
   // it, not the ones it accumulates), passes its 4 accumulators and gets

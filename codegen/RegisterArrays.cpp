@@ -42,7 +42,7 @@ private:
       const auto *call = op->value.as<Call>();
       bool addressed = call && call->intrinsic &&
                        (*call->intrinsic == Intrinsic::AsyncLoad || *call->intrinsic == Intrinsic::AsyncLoadVector ||
-                        *call->intrinsic == Intrinsic::AtomicAdd);
+                        *call->intrinsic == Intrinsic::LoadVector || *call->intrinsic == Intrinsic::AtomicAdd);
       plain &= !addressed_ && !addressed && op->value.type() == op_->type && fits(op->indices);
     }
     IRVisitor::visit(op);
@@ -50,7 +50,7 @@ private:
   void visit(const Call *op) override {
     // Its operands are read through their addresses (the counter's load).
     if (op->intrinsic && (*op->intrinsic == Intrinsic::LastArrival || *op->intrinsic == Intrinsic::AsyncLoad ||
-                          *op->intrinsic == Intrinsic::AsyncLoadVector)) {
+                          *op->intrinsic == Intrinsic::AsyncLoadVector || *op->intrinsic == Intrinsic::LoadVector)) {
       ++addressed_;
       IRVisitor::visit(op);
       --addressed_;

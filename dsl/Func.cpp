@@ -597,6 +597,11 @@ Func &Func::partition_full_tiles(bool enable) {
   return *this;
 }
 
+Func &Func::gpu_tile_stores(TileStores stores) {
+  contents_->schedule.tile_stores = stores;
+  return *this;
+}
+
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
     contents_->schedule.fold_bias = true;

@@ -203,6 +203,20 @@ public:
   /// live where a kernel is at its register cap. The result is the same
   /// either way.
   Func &partition_full_tiles(bool enable);
+  /// How this (output) Func's GPU blocks write their tiles: directly, each
+  /// thread its own elements (the default), or through shared memory
+  /// (TileStores::ThroughShared): a block whose whole tile lies inside the
+  /// output writes it into a shared tile, then copies it out in 16-byte
+  /// vectors, whole rows per warp. Only the full-tile copy of the epilogue
+  /// (partition_full_tiles) is staged; the rest stores directly. The result
+  /// is the same either way.
+  ///
+  ///   out[i, j] = v(ii, jj)          allocate out_tile[128][264] in shared
+  ///                            ->    out_tile[ii, jj] = v(ii, jj)
+  ///                                  barrier
+  ///                                  out[bi*128 + r, bj*256 + 8c .. +8] = load_vector(out_tile[r, 8c], 8)
+  ///                                  barrier
+  Func &gpu_tile_stores(TileStores stores);
   /// Asks the GPU compiler to fit `blocks` blocks of this (output) Func's
   /// kernels on each multiprocessor; it caps registers per thread to fit.
   /// 256 threads x 130 registers leaves room for one block, x 128 for two.

@@ -53,6 +53,7 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::BlockIdZ:
   case Intrinsic::AsyncLoad:
   case Intrinsic::AsyncLoadVector:
+  case Intrinsic::LoadVector:
   case Intrinsic::AsyncWait:
   case Intrinsic::AsyncCommit:
   case Intrinsic::AsyncWaitGroup:

@@ -38,6 +38,11 @@ enum class IntrinsicResult : uint8_t {
   /* vector elements) */                                                                            \
   X(AsyncLoad, "async_load", 1, 2, SameAsArg0)                                                     \
   X(AsyncLoadVector, "async_load_vector", 3, 3, SameAsArg0)                                        \
+  /* the value of a Store: load_vector(read, count) copies `count` (a */                            \
+  /* constant) consecutive elements from read's element to the store's, */                          \
+  /* as one vector access, both aligned to the vector's bytes */                                     \
+  /* (scheduler/StageOutputTiles.cpp) */                                                              \
+  X(LoadVector, "load_vector", 2, 2, SameAsArg0)                                                   \
   /* ... and their completion: wait for all; close a group; wait until at */                       \
   /* most N (a constant) groups are in flight */                                                    \
   X(AsyncWait, "async_wait", 0, 0, Int32)                                                          \

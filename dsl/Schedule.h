@@ -184,6 +184,19 @@ enum class SplitKMode {
 };
 const char *split_k_mode_name(SplitKMode mode);
 
+/// How an output's GPU blocks write their tiles (Func::gpu_tile_stores).
+enum class TileStores {
+  /// Each thread stores its own elements, where its loops put them.
+  Direct,
+  /// A block whose whole tile lies inside the output writes the tile into
+  /// shared memory, then copies it out in 16-byte vectors, each warp a run
+  /// of whole rows: every store fills its memory sectors, where the
+  /// accumulators' fragment layout scatters each thread's elements over
+  /// eight rows (scheduler/StageOutputTiles.h). Blocks on the ragged edge
+  /// store directly.
+  ThroughShared,
+};
+
 /// A reduction of `producer` split across GPU blocks (split_k, recorded on
 /// the consumer that fuses it): its reduction variable `rvar` is cut into
 /// `slices` contiguous ranges, one per block of a new block loop
@@ -229,6 +242,8 @@ struct FuncSchedule {
   /// bounds guards for blocks whose tile lies inside (partition_full_tiles;
   /// unset: yes).
   std::optional<bool> partition_full_tiles;
+  /// For the output: how its blocks write their tiles (gpu_tile_stores).
+  TileStores tile_stores = TileStores::Direct;
   /// For the consumer of a split reduction: the split (split_k).
   SplitReduction split_k;
 };

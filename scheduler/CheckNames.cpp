@@ -51,10 +51,13 @@ void check_names(const Environment &env) {
     reserved[tma_padded_name(name)] =
         "the copy of Input '" + name + "' that the TMA reads (SharedLayout::tma_padded_copy)";
   }
+  reserved[output_tile_name(env.output().name)] =
+      "the shared-memory tile of the output '" + env.output().name + "' (gpu_tile_stores)";
   for (const auto &[name, use] : global)
     if (reserved.count(name))
       user_error("'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
-                 "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name are reserved: rename ", use);
+                 "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name, and _tile after the "
+                 "output's, are reserved: rename ", use);
 
   for (const FuncContents &func : env.funcs) {
     FindReductionVars rvars;

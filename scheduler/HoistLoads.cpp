@@ -23,8 +23,9 @@ private:
     loads.push_back(Load::make(op->type, op->buffer, op->indices));
   }
   void visit(const Call *op) override {
-    // An async copy's source is read by the copy itself, not by a register.
-    if (op->intrinsic != Intrinsic::AsyncLoad && op->intrinsic != Intrinsic::AsyncLoadVector)
+    // A copy's source is read by the copy itself, not by a register.
+    if (op->intrinsic != Intrinsic::AsyncLoad && op->intrinsic != Intrinsic::AsyncLoadVector &&
+        op->intrinsic != Intrinsic::LoadVector)
       IRVisitor::visit(op);
   }
 };

@@ -85,6 +85,10 @@ inline std::string tma_empty_barrier_name(const std::string &input) { return inp
 /// Reserved like staging_buffer_name.
 inline std::string tma_padded_name(const std::string &input) { return input + "_padded"; }
 
+/// "out_tile": the shared-memory tile through which the output's blocks
+/// store (gpu_tile_stores). Reserved like staging_buffer_name.
+inline std::string output_tile_name(const std::string &output) { return output + "_tile"; }
+
 /// "out.s0.bi": the qualified name of the block loop the output's blocks
 /// are clustered along (gpu_cluster), or empty without clusters.
 inline std::string cluster_loop_name(const FuncContents &output) {

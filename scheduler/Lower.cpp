@@ -34,6 +34,7 @@
 #include "scheduler/RollHostLoops.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageInShared.h"
+#include "scheduler/StageOutputTiles.h"
 #include "scheduler/StartMmaAtZero.h"
 #include "scheduler/StripStagePrefixes.h"
 #include "scheduler/TensorizeMma.h"
@@ -126,6 +127,12 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   log("simplify", s);
   s = attributed_to("partition_full_tiles", [&] { return partition_full_tiles(s, env); });
   log("partition_full_tiles", s);
+  // On the full-tile copy partition_full_tiles made: its stores are the
+  // ones without guards.
+  s = attributed_to("stage_output_tiles", [&] { return stage_output_tiles(s, env); });
+  log("stage_output_tiles", s);
+  // Again: the staged output tile adds shared memory.
+  attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });

@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/UniformRanges.h"
 
 #include <map>
 #include <optional>
@@ -13,16 +14,6 @@
 namespace coalesce {
 
 namespace {
-
-// An integer expression as `uniform + [lo, hi]`: `uniform` (undefined for
-// 0) is the same for every thread and iteration of the statement, the
-// interval bounds the rest over the statement's loops.
-struct Split {
-  Expr uniform;
-  int64_t lo = 0, hi = 0;
-};
-
-Expr plus(const Expr &a, const Expr &b) { return !a.defined() ? b : !b.defined() ? a : a + b; }
 
 Expr with_offset(const Expr &uniform, int64_t offset, Type type) {
   Expr c = make_const(type, static_cast<double>(offset));
@@ -62,92 +53,12 @@ private:
 // conditions that prove them.
 class DropGuards : public IRMutator {
 public:
-  explicit DropGuards(std::set<std::string> bound) : bound_(std::move(bound)) {}
+  explicit DropGuards(std::set<std::string> bound) : ranges_(std::move(bound)) {}
   std::vector<Expr> conditions; ///< each uniform, together implying every dropped guard
 
 private:
   using IRMutator::visit;
-  const std::set<std::string> bound_;
-  std::map<std::string, std::pair<int64_t, int64_t>> loops_;
-  std::map<std::string, std::optional<Split>> lets_;
-
-  std::optional<Split> split(const Expr &e) {
-    if (!e.type().is_int())
-      return std::nullopt;
-    if (auto c = as_const_int(e))
-      return Split{Expr(), *c, *c};
-    if (uses_no_bound_name(e))
-      return Split{e, 0, 0};
-    if (const auto *v = e.as<Variable>()) {
-      if (auto loop = loops_.find(v->name); loop != loops_.end())
-        return Split{Expr(), loop->second.first, loop->second.second};
-      if (auto let = lets_.find(v->name); let != lets_.end())
-        return let->second;
-      // A name the statement binds elsewhere would mean another variable
-      // once hoisted out of it.
-      if (bound_.count(v->name))
-        return std::nullopt;
-      return Split{e, 0, 0};
-    }
-    if (const auto *add = e.as<Add>()) {
-      auto a = split(add->a), b = split(add->b);
-      if (!a || !b)
-        return std::nullopt;
-      return Split{plus(a->uniform, b->uniform), a->lo + b->lo, a->hi + b->hi};
-    }
-    if (const auto *sub = e.as<Sub>()) {
-      auto a = split(sub->a), b = split(sub->b);
-      if (!a || !b)
-        return std::nullopt;
-      Expr uniform = !b->uniform.defined() ? a->uniform : plus(a->uniform, -b->uniform);
-      return Split{uniform, a->lo - b->hi, a->hi - b->lo};
-    }
-    if (const auto *mul = e.as<Mul>()) {
-      bool constant_first = as_const_int(mul->a).has_value();
-      Expr factor = constant_first ? mul->a : mul->b;
-      auto a = split(constant_first ? mul->b : mul->a);
-      auto c = as_const_int(factor);
-      if (!a || !c)
-        return std::nullopt;
-      int64_t x = a->lo * *c, y = a->hi * *c;
-      return Split{a->uniform.defined() ? a->uniform * factor : Expr(), std::min(x, y), std::max(x, y)};
-    }
-    if (e.as<Div>() || e.as<Mod>()) {
-      bool is_div = e.as<Div>() != nullptr;
-      Expr operand = is_div ? e.as<Div>()->a : e.as<Mod>()->a;
-      Expr divisor = is_div ? e.as<Div>()->b : e.as<Mod>()->b;
-      auto c = as_const_int(divisor);
-      auto a = split(operand);
-      if (!a || !c || *c <= 0)
-        return std::nullopt;
-      if (a->uniform.defined()) { // exact only when nothing varies
-        if (a->lo != 0 || a->hi != 0)
-          return std::nullopt;
-        return Split{is_div ? a->uniform / divisor : a->uniform % divisor, 0, 0};
-      }
-      if (is_div) // truncation is monotonic
-        return Split{Expr(), a->lo / *c, a->hi / *c};
-      if (a->lo >= 0 && a->hi < *c)
-        return Split{Expr(), a->lo, a->hi};
-      return Split{Expr(), a->lo >= 0 ? 0 : -(*c - 1), *c - 1};
-    }
-    return std::nullopt;
-  }
-
-  bool uses_no_bound_name(const Expr &e) const {
-    class Uses : public IRVisitor {
-    public:
-      explicit Uses(const std::set<std::string> &names) : names_(names) {}
-      bool found = false;
-
-    private:
-      using IRVisitor::visit;
-      const std::set<std::string> &names_;
-      void visit(const Variable *op) override { found |= names_.count(op->name) > 0; }
-    } uses(bound_);
-    uses.visit_expr(e);
-    return !uses.found;
-  }
+  UniformRanges ranges_;
 
   // A uniform condition implying `condition` for every thread, or nothing.
   std::optional<Expr> uniform_bound(const Expr &condition) {
@@ -170,7 +81,7 @@ private:
       small = op->b, large = op->a;
     else
       return std::nullopt;
-    auto s = split(small), l = split(large);
+    auto s = ranges_.of(small), l = ranges_.of(large);
     if (!s || !l)
       return std::nullopt;
     Type type = small.type();
@@ -182,16 +93,16 @@ private:
     int64_t min = *as_const_int(op->min), extent = *as_const_int(op->extent);
     if (extent <= 0)
       return self;
-    loops_[op->name] = {min, min + extent - 1};
+    ranges_.enter_loop(op->name, min, min + extent - 1);
     Stmt result = IRMutator::visit(op, self);
-    loops_.erase(op->name);
+    ranges_.leave_loop(op->name);
     return result;
   }
 
   Stmt visit(const LetStmt *op, const Stmt &self) override {
-    lets_[op->name] = split(op->value);
+    ranges_.enter_let(op->name, op->value);
     Stmt result = IRMutator::visit(op, self);
-    lets_.erase(op->name);
+    ranges_.leave_let(op->name);
     return result;
   }
 

@@ -175,7 +175,8 @@ TEST_CASE("padded copies without the TMA, and an input named like a copy, are re
   Func out("out");
   out(i, j) = A(i, j) + A_padded(i, j);
   CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }),
-            "names ending in _shared, _fetch, _full, _empty or _padded after an Input's name are reserved");
+            "names ending in _shared, _fetch, _full, _empty or _padded after an Input's name, and _tile after the "
+            "output's, are reserved");
 }
 
 TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checked the TMA can describe") {

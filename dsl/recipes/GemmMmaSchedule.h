@@ -51,6 +51,11 @@ struct MmaTiling {
   /// many (gpu_cluster along bi), which share B's tiles (SharedLayout::
   /// multicast: each copies 1 / C of every box for all); 0: no clusters.
   int cluster_blocks = 0;
+  /// How the blocks write their tiles of a 16-bit output
+  /// (gpu_tile_stores); a wider output's stores are direct (its tile would
+  /// not fit beside the pipeline). default_mma_tiling stores 128 x 256
+  /// tiles through shared memory.
+  TileStores tile_stores = TileStores::Direct;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;

@@ -1,0 +1,235 @@
+#include "scheduler/StageOutputTiles.h"
+
+#include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/LoopNames.h"
+#include "scheduler/Simplify.h"
+#include "scheduler/UniformRanges.h"
+
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace coalesce {
+
+namespace {
+
+constexpr int kVectorBytes = 16;
+
+// What a statement run by every thread binds, and whether it stores the
+// output at one unguarded Store and nothing else.
+class Survey : public IRVisitor {
+public:
+  explicit Survey(std::string output) : output_(std::move(output)) {}
+  std::set<std::string> bound;
+  std::vector<const For *> thread_loops; ///< around the store, outermost first
+  const Store *store = nullptr;
+  int64_t visits = 0; ///< how many times the loops run the store
+  bool stageable = true;
+
+private:
+  using IRVisitor::visit;
+  const std::string output_;
+  std::vector<const For *> path_;
+  void visit(const For *op) override {
+    bound.insert(op->name);
+    auto extent = as_const_int(op->extent);
+    if (!as_const_int(op->min) || !extent) {
+      stageable = false;
+      return;
+    }
+    path_.push_back(op);
+    IRVisitor::visit(op);
+    path_.pop_back();
+  }
+  void visit(const LetStmt *op) override {
+    bound.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Let *op) override {
+    bound.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Store *op) override {
+    if (op->buffer != output_ || store) {
+      stageable = false;
+      return;
+    }
+    store = op;
+    visits = 1;
+    for (const For *loop : path_) {
+      visits *= *as_const_int(loop->extent);
+      if (loop->for_kind == ForKind::GpuThread)
+        thread_loops.push_back(loop);
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const IfThenElse *) override { stageable = false; }
+  void visit(const Allocate *) override { stageable = false; }
+  void visit(const Barrier *) override { stageable = false; }
+  void visit(const WarpMma *) override { stageable = false; }
+  void visit(const TensorCopy *) override { stageable = false; }
+  void visit(const Evaluate *) override { stageable = false; }
+};
+
+// The statement with its store redirected into the shared tile, and the
+// tile's origin and extents in the output.
+class Redirect : public IRMutator {
+public:
+  Redirect(std::set<std::string> bound, std::string tile) : ranges_(std::move(bound)), tile_(std::move(tile)) {}
+  std::vector<Expr> origin;
+  std::vector<int64_t> extents;
+  bool ok = true;
+
+private:
+  using IRMutator::visit;
+  UniformRanges ranges_;
+  const std::string tile_;
+  Stmt visit(const For *op, const Stmt &self) override {
+    int64_t min = *as_const_int(op->min), extent = *as_const_int(op->extent);
+    ranges_.enter_loop(op->name, min, min + extent - 1);
+    Stmt result = IRMutator::visit(op, self);
+    ranges_.leave_loop(op->name);
+    return result;
+  }
+  Stmt visit(const LetStmt *op, const Stmt &self) override {
+    ranges_.enter_let(op->name, op->value);
+    Stmt result = IRMutator::visit(op, self);
+    ranges_.leave_let(op->name);
+    return result;
+  }
+  Stmt visit(const Store *op, const Stmt &self) override {
+    std::vector<Expr> local;
+    for (const Expr &index : op->indices) {
+      std::optional<UniformRange> range = ranges_.of(index);
+      if (!range) {
+        ok = false;
+        return self;
+      }
+      Expr first = range->uniform.defined() ? simplify(range->uniform + make_const(index.type(), range->lo))
+                                            : make_const(index.type(), range->lo);
+      origin.push_back(first);
+      extents.push_back(range->hi - range->lo + 1);
+      local.push_back(simplify(index - first));
+    }
+    return Store::make(tile_, local, op->value);
+  }
+};
+
+class StageTiles : public IRMutator {
+public:
+  explicit StageTiles(const Environment &env)
+      : output_(env.output().name), type_(env.output().type), row_extent_(env.domain.back()) {}
+
+private:
+  using IRMutator::visit;
+  const std::string output_;
+  const Type type_;
+  const Expr row_extent_;
+  int enclosing_loops_ = 0; ///< loops around this point other than the block loops
+
+  Stmt visit(const For *op, const Stmt &self) override {
+    if (op->for_kind == ForKind::GpuBlock || op->role == LoopRole::PersistentTiles)
+      return IRMutator::visit(op, self);
+    if (op->for_kind != ForKind::GpuThread) {
+      ++enclosing_loops_;
+      Stmt result = IRMutator::visit(op, self);
+      --enclosing_loops_;
+      return result;
+    }
+    if (enclosing_loops_ > 0)
+      return self;
+    std::optional<Staged> staged = stage(self);
+    if (!staged)
+      return self;
+    return is_const(staged->aligned, 1) ? staged->stmt : IfThenElse::make(staged->aligned, staged->stmt, self);
+  }
+
+  // partition_full_tiles's copies: the full-tile copy's condition takes
+  // the alignment too, so that no third copy of the statement is made.
+  Stmt visit(const IfThenElse *op, const Stmt &self) override {
+    const auto *nest = op->then_case.as<For>();
+    if (enclosing_loops_ > 0 || !op->else_case.defined() || !nest || nest->for_kind != ForKind::GpuThread)
+      return IRMutator::visit(op, self);
+    std::optional<Staged> staged = stage(op->then_case);
+    if (!staged)
+      return IRMutator::visit(op, self);
+    return IfThenElse::make(simplify(op->condition && staged->aligned), staged->stmt, mutate(op->else_case));
+  }
+
+  // The statement staged, and the run-time condition of its vectors.
+  struct Staged {
+    Stmt stmt;
+    Expr aligned;
+  };
+
+  // The outermost thread loop of a statement every thread of a block runs.
+  std::optional<Staged> stage(const Stmt &nest) {
+    Survey survey(output_);
+    survey.visit_stmt(nest);
+    if (!survey.stageable || !survey.store || survey.store->indices.size() != 2)
+      return std::nullopt;
+    std::string tile = output_tile_name(output_);
+    Redirect redirect(survey.bound, tile);
+    Stmt writes = redirect.mutate(nest);
+    int bytes = std::max(1, type_.bytes());
+    int lanes = kVectorBytes / bytes;
+    if (!redirect.ok || kVectorBytes % bytes != 0)
+      return std::nullopt;
+    int64_t rows = redirect.extents[0], columns = redirect.extents[1];
+    // Each element once: the box is the tile (see the header).
+    if (rows * columns != survey.visits || columns % lanes != 0)
+      return std::nullopt;
+
+    // The copy: the same thread loops, each thread `per_thread` vectors
+    // a thread count apart, so that consecutive threads copy consecutive
+    // vectors of a row.
+    int64_t threads = 1;
+    Expr thread;
+    for (const For *loop : survey.thread_loops) {
+      int64_t extent = *as_const_int(loop->extent);
+      Expr index = Variable::make(Int(32), loop->name) - loop->min;
+      thread = thread.defined() ? thread * static_cast<int>(extent) + index : index;
+      threads *= extent;
+    }
+    int64_t vectors_per_row = columns / lanes, vectors = rows * vectors_per_row;
+    int64_t per_thread = (vectors + threads - 1) / threads;
+    std::string flat_name = tile + ".flat", step_name = tile + ".e";
+    Expr flat = Variable::make(Int(32), flat_name);
+    Expr row = flat / static_cast<int>(vectors_per_row);
+    Expr column = flat % static_cast<int>(vectors_per_row) * lanes;
+    Expr read = Load::make(type_, tile, {row, column});
+    Stmt copy = Store::make(output_, {simplify(redirect.origin[0] + row), simplify(redirect.origin[1] + column)},
+                            Call::make_intrinsic(Intrinsic::LoadVector, type_, {read, Expr(lanes)}));
+    if (vectors % threads != 0)
+      copy = IfThenElse::make(flat < static_cast<int>(vectors), copy);
+    copy = LetStmt::make(flat_name, simplify(Variable::make(Int(32), step_name) * static_cast<int>(threads) + thread),
+                         copy);
+    copy = For::make(step_name, 0, static_cast<int>(per_thread), ForKind::Unrolled, copy, -1, "",
+                     LoopRole::StagingCopy);
+    for (auto loop = survey.thread_loops.rbegin(); loop != survey.thread_loops.rend(); ++loop)
+      copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, "",
+                       LoopRole::StagingCopy);
+
+    Stmt staged = Allocate::make(tile, type_, MemoryType::Shared,
+                                 {Expr(static_cast<int>(rows)), Expr(static_cast<int>(columns + lanes))},
+                                 Block::make({writes, Barrier::make(), copy, Barrier::make()}));
+    Expr aligned = row_extent_ % lanes == 0;
+    if (!provably_multiple_of(redirect.origin[1], lanes))
+      aligned = aligned && redirect.origin[1] % lanes == 0;
+    aligned = simplify(aligned);
+    if (is_const(aligned, 0))
+      return std::nullopt;
+    return Staged{staged, aligned};
+  }
+};
+
+} // namespace
+
+Stmt stage_output_tiles(const Stmt &s, const Environment &env) {
+  if (env.output().schedule.tile_stores != TileStores::ThroughShared)
+    return s;
+  return StageTiles(env).mutate(s);
+}
+
+} // namespace coalesce

@@ -1,0 +1,48 @@
+#pragma once
+// Lowering pass (the output's gpu_tile_stores(TileStores::ThroughShared),
+// after partition_full_tiles): the statement a block's threads run once per
+// tile that stores the output's whole tile without guards (the full-tile
+// copy of the epilogue) writes the tile into shared memory instead, and the
+// block copies it out in vectors of 16 bytes, each warp a run of rows:
+//
+//   for warp in gpu_thread.y(0, 8):          if N % 8 == 0:
+//     for lane in gpu_thread.x(0, 32):         allocate out_tile[128][264] bf16 in shared
+//       ... out[bi*128 + ii, bj*256 + jj] = v    for warp ...: for lane ...: ... out_tile[ii, jj] = v
+//                                       ->      barrier
+//                                                for warp ...: for lane ...: for e in unrolled(0, 16):
+//                                                  let flat = e*256 + warp*32 + lane
+//                                                  out[bi*128 + flat/32, bj*256 + flat % 32*8]
+//                                                    = load_vector(out_tile[flat/32, flat % 32*8], 8)
+//                                                barrier
+//                                              else:
+//                                                (the statement as it was)
+//
+// On partition_full_tiles's `if <whole tile inside>: <full-tile copy>
+// else: <guarded copy>`, the condition takes the alignment and the guarded
+// copy is the fallback: no third copy of the epilogue.
+//
+// Why: an MMA's accumulator fragments give each thread two adjacent
+// columns in each of eight rows, so a warp's direct stores write 4-byte
+// pieces of 32-byte sectors, a quarter of each; the copy's stores fill
+// whole sectors (docs/performance.md measures it).
+//
+// Which statements: those storing to the output only, at one Store without
+// guards, whose indices' ranges (scheduler/UniformRanges.h) span a box of
+// R x C elements that the statement's loops visit R x C times (a block's
+// tile of a pure definition visits each element once, so the box is
+// exactly its tile), with C times the element's bytes a multiple of 16.
+// The vectors need the output's rows and the tile's first column at 16-byte
+// multiples, which the run-time condition checks (the direct stores run
+// otherwise). The shared tile's rows are padded by 16 bytes, so that the
+// fragment layout's stores (eight rows by four columns per warp) fall in
+// different banks. The last barrier keeps a persistent block's next tile
+// from overwriting the tile before every warp has copied it out.
+
+#include "scheduler/Environment.h"
+
+namespace coalesce {
+
+/// Does nothing unless the output's schedule asks for it.
+Stmt stage_output_tiles(const Stmt &s, const Environment &env);
+
+} // namespace coalesce

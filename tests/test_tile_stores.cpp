@@ -1,0 +1,128 @@
+// gpu_tile_stores(TileStores::ThroughShared) (StageOutputTiles.h): a block
+// whose whole tile lies inside the output writes it into a shared tile and
+// copies it out in 16-byte vectors; blocks on the ragged edge, and outputs
+// whose rows are not whole 16-byte multiples, store directly. The CPU runs
+// the same statements against the double reference at ragged shapes, rows
+// of 8 and of 4 (not) bf16 vectors, and the K = 1 / K = 3 pair; the nest
+// shows the staged tile only where the analysis holds; ptxas assembles the
+// 128 x 256 kernel with vector stores and no spills; the tile's name is
+// reserved.
+
+#include "examples/Reference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "NarrowOutputError.h"
+#include "WarpgroupGemms.h"
+#include "codegen/PtxAssembler.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::examples;
+
+namespace {
+
+constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
+
+// One 64 x 64 warpgroup per block, TMA copies, tiles through shared memory.
+MmaTiling staged_tiling(int persistent_blocks = 0) {
+  MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind);
+  t.tile_stores = TileStores::ThroughShared;
+  t.persistent_blocks = persistent_blocks;
+  return t;
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("tiles stored through shared memory match the double reference") {
+  for (int blocks : {0, 2}) {
+    CAPTURE(blocks);
+    Gemm g = coalesce::testing::bf16_scheduled(staged_tiling(blocks));
+    Pipeline pipeline(g.out);
+    // Full and ragged tiles; N = 132 and 70: rows that are not whole
+    // 16-byte multiples (the direct stores); K = 131: the cp.async copies.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
+             {200, 136, 72}, {128, 128, 64}, {130, 132, 192}, {64, 70, 131}, {1, 8, 8}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, Epilogue::BiasGelu, 23) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("through shared memory the epilogue still runs once per tile, after its reduction (K = 1 / K = 3)") {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = coalesce::testing::bf16_scheduled(staged_tiling(), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3}) {
+      CAPTURE(K);
+      CHECK(coalesce::testing::bf16_error_against_reference(pipeline, 136, 128, K, e, 29) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("only the full-tile copy goes through the shared tile, after a run-time check of the rows") {
+  Gemm g = coalesce::testing::bf16_scheduled(staged_tiling());
+  std::string nest = Pipeline(g.out).loop_nest();
+  // 64 x 64 bf16 rows padded by 16 bytes; each warp of the copy a row of
+  // 8 vectors of 8, 4 rows a warpgroup per step, 4 steps.
+  CHECK(count(nest, "allocate out_tile[64][72] bf16 in shared") == 1);
+  // The full-tile copy's condition takes the rows' alignment; the guarded
+  // copy is the fallback (no third copy).
+  CHECK(count(nest, "if bi*64 + 63 < M && bj*64 + 63 < N && N % 8 == 0:") == 1);
+  CHECK(count(nest, "= load_vector(out_tile[") == 1);
+  CHECK(count(nest, "for e in unrolled(0, 4):") >= 1);
+  // The guarded copy for the ragged edge keeps its direct stores.
+  CHECK(count(nest, "out[i, j] = ") == 1);
+
+  // Without the directive nothing changes.
+  Gemm direct = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tma_tiling(kKind));
+  CHECK(Pipeline(direct.out).loop_nest().find("out_tile") == std::string::npos);
+  // Without a full-tile copy (partition_full_tiles off) every store is
+  // guarded, and nothing is staged.
+  Gemm guarded = coalesce::testing::bf16_scheduled(staged_tiling());
+  guarded.out.partition_full_tiles(false);
+  CHECK(Pipeline(guarded.out).loop_nest().find("out_tile") == std::string::npos);
+}
+
+TEST_CASE("the 128 x 256 kernel stores its tiles in 16-byte vectors, cleanly") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+  t.tile_stores = TileStores::ThroughShared;
+  t.stages = 3;
+  REQUIRE(t.block_n == 256);
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  Pipeline pipeline(g.out);
+  std::string ptx = pipeline.ptx();
+  // 128 x 256 bf16 = 4,096 vectors over 256 threads.
+  CHECK(count(ptx, "st.global.v4.b32") == 16);
+  CHECK(count(ptx, "ld.shared.v4.b32") == 16);
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
+
+TEST_CASE("a Func named like the output's tile is refused") {
+  Param M("M"), N("N");
+  Input A("A", BFloat(16), {M, N});
+  Var i("i"), j("j");
+  Func out_tile("out_tile"), out("out");
+  out_tile(i, j) = A(i, j);
+  out(i, j) = out_tile(i, j);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }),
+            "the shared-memory tile of the output 'out' (gpu_tile_stores)");
+}
