@@ -79,6 +79,16 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
     scalars[a] = static_cast<int32_t>(it->second);
     slots.push_back(&scalars[a]);
   }
+  // Before any launch, so that nothing is written half-way.
+  for (const GpuKernel &kernel : program_.kernels)
+    for (const auto &[buffer, bytes] : kernel.aligned_buffers) {
+      auto arg = std::find_if(program_.args.begin(), program_.args.end(),
+                              [&](const Argument &a) { return a.name == buffer && a.is_buffer(); });
+      COALESCE_INTERNAL_ASSERT(arg != program_.args.end(), "aligned buffer '", buffer, "', which is no argument");
+      if (pointers[static_cast<size_t>(arg - program_.args.begin())] % static_cast<CUdeviceptr>(bytes) != 0)
+        user_error("device buffer for '", buffer, "' is not ", bytes, "-byte aligned; kernel '", kernel.name,
+                   "' accesses it in ", bytes, "-byte vectors (gpu_tile_stores): pass an aligned pointer");
+    }
   for (size_t k = 0; k < program_.kernels.size(); ++k) {
     const GpuKernel &kernel = program_.kernels[k];
     gpu::dims grid, block;

@@ -44,6 +44,7 @@
 #include "scheduler/VerifyTensorCopies.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <iostream>
 
@@ -232,6 +233,30 @@ std::vector<TensorMapParam> tensor_maps_of(const Stmt &body) {
   return collect.maps;
 }
 
+// The buffer arguments a kernel's vector copies store to or read from, with
+// the vectors' bytes: their pointers must be aligned to them.
+std::vector<std::pair<std::string, int>> aligned_buffers_of(const Stmt &body, const std::vector<Argument> &args) {
+  struct Collect : IRVisitor {
+    std::map<std::string, int> bytes;
+    using IRVisitor::visit;
+    void visit(const Store *op) override {
+      const auto *copy = op->value.as<Call>();
+      if (copy && copy->intrinsic == Intrinsic::LoadVector) {
+        int vector = static_cast<int>(*as_const_int(copy->args[1])) * std::max(1, copy->type.bytes());
+        for (const std::string &buffer : {op->buffer, copy->args[0].as<Load>()->buffer})
+          bytes[buffer] = std::max(bytes[buffer], vector);
+      }
+      IRVisitor::visit(op);
+    }
+  } collect;
+  collect.visit_stmt(body);
+  std::vector<std::pair<std::string, int>> aligned;
+  for (const auto &[buffer, bytes] : collect.bytes)
+    if (std::any_of(args.begin(), args.end(), [&](const Argument &a) { return a.name == buffer && a.is_buffer(); }))
+      aligned.emplace_back(buffer, bytes);
+  return aligned;
+}
+
 } // namespace
 
 GpuProgram finish_gpu_program(const GpuNest &nest) {
@@ -250,6 +275,7 @@ GpuProgram finish_gpu_program(const GpuNest &nest) {
       if (nest.cluster_blocks > 0 && kernel.block_loops[d] == nest.cluster_loop)
         kernel.cluster[d] = nest.cluster_blocks;
     kernel.tensor_maps = tensor_maps_of(kernel.body);
+    kernel.aligned_buffers = aligned_buffers_of(kernel.body, program.args);
     for (Expr &extent : kernel.grid)
       extent = simplify(extent);
   }

@@ -86,6 +86,10 @@ struct GpuKernel {
   std::array<int, 3> cluster{{1, 1, 1}};
   int cluster_blocks() const { return cluster[0] * cluster[1] * cluster[2]; }
   std::vector<TensorMapParam> tensor_maps;
+  /// Buffer arguments the kernel accesses in vectors (load_vector: the
+  /// output's tiles stored through shared memory), with the alignment in
+  /// bytes their pointers need; the launch checks them.
+  std::vector<std::pair<std::string, int>> aligned_buffers;
 };
 
 /// The index in `kernel.tensor_maps` of the map a TensorCopy of `input`

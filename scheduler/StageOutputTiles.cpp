@@ -127,9 +127,34 @@ private:
   const Type type_;
   const Expr row_extent_;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
+  std::optional<std::pair<int64_t, int64_t>> tile_shape_; ///< the staged tile's rows and padded columns
+  bool allocated_ = false;
+
+public:
+  /// The shared tile around `body`.
+  Stmt allocate(const Stmt &body) const {
+    return Allocate::make(output_tile_name(output_), type_, MemoryType::Shared,
+                          {Expr(static_cast<int>(tile_shape_->first)), Expr(static_cast<int>(tile_shape_->second))},
+                          body);
+  }
+  bool needs_allocation() const { return tile_shape_ && !allocated_; }
+
+private:
 
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->for_kind == ForKind::GpuBlock || op->role == LoopRole::PersistentTiles)
+    if (op->for_kind == ForKind::GpuBlock) {
+      Stmt result = IRMutator::visit(op, self);
+      const auto *loop = result.as<For>();
+      if (!tile_shape_ || allocated_ || !loop)
+        return result;
+      // The innermost block loop: one tile per block, however many copies
+      // of the epilogue store through it (a persistent tile loop
+      // unswitched on the TMA condition has two).
+      allocated_ = true;
+      return For::make(loop->name, loop->min, loop->extent, loop->for_kind, allocate(loop->body), loop->gpu_dim,
+                       loop->reduction_of, loop->role);
+    }
+    if (op->role == LoopRole::PersistentTiles)
       return IRMutator::visit(op, self);
     if (op->for_kind != ForKind::GpuThread) {
       ++enclosing_loops_;
@@ -211,15 +236,18 @@ private:
       copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, "",
                        LoopRole::StagingCopy);
 
-    Stmt staged = Allocate::make(tile, type_, MemoryType::Shared,
-                                 {Expr(static_cast<int>(rows)), Expr(static_cast<int>(columns + lanes))},
-                                 Block::make({writes, Barrier::make(), copy, Barrier::make()}));
+    // Every staged statement of the kernel shares one tile.
+    std::pair<int64_t, int64_t> shape{rows, columns + lanes};
+    if (tile_shape_ && *tile_shape_ != shape)
+      return std::nullopt;
+    Stmt staged = Block::make({writes, Barrier::make(), copy, Barrier::make()});
     Expr aligned = row_extent_ % lanes == 0;
     if (!provably_multiple_of(redirect.origin[1], lanes))
       aligned = aligned && redirect.origin[1] % lanes == 0;
     aligned = simplify(aligned);
     if (is_const(aligned, 0))
       return std::nullopt;
+    tile_shape_ = shape;
     return Staged{staged, aligned};
   }
 };
@@ -229,7 +257,10 @@ private:
 Stmt stage_output_tiles(const Stmt &s, const Environment &env) {
   if (env.output().schedule.tile_stores != TileStores::ThroughShared)
     return s;
-  return StageTiles(env).mutate(s);
+  StageTiles stage(env);
+  Stmt result = stage.mutate(s);
+  // Thread loops outside any block loop (a nest the GPU path refuses later).
+  return stage.needs_allocation() ? stage.allocate(result) : result;
 }
 
 } // namespace coalesce

@@ -36,7 +36,10 @@
 // otherwise). The shared tile's rows are padded by 16 bytes, so that the
 // fragment layout's stores (eight rows by four columns per warp) fall in
 // different banks. The last barrier keeps a persistent block's next tile
-// from overwriting the tile before every warp has copied it out.
+// from overwriting the tile before every warp has copied it out. The tile
+// is allocated once, inside the innermost block loop: every staged
+// statement of the kernel (a persistent tile loop unswitched on the TMA
+// condition has two epilogues) shares it.
 
 #include "scheduler/Environment.h"
 

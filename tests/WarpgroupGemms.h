@@ -50,6 +50,8 @@ inline MmaTiling wide_producer_tiling(MmaKind kind, int registers = 40) {
   t.stages = 4;
   t.producer_warps = 4;
   t.producer_registers = registers;
+  // Four stages leave no room for the output tile in shared memory.
+  t.tile_stores = TileStores::Direct;
   return t;
 }
 

@@ -236,6 +236,8 @@ TEST_CASE("gemm: --mma=warpgroup writes a wgmma kernel with 1024-byte aligned dy
   CHECK(launcher.find("const cuuint32_t box[2] = {64, 128};") != std::string::npos);
   CHECK(launcher.find("&map0_0_.map, &map0_1_.map};") != std::string::npos);
   CHECK(launcher.find("A is not 16-byte aligned") != std::string::npos);
+  // The output's tiles are stored in 16-byte vectors (gpu_tile_stores).
+  CHECK(launcher.find("out is not 16-byte aligned; the kernel accesses it in 16-byte vectors") != std::string::npos);
   {
     // --tma=false: every thread's cp.async copies, no tensor maps.
     TempDir plain;

@@ -63,7 +63,9 @@ TEST_CASE("the epilogue's unguarded copy is taken exactly when the whole tile is
 
   Gemm w = coalesce::testing::bf16_scheduled(
       default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, GpuTarget().sm_count()));
-  CHECK_HAS(Pipeline(w.out).loop_nest(), "if bi*128 + 127 < M && bj*256 + 255 < N:");
+  // The default stores its tiles through shared memory, which needs the
+  // rows at 16-byte multiples too (gpu_tile_stores).
+  CHECK_HAS(Pipeline(w.out).loop_nest(), "if bi*128 + 127 < M && bj*256 + 255 < N && N % 8 == 0:");
 }
 
 TEST_CASE("GEMMs + bias + GELU match the reference where the last tile is one short, one over, or whole") {

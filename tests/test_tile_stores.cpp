@@ -47,9 +47,13 @@ size_t count(const std::string &text, const std::string &what) {
 } // namespace
 
 TEST_CASE("tiles stored through shared memory match the double reference") {
-  for (int blocks : {0, 2}) {
+  // (persistent blocks, producer warps)
+  for (auto [blocks, producers] : std::vector<std::array<int, 2>>{{0, 0}, {2, 0}, {2, 4}}) {
     CAPTURE(blocks);
-    Gemm g = coalesce::testing::bf16_scheduled(staged_tiling(blocks));
+    CAPTURE(producers);
+    MmaTiling t = staged_tiling(blocks);
+    t.producer_warps = producers;
+    Gemm g = coalesce::testing::bf16_scheduled(t);
     Pipeline pipeline(g.out);
     // Full and ragged tiles; N = 132 and 70: rows that are not whole
     // 16-byte multiples (the direct stores); K = 131: the cp.async copies.
@@ -87,6 +91,15 @@ TEST_CASE("only the full-tile copy goes through the shared tile, after a run-tim
   CHECK(count(nest, "for e in unrolled(0, 4):") >= 1);
   // The guarded copy for the ragged edge keeps its direct stores.
   CHECK(count(nest, "out[i, j] = ") == 1);
+
+  // A persistent block whose tile loop runs a pipeline across its tiles
+  // has two epilogues (the loop unswitched on the TMA condition): one
+  // tile serves both.
+  MmaTiling across = staged_tiling(3);
+  across.producer_warps = 4;
+  std::string persistent = Pipeline(coalesce::testing::bf16_scheduled(across).out).loop_nest();
+  CHECK(count(persistent, "allocate out_tile[64][72] bf16 in shared") == 1);
+  CHECK(count(persistent, "= load_vector(out_tile[") == 2);
 
   // Without the directive nothing changes.
   Gemm direct = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tma_tiling(kKind));

@@ -731,6 +731,12 @@ CUresult load(CUkernel *kernels) {
     params += (params.empty() ? "" : ", ") + ("&" + arg.name + "_value_");
   }
   out << "  void *params_[] = {" << params << "};\n";
+  // Before any launch, so that nothing is written half-way.
+  for (size_t k = 0; k < kernels; ++k)
+    for (const auto &[buffer, bytes] : spec.program.kernels[k].aligned_buffers)
+      out << "  if (" << buffer << " % " << bytes << " != 0)\n"
+          << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << buffer << " is not " << bytes
+          << "-byte aligned; the kernel accesses it in " << bytes << "-byte vectors\");\n";
   bool all_take_maps = true;
   for (size_t k = 0; k < kernels; ++k) {
     out << tensor_map_setup(spec, k, params);
