@@ -79,6 +79,8 @@ json::Value to_json(const GemmCandidate &c) {
   else
     for_each_knob_of_mma(c.mma, write);
   o["split_k_mode"] = split_k_mode_name(c.family == GemmFamily::Ffma ? c.ffma.split_k_mode : c.mma.split_k_mode);
+  if (c.family != GemmFamily::Ffma)
+    o["tile_stores"] = c.mma.tile_stores == TileStores::ThroughShared ? "shared" : "direct";
   return o;
 }
 
@@ -151,6 +153,16 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
     return ok && mode(c.ffma.split_k_mode);
   }
   for_each_knob_of_mma(c.mma, read);
+  // Optional: entries written before it stored directly.
+  c.mma.tile_stores = TileStores::Direct;
+  if (const json::Value *v = object->get("tile_stores")) {
+    std::optional<llvm::StringRef> text = v->getAsString();
+    if (!text || (*text != "direct" && *text != "shared")) {
+      path.field("tile_stores").report("expected \"direct\" or \"shared\"");
+      return false;
+    }
+    c.mma.tile_stores = *text == "shared" ? TileStores::ThroughShared : TileStores::Direct;
+  }
   return ok && mode(c.mma.split_k_mode);
 }
 

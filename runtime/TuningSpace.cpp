@@ -113,6 +113,10 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.tma = tf32 ? std::vector<bool>{true} : std::vector<bool>{false, true};
     g.split_k = split_choices(problem, g.blocks, g.k_steps.front(), 256, sm_count);
     g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters};
+    // Through shared memory where the output is 16-bit (a wider one's tile
+    // does not fit beside the pipeline, and the recipe stores it directly).
+    if (problem.out_dtype == "bf16" || problem.out_dtype == "f16")
+      g.tile_stores = {TileStores::Direct, TileStores::ThroughShared};
   }
   return space;
 }
@@ -147,7 +151,7 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
     for (GemmFamily family : m->families)
       for_each_combination({m->blocks.size(), m->warp_tiles.size(), m->k_steps.size(), m->stages.size(),
                             m->min_blocks_per_sm.size(), m->block_group_rows.size(), m->tma.size(),
-                            m->split_k.size(), m->roles.size()},
+                            m->split_k.size(), m->roles.size(), m->tile_stores.size()},
                            [&](const std::vector<size_t> &at) {
                              GemmCandidate c;
                              c.family = family;
@@ -167,6 +171,7 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                              if (m->roles[at[8]] != PipelineRoles::MmaWarps && !c.mma.tma)
                                return;
                              apply_roles(m->roles[at[8]], space.sm_count, c.mma);
+                             c.mma.tile_stores = m->tile_stores[at[9]];
                              add_unique(out, c);
                            });
   return out;

@@ -98,6 +98,7 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
     CHECK(found->record->schedule.mma.producer_warps == original.schedule.mma.producer_warps);
     CHECK(found->record->schedule.mma.cluster_blocks == original.schedule.mma.cluster_blocks);
     CHECK(found->record->schedule.mma.tma_padded_copies == original.schedule.mma.tma_padded_copies);
+    CHECK(found->record->schedule.mma.tile_stores == original.schedule.mma.tile_stores);
     CHECK(found->record->ms == original.ms);
     CHECK(found->record->default_ms == original.default_ms);
     CHECK(found->record->gpu.sm_count == 132);
@@ -109,6 +110,32 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
   CHECK(text.find("\"family\": \"warpgroup\"") != std::string::npos);
   CHECK(text.find("\"split_k_mode\": \"atomic\"") != std::string::npos);
   CHECK(text.find("\"tma\": true") != std::string::npos);
+  // The default 128 x 256 bf16 tiling stores its tiles through shared memory.
+  CHECK(text.find("\"tile_stores\": \"shared\"") != std::string::npos);
+}
+
+TEST_CASE("tile_stores: an entry without it stores directly; an unknown value is an error naming it") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(wgmma_record());
+  db.save(dir / "tuning.json");
+  std::string text = read_file(dir / "tuning.json");
+  size_t at = text.find("\"tile_stores\": \"shared\"");
+  REQUIRE(at != std::string::npos);
+
+  std::string without = text;
+  without.replace(at, std::string("\"tile_stores\": \"shared\",").size(), "");
+  write_file(dir / "old.json", without);
+  TuningDatabase old = TuningDatabase::load(dir / "old.json");
+  REQUIRE(old.records().size() == 1);
+  CHECK(old.records()[0].schedule.mma.tile_stores == TileStores::Direct);
+
+  std::string bad = text;
+  bad.replace(at, std::string("\"tile_stores\": \"shared\"").size(), "\"tile_stores\": \"sideways\"");
+  write_file(dir / "bad.json", bad);
+  std::string message = error_of([&] { TuningDatabase::load(dir / "bad.json"); });
+  CHECK(message.find("tile_stores") != std::string::npos);
+  CHECK(message.find("expected \"direct\" or \"shared\"") != std::string::npos);
 }
 
 TEST_CASE("merging replaces the same problem's entry and keeps every other") {

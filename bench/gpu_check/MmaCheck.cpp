@@ -424,7 +424,9 @@ void check_mma(Precision p, bool full) {
       MmaTiling wide = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       wide.block_n = wide.warp_n = 256;
       wide.min_blocks_per_sm = 1;
-      wide.stages = 4;
+      // Three stages: the default stores its tiles through shared memory,
+      // which leaves no room for a fourth.
+      wide.stages = 3;
       wide.producer_warps = producers;
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front()})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &wide);
@@ -447,7 +449,7 @@ void check_mma(Precision p, bool full) {
       MmaTiling realloc = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       realloc.block_n = realloc.warp_n = 256;
       realloc.min_blocks_per_sm = 1;
-      realloc.stages = 4;
+      realloc.stages = 3; // beside the output's tile (gpu_tile_stores)
       realloc.producer_warps = 4;
       realloc.producer_registers = 40;
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
@@ -479,7 +481,7 @@ void check_mma(Precision p, bool full) {
           MmaTiling across = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
           across.block_n = across.warp_n = 256;
           across.min_blocks_per_sm = 1;
-          across.stages = 4;
+          across.stages = 3; // beside the output's tile (gpu_tile_stores)
           across.producer_warps = 4;
           across.producer_registers = registers;
           across.persistent_blocks = blocks;
@@ -572,7 +574,9 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above); with
   // padded copies, rows it cannot (the copies' own kernels run too).
-  const Shape s = tma && !padded ? Shape{kSanitizerShape.M, 136, 200} : kSanitizerShape;
+  // 128 x 256 tiles (with reallocated registers) get N = 264: one whole
+  // tile, which stores through shared memory, beside ragged ones.
+  const Shape s = tma && !padded ? Shape{kSanitizerShape.M, producer_registers > 0 ? 264 : 136, 200} : kSanitizerShape;
   const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0,
                                    cluster_blocks > 1);
   try {
@@ -586,7 +590,10 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
       tiling.warp_m = 64;
       tiling.block_n = tiling.warp_n = 256;
       tiling.min_blocks_per_sm = 1;
-      tiling.stages = 4;
+      // Three stages beside the output's tile in shared memory, so that the
+      // sanitizers see its writes, barriers and vector copies too.
+      tiling.stages = 3;
+      tiling.tile_stores = TileStores::ThroughShared;
       tiling.producer_registers = producer_registers;
     }
     tiling.persistent_blocks = persistent_blocks; // fewer blocks than tiles: each walks several
