@@ -20,45 +20,15 @@ Expr with_offset(const Expr &uniform, int64_t offset, Type type) {
   return uniform.defined() ? simplify(uniform + c) : c;
 }
 
-// What a statement run by every thread binds, and whether it is
-// per-element code that may be copied (see the header).
-class Survey : public IRVisitor {
-public:
-  std::set<std::string> bound;
-  bool copyable = true;
-
-private:
-  using IRVisitor::visit;
-  void visit(const For *op) override {
-    bound.insert(op->name);
-    copyable &= as_const_int(op->min).has_value() && as_const_int(op->extent).has_value();
-    IRVisitor::visit(op);
-  }
-  void visit(const LetStmt *op) override {
-    bound.insert(op->name);
-    IRVisitor::visit(op);
-  }
-  void visit(const Let *op) override {
-    bound.insert(op->name);
-    IRVisitor::visit(op);
-  }
-  void visit(const Allocate *) override { copyable = false; }
-  void visit(const Barrier *) override { copyable = false; }
-  void visit(const WarpMma *) override { copyable = false; }
-  void visit(const TensorCopy *) override { copyable = false; }
-  void visit(const Evaluate *) override { copyable = false; }
-};
-
 // Rewrites one statement with its provable guards dropped, collecting the
 // conditions that prove them.
-class DropGuards : public IRMutator {
+class DropGuards : public UniformRangesMutator {
 public:
-  explicit DropGuards(std::set<std::string> bound) : ranges_(std::move(bound)) {}
+  explicit DropGuards(std::set<std::string> bound) : UniformRangesMutator(std::move(bound)) {}
   std::vector<Expr> conditions; ///< each uniform, together implying every dropped guard
 
 private:
-  using IRMutator::visit;
-  UniformRanges ranges_;
+  using UniformRangesMutator::visit;
 
   // A uniform condition implying `condition` for every thread, or nothing.
   std::optional<Expr> uniform_bound(const Expr &condition) {
@@ -81,29 +51,12 @@ private:
       small = op->b, large = op->a;
     else
       return std::nullopt;
-    auto s = ranges_.of(small), l = ranges_.of(large);
+    auto s = ranges().of(small), l = ranges().of(large);
     if (!s || !l)
       return std::nullopt;
     Type type = small.type();
     Expr worst_small = with_offset(s->uniform, s->hi, type), worst_large = with_offset(l->uniform, l->lo, type);
     return simplify(strict ? worst_small < worst_large : worst_small <= worst_large);
-  }
-
-  Stmt visit(const For *op, const Stmt &self) override {
-    int64_t min = *as_const_int(op->min), extent = *as_const_int(op->extent);
-    if (extent <= 0)
-      return self;
-    ranges_.enter_loop(op->name, min, min + extent - 1);
-    Stmt result = IRMutator::visit(op, self);
-    ranges_.leave_loop(op->name);
-    return result;
-  }
-
-  Stmt visit(const LetStmt *op, const Stmt &self) override {
-    ranges_.enter_let(op->name, op->value);
-    Stmt result = IRMutator::visit(op, self);
-    ranges_.leave_let(op->name);
-    return result;
   }
 
   Stmt visit(const IfThenElse *op, const Stmt &self) override {
@@ -139,11 +92,9 @@ private:
     // step) a copy would double the loop's body for one iteration's sake.
     if (enclosing_loops_ > 0)
       return self;
-    Survey survey;
-    survey.visit_stmt(self);
-    if (!survey.copyable)
+    if (!is_per_element_code(self))
       return self;
-    DropGuards drop(survey.bound);
+    DropGuards drop(names_bound_in(self));
     Stmt unguarded = drop.mutate(self);
     if (drop.conditions.empty())
       return self;

@@ -16,15 +16,15 @@ namespace {
 
 constexpr int kVectorBytes = 16;
 
-// What a statement run by every thread binds, and whether it stores the
-// output at one unguarded Store and nothing else.
+// The statement's one store, to the output and without guards, the
+// thread loops around it and how many times its loops run it; `stageable`
+// false for anything else (see the header).
 class Survey : public IRVisitor {
 public:
   explicit Survey(std::string output) : output_(std::move(output)) {}
-  std::set<std::string> bound;
   std::vector<const For *> thread_loops; ///< around the store, outermost first
   const Store *store = nullptr;
-  int64_t visits = 0; ///< how many times the loops run the store
+  int64_t visits = 0;
   bool stageable = true;
 
 private:
@@ -32,23 +32,9 @@ private:
   const std::string output_;
   std::vector<const For *> path_;
   void visit(const For *op) override {
-    bound.insert(op->name);
-    auto extent = as_const_int(op->extent);
-    if (!as_const_int(op->min) || !extent) {
-      stageable = false;
-      return;
-    }
     path_.push_back(op);
     IRVisitor::visit(op);
     path_.pop_back();
-  }
-  void visit(const LetStmt *op) override {
-    bound.insert(op->name);
-    IRVisitor::visit(op);
-  }
-  void visit(const Let *op) override {
-    bound.insert(op->name);
-    IRVisitor::visit(op);
   }
   void visit(const Store *op) override {
     if (op->buffer != output_ || store) {
@@ -65,43 +51,25 @@ private:
     IRVisitor::visit(op);
   }
   void visit(const IfThenElse *) override { stageable = false; }
-  void visit(const Allocate *) override { stageable = false; }
-  void visit(const Barrier *) override { stageable = false; }
-  void visit(const WarpMma *) override { stageable = false; }
-  void visit(const TensorCopy *) override { stageable = false; }
-  void visit(const Evaluate *) override { stageable = false; }
 };
 
 // The statement with its store redirected into the shared tile, and the
 // tile's origin and extents in the output.
-class Redirect : public IRMutator {
+class Redirect : public UniformRangesMutator {
 public:
-  Redirect(std::set<std::string> bound, std::string tile) : ranges_(std::move(bound)), tile_(std::move(tile)) {}
+  Redirect(std::set<std::string> bound, std::string tile)
+      : UniformRangesMutator(std::move(bound)), tile_(std::move(tile)) {}
   std::vector<Expr> origin;
   std::vector<int64_t> extents;
   bool ok = true;
 
 private:
-  using IRMutator::visit;
-  UniformRanges ranges_;
+  using UniformRangesMutator::visit;
   const std::string tile_;
-  Stmt visit(const For *op, const Stmt &self) override {
-    int64_t min = *as_const_int(op->min), extent = *as_const_int(op->extent);
-    ranges_.enter_loop(op->name, min, min + extent - 1);
-    Stmt result = IRMutator::visit(op, self);
-    ranges_.leave_loop(op->name);
-    return result;
-  }
-  Stmt visit(const LetStmt *op, const Stmt &self) override {
-    ranges_.enter_let(op->name, op->value);
-    Stmt result = IRMutator::visit(op, self);
-    ranges_.leave_let(op->name);
-    return result;
-  }
   Stmt visit(const Store *op, const Stmt &self) override {
     std::vector<Expr> local;
     for (const Expr &index : op->indices) {
-      std::optional<UniformRange> range = ranges_.of(index);
+      std::optional<UniformRange> range = ranges().of(index);
       if (!range) {
         ok = false;
         return self;
@@ -190,12 +158,14 @@ private:
 
   // The outermost thread loop of a statement every thread of a block runs.
   std::optional<Staged> stage(const Stmt &nest) {
+    if (!is_per_element_code(nest))
+      return std::nullopt;
     Survey survey(output_);
     survey.visit_stmt(nest);
     if (!survey.stageable || !survey.store || survey.store->indices.size() != 2)
       return std::nullopt;
     std::string tile = output_tile_name(output_);
-    Redirect redirect(survey.bound, tile);
+    Redirect redirect(names_bound_in(nest), tile);
     Stmt writes = redirect.mutate(nest);
     int bytes = std::max(1, type_.bytes());
     int lanes = kVectorBytes / bytes;

@@ -13,6 +13,45 @@ Expr plus(const Expr &a, const Expr &b) { return !a.defined() ? b : !b.defined()
 
 } // namespace
 
+std::set<std::string> names_bound_in(const Stmt &s) {
+  struct Collect : IRVisitor {
+    std::set<std::string> names;
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+      names.insert(op->name);
+      IRVisitor::visit(op);
+    }
+    void visit(const LetStmt *op) override {
+      names.insert(op->name);
+      IRVisitor::visit(op);
+    }
+    void visit(const Let *op) override {
+      names.insert(op->name);
+      IRVisitor::visit(op);
+    }
+  } collect;
+  collect.visit_stmt(s);
+  return collect.names;
+}
+
+bool is_per_element_code(const Stmt &s) {
+  struct Check : IRVisitor {
+    bool per_element = true;
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+      per_element &= as_const_int(op->min).has_value() && as_const_int(op->extent).has_value();
+      IRVisitor::visit(op);
+    }
+    void visit(const Allocate *) override { per_element = false; }
+    void visit(const Barrier *) override { per_element = false; }
+    void visit(const WarpMma *) override { per_element = false; }
+    void visit(const TensorCopy *) override { per_element = false; }
+    void visit(const Evaluate *) override { per_element = false; }
+  } check;
+  check.visit_stmt(s);
+  return check.per_element;
+}
+
 bool UniformRanges::uses_no_bound_name(const Expr &e) const {
   class Uses : public IRVisitor {
   public:
@@ -89,6 +128,23 @@ std::optional<UniformRange> UniformRanges::of(const Expr &e) const {
     return UniformRange{Expr(), a->lo >= 0 ? 0 : -(*c - 1), *c - 1};
   }
   return std::nullopt;
+}
+
+Stmt UniformRangesMutator::visit(const For *op, const Stmt &self) {
+  int64_t min = *as_const_int(op->min), extent = *as_const_int(op->extent);
+  if (extent <= 0)
+    return self;
+  ranges_.enter_loop(op->name, min, min + extent - 1);
+  Stmt result = IRMutator::visit(op, self);
+  ranges_.leave_loop(op->name);
+  return result;
+}
+
+Stmt UniformRangesMutator::visit(const LetStmt *op, const Stmt &self) {
+  ranges_.enter_let(op->name, op->value);
+  Stmt result = IRMutator::visit(op, self);
+  ranges_.leave_let(op->name);
+  return result;
 }
 
 } // namespace coalesce

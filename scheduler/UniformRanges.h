@@ -12,6 +12,7 @@
 // has no range.
 
 #include "dsl/IR.h"
+#include "dsl/IRVisitor.h"
 
 #include <map>
 #include <optional>
@@ -19,6 +20,14 @@
 #include <string>
 
 namespace coalesce {
+
+/// The names `s` binds (its loops and lets): not uniform inside it.
+std::set<std::string> names_bound_in(const Stmt &s);
+
+/// Whether `s` is per-element code that a pass may copy or rewrite whole:
+/// its loops have constant bounds, and it holds no allocation, barrier,
+/// MMA, tensor copy or intrinsic statement (which a copy would double).
+bool is_per_element_code(const Stmt &s);
 
 /// `uniform + [lo, hi]`; `uniform` undefined stands for 0.
 struct UniformRange {
@@ -45,6 +54,23 @@ private:
   const std::set<std::string> bound_;
   std::map<std::string, std::pair<int64_t, int64_t>> loops_;
   std::map<std::string, std::optional<UniformRange>> lets_;
+};
+
+/// An IRMutator over per-element code (is_per_element_code) that keeps its
+/// UniformRanges in step with the loops and lets it passes through; an
+/// empty loop is left as it is.
+class UniformRangesMutator : public IRMutator {
+public:
+  explicit UniformRangesMutator(std::set<std::string> bound) : ranges_(std::move(bound)) {}
+
+protected:
+  using IRMutator::visit;
+  const UniformRanges &ranges() const { return ranges_; }
+  Stmt visit(const For *op, const Stmt &self) override;
+  Stmt visit(const LetStmt *op, const Stmt &self) override;
+
+private:
+  UniformRanges ranges_;
 };
 
 } // namespace coalesce
