@@ -89,6 +89,16 @@ public:
   explicit StageTiles(const Environment &env)
       : output_(env.output().name), type_(env.output().type), row_extent_(env.domain.back()) {}
 
+  /// The shared tile around `body`.
+  Stmt allocate(const Stmt &body) const {
+    return Allocate::make(output_tile_name(output_), type_, MemoryType::Shared,
+                          {Expr(static_cast<int>(tile_shape_->first)), Expr(static_cast<int>(tile_shape_->second))},
+                          body);
+  }
+  /// Whether a staged statement lies outside every block loop (so that
+  /// no block loop took the tile's allocation).
+  bool needs_allocation() const { return tile_shape_ && !allocated_; }
+
 private:
   using IRMutator::visit;
   const std::string output_;
@@ -97,17 +107,6 @@ private:
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   std::optional<std::pair<int64_t, int64_t>> tile_shape_; ///< the staged tile's rows and padded columns
   bool allocated_ = false;
-
-public:
-  /// The shared tile around `body`.
-  Stmt allocate(const Stmt &body) const {
-    return Allocate::make(output_tile_name(output_), type_, MemoryType::Shared,
-                          {Expr(static_cast<int>(tile_shape_->first)), Expr(static_cast<int>(tile_shape_->second))},
-                          body);
-  }
-  bool needs_allocation() const { return tile_shape_ && !allocated_; }
-
-private:
 
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->for_kind == ForKind::GpuBlock) {
