@@ -132,8 +132,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // ones without guards.
   s = attributed_to("stage_output_tiles", [&] { return stage_output_tiles(s, env); });
   log("stage_output_tiles", s);
-  // Again: the staged output tile adds shared memory.
-  attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
+  // Again where a tile was staged: it adds shared memory.
+  if (env.output().schedule.tile_stores == TileStores::ThroughShared)
+    attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
