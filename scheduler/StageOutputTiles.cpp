@@ -87,7 +87,7 @@ private:
 class StageTiles : public IRMutator {
 public:
   explicit StageTiles(const Environment &env)
-      : output_(env.output().name), type_(env.output().type), row_extent_(env.domain.back()) {}
+      : output_(env.output().name), type_(env.output().type), row_extent_(env.domain.back()), domain_(env.domain) {}
 
   /// The shared tile around `body`.
   Stmt allocate(const Stmt &body) const {
@@ -104,6 +104,7 @@ private:
   const std::string output_;
   const Type type_;
   const Expr row_extent_;
+  const std::vector<Expr> domain_;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   std::optional<std::pair<int64_t, int64_t>> tile_shape_; ///< the staged tile's rows and padded columns
   bool allocated_ = false;
@@ -143,10 +144,10 @@ private:
     const auto *nest = op->then_case.as<For>();
     if (enclosing_loops_ > 0 || !op->else_case.defined() || !nest || nest->for_kind != ForKind::GpuThread)
       return IRMutator::visit(op, self);
-    std::optional<Staged> staged = stage(op->then_case);
+    std::optional<Staged> staged = stage(op->then_case, /*guarded_copy=*/true);
     if (!staged)
       return IRMutator::visit(op, self);
-    return IfThenElse::make(simplify(op->condition && staged->aligned), staged->stmt, mutate(op->else_case));
+    return IfThenElse::make(staged->aligned, staged->stmt, mutate(op->else_case));
   }
 
   // The statement staged, and the run-time condition of its vectors.
@@ -156,7 +157,9 @@ private:
   };
 
   // The outermost thread loop of a statement every thread of a block runs.
-  std::optional<Staged> stage(const Stmt &nest) {
+  // With `guarded_copy`, for every block: the copy stores only the vectors
+  // inside the output (see the header).
+  std::optional<Staged> stage(const Stmt &nest, bool guarded_copy = false) {
     if (!is_per_element_code(nest))
       return std::nullopt;
     Survey survey(output_);
@@ -195,6 +198,9 @@ private:
     Expr read = Load::make(type_, tile, {row, column});
     Stmt copy = Store::make(output_, {simplify(redirect.origin[0] + row), simplify(redirect.origin[1] + column)},
                             Call::make_intrinsic(Intrinsic::LoadVector, type_, {read, Expr(lanes)}));
+    if (guarded_copy)
+      copy = IfThenElse::make(simplify(redirect.origin[0] + row < domain_[0] && redirect.origin[1] + column < domain_[1]),
+                              copy);
     if (vectors % threads != 0)
       copy = IfThenElse::make(flat < static_cast<int>(vectors), copy);
     copy = LetStmt::make(flat_name, simplify(Variable::make(Int(32), step_name) * static_cast<int>(threads) + thread),

@@ -18,8 +18,24 @@
 //                                                (the statement as it was)
 //
 // On partition_full_tiles's `if <whole tile inside>: <full-tile copy>
-// else: <guarded copy>`, the condition takes the alignment and the guarded
-// copy is the fallback: no third copy of the epilogue.
+// else: <guarded copy>`, every block whose rows are aligned takes the
+// full-tile copy's statements, staged, and the copy stores only the
+// vectors inside the output (a row's vectors start at 16-byte multiples
+// of an output whose rows are 16-byte multiples, so each is wholly inside
+// or wholly outside):
+//
+//   if N % 8 == 0:
+//     <the full-tile copy writing out_tile>; barrier
+//     ... if bi*128 + flat/32 < M && bj*256 + flat % 32*8 < N: out[...] = load_vector(...)
+//     barrier
+//   else:
+//     <the guarded copy, as it was>
+//
+// The elements past the output's edge are computed and dropped: every
+// input's load is clamped inside it (clamp_input_loads), so computing them
+// reads nothing outside; what it saves is the guarded copy's element-by-
+// element chains on the blocks of the ragged edge, which run in the last
+// wave.
 //
 // Why: an MMA's accumulator fragments give each thread two adjacent
 // columns in each of eight rows, so a warp's direct stores write 4-byte

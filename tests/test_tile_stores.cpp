@@ -1,7 +1,7 @@
 // gpu_tile_stores(TileStores::ThroughShared) (StageOutputTiles.h): a block
-// whose whole tile lies inside the output writes it into a shared tile and
-// copies it out in 16-byte vectors; blocks on the ragged edge, and outputs
-// whose rows are not whole 16-byte multiples, store directly. The CPU runs
+// writes its tile into a shared tile and copies the vectors inside the
+// output out in 16 bytes each, also on the ragged edge; outputs whose rows
+// are not whole 16-byte multiples store directly. The CPU runs
 // the same statements against the double reference at ragged shapes, rows
 // of 8 and of 4 (not) bf16 vectors, and the K = 1 / K = 3 pair; the nest
 // shows the staged tile only where the analysis holds; ptxas assembles the
@@ -78,15 +78,18 @@ TEST_CASE("through shared memory the epilogue still runs once per tile, after it
   }
 }
 
-TEST_CASE("only the full-tile copy goes through the shared tile, after a run-time check of the rows") {
+TEST_CASE("every block with aligned rows goes through the shared tile, storing only its vectors inside") {
   Gemm g = coalesce::testing::bf16_scheduled(staged_tiling());
   std::string nest = Pipeline(g.out).loop_nest();
   // 64 x 64 bf16 rows padded by 16 bytes; each warp of the copy a row of
   // 8 vectors of 8, 4 rows a warpgroup per step, 4 steps.
   CHECK(count(nest, "allocate out_tile[64][72] bf16 in shared") == 1);
-  // The full-tile copy's condition takes the rows' alignment; the guarded
-  // copy is the fallback (no third copy).
-  CHECK(count(nest, "if bi*64 + 63 < M && bj*64 + 63 < N && N % 8 == 0:") == 1);
+  // The full-tile copy's statements, staged, for every block whose rows
+  // are aligned; the copy stores the vectors inside the output; the
+  // guarded copy is the fallback for unaligned rows.
+  CHECK(count(nest, "    if N % 8 == 0:\n      for warp in gpu_thread.y(0, 4):") == 1);
+  CHECK(count(nest, "if bi*64 + 63 < M && bj*64 + 63 < N") == 0);
+  CHECK(count(nest, "if bi*64 + flat/8 < M && bj*64 + flat % 8*8 < N:\n") == 1);
   CHECK(count(nest, "= load_vector(out_tile[") == 1);
   CHECK(count(nest, "for e in unrolled(0, 4):") >= 1);
   // The guarded copy for the ragged edge keeps its direct stores.
