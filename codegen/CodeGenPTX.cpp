@@ -1,6 +1,7 @@
 #include "codegen/CodeGenPTX.h"
 
 #include "codegen/CodeGenLLVM.h"
+#include "codegen/GpuErf.h"
 #include "dsl/CompileProfile.h"
 #include "codegen/MmaOperandLayout.h"
 #include "codegen/NvptxTarget.h"
@@ -74,10 +75,11 @@ protected:
   llvm::FunctionCallee math_function(Intrinsic math, Type type) override {
     if (type != Float(32))
       internal_error("GPU math function '", intrinsic_name(math), "' of ", type, ": only f32 is supported");
-    // libdevice's f32 names; linked in after emission.
+    // libdevice's f32 names, linked in after emission; erf's own
+    // straight-line form (codegen/GpuErf.h).
     const char *libdevice = nullptr;
     switch (math) {
-    case Intrinsic::Erf: libdevice = "__nv_erff"; break;
+    case Intrinsic::Erf: return gpu_erf_function(module_);
     case Intrinsic::Exp: libdevice = "__nv_expf"; break;
     case Intrinsic::Tanh: libdevice = "__nv_tanhf"; break;
     case Intrinsic::Sqrt: libdevice = "__nv_sqrtf"; break;

@@ -35,6 +35,7 @@
 // check passed, 1 when one failed, 2 for a bad command line.
 
 #include "bench/common/GemmPointers.h"
+#include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
@@ -442,6 +443,7 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
   for (bench::Precision p : precisions)
     std::printf(" %s", reference::precision_name(p));
   std::printf("\n");
+  gpu_check::check_math_functions();
   for (bench::Precision p : precisions) {
     if (p == bench::Precision::FP32) {
       std::printf("\n==== fp32: the FFMA schedules ====\n");

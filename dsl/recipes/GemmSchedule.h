@@ -50,8 +50,8 @@ GemmTiling default_gemm_tiling(int64_t M, int64_t N, int64_t K, int sm_count);
 GemmTiling small_m_tiling(int rows);
 
 /// How many blocks to split a K-long reduction across when `tiles` output
-/// tiles would run alone: none (1) when the tiles already give each of the
-/// `sm_count` multiprocessors `blocks_per_sm` blocks, when K is shorter than
+/// tiles would run alone: none (1) when the tiles already give nine in ten
+/// of the `sm_count` multiprocessors `blocks_per_sm` blocks, when K is shorter than
 /// kMinSplitDepth (one tile's K loop is then not what takes the time) or
 /// unknown (0); else enough slices for about `blocks_per_sm` blocks per
 /// multiprocessor, each slice at least kMinSliceDepth deep, at most

@@ -1,0 +1,47 @@
+// erf on the GPU is straight-line code (codegen/GpuErf.h): a thread's
+// unrolled erfs share no branch, so ptxas can interleave their FMA chains.
+// Its accuracy is checked on the GPU (coalesce-gpu-check's math functions:
+// at most 2 ulp over four million inputs); the host's erf is the C
+// library's.
+
+#include "runtime/Coalesce.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace coalesce;
+
+namespace {
+
+size_t count_of(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
+// out(i) = f(x(i) / 2) with 8 elements per thread, unrolled.
+std::string ptx_of(Expr (*f)(Expr)) {
+  Param n("n");
+  Input x("x", Float(32), {n});
+  Var i("i"), io("io"), e("e"), bi("bi"), ti("ti");
+  Func out("out");
+  out(i) = f(x(i) * 0.5f);
+  out.split(i, io, e, 8).split(io, bi, ti, 128).reorder({bi, ti, e}).unroll(e);
+  out.gpu_blocks({bi}).gpu_threads({ti});
+  return Pipeline(out).ptx();
+}
+
+} // namespace
+
+TEST_CASE("erf on the GPU adds no branch per element") {
+  const std::string one = ptx_of([](Expr v) { return erf(v); });
+  const std::string two = ptx_of([](Expr v) { return erf(v) + erf(v * 3.0f); });
+  INFO("two erfs per element:\n", two);
+  CHECK(count_of(two, "ex2.approx") >= 16);
+  // The same nest, its guards' branches, and no more: libdevice's erff
+  // branches once per call.
+  CHECK(count_of(two, "bra") == count_of(one, "bra"));
+  CHECK(count_of(two, "call") == 0);
+}
