@@ -272,9 +272,10 @@ TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
         t.split_k = 2;
       else if (std::string(other) == "gpu_persistent_blocks")
         t.persistent_blocks = 3;
-      else
-        t.block_group_rows = 2;
       Gemm o = coalesce::testing::bf16_scheduled(t);
+      // The recipe leaves groups out beside clusters (MmaTiling::groups_blocks).
+      if (std::string(other) == "gpu_block_groups")
+        o.out.gpu_block_groups(2);
       CHECK_HAS(user_error_of([&] { Pipeline(o.out).loop_nest(); }), str_cat(" with ", other, ": "));
     }
   }

@@ -25,12 +25,17 @@ struct MmaTiling {
   int stages = 2;                   ///< K steps in flight (3 or more: a deeper pipeline)
   int a_padding = 8, b_padding = 8; ///< elements after each staged row (bank conflicts)
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
-  int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
+  /// gpu_block_groups (0: blocks row by row), where groups_blocks().
+  int block_group_rows = 0;
   int persistent_blocks = 0;        ///< gpu_persistent_blocks (0: a block per tile)
   /// Warpgroup MMAs: copy the tiles with the TMA (SharedLayout::tma)
   /// instead of cp.async where the pipeline has 3 or more stages
   /// (default_mma_tiling's choice for warpgroup MMAs).
   bool tma = false;
+  /// Whether the blocks run in groups of block_group_rows: not with a split
+  /// (its slices are a third block loop, which groups do not order) nor
+  /// with clusters (a cluster's blocks must be consecutive block rows).
+  bool groups_blocks() const { return block_group_rows > 0 && split_k <= 1 && !(uses_tma() && cluster_blocks > 1); }
   bool uses_tma() const { return tma && double_buffered && stages >= 3; }
   /// With TMA copies: warps of their own issue them (SharedLayout::
   /// producer_warps, 1 to 4), past the MMA warps in the block; 0: the MMA
