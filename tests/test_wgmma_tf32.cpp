@@ -323,8 +323,12 @@ TEST_CASE("tf32 warpgroup MMA kernels assemble for sm_90a without spills, serial
   MmaTiling single = small_group_tiling();
   single.double_buffered = false; // one tile, staged at each step
   single.stages = 2;
-  MmaTiling two_blocks = default_mma_tiling(kKind, 2048, 2048, GpuTarget().sm_count()); // 128 x 128, 2 per SM
-  REQUIRE(two_blocks.block_n == 128);
+  // 128 x 128 tiles, two blocks per SM (no default's since 128 x 256 tiles
+  // fill nine in ten SMs wherever these would fill their slots).
+  MmaTiling two_blocks = default_mma_tiling(kKind, 2048, 2048, GpuTarget().sm_count());
+  two_blocks.block_n = two_blocks.warp_n = 128;
+  two_blocks.min_blocks_per_sm = 2;
+  two_blocks.stages = 3;
   for (MmaTiling t : {default_tiling(), two_blocks, cp_async_tiling(), single}) {
     INFO(t.str());
     Gemm g = scheduled(t);

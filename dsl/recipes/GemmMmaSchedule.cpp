@@ -47,7 +47,9 @@ struct Tile {
 // bias + GELU): 2048^3 0.0400 -> 0.0329 ms, 4096 x 1024 x 4096 0.109 ->
 // 0.057 against the rule of a block on every multiprocessor (128 x 128
 // tiles there, split 2 ways at 4096 x 1024); counting one slot per
-// multiprocessor made 1024^3's tile 128 x 64, 0.0156 -> 0.0162 ms.
+// multiprocessor made 1024^3's tile 128 x 64, 0.0156 -> 0.0162 ms. So
+// 128 x 128 (two per SM) is no default's now: 128 x 256 fills nine in ten
+// SMs wherever it would fill nine in ten of twice as many slots.
 template <size_t Count>
 MmaTiling first_filling(const Tile (&tiles)[Count], MmaKind kind, int64_t M, int64_t N, int sm_count) {
   const Tile *pick = &tiles[Count - 1];
@@ -111,6 +113,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     // 8192 x 11008 x 4096 1.26 -> 1.195, 4096^3 0.227 -> 0.222. A
     // persistent grid walking the same order was slower (1.707, 1.241,
     // 0.234); groups of 16 measured within noise of 8 at 8192^3 (1.651).
+    // tf32: 8192^3 3.622 -> 3.395 ms, 4096^3 0.482 -> 0.476.
     tiling.block_group_rows = 8;
     // Tiles copied by the TMA: at bf16 4096^3 on the H200, 0.368 -> 0.294
     // ms against every thread's cp.async copies (which stay in the kernel
