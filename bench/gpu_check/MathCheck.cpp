@@ -17,12 +17,6 @@ namespace coalesce::gpu_check {
 
 namespace {
 
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
 float float_of(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof value);
