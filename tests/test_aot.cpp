@@ -29,6 +29,15 @@ TEST_CASE("coalesce-aot --help documents every flag") {
   CHECK(dir.entries().empty());
 }
 
+TEST_CASE("coalesce-aot --version names Coalesce's version and the LLVM it was built with") {
+  TempDir dir;
+  Result result = aot("--version", dir.path);
+  INFO("stdout: ", result.out, "\nstderr: ", result.err);
+  CHECK(result.status == 0);
+  CHECK(result.contains("coalesce-aot (Coalesce 0."));
+  CHECK(result.contains(", built with LLVM 22"));
+}
+
 TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
   struct Bad {
     const char *args;
@@ -56,6 +65,11 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--warp-layout=4", "--warp-layout=4: expected RxC"},
       {"--tile-n=64 --reg-n=8 --warp-layout=2x16", "warps of 2x16 threads do not tile the 16x8 threads"},
       {"--dtype=bf16 --warp-layout=4x8", "leave it out for tf32, bf16 and f16"},
+      {"--name=", "--name is empty; give a C identifier"},
+      {"--name=a --name=b", "--name is given 2 times; give it once"},
+      {"--M=64 --M=128", "--M is given 2 times; give it once"},
+      {"--M=65536 --K=65536", "--M=65536 and --K=65536 make A 4294967296 elements, over the 2^30"},
+      {"--N=40000 --M=40000", "make out 1600000000 elements"},
   };
   for (const Bad &bad : cases) {
     TempDir dir;

@@ -175,7 +175,7 @@ int run(int argc, char **argv) {
 
   cl::HideUnrelatedOptions({&flags.tool_category, &flags.param_category});
   cl::SetVersionPrinter([](llvm::raw_ostream &out) {
-    out << "Coalesce ahead-of-time tool (LLVM " << LLVM_VERSION_STRING << ")\n";
+    out << "coalesce-aot (Coalesce " << COALESCE_VERSION_TEXT << ", built with LLVM " << LLVM_VERSION_STRING << ")\n";
   });
   std::string overview_text = overview(tool);
   if (!cl::ParseCommandLineOptions(argc, argv, overview_text, &llvm::errs()))
@@ -191,11 +191,22 @@ int run(int argc, char **argv) {
                "): choose one with --generator=NAME");
   }
 
-  // Check every value before compiling anything.
+  // Check every value before compiling anything. A flag given twice is an
+  // error, not "the last one wins" (llvm::cl's default).
+  for (cl::Option *option : std::initializer_list<cl::Option *>{&generator_option, &target_option, &name_option,
+                                                                 &output_dir_option, &emit_option, &cubin_option})
+    if (option->getNumOccurrences() > 1)
+      user_error("--", option->ArgStr.str(), " is given ", option->getNumOccurrences(), " times; give it once");
+  for (auto &[param, option] : flags.params)
+    if (option->getNumOccurrences() > 1)
+      user_error("--", param->name(), " is given ", option->getNumOccurrences(), " times; give it once");
   for (auto &[param, option] : flags.params)
     if (option->getNumOccurrences() > 0)
       param->set_from_string(*option);
   GpuTarget target = parse_gpu_target(target_option);
+  if (name_option.getNumOccurrences() > 0 && name_option.empty())
+    user_error("--name is empty; give a C identifier, or leave it out for the generator's name (", generator_name,
+               ")");
   std::string name = name_option.empty() ? generator_name : std::string(name_option);
   check_output_name(name);
   std::vector<EmitKind> emit = parse_emit_list(emit_option);

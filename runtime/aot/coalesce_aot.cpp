@@ -16,6 +16,7 @@
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
+#include "dsl/Limits.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -302,6 +303,16 @@ public:
   }
 
   Func build() override {
+    // A buffer the launcher would refuse on every call (over 2^30 elements)
+    // is refused here, before anything is generated.
+    const std::pair<const char *, std::pair<SizeParam *, SizeParam *>> buffers[] = {
+        {"A", {&M, &K}}, {"B", {&K, &N}}, {"out", {&M, &N}}};
+    for (const auto &[buffer, sizes] : buffers)
+      if (sizes.first->fixed() && sizes.second->fixed() &&
+          int64_t{sizes.first->value()} * sizes.second->value() > kMaxExtent)
+        user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
+                   sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
+                   " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
     Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
     std::optional<Input> bias_vector;
     if (bias)
