@@ -34,4 +34,37 @@ Expr gelu_tanh(const Expr &input) {
   return make_const(x.type(), 0.5) * x * (make_one(x.type()) + tanh(inner));
 }
 
+Expr sigmoid(const Expr &input) {
+  check_float(input, "sigmoid");
+  Expr x = widen_narrow_float(input);
+  return make_one(x.type()) / (make_one(x.type()) + exp(-x));
+}
+
+Expr silu(const Expr &input) {
+  check_float(input, "silu");
+  Expr x = widen_narrow_float(input);
+  return x / (make_one(x.type()) + exp(-x));
+}
+
+Expr identity(const Expr &input) {
+  check_float(input, "identity");
+  return widen_narrow_float(input);
+}
+
+Expr activation(const std::string &name, const Expr &x) {
+  if (name == "relu")
+    return relu(x);
+  if (name == "gelu")
+    return gelu(x);
+  if (name == "gelu_tanh")
+    return gelu_tanh(x);
+  if (name == "sigmoid")
+    return sigmoid(x);
+  if (name == "silu")
+    return silu(x);
+  if (name == "identity")
+    return identity(x);
+  user_error("no activation named '", name, "': the library has relu, gelu, gelu_tanh, sigmoid, silu and identity");
+}
+
 } // namespace coalesce

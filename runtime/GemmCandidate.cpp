@@ -75,11 +75,8 @@ Expr apply_epilogue(const std::string &epilogue, const Expr &sum, const Expr &bi
     return sum;
   if (epilogue == "bias")
     return sum + bias;
-  if (epilogue == "bias_relu")
-    return relu(sum + bias);
-  if (epilogue == "bias_gelu")
-    return gelu(sum + bias);
-  return gelu_tanh(sum + bias);
+  // bias_<activation> (GemmProblem::validate has checked the name).
+  return activation(epilogue.substr(5), sum + bias);
 }
 
 } // namespace

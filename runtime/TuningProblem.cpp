@@ -37,9 +37,9 @@ void GemmProblem::validate() const {
     user_error("GEMM problem: dtype '", dtype, "' is not one of f32, tf32, bf16, f16");
   if (!one_of(out_dtype, {"f32", "bf16", "f16"}))
     user_error("GEMM problem: out_dtype '", out_dtype, "' is not one of f32, bf16, f16");
-  if (!one_of(epilogue, {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh"}))
+  if (!one_of(epilogue, {"none", "bias", "bias_relu", "bias_gelu", "bias_gelu_tanh", "bias_sigmoid", "bias_silu"}))
     user_error("GEMM problem: epilogue '", epilogue,
-               "' is not one of none, bias, bias_relu, bias_gelu, bias_gelu_tanh");
+               "' is not one of none, bias, bias_relu, bias_gelu, bias_gelu_tanh, bias_sigmoid, bias_silu");
   if (M <= 0 || N <= 0 || K <= 0)
     user_error("GEMM problem: shape ", shape(), " is not positive; tuning needs the exact M, N and K");
 }

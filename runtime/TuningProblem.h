@@ -18,7 +18,8 @@ struct GemmProblem {
   /// (tensor cores, warp or warpgroup MMA).
   std::string dtype = "f32";
   std::string out_dtype = "f32"; ///< "f32", "bf16" or "f16"
-  /// "none", "bias", "bias_relu", "bias_gelu" or "bias_gelu_tanh".
+  /// "none", "bias", or "bias_" and an activation (dsl/Activations.h):
+  /// bias_relu, bias_gelu, bias_gelu_tanh, bias_sigmoid, bias_silu.
   std::string epilogue = "bias_gelu";
   int64_t M = 0, N = 0, K = 0;
 

@@ -21,7 +21,7 @@ TEST_CASE("coalesce-aot --help documents every flag") {
     INFO(std::string(flag));
     CHECK(help.contains(flag));
   }
-  for (const char *value : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "none|relu|gelu|gelu_tanh",
+  for (const char *value : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "none|relu|gelu|gelu_tanh|sigmoid|silu",
                             "header", "launcher", "loops", "llvm", "passed at run time"}) {
     INFO(std::string(value));
     CHECK(help.contains(value));
@@ -51,7 +51,7 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--K=-4", "--K=-4: a size must be positive"},
       {"--N=3000000000", "--N=3000000000: not an integer"},
       {"--N=2000000000", "at most 2^30"},
-      {"--activation=swish", "--activation=swish: expected one of none, relu, gelu, gelu_tanh"},
+      {"--activation=swish", "--activation=swish: expected one of none, relu, gelu, gelu_tanh, sigmoid, silu"},
       {"--bias=maybe", "--bias=maybe: expected true or false"},
       {"--target=sm_75", "unknown GPU target 'sm_75': expected one of sm_80"},
       {"--emit=asm", "--emit=asm: unknown output 'asm'"},

@@ -88,7 +88,7 @@ TEST_CASE("gemm: sizes given when generating are constants the launcher checks")
 
 TEST_CASE("gemm: every activation, with and without bias, and a larger tile assemble") {
   const bool assemble = can_assemble();
-  for (const char *activation : {"none", "relu", "gelu", "gelu_tanh"})
+  for (const char *activation : {"none", "relu", "gelu", "gelu_tanh", "sigmoid", "silu"})
     for (const char *bias : {"true", "false"}) {
       TempDir dir;
       std::string args = std::string("--emit=ptx --activation=") + activation + " --bias=" + bias;

@@ -29,7 +29,7 @@
 namespace coalesce {
 namespace {
 
-enum class Activation { None, Relu, Gelu, GeluTanh };
+enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Silu };
 
 Expr activate(Activation activation, const Expr &x) {
   switch (activation) {
@@ -37,6 +37,8 @@ Expr activate(Activation activation, const Expr &x) {
   case Activation::Relu: return relu(x);
   case Activation::Gelu: return gelu(x);
   case Activation::GeluTanh: return gelu_tanh(x);
+  case Activation::Sigmoid: return sigmoid(x);
+  case Activation::Silu: return silu(x);
   }
   return x;
 }
@@ -91,7 +93,9 @@ public:
       {{"none", Activation::None},
        {"relu", Activation::Relu},
        {"gelu", Activation::Gelu},
-       {"gelu_tanh", Activation::GeluTanh}},
+       {"gelu_tanh", Activation::GeluTanh},
+       {"sigmoid", Activation::Sigmoid},
+       {"silu", Activation::Silu}},
       "the epilogue: none; relu; gelu, exact (erf), as PyTorch's default; gelu_tanh, the tanh "
       "approximation"};
   EnumParam<InputType> dtype{this, "dtype", InputType::F32, kInputTypes,
