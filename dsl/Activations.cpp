@@ -3,6 +3,9 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 
+#include <string>
+#include <utility>
+
 namespace coalesce {
 
 namespace {
@@ -52,19 +55,16 @@ Expr identity(const Expr &input) {
 }
 
 Expr activation(const std::string &name, const Expr &x) {
-  if (name == "relu")
-    return relu(x);
-  if (name == "gelu")
-    return gelu(x);
-  if (name == "gelu_tanh")
-    return gelu_tanh(x);
-  if (name == "sigmoid")
-    return sigmoid(x);
-  if (name == "silu")
-    return silu(x);
-  if (name == "identity")
-    return identity(x);
-  user_error("no activation named '", name, "': the library has relu, gelu, gelu_tanh, sigmoid, silu and identity");
+  static const std::pair<const char *, Expr (*)(const Expr &)> kActivations[] = {
+      {"relu", relu}, {"gelu", gelu}, {"gelu_tanh", gelu_tanh}, {"sigmoid", sigmoid}, {"silu", silu}, {"identity", identity}};
+  std::string names;
+  for (const auto &[known, function] : kActivations) {
+    if (name == known)
+      return function(x);
+    names += names.empty() ? known : std::string(", ") + known;
+  }
+  names.replace(names.rfind(", "), 2, " and ");
+  user_error("no activation named '", name, "': the library has ", names);
 }
 
 } // namespace coalesce

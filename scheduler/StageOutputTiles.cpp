@@ -87,7 +87,7 @@ private:
 class StageTiles : public IRMutator {
 public:
   explicit StageTiles(const Environment &env)
-      : output_(env.output().name), type_(env.output().type), row_extent_(env.domain.back()), domain_(env.domain) {}
+      : output_(env.output().name), type_(env.output().type), domain_(env.domain) {}
 
   /// The shared tile around `body`.
   Stmt allocate(const Stmt &body) const {
@@ -103,7 +103,6 @@ private:
   using IRMutator::visit;
   const std::string output_;
   const Type type_;
-  const Expr row_extent_;
   const std::vector<Expr> domain_;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   std::optional<std::pair<int64_t, int64_t>> tile_shape_; ///< the staged tile's rows and padded columns
@@ -216,7 +215,7 @@ private:
     if (tile_shape_ && *tile_shape_ != shape)
       return std::nullopt;
     Stmt staged = Block::make({writes, Barrier::make(), copy, Barrier::make()});
-    Expr aligned = row_extent_ % lanes == 0;
+    Expr aligned = domain_.back() % lanes == 0;
     if (!provably_multiple_of(redirect.origin[1], lanes))
       aligned = aligned && redirect.origin[1] % lanes == 0;
     aligned = simplify(aligned);

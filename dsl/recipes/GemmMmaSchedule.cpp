@@ -142,7 +142,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
   if (M > 0 && N > 0) {
     int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
     // As many blocks per multiprocessor as the tiling asks registers for.
-    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, std::max(t.min_blocks_per_sm, 1));
+    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm);
   }
   use_tma_copies_where_needed(t, N, K);
   return t;

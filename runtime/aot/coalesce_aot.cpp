@@ -31,18 +31,6 @@ namespace {
 
 enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Silu };
 
-Expr activate(Activation activation, const Expr &x) {
-  switch (activation) {
-  case Activation::None: return x;
-  case Activation::Relu: return relu(x);
-  case Activation::Gelu: return gelu(x);
-  case Activation::GeluTanh: return gelu_tanh(x);
-  case Activation::Sigmoid: return sigmoid(x);
-  case Activation::Silu: return silu(x);
-  }
-  return x;
-}
-
 /// The element types a buffer of the generated launcher can have.
 const std::vector<std::pair<std::string, Type>> kElementTypes = {
     {"f32", Float(32)}, {"bf16", BFloat(16)}, {"f16", Float(16)}};
@@ -329,7 +317,8 @@ public:
     Expr sum = acc(i, j);
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
-    out(i, j) = cast(out_dtype, activate(activation, sum));
+    // The library's activation of that name (dsl/Activations.h).
+    out(i, j) = cast(out_dtype, activation == Activation::None ? sum : coalesce::activation(activation.value_text(), sum));
 
     if (autotune || !tuning_db.value().empty()) {
       GemmProblem problem = tuning_problem();
@@ -403,7 +392,7 @@ public:
       // Sizes fixed when generating whose rows the TMA cannot read: padded
       // copies (sizes given at run time keep the in-kernel cp.async branch).
       use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
-      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, std::max(tiling.min_blocks_per_sm, 2));
+      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
       tiling.split_k_mode = split_k_mode;
       schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
       return out;
