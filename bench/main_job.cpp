@@ -282,7 +282,7 @@ Options parse_options(int argc, char **argv) {
       cl::value_desc("direct|shared"), cl::cat(category));
   cl::opt<std::string> cluster_blocks_flag(
       "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
-                                 "(2 to 8), which share B's tiles (gpu_cluster, SharedLayout::multicast); 0: none, "
+                                 "(2 to 8), which share B's tiles (gpu_cluster, TmaCopies::multicast); 0: none, "
                                  "the default"),
       cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(

@@ -754,9 +754,9 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
                  "), which only target sm_90a has; the target is ", target.sm(),
                  ": compile for sm_90a, or schedule a warp MMA (bf16 m16n8k16) for this target");
     if (finder.copy && target.sm() != "sm_90a")
-      user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (SharedLayout::tma), "
+      user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (TmaCopies), "
                  "which this compiler targets on sm_90a only; the target is ", target.sm(),
-                 ": compile for sm_90a, or stage with cp.async copies (tma = false)");
+                 ": compile for sm_90a, or stage with cp.async copies (AsyncCopies)");
     if (kernel.cluster_blocks() > 1 && target.sm() != "sm_90a")
       user_error("kernel '", kernel.name, "' runs its blocks in clusters of ", kernel.cluster_blocks(),
                  " (gpu_cluster), which this compiler targets on sm_90a only; the target is ", target.sm(),

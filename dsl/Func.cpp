@@ -323,31 +323,21 @@ Stage &Stage::register_block(const VarOrRVar &x, const VarOrRVar &y, const VarOr
   });
 }
 
-Stage &Stage::stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout) {
+Stage &Stage::stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout, TileCopies copies) {
   return all_or_nothing({func_}, [&]() -> Stage & {
     StageSchedule &stage = schedule();
-    size_t at = find_dim(at_loop.name, "stage_in_shared");
+    find_dim(at_loop.name, "stage_in_shared");
     if (layout.padding < 0)
       user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with padding ",
                  layout.padding, "; padding must be zero or positive");
     if (layout.transposed && input.dimensions() != 2)
       user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(),
                  "' transposed, but it has ", input.dimensions(), " dimensions; only 2-D tiles can be transposed");
-    if (layout.stages < 2 || layout.stages > 8)
-      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with ", layout.stages,
-                 " stages; a pipeline has 2 to 8");
-    if (layout.stages > 2 && (!layout.double_buffered || !layout.async_copy))
-      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with ", layout.stages,
-                 " stages needs double_buffered and async_copy: only asynchronous copies can have more than one "
-                 "tile in flight");
-    if (layout.double_buffered && stage.dims[at].kind != ForKind::Serial)
-      user_error("in schedule for ", describe(), ": double-buffered stage_in_shared at '", at_loop.name,
-                 "', which is ", for_kind_name(stage.dims[at].kind), "; double buffering needs a serial loop");
     for (const SharedStaging &staged : stage.staged_inputs)
       if (staged.input == input.name())
         user_error("in schedule for ", describe(), ": '", input.name(), "' is already staged in shared memory at '",
                    staged.at_loop, "'");
-    stage.staged_inputs.push_back(SharedStaging{input.name(), at_loop.name, layout});
+    stage.staged_inputs.push_back(SharedStaging{input.name(), at_loop.name, layout, copies});
     return *this;
   });
 }

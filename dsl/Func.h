@@ -104,10 +104,14 @@ public:
   /// operands staged with zero_fill.
   Stage &mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step);
   /// Copies the tile of `input` that the loops inside `at_loop` read into
-  /// shared memory once per iteration of `at_loop`, cooperatively, with a
-  /// barrier before and after its use; `layout` may transpose, pad or double
-  /// buffer the tile.
-  Stage &stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout = {});
+  /// shared memory once per iteration of `at_loop`, cooperatively; `layout`
+  /// may transpose or pad the tile, `copies` picks the pipeline that fills
+  /// it (one buffer with a barrier before and after its use, the default;
+  /// two through registers; cp.async stages; TMA stages). The rules that
+  /// relate the choices (inputs staged at one loop share a pipeline, the TMA
+  /// feeds warpgroup MMAs, ...) are checked when the pipeline is lowered.
+  Stage &stage_in_shared(const Input &input, const VarOrRVar &at_loop, SharedLayout layout = {},
+                         TileCopies copies = OneBuffer{});
   /// Accepts that this schedule changes the floating-point summation order.
   Stage &allow_reassociation();
   /// Accepts a term that is added once per reduction step (see DESIGN.md).
@@ -236,7 +240,7 @@ public:
   /// Runs this (output) Func's GPU blocks along block loop `block` in
   /// clusters of `blocks` (2 to 8) consecutive blocks, which the GPU runs at
   /// once on neighbouring multiprocessors (sm_90 and later), so that inputs
-  /// staged with SharedLayout::multicast are copied once per cluster. The
+  /// staged with TmaCopies::multicast are copied once per cluster. The
   /// block loop's extent is rounded up to whole clusters; the extra blocks
   /// compute nothing past the output's end (its guards). It never changes
   /// the result.

@@ -273,7 +273,7 @@ const char *memory_type_name(MemoryType memory);
 /// shared memory that stage_inputs_in_shared adds (their thread loops and
 /// per-thread element loop); the k steps of one warp MMA, which the host
 /// code generator runs as a loop; the thread loop of the producer warps of a
-/// warp-specialized TMA pipeline (SharedLayout::producer_warps), whose range
+/// warp-specialized TMA pipeline (TmaCopies::producer), whose range
 /// [min, min + extent) lies past the other thread loops' extent in its
 /// dimension: the kernel's block grows by it, and the other loops run on
 /// their own threads only (scheduler/FuseGpuThreadLoops.cpp).
@@ -445,10 +445,10 @@ struct TensorCopy : BaseStmtNode {
   /// What lands in this block's shared memory, element by element (the
   /// host runs it): the whole box, also when it is multicast.
   const Stmt copy;
-  /// 1, or the blocks of a cluster that share the box (SharedLayout::
-  /// multicast): block r of the cluster copies rows [r R / m, (r + 1) R / m)
-  /// of it into the shared memory of all m, and each block's barrier
-  /// counts the whole box.
+  /// 1, or the blocks of a cluster that share the box
+  /// (TmaCopies::multicast): block r of the cluster copies rows
+  /// [r R / m, (r + 1) R / m) of it into the shared memory of all m, and
+  /// each block's barrier counts the whole box.
   const int multicast;
   static Stmt make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination, Expr barrier,
                    Stmt copy, int multicast = 1);

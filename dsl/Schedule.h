@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace coalesce {
@@ -33,7 +34,9 @@ struct Dim {
   bool mirrored = false;
 };
 
-/// How a staged tile is laid out in shared memory.
+/// How a staged tile is laid out in shared memory: its arrangement only.
+/// How tiles get there, and how many are in flight, is the staging's
+/// TileCopies.
 struct SharedLayout {
   /// Store a 2-D tile as [dim1][dim0]: A's [m][k] tile becomes [k][m], so
   /// that the inner product reads consecutive m (vector loads).
@@ -41,61 +44,96 @@ struct SharedLayout {
   /// Extra elements after each row of the tile, so that the copy's stores
   /// (or the reads) of one warp fall in different banks.
   int padding = 0;
-  /// Two tiles: each thread fetches its part of the next tile into registers
-  /// while the current one is used, then stores it; one barrier per step.
-  bool double_buffered = false;
-  /// With double buffering: copy the next tile straight into the other
-  /// buffer with asynchronous copies (cp.async on the GPU) instead of through
-  /// registers, and wait for them before the barrier.
-  bool async_copy = true;
-  /// Elements of the tile outside the input are 0 instead of the nearest
-  /// edge value (clamping), so a tile that overhangs the end of a reduction
-  /// adds nothing: what a tensor-core step, which cannot be guarded per
-  /// element, needs at a ragged K.
+};
+
+// How a staged input's tiles reach shared memory: one closed set of
+// pipelines (TileCopies). Every input staged at one loop shares its copies
+// and barriers, so they all name the same pipeline (scheduler/CheckStaging
+// holds every rule that relates them).
+//
+// `zero_fill`: elements of the tile outside the input are 0 instead of the
+// nearest edge value (clamping), so a tile that overhangs the end of a
+// reduction adds nothing: what a tensor-core step, which cannot be guarded
+// per element, needs at a ragged K. The TMA always writes 0 there.
+
+/// One buffer: every thread copies its part of the tile, the block meets at
+/// a barrier, the tile is used, and the block meets again.
+struct OneBuffer {
   bool zero_fill = false;
-  /// With double buffering and async copies: how many tiles are in flight
-  /// (2: this one and the next; 3 or more: a deeper software pipeline, the
-  /// copies of the next stages - 1 tiles overlapping this tile's use).
+};
+
+/// Two buffers: each thread fetches its part of the next tile into
+/// registers while the current one is used, then stores it; one barrier
+/// per step.
+struct RegisterDoubleBuffer {
+  bool zero_fill = false;
+};
+
+/// `stages` buffers (2 to 8) filled with asynchronous copies (cp.async on
+/// the GPU), stages - 1 tiles in flight while one is used: 2 is double
+/// buffering, 3 or more a deeper software pipeline.
+struct AsyncCopies {
   int stages = 2;
-  /// With a pipeline of 3 or more stages whose tiles warpgroup MMAs read:
-  /// copy each tile with the tensor memory accelerator (one thread's bulk
-  /// copy per 64-column box, completing on an mbarrier per slot) instead of
-  /// every thread's cp.async copies. Needs zero_fill (the TMA writes 0
-  /// outside the input). Where an input's rows are not whole 16-byte
-  /// multiples, the TMA cannot describe it and the kernel takes the
-  /// cp.async copies instead (both are in the loop nest).
-  bool tma = false;
-  /// With tma: warps of their own (1 to 4, past the MMA warps in the
-  /// block) issue the copies, and the MMA warps only compute: each slot
-  /// gets an empty mbarrier besides its full one; an MMA warp arrives on a
-  /// slot's empty barrier once the MMAs that read it have completed, and
-  /// the issuing thread waits for that before refilling the slot, so no
-  /// block-wide barrier is left in the loop (warp specialization). 0: the
-  /// MMA warps' first thread issues them, after a barrier per step.
-  int producer_warps = 0;
-  /// With 4 producer warps (one warpgroup): register reallocation. The
-  /// producer warpgroup gives its registers back down to this many per
-  /// thread (setmaxnreg, a multiple of 8 from 24 to 256) and leaves the
-  /// kernel after its copies; the MMA warpgroups take what that frees (the
-  /// compiler computes their count from the launch's registers, which the
-  /// output's gpu_min_blocks_per_sm fixes). 0: no reallocation.
-  int producer_registers = 0;
-  /// With tma: the input is first copied, by a kernel of its own before the
-  /// output's, into a workspace whose rows are padded with zeros to 16-byte
-  /// multiples, and the TMA reads that copy. For inputs whose rows the TMA
-  /// cannot describe (a bf16 row of 4097 elements), which otherwise take
-  /// the cp.async copies element by element; it costs one read and one
-  /// write of the input per launch, also where the rows need no padding.
-  bool tma_padded_copy = false;
-  /// With tma, on an output scheduled with gpu_cluster: the input's tile is
-  /// the same for every block of a cluster (it does not depend on the
-  /// clustered block loop), so each block copies 1 / C of its rows and the
-  /// TMA writes them into the shared memory of all C blocks (multicast):
-  /// the input crosses the L2 once per cluster instead of once per block.
-  /// The pipeline's steps then end in a barrier of the whole cluster, so
-  /// that no block refills a slot another block still reads.
+  bool zero_fill = false;
+};
+
+/// Warps of their own, past the MMA warps in the block, that issue a TMA
+/// pipeline's copies, so the MMA warps only compute: each slot gets an
+/// empty mbarrier besides its full one; an MMA warp arrives on a slot's
+/// empty barrier once the MMAs that read it have completed, and the issuing
+/// thread waits for that before refilling the slot (warp specialization).
+struct ProducerWarps {
+  int warps = 4; ///< 1 to 4
+  /// With 4 warps (one warpgroup): register reallocation. The producer
+  /// warpgroup gives its registers back down to this many per thread
+  /// (setmaxnreg, a multiple of 8 from 24 to 256) and leaves the kernel
+  /// after its copies; the MMA warpgroups take what that frees (the compiler
+  /// computes their count from the launch's registers, which the output's
+  /// gpu_min_blocks_per_sm fixes). 0: no reallocation.
+  int registers = 0;
+};
+
+/// `stages` slots (3 to 8) of the 128-byte swizzled tiles warpgroup MMAs
+/// read, each filled by the tensor memory accelerator (one thread's bulk
+/// copy per 64-column box) and completing on an mbarrier of its own. Where
+/// an input's rows are not whole 16-byte multiples, the TMA cannot describe
+/// it and the kernel takes cp.async copies instead (both are in the loop
+/// nest), unless `padded_copy` is set.
+struct TmaCopies {
+  int stages = 3;
+  /// Who issues the copies: warps of their own, or (none) the MMA warps'
+  /// first thread, after a barrier per step.
+  std::optional<ProducerWarps> producer;
+  /// The input is first copied, by a kernel of its own before the output's,
+  /// into a workspace whose rows are padded with zeros to 16-byte multiples,
+  /// and the TMA reads that copy. For inputs whose rows the TMA cannot
+  /// describe (a bf16 row of 4097 elements); it costs one read and one write
+  /// of the input per launch, also where the rows need no padding.
+  bool padded_copy = false;
+  /// On an output scheduled with gpu_cluster: the input's tile is the same
+  /// for every block of a cluster (it does not depend on the clustered block
+  /// loop), so each block copies 1 / C of its rows and the TMA writes them
+  /// into the shared memory of all C blocks: the input crosses the L2 once
+  /// per cluster instead of once per block.
   bool multicast = false;
 };
+
+/// The pipeline of a staged input: exactly one of the above.
+using TileCopies = std::variant<OneBuffer, RegisterDoubleBuffer, AsyncCopies, TmaCopies>;
+
+/// Tiles of the input in shared memory at once: 1, 2, or the stages.
+int tile_buffers(const TileCopies &copies);
+/// Whether the tile holds 0 outside the input (always, for the TMA).
+bool zero_fills(const TileCopies &copies);
+/// The TMA pipeline, or null for the other copies.
+const TmaCopies *tma_copies(const TileCopies &copies);
+/// Warps of their own issuing the copies (0: none).
+int producer_warp_count(const TileCopies &copies);
+/// The copies in words, for messages: "one buffer", "3 TMA stages", ...
+std::string describe(const TileCopies &copies);
+/// Same pipeline, the per-input choices (zero_fill, padded_copy,
+/// multicast) aside: what inputs staged at one loop must agree on.
+bool same_pipeline(const TileCopies &a, const TileCopies &b);
 
 /// A request to copy an input's tile into shared memory once per iteration
 /// of loop `at_loop` of this stage, and read it from there inside the loop.
@@ -103,6 +141,7 @@ struct SharedStaging {
   std::string input;
   std::string at_loop;
   SharedLayout layout;
+  TileCopies copies;
 };
 
 /// The loops a consumer's mma_tile made, as their user names. Every lane of a
@@ -235,7 +274,7 @@ struct FuncSchedule {
   int persistent_blocks = 0;
   /// For the output: its blocks along block loop `cluster_var` run in
   /// clusters of `cluster_blocks` (gpu_cluster; 0: no clusters), whose TMA
-  /// copies of an input staged with SharedLayout::multicast are shared.
+  /// copies of an input staged with TmaCopies::multicast are shared.
   std::string cluster_var;
   int cluster_blocks = 0;
   /// For the output: whether its per-element statements get a copy without

@@ -19,7 +19,7 @@
 //   The instruction sums the products of a step in its own order, so the
 //   stage must say allow_reassociation().
 //
-// A and B are staged in shared memory with SharedLayout::zero_fill: at a
+// A and B are staged in shared memory with zero_fill copies: at a
 // ragged K the last step overhangs the inputs, and an instruction cannot
 // skip elements, so those elements must read as 0 (clamping would add the
 // edge values again). On the CPU the same WarpMma statements run, one lane
@@ -53,15 +53,15 @@ void schedule(Gemm &g, MmaKind kind, int k_step) {
   // Zero past the inputs' ends; 8 elements of padding per staged row keep
   // the fragment reads of one warp in different banks; double buffered.
   SharedLayout layout;
-  layout.zero_fill = true;
   layout.padding = 8;
-  layout.double_buffered = true;
+  AsyncCopies copies;
+  copies.zero_fill = true;
   RVar ko("ko"), kk("kk");
   g.acc.update()
       .mma(g.k, ko, kk, k_step)
       .allow_reassociation()
-      .stage_in_shared(g.A, ko, layout)
-      .stage_in_shared(g.B, ko, layout);
+      .stage_in_shared(g.A, ko, layout, copies)
+      .stage_in_shared(g.B, ko, layout, copies);
 }
 
 // The same schedule through the library's helper (what coalesce-main runs,

@@ -245,7 +245,7 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   bool one_pipeline = false;
   if (s > 0 && is_warpgroup_mma(func.schedule.stages[s].mma.kind))
     for (const SharedStaging &staged : func.schedule.stages[s].staged_inputs)
-      one_pipeline |= staged.layout.tma;
+      one_pipeline |= tma_copies(staged.copies) != nullptr;
 
   // `unguarded`: reduction splits whose tail this copy of the loops never
   // reaches (see the partition below), so their guard is left out.

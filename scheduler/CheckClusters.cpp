@@ -48,20 +48,6 @@ void check_clusters(const Environment &env) {
                  func.name, "' is computed inside them: cluster the blocks of '", output.name, "'");
   if (output.schedule.cluster_blocks > 0)
     check_cluster_loop(output);
-  for (const FuncContents &func : env.funcs)
-    for (size_t s = 0; s < func.schedule.stages.size(); ++s)
-      for (const SharedStaging &staged : func.schedule.stages[s].staged_inputs) {
-        const SharedLayout &layout = staged.layout;
-        if (!layout.multicast)
-          continue;
-        std::string where = str_cat("in schedule for ", stage_description(func, s), ": '", staged.input,
-                                    "' is staged with SharedLayout::multicast");
-        if (!layout.tma)
-          user_error(where, ", which the TMA's copies do; set SharedLayout::tma too, or multicast = false");
-        if (output.schedule.cluster_blocks == 0)
-          user_error(where, ", which shares its tiles between the blocks of a cluster, but '", output.name,
-                     "' runs no clusters; schedule gpu_cluster on it, or multicast = false");
-      }
 }
 
 } // namespace coalesce

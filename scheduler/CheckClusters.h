@@ -1,11 +1,11 @@
 #pragma once
-// The rules of gpu_cluster and SharedLayout::multicast: blocks run in
-// clusters along one block loop of the output, the outer loop of a split
-// (whose guard then covers the blocks past the last tile); a multicast
-// input is staged with the TMA's copies, issued by the MMA warps' first
-// thread, in an output that has clusters. Whether a multicast tile is the
-// same for every block of its cluster is stage_inputs_in_shared's to check
-// (it knows where each tile starts).
+// The rules of gpu_cluster: blocks run in clusters along one block loop of
+// the output, the outer loop of a split (whose guard then covers the blocks
+// past the last tile), and not with split-K, a persistent grid or grouped
+// blocks. That a multicast input (TmaCopies::multicast) has clusters to
+// share with is check_staging's rule; whether its tile is the same for
+// every block of its cluster is stage_inputs_in_shared's to check (it knows
+// where each tile starts).
 
 #include "scheduler/Environment.h"
 

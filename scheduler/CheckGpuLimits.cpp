@@ -176,7 +176,7 @@ private:
       if (threads > budget_.max_threads_per_block)
         user_error("in schedule for '", loop_owner(op->name), "': the thread loops down to '", loop_short_name(op->name),
                    "' make ", threads, " threads per block",
-                   producers ? str_cat(", ", producer_threads, " of them producer warps (SharedLayout::producer_warps)")
+                   producers ? str_cat(", ", producer_threads, " of them producer warps (ProducerWarps)")
                              : std::string(),
                    ", more than the limit of ", budget_.max_threads_per_block,
                    producers ? "; use fewer producer warps, or fewer MMA warps (larger warp tiles)"

@@ -185,10 +185,10 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   for (const std::string &input : {operands.a, operands.b}) {
     auto staged = std::find_if(stage.staged_inputs.begin(), stage.staged_inputs.end(),
                                [&](const SharedStaging &s) { return s.input == input; });
-    if (staged == stage.staged_inputs.end() || !staged->layout.zero_fill)
+    if (staged == stage.staged_inputs.end() || !zero_fills(staged->copies))
       user_error(c.where(), "the reduction's extent ", to_string(extent), " may not be a multiple of the k step ",
                  k_step, ", and an instruction cannot skip the elements past its end; stage '", input,
-                 "' in shared memory with SharedLayout::zero_fill, so they read as 0");
+                 "' in shared memory with zero_fill copies (or the TMA's), so they read as 0");
   }
 }
 
@@ -207,7 +207,7 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
     if (staged == stage.staged_inputs.end() || staged->at_loop != k_outer)
       user_error(c.where(), mma_kind_name(stage.mma.kind), " reads A and B from shared memory, one k step at a time; "
                  "stage '", input, "' in shared memory at '", k_outer, "' (stage_in_shared(", input, ", ", k_outer,
-                 ", layout))", staged == stage.staged_inputs.end() ? std::string()
+                 ", layout, copies))", staged == stage.staged_inputs.end() ? std::string()
                                                                   : str_cat(", not at '", staged->at_loop, "'"));
     if (staged->layout.padding || staged->layout.transposed)
       user_error(c.where(), mma_kind_name(stage.mma.kind), " finds its operands in shared memory by the 128-byte "
@@ -215,75 +215,6 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
                  staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
                  " would move them: leave SharedLayout's padding at 0 and transposed false",
                  warpgroup_mma_reads_b_k_major(stage.mma.kind) ? " (the compiler stores B K-major itself)" : "");
-  }
-}
-
-// SharedLayout::tma: the TMA writes the 128-byte swizzled tiles of a
-// warpgroup MMA's pipeline, filling what lies outside the input with 0.
-void check_tma_requests(const FuncContents &func, size_t s) {
-  const StageSchedule &stage = func.schedule.stages[s];
-  std::string where = str_cat("in schedule for ", stage_description(func, s), ": ");
-  // Each input's own request first, then how they agree.
-  for (const SharedStaging &staged : stage.staged_inputs) {
-    const SharedLayout &layout = staged.layout;
-    if (layout.producer_warps < 0 || layout.producer_warps > 4)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
-                 "; it takes 0 (the MMA warps issue the copies) or 1 to 4 warps of their own");
-    if (layout.producer_warps != 0 && !layout.tma)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_warps = ", layout.producer_warps,
-                 ", but producer warps issue TMA copies only; set SharedLayout::tma too, or producer_warps = 0");
-    if (layout.producer_registers != 0 &&
-        (layout.producer_registers < 24 || layout.producer_registers > 256 || layout.producer_registers % 8 != 0))
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_registers = ",
-                 layout.producer_registers, "; registers per thread after reallocation are a multiple of 8 from 24 "
-                 "to 256 (setmaxnreg), or 0 for none");
-    if (layout.producer_registers != 0 && layout.producer_warps != 4)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::producer_registers = ",
-                 layout.producer_registers, " and ", layout.producer_warps, " producer warps; registers are "
-                 "reallocated per warpgroup (setmaxnreg), so it takes producer_warps = 4");
-    if (layout.tma_padded_copy && !layout.tma)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma_padded_copy, but only the TMA reads "
-                 "the row-padded copy; set SharedLayout::tma too, or tma_padded_copy = false");
-  }
-  for (const SharedStaging &staged : stage.staged_inputs) {
-    const SharedLayout &layout = staged.layout;
-    if (!layout.tma)
-      continue;
-    if (!is_warpgroup_mma(stage.mma.kind))
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but the TMA copies only the 128-byte "
-                 "swizzled tiles that warpgroup MMAs read (mma() with a wgmma kind); use the cp.async copies "
-                 "(tma = false) for this stage");
-    // The TMA copies a box as it lies in memory, bits unchanged; tf32's
-    // operands must be rounded to tf32 and its B stored transposed
-    // (K-major), which the copy kernel of tma_padded_copy does first.
-    if (mma_rounds_to_tf32(stage.mma.kind) && !layout.tma_padded_copy)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, but ", mma_kind_name(stage.mma.kind),
-                 " multiplies the bits it finds in shared memory, which must be rounded to tf32 (and B's K-major, "
-                 "transposed from how it lies in memory), and the TMA copies boxes as they lie; set "
-                 "SharedLayout::tma_padded_copy too (a kernel of its own first copies '", staged.input,
-                 "' rounded, B transposed, for the TMA to read), or use the cp.async copies (tma = false)");
-    if (!layout.double_buffered || !layout.async_copy || layout.stages < 3)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which feeds a software pipeline of 3 "
-                 "or more stages; set double_buffered, async_copy and stages >= 3 (it has ",
-                 layout.double_buffered ? str_cat(layout.stages, " stages") : std::string("one buffer"),
-                 layout.double_buffered && !layout.async_copy ? " without async_copy" : "", ")");
-    if (!layout.zero_fill)
-      user_error(where, "'", staged.input, "' is staged with SharedLayout::tma, which writes 0 outside the input; "
-                 "set zero_fill too, so that every target computes the same sums");
-    for (const SharedStaging &other : stage.staged_inputs) {
-      if (other.at_loop == staged.at_loop && !other.layout.tma)
-        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
-                   "' and share its barriers: stage both with SharedLayout::tma or neither");
-      if (other.at_loop == staged.at_loop && other.layout.producer_warps != layout.producer_warps)
-        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
-                   "' and share its copies, but ask for ", layout.producer_warps, " and ",
-                   other.layout.producer_warps, " producer warps: give both the same SharedLayout::producer_warps");
-      if (other.at_loop == staged.at_loop && other.layout.producer_registers != layout.producer_registers)
-        user_error(where, "'", staged.input, "' and '", other.input, "' are staged at '", staged.at_loop,
-                   "' and share its producer warps, but ask for ", layout.producer_registers, " and ",
-                   other.layout.producer_registers,
-                   " producer registers: give both the same SharedLayout::producer_registers");
-    }
   }
 }
 
@@ -296,9 +227,6 @@ MmaOperands mma_operands(const FuncContents &func, size_t stage) {
 }
 
 void check_mma(const Environment &env) {
-  for (const FuncContents &func : env.funcs)
-    for (size_t s = 0; s < func.schedule.stages.size(); ++s)
-      check_tma_requests(func, s);
   for (const FuncContents &func : env.funcs)
     for (size_t s = 1; s < func.schedule.stages.size(); ++s) {
       const StageSchedule &stage = func.schedule.stages[s];

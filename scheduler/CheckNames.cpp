@@ -49,7 +49,7 @@ void check_names(const Environment &env) {
     reserved[tma_empty_barrier_name(name)] =
         "the barriers on which producer warps wait for the slots of Input '" + name + "' (stage_in_shared)";
     reserved[tma_padded_name(name)] =
-        "the copy of Input '" + name + "' that the TMA reads (SharedLayout::tma_padded_copy)";
+        "the copy of Input '" + name + "' that the TMA reads (TmaCopies::padded_copy)";
   }
   reserved[output_tile_name(env.output().name)] =
       "the shared-memory tile of the output '" + env.output().name + "' (gpu_tile_stores)";

@@ -66,12 +66,12 @@ inline std::string loop_owner(const std::string &qualified) { return qualified.s
 /// check_names reserves it, so no user name can be it.
 inline std::string staging_buffer_name(const std::string &input) { return input + "_shared"; }
 
-/// "A_fetch": the registers through which a double-buffered copy without
-/// async_copy passes the next tile. Reserved like staging_buffer_name.
+/// "A_fetch": the registers through which a RegisterDoubleBuffer copy
+/// passes the next tile. Reserved like staging_buffer_name.
 inline std::string fetch_buffer_name(const std::string &input) { return input + "_fetch"; }
 
 /// "A_full": the mbarriers of the TMA copies staged at one loop, named
-/// after its first input (SharedLayout::tma). Reserved like
+/// after its first input (TmaCopies). Reserved like
 /// staging_buffer_name.
 inline std::string tma_barrier_name(const std::string &input) { return input + "_full"; }
 
@@ -81,7 +81,7 @@ inline std::string tma_barrier_name(const std::string &input) { return input + "
 inline std::string tma_empty_barrier_name(const std::string &input) { return input + "_empty"; }
 
 /// "A_padded": the workspace copy of an input with its rows padded to
-/// 16-byte multiples that the TMA reads (SharedLayout::tma_padded_copy).
+/// 16-byte multiples that the TMA reads (TmaCopies::padded_copy).
 /// Reserved like staging_buffer_name.
 inline std::string tma_padded_name(const std::string &input) { return input + "_padded"; }
 

@@ -12,6 +12,7 @@
 #include "scheduler/CheckNames.h"
 #include "scheduler/CheckClusters.h"
 #include "scheduler/CheckSplitK.h"
+#include "scheduler/CheckStaging.h"
 #include "scheduler/CheckThreadOwnership.h"
 #include "scheduler/CheckUnrollSize.h"
 #include "scheduler/CheckMirroredLoops.h"
@@ -80,9 +81,10 @@ Environment prepare(const Func &output) {
   // A Func computed at a site runs on the consumer's loops, as the consumer has them.
   attributed_to("check_mirrored_loops", [&] { check_mirrored_loops(env); });
   attributed_to("inline_funcs", [&] { inline_funcs(env); }); // needs placements
+  attributed_to("check_staging", [&] { check_staging(env); }); // each staged input's pipeline, and one per loop
   attributed_to("check_mma", [&] { check_mma(env); }); // after inlining: the update is what the instruction computes
   attributed_to("check_split_k", [&] { check_split_k(env); }); // after inlining, likewise: the split sum is the one that runs
-  attributed_to("check_clusters", [&] { check_clusters(env); }); // gpu_cluster's loop; multicast's copies
+  attributed_to("check_clusters", [&] { check_clusters(env); }); // gpu_cluster's loop
   // After inlining, so out = gelu(biased) with biased = acc + b folds too.
   attributed_to("fold_bias_into_init", [&] { fold_bias_into_init(env); });
   // After folding: a warpgroup MMA's sum starts from 0, its initial value

@@ -33,7 +33,7 @@ struct Argument {
   std::vector<InputRead> reads;
   /// Scratch memory, not the caller's data: of a reduction split across
   /// blocks (split_k), or an input's row-padded copy that the TMA reads
-  /// (SharedLayout::tma_padded_copy). The runtime allocates it zeroed and
+  /// (TmaCopies::padded_copy). The runtime allocates it zeroed and
   /// keeps it; every launch leaves split_k's zeroed again (counters reset,
   /// atomic tiles cleared) and rewrites a padded copy whole before reading
   /// it, so it is reused without clearing. Never bound by name.

@@ -134,7 +134,7 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
     for (size_t s = 0; s < func.schedule.stages.size(); ++s) {
       const StageSchedule &stage = func.schedule.stages[s];
       for (const SharedStaging &staged : stage.staged_inputs) {
-        if (!staged.layout.tma || !staged.layout.tma_padded_copy)
+        if (!tma_copies(staged.copies) || !tma_copies(staged.copies)->padded_copy)
           continue;
         auto found = env.inputs.find(staged.input);
         COALESCE_INTERNAL_ASSERT(found != env.inputs.end(), "staged input '", staged.input,
@@ -158,10 +158,10 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
           auto describe = [](const TmaInputCopy &c) {
             return str_cat(c.transposed ? "transposed" : "as it lies", c.round_to_tf32 ? " and rounded to tf32" : "");
           };
-          user_error("in schedule for ", where, ": '", staged.input, "' is staged with SharedLayout::tma_padded_copy, "
+          user_error("in schedule for ", where, ": '", staged.input, "' is staged with TmaCopies::padded_copy, "
                      "so it is copied once, into one workspace, for every stage that reads it; ",
                      first_stage[staged.input], " needs that copy ", describe(known->second), ", this stage ",
-                     describe(copy), ": stage it with tma_padded_copy = false in one of them");
+                     describe(copy), ": stage it with padded_copy = false in one of them");
         }
       }
     }

@@ -1,5 +1,5 @@
 #pragma once
-// SharedLayout::tma_padded_copy: an input is copied first, by a kernel of
+// TmaCopies::padded_copy: an input is copied first, by a kernel of
 // its own, into a workspace the TMA can read, and the pipeline's TMA reads
 // that copy. Its rows are padded with zeros to 16-byte multiples (a bf16
 // row of 4097 elements is not one, so the TMA cannot describe the input
@@ -49,7 +49,7 @@ struct TmaInputCopy {
   bool round_to_tf32 = false;
 };
 
-/// The inputs some stage stages with SharedLayout::tma_padded_copy, each
+/// The inputs some stage stages with TmaCopies::padded_copy, each
 /// once, in name order, with how each is copied (the same for every stage
 /// that stages it, or a UserError).
 std::vector<TmaInputCopy> tma_input_copies(const Environment &env);

@@ -235,8 +235,7 @@ private:
   // also for a second pipeline in the same tile loop, which keeps a
   // pipeline per tile (the tile loop places one pipeline's parts).
   Expr steps_before_tile(const For *op, const std::vector<StagedTile> &tiles) const {
-    const SharedLayout &layout = tiles.front().layout;
-    if (!tiles_loop_ || across_ || !layout.tma || layout.producer_warps == 0)
+    if (!tiles_loop_ || across_ || producer_warp_count(tiles.front().copies) == 0)
       return Expr();
     for (const Expr &bound : {op->min, op->extent})
       for (const Variable *v : variables_of(bound))
@@ -261,6 +260,7 @@ private:
     StagedTile tile;
     tile.input = env_.inputs.at(request.input).get();
     tile.layout = request.layout;
+    tile.copies = request.copies;
     tile.buffer = staging_buffer_name(request.input);
     FindCalls finder(request.input, scan.lets);
     finder.visit_stmt(op->body);
@@ -338,18 +338,17 @@ private:
     std::vector<StagedTile> tiles;
     for (const SharedStaging &request : requests_)
       tiles.push_back(plan_tile(request, op, scan));
-    bool double_buffered = std::any_of(tiles.begin(), tiles.end(), [](const StagedTile &t) { return t.layout.double_buffered; });
+    // check_staging made every input here name the same pipeline.
+    const TileCopies &shared_copies = tiles.front().copies;
+    bool double_buffered = tile_buffers(shared_copies) > 1;
     if (double_buffered && op->for_kind != ForKind::Serial)
       user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_),
                  "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
 
-    int stages = tiles.front().layout.double_buffered ? tiles.front().layout.stages : 1;
+    int stages = tile_buffers(shared_copies);
     for (const StagedTile &tile : tiles)
-      if ((tile.layout.double_buffered ? tile.layout.stages : 1) != stages)
-        user_error("in schedule for ", stage_, ": the inputs staged at '", loop_short_name(loop_),
-                   "' share its copies and barriers, so they need the same number of pipeline stages; '",
-                   tiles.front().input->name, "' has ", stages, ", '", tile.input->name, "' has ",
-                   tile.layout.double_buffered ? tile.layout.stages : 1);
+      COALESCE_INTERNAL_ASSERT(same_pipeline(tile.copies, shared_copies), "the inputs staged at '", loop_short_name(loop_),
+                               "' name different pipelines");
     if (stages > 2)
       return pipeline(op, scan, tiles, stages);
 
@@ -366,7 +365,7 @@ private:
     std::vector<Stmt> prologue, fetches, stores, copies;
     for (const StagedTile &tile : tiles) {
       std::string prefix = tile.buffer + ".";
-      if (!tile.layout.double_buffered) {
+      if (!double_buffered) {
         copies.push_back(per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
           return Store::make(tile.buffer, shared_indices(tile, c, which), stored_value(tile, source_value(tile, c, {})));
         }));
@@ -374,7 +373,7 @@ private:
       }
       std::map<std::string, Expr> first = {{op->name, op->min}}, next = {{op->name, loop_var + 1}};
       prologue.push_back(per_thread_copy(tile, scan, prefix + "first.", [&](const std::vector<Expr> &c, const Expr &) {
-        if (!tile.layout.async_copy)
+        if (std::holds_alternative<RegisterDoubleBuffer>(tile.copies))
           return Store::make(tile.buffer, shared_indices(tile, c, 0), stored_value(tile, source_value(tile, c, first)));
         // The first tile is copied before the loop, whatever its trip
         // count: at K = 0 an input may be empty, where even the clamped
@@ -394,7 +393,7 @@ private:
                                                                  {copy->args[0]})),
                                 Store::make(tile.buffer, shared_indices(tile, c, 0), zero));
       }));
-      if (tile.layout.async_copy) {
+      if (!std::holds_alternative<RegisterDoubleBuffer>(tile.copies)) {
         // Straight into the other buffer: it was last read before the
         // previous iteration's barrier.
         fetches.push_back(async_tile_copy(tile, scan, prefix + "next.", next, next_which));
@@ -440,7 +439,7 @@ private:
     // without spills on sm_80 and sm_90a; a branch around the copy alone, or
     // on the loop's extent, spilled 8 to 24 bytes.)
     bool async_prologue = std::all_of(tiles.begin(), tiles.end(), [](const StagedTile &t) {
-      return !t.layout.double_buffered || t.layout.async_copy;
+      return !std::holds_alternative<RegisterDoubleBuffer>(t.copies);
     });
     if (!prologue.empty() && async_prologue) {
       // The predicated copies of the first tile land before the barrier.
@@ -464,7 +463,7 @@ private:
         result = IfThenElse::make(simplify(inputs_have_elements), result);
     }
     for (const StagedTile &tile : tiles) {
-      if (tile.layout.double_buffered && !tile.layout.async_copy) {
+      if (std::holds_alternative<RegisterDoubleBuffer>(tile.copies)) {
         std::vector<Expr> fetch_extents;
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
@@ -473,7 +472,7 @@ private:
                                 result, tile.input->name);
       }
       std::vector<Expr> extents;
-      if (tile.layout.double_buffered)
+      if (double_buffered)
         extents.push_back(2);
       for (int64_t e : tile.shared_extents)
         extents.push_back(static_cast<int>(e));
@@ -555,7 +554,7 @@ private:
                                // but empty groups; the barrier keeps the
                                // next use of the buffers after every read.
                                intrinsic(Intrinsic::AsyncWaitGroup, {Expr(0)}), Barrier::make()});
-    if (!tiles.front().layout.tma)
+    if (!tma_copies(tiles.front().copies))
       return allocate_tiles(tiles, stages, result);
     Expr steps_before = steps_before_tile(op, tiles);
     if (!steps_before.defined())
@@ -588,23 +587,24 @@ private:
       p.threads.push_back(BlockThreadLoop{name, loop.min, loop.extent, loop.gpu_dim});
     }
     p.barriers = tma_barrier_name(tiles.front().input->name);
-    p.producer_warps = tiles.front().layout.producer_warps;
-    p.producer_registers = tiles.front().layout.producer_registers;
+    const TmaCopies &tma = *tma_copies(tiles.front().copies);
+    p.producer_warps = tma.producer ? tma.producer->warps : 0;
+    p.producer_registers = tma.producer ? tma.producer->registers : 0;
     p.blocks_per_sm = env_.output().schedule.min_blocks_per_sm;
     if (p.producer_registers > 0) {
       // What the pipeline cannot reallocate around (the count the MMA
       // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
       const std::string refused = str_cat("in schedule for ", stage_, ": the TMA copies staged at '",
                                           loop_short_name(op->name), "' reallocate registers "
-                                          "(SharedLayout::producer_registers), ");
+                                          "(ProducerWarps::registers), ");
       if (env_.output().schedule.split_k.requested())
         user_error(refused, "so the producer warps leave the kernel after their copies, but split_k's last block "
-                   "combines the slices behind barriers of the whole block; use producer_registers = 0 with split_k");
+                   "combines the slices behind barriers of the whole block; reallocate no registers with split_k");
       if (env_.output().schedule.persistent_blocks > 0 && !steps_before.defined())
         user_error(refused, "so the producer warps leave the kernel after their copies, but on this persistent grid "
                    "(gpu_persistent_blocks) the pipeline cannot run across the block's tiles (the bounds of '",
                    loop_short_name(op->name), "' depend on the tile, not only on parameters), and the block's next "
-                   "tile needs them again; use producer_registers = 0, or a reduction whose bounds are the same "
+                   "tile needs them again; reallocate no registers, or a reduction whose bounds are the same "
                    "for every tile");
       if (p.blocks_per_sm < 1)
         user_error(refused, "which needs the launch's registers per thread known: set gpu_min_blocks_per_sm on '",
@@ -625,9 +625,10 @@ private:
       tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
         return source_value(staged, coords, shift);
       };
-      if (staged.layout.multicast)
+      const TmaCopies &staged_tma = *tma_copies(staged.copies);
+      if (staged_tma.multicast)
         tile.multicast = multicast_blocks(staged);
-      if (staged.layout.tma_padded_copy) {
+      if (staged_tma.padded_copy) {
         TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
         // The copy is what the tile needs: stored the way the MMA reads it
         // (K-major for tf32's B), rounded where the MMA rounds.
@@ -671,16 +672,16 @@ private:
     const Expr start = simplify(tile.origin.back());
     if (provably_multiple_of(start, per_16_bytes))
       return;
-    user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::tma, whose ",
+    user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with TmaCopies, whose ",
                "copies must start each row at a multiple of 16 bytes (", per_16_bytes, " ", staged.input->type,
                " elements) along the contiguous dimension of '", tile.source, "', but the tile staged at '",
                loop_short_name(loop_), "' starts at ", with_short_loop_names(start),
                ", which is not provably one (a reduction starting at a column that is not a multiple of ",
                per_16_bytes, "?): start the reduction at a multiple of ", per_16_bytes,
-               ", or stage without the TMA (SharedLayout::tma = false)");
+               ", or stage it with AsyncCopies");
   }
 
-  // The blocks of a cluster that share `staged`'s tile (SharedLayout::
+  // The blocks of a cluster that share `staged`'s tile (TmaCopies::
   // multicast): all of the output's cluster, which is legal only where the
   // tile is the same for each of them, so where its first element does
   // not depend on the clustered block loop.
@@ -690,7 +691,7 @@ private:
     std::string cluster_loop = cluster_loop_name(env_.output());
     for (size_t d = 0; d < staged.region.min.size(); ++d)
       if (expr_uses_var(staged.region.min[d], cluster_loop))
-        user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with SharedLayout::multicast, "
+        user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with TmaCopies::multicast, "
                    "but its tile starts at ", readable(staged.region.min[d]), " in dimension ", d, ", which depends "
                    "on '", output.cluster_var, "', along which the blocks of a cluster lie (gpu_cluster), so each "
                    "block needs a tile of its own; multicast an input whose tile does not depend on '",

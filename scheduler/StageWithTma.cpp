@@ -340,7 +340,7 @@ private:
     int mma = mma_warp_registers(launch, block_threads, producer_threads, p_.producer_registers);
     auto refused = [&] {
       return str_cat("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
-                     "' reallocate registers (SharedLayout::producer_registers = ", p_.producer_registers,
+                     "' reallocate registers (ProducerWarps::registers = ", p_.producer_registers,
                      "), but a launch of ", block_threads, " threads, ", p_.blocks_per_sm, " block",
                      p_.blocks_per_sm > 1 ? "s" : "", " per SM, ");
     };

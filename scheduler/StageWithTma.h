@@ -1,7 +1,7 @@
 #pragma once
 // Part of stage_inputs_in_shared: the software pipeline of a k-step loop
 // whose tiles warpgroup MMAs read, fed by the tensor memory accelerator
-// (SharedLayout::tma) instead of every thread's cp.async copies:
+// (TmaCopies) instead of every thread's cp.async copies:
 //
 //   allocate A_full[S] u64 in shared           (one mbarrier per slot)
 //   if <every staged input's rows are whole 16-byte multiples>:
@@ -19,7 +19,7 @@
 //   else:
 //     <the cp.async pipeline>
 //
-// With multicast tiles (SharedLayout::multicast, on an output in clusters
+// With multicast tiles (TmaCopies::multicast, on an output in clusters
 // of C blocks: gpu_cluster), block r of a cluster copies rows [r R / C,
 // (r + 1) R / C) of each box of such a tile into the shared memory of all
 // C blocks, completing on each block's own barrier, which expects the whole
@@ -31,7 +31,7 @@
 // in all of them (mbarrier_arrive(bar, C)), and a block invalidates its
 // barriers only after every slot's last release.
 //
-// With producer warps (SharedLayout::producer_warps), warps of their own,
+// With producer warps (TmaCopies::producer), warps of their own,
 // past the MMA warps in the block, issue the copies, and each slot has an
 // empty mbarrier besides its full one:
 //
@@ -76,7 +76,7 @@ namespace coalesce {
 /// One staged input of a TMA pipeline.
 struct TmaTile {
   const InputContents *input = nullptr;
-  /// What the TMA reads: the input, or with SharedLayout::tma_padded_copy
+  /// What the TMA reads: the input, or with TmaCopies::padded_copy
   /// its copy (scheduler/PadTmaInputs.h), which it can always describe and
   /// which may be transposed. Coordinates below are in the source's order:
   /// the order of its dimensions, the innermost last.
@@ -90,8 +90,9 @@ struct TmaTile {
   /// The tile's element at coordinates (source order), 0 outside the
   /// source, with the loop's variable replaced as `shift` says.
   std::function<Expr(const std::vector<Expr> &, const std::map<std::string, Expr> &)> value;
-  /// 1, or the blocks of the cluster that share the tile (SharedLayout::
-  /// multicast): each copies its part of every box to all of them.
+  /// 1, or the blocks of the cluster that share the tile
+  /// (TmaCopies::multicast): each copies its part of every box to all of
+  /// them.
   int multicast = 1;
 };
 
@@ -111,8 +112,8 @@ struct TmaPipeline {
   int mma_groups_in_flight = 1; ///< after each step's wait (mma_groups_in_flight())
   std::vector<BlockThreadLoop> threads;
   std::string barriers;         ///< the name of the (full) mbarrier array
-  int producer_warps = 0;       ///< SharedLayout::producer_warps; 0: the MMA warps issue
-  /// With register reallocation (SharedLayout::producer_registers): the
+  int producer_warps = 0;       ///< ProducerWarps::warps; 0: the MMA warps issue
+  /// With register reallocation (ProducerWarps::registers): the
   /// producer warpgroup's registers per thread (0: none), and the blocks per
   /// SM the output asks for, which fix the launch's registers and so the
   /// MMA warps' count (mma_warp_registers).

@@ -63,6 +63,8 @@ struct Region {
 struct StagedTile {
   const InputContents *input;
   SharedLayout layout;
+  TileCopies copies; // the same for every tile staged at one loop
+
   Region region;
   std::string buffer;
   std::vector<int> order;              // shared dimension -> input dimension
@@ -103,7 +105,7 @@ std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr>
 /// end with zero_fill.
 Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift);
 // The same read (coordinates in input order) from the input's copy for
-// the TMA (SharedLayout::tma_padded_copy, made as `copy` says): its
+// the TMA (TmaCopies::padded_copy, made as `copy` says): its
 // element, 0 outside the copy's extents (past the input's own row end the
 // copy itself holds 0).
 Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const std::vector<Expr> &coords,

@@ -83,7 +83,7 @@ int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan) {
 // banks. R runs along input dimension swizzle_row_dim, C along the other.
 std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which) {
   std::vector<Expr> indices;
-  if (tile.layout.double_buffered)
+  if (tile_buffers(tile.copies) > 1)
     indices.push_back(which);
   if (tile.swizzled) {
     const Expr &r = coords[tile.swizzle_row_dim], &c = coords[1 - tile.swizzle_row_dim];
@@ -129,7 +129,7 @@ static Expr source_in_bounds(const StagedTile &tile, const std::vector<Expr> &co
 // the input's end when the layout asks for zero_fill.
 Expr source_value(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
   Expr read = source_read(tile, coords, shift);
-  if (!tile.layout.zero_fill)
+  if (!zero_fills(tile.copies))
     return read;
   Expr zero = element_zero(tile.input->type);
   return Select::make(source_in_bounds(tile, coords, shift), read, zero);
@@ -161,7 +161,7 @@ Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const
 // 16-byte vectors, so every vector starts 16-byte aligned in shared memory.
 static int vector_width(const StagedTile &tile) {
   int bytes = tile.input->type.bytes();
-  if (!tile.layout.zero_fill || tile.layout.transposed || tile.swizzle_row_dim != 0 || (bytes != 2 && bytes != 4))
+  if (!zero_fills(tile.copies) || tile.layout.transposed || tile.swizzle_row_dim != 0 || (bytes != 2 && bytes != 4))
     return 1;
   int vector = 16 / bytes;
   if (tile.region.extent.back() % vector || tile.shared_extents.back() % vector)
@@ -200,7 +200,7 @@ static Expr async_vector_source(const StagedTile &tile, const std::vector<Expr> 
 // input has elements (the read is clamped into it); elsewhere it writes 0.
 Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,
                        const std::map<std::string, Expr> &shift) {
-  Expr readable = tile.layout.zero_fill ? source_in_bounds(tile, coords, shift) : Expr();
+  Expr readable = zero_fills(tile.copies) ? source_in_bounds(tile, coords, shift) : Expr();
   if (!readable.defined()) {
     for (const Expr &extent : tile.input->extents)
       if (!as_const_int(extent))
@@ -216,7 +216,7 @@ Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,
 // zero_fill, an element outside the input is written as 0 without reading).
 static Expr async_source(const StagedTile &tile, const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
   std::vector<Expr> args = {source_read(tile, coords, shift)};
-  if (tile.layout.zero_fill)
+  if (zero_fills(tile.copies))
     args.push_back(source_in_bounds(tile, coords, shift));
   return Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type, args);
 }
@@ -299,7 +299,7 @@ Stmt round_landed_tiles(const std::vector<StagedTile> &tiles, const ScanBody &sc
                         const Expr &slot, bool pipelined, bool elements_only) {
   std::vector<Stmt> rounds;
   for (const StagedTile &tile : tiles)
-    if (tile.round_to_tf32 && (pipelined || (tile.layout.double_buffered && tile.layout.async_copy)))
+    if (tile.round_to_tf32 && (pipelined || (tile_buffers(tile.copies) > 1 && !std::holds_alternative<RegisterDoubleBuffer>(tile.copies))))
       rounds.push_back(round_in_place(tile, scan, tile.buffer + "." + name + ".", slot, elements_only));
   return rounds.empty() ? Stmt() : Block::make(rounds);
 }

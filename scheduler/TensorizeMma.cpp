@@ -117,7 +117,7 @@ private:
         // The last step's MMAs complete before anything after the
         // reduction reads the accumulators. The MMA threads wait, in the
         // MMAs' own thread loops: a warpgroup instruction needs whole
-        // warpgroups, and producer warps (SharedLayout::producer_warps)
+        // warpgroups, and producer warps (ProducerWarps)
         // may not make one.
         Stmt loop = IRMutator::visit(op, self);
         Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::WgmmaWait, Int(32), {Expr(0)}));
@@ -160,8 +160,7 @@ private:
   static int in_flight(const StageSchedule &schedule) {
     int stages = 1;
     for (const SharedStaging &staged : schedule.staged_inputs)
-      if (staged.layout.double_buffered)
-        stages = std::max(stages, staged.layout.stages);
+      stages = std::max(stages, tile_buffers(staged.copies));
     return mma_groups_in_flight(true, stages);
   }
 

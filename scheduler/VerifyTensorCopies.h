@@ -2,7 +2,7 @@
 // Defence in depth, after lowering: fails with an internal error if a TMA
 // copy (TensorCopy) reads an input whose rows the TMA may not be able to
 // describe without the kernel having checked that they can be: every copy
-// must read a row-padded workspace (SharedLayout::tma_padded_copy), or lie
+// must read a row-padded workspace (TmaCopies::padded_copy), or lie
 // in the then-branch of a condition one of whose conjuncts is the input's
 // tma_describable test. Where neither holds, the runtime would leave the
 // tensor map zeroed and the kernel would copy through it. And every TMA

@@ -8,13 +8,36 @@
 
 #include <sstream>
 #include <string>
+#include <variant>
 
 namespace coalesce::testing {
 
 inline std::string shared_layout_text(const SharedLayout &l) {
   std::ostringstream text;
-  text << "t" << l.transposed << "p" << l.padding << "d" << l.double_buffered << "a" << l.async_copy << "z"
-       << l.zero_fill << "s" << l.stages;
+  text << "t" << l.transposed << "p" << l.padding;
+  return text.str();
+}
+
+// Every field of the pipeline (describe() leaves out zero_fill, padded_copy
+// and multicast, which a schedule also records).
+inline std::string tile_copies_text(const TileCopies &copies) {
+  std::ostringstream text;
+  if (const auto *one = std::get_if<OneBuffer>(&copies)) {
+    text << "OneBuffer{z" << one->zero_fill << "}";
+  } else if (const auto *reg = std::get_if<RegisterDoubleBuffer>(&copies)) {
+    text << "RegisterDoubleBuffer{z" << reg->zero_fill << "}";
+  } else if (const auto *async = std::get_if<AsyncCopies>(&copies)) {
+    text << "AsyncCopies{s" << async->stages << "z" << async->zero_fill << "}";
+  } else {
+    const TmaCopies &tma = std::get<TmaCopies>(copies);
+    text << "TmaCopies{s" << tma.stages << "producer";
+    if (tma.producer)
+      text << "{w" << tma.producer->warps << "r" << tma.producer->registers << "}";
+    else
+      text << "-";
+    text << "padded" << tma.padded_copy << "multicast" << tma.multicast << "}";
+  }
+  text << " (" << describe(copies) << ")";
   return text.str();
 }
 
@@ -34,7 +57,8 @@ inline std::string schedule_text(const Func &f) {
       text << " " << split.old_var << ">" << split.outer << "," << split.inner << "/" << split.factor
            << (split.is_rvar ? "r" : "") << (split.is_fuse ? "f" : "");
     for (const SharedStaging &staged : stage.staged_inputs)
-      text << " staged " << staged.input << "@" << staged.at_loop << ":" << shared_layout_text(staged.layout);
+      text << " staged " << staged.input << "@" << staged.at_loop << ":" << shared_layout_text(staged.layout) << ","
+           << tile_copies_text(staged.copies);
     for (const std::string &r : stage.reduction_vars)
       text << " r:" << r;
     text << " " << stage.allow_reassociation << stage.allow_reduction_invariant_terms;

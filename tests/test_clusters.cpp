@@ -1,4 +1,4 @@
-// gpu_cluster and SharedLayout::multicast: the output's blocks in clusters
+// gpu_cluster and TmaCopies::multicast: the output's blocks in clusters
 // along one block loop, sharing the TMA copies of an input whose tile is
 // the same for each of them. The CPU runs the same statements (each block
 // receives the whole tile) against the double reference, with odd numbers
@@ -76,14 +76,13 @@ TEST_CASE("A's tiles multicast along bj, and clusters of 8 from row-padded copie
   // By hand: clusters of two block columns, which read the same tiles of A.
   Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
   g.out.gpu_cluster(Var("bj"), 2);
-  SharedLayout layout;
-  layout.zero_fill = layout.double_buffered = layout.async_copy = layout.tma = true;
-  layout.stages = 3;
-  SharedLayout multicast = layout;
+  TmaCopies copies;
+  copies.stages = 3;
+  TmaCopies multicast = copies;
   multicast.multicast = true;
   RVar ko("ko"), kk("kk");
-  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, multicast)
-      .stage_in_shared(g.B, ko, layout);
+  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, {}, multicast)
+      .stage_in_shared(g.B, ko, {}, copies);
   Pipeline columns(g.out);
   CHECK_HAS(columns.loop_nest(), "for bj in gpu_block.x(0, ceil(ceil(N/64)/2)*2):");
   for (auto [M, N, K] : std::vector<std::array<int, 3>>{{1, 1, 1}, {70, 130, 131}}) {
@@ -229,33 +228,31 @@ TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
     Gemm h = coalesce::testing::bf16_scheduled(cluster_tiling(2));
     h.out.gpu_cluster(Var("bj"), 2);
     CHECK_HAS(user_error_of([&] { Pipeline(h.out).loop_nest(); }),
-              "'B' is staged with SharedLayout::multicast, but its tile starts at bj*64 in dimension 1, which "
+              "'B' is staged with TmaCopies::multicast, but its tile starts at bj*64 in dimension 1, which "
               "depends on 'bj', along which the blocks of a cluster lie");
   }
-  SUBCASE("multicast without clusters, without the TMA, with producer warps") {
+  SUBCASE("multicast without clusters, or beside an input without the TMA") {
     Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
-    SharedLayout layout;
-    layout.zero_fill = layout.double_buffered = layout.async_copy = true;
-    layout.stages = 3;
-    layout.tma = true;
-    SharedLayout multicast = layout;
+    TmaCopies copies;
+    copies.stages = 3;
+    TmaCopies multicast = copies;
     multicast.multicast = true;
     RVar ko("ko"), kk("kk");
-    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, layout)
-        .stage_in_shared(g.B, ko, multicast);
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, {}, copies)
+        .stage_in_shared(g.B, ko, {}, multicast);
     CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }),
-              "'B' is staged with SharedLayout::multicast, which shares its tiles between the blocks of a cluster, "
-              "but 'out' runs no clusters; schedule gpu_cluster on it");
+              "'B' is staged with TmaCopies::multicast, which shares its tiles between the blocks of a cluster, "
+              "but 'out' runs no clusters; schedule gpu_cluster on it, or multicast = false");
+    // Multicast without the TMA cannot be written (multicast is TmaCopies'
+    // own); its nearest rule: B's multicast TMA copies beside A's cp.async
+    // copies at the same loop, in clusters, are two pipelines.
     Gemm c = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
     c.out.gpu_cluster(Var("bi"), 2);
-    SharedLayout no_tma = layout;
-    no_tma.tma = false;
-    no_tma.multicast = true;
-    SharedLayout plain = layout;
-    plain.tma = false;
-    c.acc.update().mma(c.k, ko, kk, 64).allow_reassociation().stage_in_shared(c.A, ko, plain)
-        .stage_in_shared(c.B, ko, no_tma);
-    CHECK_HAS(user_error_of([&] { Pipeline(c.out).loop_nest(); }), "which the TMA's copies do; set SharedLayout::tma");
+    c.acc.update().mma(c.k, ko, kk, 64).allow_reassociation().stage_in_shared(c.A, ko, {}, AsyncCopies{3, true})
+        .stage_in_shared(c.B, ko, {}, multicast);
+    CHECK_HAS(user_error_of([&] { Pipeline(c.out).loop_nest(); }),
+              "'A' and 'B' are staged at 'ko' and share its copies and barriers, so they need the same pipeline; "
+              "'A' has 3 stages of cp.async copies (AsyncCopies), 'B' has 3 stages of TMA copies (TmaCopies)");
   }
   SUBCASE("a cluster along a loop that is not a split's block loop, on a non-output, with other grid forms") {
     Gemm g = coalesce::testing::bf16_scheduled(cluster_tiling(0));

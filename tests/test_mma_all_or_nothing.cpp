@@ -31,10 +31,9 @@ struct MmaGemm {
   void fuse_epilogue() { g.out.fuse_epilogue(g.acc, bj); }
   void mma() { g.acc.update().mma(g.k, ko, kk, 16); }
   void stage() {
-    SharedLayout layout;
-    layout.zero_fill = true;
-    layout.double_buffered = true;
-    g.acc.update().allow_reassociation().stage_in_shared(g.A, ko, layout).stage_in_shared(g.B, ko, layout);
+    AsyncCopies copies; // double buffered, cp.async
+    copies.zero_fill = true;
+    g.acc.update().allow_reassociation().stage_in_shared(g.A, ko, {}, copies).stage_in_shared(g.B, ko, {}, copies);
   }
 };
 

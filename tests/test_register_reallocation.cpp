@@ -1,4 +1,4 @@
-// Register reallocation (SharedLayout::producer_registers): a producer
+// Register reallocation (ProducerWarps::registers): a producer
 // warpgroup gives its registers back (setmaxnreg.dec), issues the TMA
 // copies and leaves the kernel; the MMA warpgroups take what it freed
 // (setmaxnreg.inc). The CPU runs the same statements (the reallocation and
@@ -127,18 +127,27 @@ TEST_CASE("register reallocation is refused where it cannot work") {
       Pipeline(g.out).loop_nest();
     });
   };
-  CHECK_HAS(refused(small_tiling(20)), "a multiple of 8 from 24 to 256");
-  CHECK_HAS(refused(small_tiling(44)), "a multiple of 8 from 24 to 256");
-  MmaTiling one_warp = small_tiling();
-  one_warp.producer_warps = 1;
-  CHECK_HAS(refused(one_warp), "registers are reallocated per warpgroup (setmaxnreg), so it takes producer_warps = 4");
+  for (int registers : {20, 44, 264}) {
+    CAPTURE(registers);
+    CHECK_HAS(refused(small_tiling(registers)),
+              str_cat("in schedule for 'acc' (update 0): 'A' is staged with ProducerWarps with ", registers,
+                      " registers; registers per thread after reallocation are a multiple of 8 from 24 to 256 "
+                      "(setmaxnreg), or 0 for none"));
+  }
+  for (int warps : {1, 2}) {
+    CAPTURE(warps);
+    MmaTiling fewer = small_tiling();
+    fewer.producer_warps = warps;
+    CHECK_HAS(refused(fewer), str_cat("'A' is staged with ProducerWarps of ", warps, " warps keeping 40 registers; "
+                                      "registers are reallocated per warpgroup (setmaxnreg), so it takes 4 warps"));
+  }
   MmaTiling unknown = small_tiling();
   unknown.min_blocks_per_sm = 0;
   CHECK_HAS(refused(unknown), "set gpu_min_blocks_per_sm on 'out'");
   CHECK_HAS(refused(small_tiling(128)), "ask for fewer than 128 producer registers");
   MmaTiling split = small_tiling();
   split.split_k = 2;
-  CHECK_HAS(refused(split), "use producer_registers = 0 with split_k");
+  CHECK_HAS(refused(split), "reallocate no registers with split_k");
   // Every refusal names the Func and its update, as the other rules do.
   // (On a persistent grid the pipeline runs across the tiles and the
   // producers leave after the last: test_pipeline_across_tiles.)

@@ -32,15 +32,14 @@ struct Tiled {
   void finish(const std::vector<VarOrRVar> &threads) {
     g.out.fuse_epilogue(g.acc, bj);
     RVar ko("ko"), ki("ki");
-    SharedLayout layout;
-    layout.double_buffered = true;
-    layout.stages = 3;
+    AsyncCopies copies;
+    copies.stages = 3;
     g.acc.update()
         .split(g.k, ko, ki, 8)
         .reorder({ko, threads[0], threads[1], ki, ri, rj})
         .unroll(ki)
-        .stage_in_shared(g.A, ko, layout)
-        .stage_in_shared(g.B, ko, layout);
+        .stage_in_shared(g.A, ko, {}, copies)
+        .stage_in_shared(g.B, ko, {}, copies);
   }
 };
 

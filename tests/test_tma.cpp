@@ -1,5 +1,5 @@
 // Warpgroup MMA pipelines fed by the tensor memory accelerator
-// (SharedLayout::tma): the CPU runs the same statements the GPU runs (each
+// (TmaCopies): the CPU runs the same statements the GPU runs (each
 // TMA copy as its element-wise definition), against the double reference at
 // shapes the TMA describes (rows of whole 16-byte multiples) and shapes it
 // does not (the cp.async copies then run); the pipeline's slots and
@@ -51,20 +51,17 @@ double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 5);
 }
 
-std::string refused(const std::function<void(SharedLayout &)> &change, bool wgmma = true) {
+// A and B on 3 TMA stages, then `change` to both pipelines.
+std::string refused(const std::function<void(TileCopies &, TileCopies &)> &change, bool wgmma = true) {
   Gemm g = coalesce::testing::mma_tiled(wgmma ? kKind : MmaKind::BF16_m16n8k16, BFloat(16), BFloat(16),
                                         wgmma ? 64 : 32);
-  SharedLayout a, b;
-  for (SharedLayout *layout : {&a, &b}) {
-    layout->zero_fill = true;
-    layout->double_buffered = true;
-    layout->stages = 3;
-    layout->tma = true;
-  }
-  change(b);
+  TmaCopies tma;
+  tma.stages = 3;
+  TileCopies a = tma, b = tma;
+  change(a, b);
   RVar ko("ko"), kk("kk");
-  g.acc.update().mma(g.k, ko, kk, wgmma ? 64 : 32).allow_reassociation().stage_in_shared(g.A, ko, a)
-      .stage_in_shared(g.B, ko, b);
+  g.acc.update().mma(g.k, ko, kk, wgmma ? 64 : 32).allow_reassociation().stage_in_shared(g.A, ko, {}, a)
+      .stage_in_shared(g.B, ko, {}, b);
   return coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
 }
 
@@ -121,15 +118,46 @@ TEST_CASE("the loop nest shows the TMA copies, the barriers' slots and parities,
 }
 
 TEST_CASE("a schedule that asks the TMA for what it cannot do is rejected with the rule") {
-  CHECK_HAS(refused([](SharedLayout &) {}, /*wgmma=*/false), "the TMA copies only the 128-byte swizzled tiles");
-  CHECK_HAS(refused([](SharedLayout &b) { b.stages = 2; }), "a software pipeline of 3 or more stages");
-  CHECK_HAS(refused([](SharedLayout &b) {
-              b.double_buffered = false;
-              b.stages = 2;
-            }),
-            "one buffer");
-  CHECK_HAS(refused([](SharedLayout &b) { b.zero_fill = false; }), "set zero_fill too");
-  CHECK_HAS(refused([](SharedLayout &b) { b.tma = false; }), "stage both with SharedLayout::tma or neither");
+  CHECK_HAS(refused([](TileCopies &, TileCopies &) {}, /*wgmma=*/false),
+            "'A' is staged with TmaCopies, but the TMA copies only the 128-byte swizzled tiles that warpgroup MMAs "
+            "read (mma() with a wgmma kind); use AsyncCopies for this stage");
+  // The stage counts of each pipeline (checked before the pipelines are
+  // compared).
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { std::get<TmaCopies>(b).stages = 2; }),
+            "'B' is staged with TmaCopies of 2 stages; a TMA pipeline has 3 to 8");
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { std::get<TmaCopies>(b).stages = 9; }),
+            "'B' is staged with TmaCopies of 9 stages; a TMA pipeline has 3 to 8");
+  for (int stages : {1, 9}) {
+    CAPTURE(stages);
+    CHECK_HAS(refused([&](TileCopies &a, TileCopies &b) { a = b = AsyncCopies{stages, true}; }),
+              str_cat("'A' is staged with AsyncCopies of ", stages,
+                      " stages; a pipeline of asynchronous copies has 2 to 8"));
+  }
+  // A on the TMA, B on one buffer, on cp.async copies or on another stage
+  // count: the inputs staged at ko share its copies and barriers (the rules
+  // that once asked for the TMA on both or neither, and for its stages).
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { b = OneBuffer{true}; }),
+            "'A' and 'B' are staged at 'ko' and share its copies and barriers, so they need the same pipeline; "
+            "'A' has 3 stages of TMA copies (TmaCopies), 'B' has one buffer (OneBuffer)");
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { b = AsyncCopies{3, true}; }),
+            "'A' and 'B' are staged at 'ko' and share its copies and barriers, so they need the same pipeline; "
+            "'A' has 3 stages of TMA copies (TmaCopies), 'B' has 3 stages of cp.async copies (AsyncCopies)");
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { std::get<TmaCopies>(b).stages = 4; }),
+            "'A' has 3 stages of TMA copies (TmaCopies), 'B' has 4 stages of TMA copies (TmaCopies)");
+  // The TMA always writes 0 outside the input (once "set zero_fill too"):
+  // its tiles satisfy the ragged-K rule that the same pipeline's cp.async
+  // copies without zero_fill break.
+  CHECK_HAS(refused([](TileCopies &a, TileCopies &b) { a = b = AsyncCopies{3, false}; }),
+            "stage 'A' in shared memory with zero_fill copies (or the TMA's), so they read as 0");
+  {
+    Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16), 64);
+    RVar ko("ko"), kk("kk");
+    TmaCopies tma;
+    tma.stages = 3;
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, {}, tma)
+        .stage_in_shared(g.B, ko, {}, tma);
+    CHECK_HAS(Pipeline(g.out).loop_nest(), "tensor_copy A[");
+  }
   SUBCASE("a name the barriers take") {
     Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
     Func clash("A_full");
@@ -253,11 +281,11 @@ TEST_CASE("the TMA's boxes start their rows at 16-byte multiples: a reduction fr
   for (int split : {1, 2}) {
     CAPTURE(split);
     std::string message = coalesce::testing::user_error_of([&] { offset_reduction(2, split).loop_nest(); });
-    CHECK_HAS(message, "in schedule for 'acc' (update 0): 'A' is staged with SharedLayout::tma, whose copies must "
+    CHECK_HAS(message, "in schedule for 'acc' (update 0): 'A' is staged with TmaCopies, whose copies must "
                        "start each row at a multiple of 16 bytes (8 bf16 elements)");
     CHECK_HAS(message, "the tile staged at 'ko' starts at ko*64");
     CHECK_HAS(message, "+ 2");
-    CHECK_HAS(message, "or stage without the TMA (SharedLayout::tma = false)");
+    CHECK_HAS(message, "or stage it with AsyncCopies");
   }
   for (int start : {1, 3, 4, 6})
     CHECK_HAS(coalesce::testing::user_error_of([&] { offset_reduction(start).loop_nest(); }),

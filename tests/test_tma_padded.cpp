@@ -1,4 +1,4 @@
-// SharedLayout::tma_padded_copy: inputs whose rows the TMA cannot describe
+// TmaCopies::padded_copy: inputs whose rows the TMA cannot describe
 // (not whole 16-byte multiples) copied first into row-padded workspaces,
 // each by a kernel of its own, and the TMA reading those. The CPU runs the
 // copies and the pipeline as the GPU does, against the double reference at
@@ -156,17 +156,19 @@ TEST_CASE("the default tiling pads where a row of A or B is not a whole 16-byte 
   CHECK_FALSE(cp_async.tma_padded_copies);
 }
 
-TEST_CASE("padded copies without the TMA, and an input named like a copy, are rejected with the rule") {
-  Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
-  SharedLayout layout;
-  layout.zero_fill = layout.double_buffered = true;
-  layout.stages = 3;
-  layout.tma_padded_copy = true;
+TEST_CASE("padded copies where the TMA cannot read them, and an input named like a copy, are rejected with the rule") {
+  // padded_copy is TmaCopies' own (padded copies without the TMA cannot be
+  // written); only a warpgroup MMA's stage takes the TMA that reads them.
+  Gemm g = coalesce::testing::mma_tiled(MmaKind::BF16_m16n8k16, BFloat(16), BFloat(16), 32);
+  TmaCopies copies;
+  copies.stages = 3;
+  copies.padded_copy = true;
   RVar ko("ko"), kk("kk");
-  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, layout)
-      .stage_in_shared(g.B, ko, layout);
+  g.acc.update().mma(g.k, ko, kk, 32).allow_reassociation().stage_in_shared(g.A, ko, {}, copies)
+      .stage_in_shared(g.B, ko, {}, copies);
   CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); }),
-            "is staged with SharedLayout::tma_padded_copy, but only the TMA reads the row-padded copy");
+            "'A' is staged with TmaCopies, but the TMA copies only the 128-byte swizzled tiles that warpgroup MMAs "
+            "read");
 
   // A second input called A_padded: the name of A's copy.
   Param M("M"), N("N"), K("K");

@@ -1,4 +1,4 @@
-// Warp-specialized TMA pipelines (SharedLayout::producer_warps): warps of
+// Warp-specialized TMA pipelines (TmaCopies::producer, ProducerWarps): warps of
 // their own, past the MMA warps in the block, issue the copies; the MMA
 // warps release each slot on an empty mbarrier. The CPU runs the same
 // statements one step after another, against the double reference on both
@@ -19,6 +19,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <vector>
 
 using namespace coalesce;
@@ -47,21 +48,22 @@ double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 7);
 }
 
-std::string refused(const std::function<void(SharedLayout &, SharedLayout &)> &change) {
+// A and B on 3 TMA stages issued by one producer warp, then `change`.
+std::string refused(const std::function<void(TileCopies &, TileCopies &)> &change) {
   Gemm g = coalesce::testing::mma_tiled(kKind, BFloat(16), BFloat(16));
-  SharedLayout a, b;
-  for (SharedLayout *layout : {&a, &b}) {
-    layout->zero_fill = true;
-    layout->double_buffered = true;
-    layout->stages = 3;
-    layout->tma = true;
-    layout->producer_warps = 1;
-  }
+  TmaCopies tma;
+  tma.stages = 3;
+  tma.producer = ProducerWarps{1};
+  TileCopies a = tma, b = tma;
   change(a, b);
   RVar ko("ko"), kk("kk");
-  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, a).stage_in_shared(g.B, ko, b);
+  g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, {}, a)
+      .stage_in_shared(g.B, ko, {}, b);
   return coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
 }
+
+// The producer warps of a TMA pipeline.
+std::optional<ProducerWarps> &producer(TileCopies &copies) { return std::get<TmaCopies>(copies).producer; }
 
 } // namespace
 
@@ -166,12 +168,26 @@ TEST_CASE("a producer warpgroup makes the block four warps larger") {
 }
 
 TEST_CASE("a schedule that asks for producer warps the pipeline cannot have is rejected with the rule") {
-  CHECK_HAS(refused([](SharedLayout &a, SharedLayout &b) { a.tma = b.tma = false; a.stages = b.stages = 2; }),
-            "producer warps issue TMA copies only");
-  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = 5; }), "1 to 4 warps of their own");
-  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = -1; }), "1 to 4 warps of their own");
-  CHECK_HAS(refused([](SharedLayout &, SharedLayout &b) { b.producer_warps = 2; }),
-            "give both the same SharedLayout::producer_warps");
+  // Producer warps are the TMA pipeline's own (once "producer warps issue
+  // TMA copies only"): beside an input on cp.async copies at the same loop,
+  // two pipelines.
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { b = AsyncCopies{3, true}; }),
+            "'A' and 'B' are staged at 'ko' and share its copies and barriers, so they need the same pipeline; "
+            "'A' has 3 stages of TMA copies (TmaCopies), issued by 1 producer warps, 'B' has 3 stages of cp.async "
+            "copies (AsyncCopies)");
+  for (int warps : {5, -1, 0}) {
+    CAPTURE(warps);
+    CHECK_HAS(refused([&](TileCopies &, TileCopies &b) { producer(b) = ProducerWarps{warps}; }),
+              str_cat("'B' is staged with ProducerWarps{", warps, "}; producer warps are 1 to 4 (or none: the MMA "
+                      "warps' first thread issues the copies)"));
+  }
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { producer(b) = ProducerWarps{2}; }),
+            "'A' and 'B' are staged at 'ko' and share its copies and barriers, so they need the same pipeline; "
+            "'A' has 3 stages of TMA copies (TmaCopies), issued by 1 producer warps, 'B' has 3 stages of TMA "
+            "copies (TmaCopies), issued by 2 producer warps");
+  CHECK_HAS(refused([](TileCopies &, TileCopies &b) { producer(b).reset(); }),
+            "'A' has 3 stages of TMA copies (TmaCopies), issued by 1 producer warps, 'B' has 3 stages of TMA "
+            "copies (TmaCopies)");
   SUBCASE("a name the empty barriers take") {
     Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
     Func clash("B_empty");
@@ -225,7 +241,7 @@ TEST_CASE("producer warps count toward the 1,024 threads of a block") {
   t.producer_warps = 1;
   Gemm over = coalesce::testing::bf16_scheduled(t);
   std::string message = coalesce::testing::user_error_of([&] { Pipeline(over.out).loop_nest(); });
-  CHECK_HAS(message, "make 1056 threads per block, 32 of them producer warps (SharedLayout::producer_warps), more "
+  CHECK_HAS(message, "make 1056 threads per block, 32 of them producer warps (ProducerWarps), more "
                      "than the limit of 1024");
   CHECK_HAS(message, "use fewer producer warps, or fewer MMA warps");
   // Nothing reaches the CPU or the PTX either.

@@ -166,20 +166,17 @@ TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule
   }
   SUBCASE("an operand left in global memory") {
     Gemm g = warpgroup_tiled(kind);
-    SharedLayout zero;
-    zero.zero_fill = true;
     RVar ko("ko"), kk("kk");
-    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, zero);
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, {}, OneBuffer{true});
     CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "stage 'B' in shared memory at 'ko'");
   }
   SUBCASE("padding, which would move what the descriptor locates") {
     Gemm g = warpgroup_tiled(kind);
     SharedLayout padded;
-    padded.zero_fill = true;
     padded.padding = 8;
     RVar ko("ko"), kk("kk");
-    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, padded)
-        .stage_in_shared(g.B, ko, padded);
+    g.acc.update().mma(g.k, ko, kk, 64).allow_reassociation().stage_in_shared(g.A, ko, padded, OneBuffer{true})
+        .stage_in_shared(g.B, ko, padded, OneBuffer{true});
     CHECK_HAS(user_error_of([&] { Pipeline(g.out).loop_nest(); }), "leave SharedLayout's padding at 0");
   }
   SUBCASE("a target without warpgroup MMAs") {

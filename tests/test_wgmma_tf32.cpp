@@ -88,19 +88,16 @@ double error_on_tf32_data(Pipeline &pipeline, int M, int N, int K, Epilogue e, b
 // the block; the reduction left to the test.
 Gemm warpgroup_tiled() { return coalesce::testing::mma_tiled(kKind, Float(32), Float(32)); }
 
-std::string refused(Gemm &g, const SharedLayout &a, const SharedLayout &b, int k_step = 32) {
+TileCopies zero_filled() { return OneBuffer{true}; }
+
+std::string refused(Gemm &g, const SharedLayout &a, const SharedLayout &b, int k_step = 32,
+                    const TileCopies &a_copies = zero_filled(), const TileCopies &b_copies = zero_filled()) {
   RVar ko("ko"), kk("kk");
   return coalesce::testing::user_error_of([&] {
-    g.acc.update().mma(g.k, ko, kk, k_step).allow_reassociation().stage_in_shared(g.A, ko, a)
-        .stage_in_shared(g.B, ko, b);
+    g.acc.update().mma(g.k, ko, kk, k_step).allow_reassociation().stage_in_shared(g.A, ko, a, a_copies)
+        .stage_in_shared(g.B, ko, b, b_copies);
     Pipeline(g.out).loop_nest();
   });
-}
-
-SharedLayout zero_filled() {
-  SharedLayout layout;
-  layout.zero_fill = true;
-  return layout;
 }
 
 } // namespace
@@ -188,13 +185,12 @@ TEST_CASE("tf32 warpgroup MMA staging once per step, through registers and in pi
       CAPTURE(stages);
       CAPTURE(async_copy);
       Gemm g = warpgroup_tiled();
-      SharedLayout layout = zero_filled();
-      layout.double_buffered = stages > 1;
-      layout.stages = std::max(stages, 2);
-      layout.async_copy = async_copy;
+      TileCopies copies = zero_filled();
+      if (stages > 1)
+        copies = async_copy ? TileCopies(AsyncCopies{stages, true}) : TileCopies(RegisterDoubleBuffer{true});
       RVar ko("ko"), kk("kk");
-      g.acc.update().mma(g.k, ko, kk, 32).allow_reassociation().stage_in_shared(g.A, ko, layout)
-          .stage_in_shared(g.B, ko, layout);
+      g.acc.update().mma(g.k, ko, kk, 32).allow_reassociation().stage_in_shared(g.A, ko, {}, copies)
+          .stage_in_shared(g.B, ko, {}, copies);
       Pipeline pipeline(g.out);
       // K = 32 (one step), 130 (five and a tail, element copies), 320.
       for (int K : {32, 130, 320}) {
@@ -267,7 +263,7 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
   using coalesce::testing::user_error_of;
   SUBCASE("a k step that is not whole 128-byte rows of f32") {
     Gemm g = warpgroup_tiled();
-    CHECK_HAS(refused(g, zero_filled(), zero_filled(), 16), "k step must be a positive multiple of 32");
+    CHECK_HAS(refused(g, {}, {}, 16), "k step must be a positive multiple of 32");
   }
   SUBCASE("the TMA without the copies that round and transpose") {
     MmaTiling t = default_tiling();
@@ -277,27 +273,34 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
                 schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
                 Pipeline(g.out).loop_nest();
               }),
-              "multiplies the bits it finds in shared memory, which must be rounded to tf32 (and B's K-major, "
-              "transposed from how it lies in memory), and the TMA copies boxes as they lie; set "
-              "SharedLayout::tma_padded_copy too");
+              "'A' is staged with TmaCopies, but tf32 wgmma multiplies the bits it finds in shared memory, which "
+              "must be rounded to tf32 (and B's K-major, transposed from how it lies in memory), and the TMA copies "
+              "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies 'A' rounded, B "
+              "transposed, for the TMA to read), or use AsyncCopies");
   }
-  SUBCASE("the TMA's copies without the TMA") {
+  SUBCASE("the padded copy for one input only") {
+    // padded_copy is TmaCopies' own (the padded copy without the TMA
+    // cannot be written), and each input's: B's TMA would read B unrounded.
     Gemm g = warpgroup_tiled();
-    SharedLayout copied = zero_filled();
-    copied.tma_padded_copy = true;
-    CHECK_HAS(refused(g, copied, copied), "only the TMA reads the row-padded copy; set SharedLayout::tma too");
+    TmaCopies copied;
+    copied.stages = 3;
+    copied.padded_copy = true;
+    TmaCopies as_it_lies = copied;
+    as_it_lies.padded_copy = false;
+    CHECK_HAS(refused(g, {}, {}, 32, copied, as_it_lies),
+              "'B' is staged with TmaCopies, but tf32 wgmma multiplies the bits it finds in shared memory");
   }
   SUBCASE("a transposition asked for by the schedule: the compiler lays out B") {
     Gemm g = warpgroup_tiled();
-    SharedLayout transposed = zero_filled();
+    SharedLayout transposed;
     transposed.transposed = true;
-    CHECK_HAS(refused(g, zero_filled(), transposed), "the compiler stores B K-major itself");
+    CHECK_HAS(refused(g, {}, transposed), "the compiler stores B K-major itself");
   }
   SUBCASE("padding") {
     Gemm g = warpgroup_tiled();
-    SharedLayout padded = zero_filled();
+    SharedLayout padded;
     padded.padding = 4;
-    CHECK_HAS(refused(g, padded, zero_filled()), "leave SharedLayout's padding at 0");
+    CHECK_HAS(refused(g, padded, {}), "leave SharedLayout's padding at 0");
   }
   SUBCASE("16-bit inputs") {
     Gemm g = make_gemm(Epilogue::None, BFloat(16), Float(32));

@@ -184,28 +184,32 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   if (t.uses_tma() && t.cluster_blocks > 1)
     out.gpu_cluster(bi, t.cluster_blocks);
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
-  // elements of padding per row, the 32 lanes of one read hit 32 banks.
+  // elements of padding per row, the 32 lanes of one read hit 32 banks. A
+  // warpgroup MMA's swizzled layout is the compiler's.
   SharedLayout a_layout, b_layout;
-  a_layout.padding = t.a_padding;
-  b_layout.padding = t.b_padding;
-  for (SharedLayout *layout : {&a_layout, &b_layout}) {
-    layout->zero_fill = true;
-    layout->double_buffered = t.double_buffered;
-    layout->stages = t.stages;
-    layout->tma = t.uses_tma();
-    layout->producer_warps = t.uses_tma() ? t.producer_warps : 0;
-    layout->producer_registers = t.uses_tma() ? t.producer_registers : 0;
-    layout->tma_padded_copy = t.uses_tma() && t.tma_padded_copies;
+  if (!is_warpgroup_mma(t.kind)) {
+    a_layout.padding = t.a_padding;
+    b_layout.padding = t.b_padding;
   }
-  b_layout.multicast = t.uses_tma() && t.cluster_blocks > 1;
-  if (is_warpgroup_mma(t.kind))
-    a_layout.padding = b_layout.padding = 0; // the swizzled layout is the compiler's
+  TileCopies a_copies = OneBuffer{true}, b_copies = OneBuffer{true};
+  if (t.uses_tma()) {
+    TmaCopies tma;
+    tma.stages = t.stages;
+    if (t.producer_warps > 0 || t.producer_registers > 0)
+      tma.producer = ProducerWarps{t.producer_warps, t.producer_registers};
+    tma.padded_copy = t.tma_padded_copies;
+    a_copies = tma;
+    tma.multicast = t.cluster_blocks > 1;
+    b_copies = tma;
+  } else if (t.double_buffered) {
+    a_copies = b_copies = AsyncCopies{t.stages, true};
+  }
   RVar ko("ko"), kk("kk");
   acc.update()
       .mma(k, ko, kk, t.k_step)
       .allow_reassociation()
-      .stage_in_shared(A, ko, a_layout)
-      .stage_in_shared(B, ko, b_layout);
+      .stage_in_shared(A, ko, a_layout, a_copies)
+      .stage_in_shared(B, ko, b_layout, b_copies);
 }
 
 } // namespace coalesce

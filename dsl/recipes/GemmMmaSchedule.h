@@ -28,7 +28,7 @@ struct MmaTiling {
   /// gpu_block_groups (0: blocks row by row), where groups_blocks().
   int block_group_rows = 0;
   int persistent_blocks = 0;        ///< gpu_persistent_blocks (0: a block per tile)
-  /// Warpgroup MMAs: copy the tiles with the TMA (SharedLayout::tma)
+  /// Warpgroup MMAs: copy the tiles with the TMA (TmaCopies)
   /// instead of cp.async where the pipeline has 3 or more stages
   /// (default_mma_tiling's choice for warpgroup MMAs).
   bool tma = false;
@@ -37,24 +37,25 @@ struct MmaTiling {
   /// with clusters (a cluster's blocks must be consecutive block rows).
   bool groups_blocks() const { return block_group_rows > 0 && split_k <= 1 && !(uses_tma() && cluster_blocks > 1); }
   bool uses_tma() const { return tma && double_buffered && stages >= 3; }
-  /// With TMA copies: warps of their own issue them (SharedLayout::
-  /// producer_warps, 1 to 4), past the MMA warps in the block; 0: the MMA
-  /// warps' first thread does.
+  /// With TMA copies: warps of their own issue them (ProducerWarps, 1 to
+  /// 4), past the MMA warps in the block; 0: the MMA warps' first thread
+  /// does.
   int producer_warps = 0;
-  /// With 4 producer warps: register reallocation (SharedLayout::
-  /// producer_registers): the producer warpgroup keeps this many registers
-  /// per thread and leaves after its copies, the MMA warps take the rest;
-  /// 0: none.
+  /// With 4 producer warps: register reallocation
+  /// (ProducerWarps::registers): the producer warpgroup keeps this many
+  /// registers per thread and leaves after its copies, the MMA warps take
+  /// the rest; 0: none.
   int producer_registers = 0;
   /// With TMA copies: copy A and B first into workspaces whose rows are
   /// padded to 16-byte multiples, and let the TMA read those
-  /// (SharedLayout::tma_padded_copy): for shapes whose rows the TMA cannot
+  /// (TmaCopies::padded_copy): for shapes whose rows the TMA cannot
   /// describe, which otherwise take the cp.async copies, and for tf32
   /// (needed there: the copies round to tf32 and transpose B).
   bool tma_padded_copies = false;
   /// With TMA copies: blocks of consecutive block rows in clusters of this
-  /// many (gpu_cluster along bi), which share B's tiles (SharedLayout::
-  /// multicast: each copies 1 / C of every box for all); 0: no clusters.
+  /// many (gpu_cluster along bi), which share B's tiles
+  /// (TmaCopies::multicast: each copies 1 / C of every box for all); 0: no
+  /// clusters.
   int cluster_blocks = 0;
   /// How the blocks write their tiles of a 16-bit output
   /// (gpu_tile_stores); a wider output's stores are direct (its tile would
@@ -102,8 +103,10 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it
 /// (fuse_epilogue), its reduction mapped by mma() in steps of k_step, A and
-/// B staged row-major in shared memory with zero_fill (so any K is exact),
-/// double buffered. The epilogue runs once, on the accumulator fragments.
+/// B staged row-major in shared memory by zero-filling copies (so any K is
+/// exact): AsyncCopies of `stages` tiles, TmaCopies where uses_tma(), one
+/// buffer without double_buffered. The epilogue runs once, on the
+/// accumulator fragments.
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
                        const RDom &k, const MmaTiling &tiling);
 

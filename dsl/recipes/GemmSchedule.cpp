@@ -151,9 +151,10 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if (t.block_group_rows > 0)
     out.gpu_block_groups(t.block_group_rows);
 
-  SharedLayout a_layout{true, t.a_padding, t.stages >= 2, t.async_copy};
-  SharedLayout b_layout{false, 0, t.stages >= 2, t.async_copy};
-  a_layout.stages = b_layout.stages = std::max(t.stages, 2);
+  SharedLayout a_layout{true, t.a_padding}, b_layout;
+  TileCopies copies = OneBuffer{};
+  if (t.stages >= 2)
+    copies = t.async_copy ? TileCopies(AsyncCopies{t.stages}) : TileCopies(RegisterDoubleBuffer{});
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, thread_loops[0], thread_loops[1], ki};
   update_order.insert(update_order.end(), order.begin() + 2, order.end());
@@ -163,8 +164,8 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
       .split(k, ko, ki, t.k_step)
       .reorder(update_order)
       .unroll(ki)
-      .stage_in_shared(A, ko, a_layout)
-      .stage_in_shared(B, ko, b_layout);
+      .stage_in_shared(A, ko, a_layout, copies)
+      .stage_in_shared(B, ko, b_layout, copies);
 }
 
 } // namespace coalesce

@@ -26,7 +26,7 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
                                                      : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
     std::string v = str_cat("map", k, "_", m, "_");
     // The device pointer: the caller's buffer, or the launcher's part of
-    // the workspace (a row-padded copy, SharedLayout::tma_padded_copy).
+    // the workspace (a row-padded copy, TmaCopies::padded_copy).
     std::string pointer = map.input;
     if (arg->is_workspace) {
       size_t w = 0;

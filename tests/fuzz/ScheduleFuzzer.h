@@ -28,6 +28,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace coalesce::fuzz {
@@ -214,21 +215,64 @@ private:
     SharedLayout l;
     l.transposed = chance(30);
     l.padding = chance(5) ? -1 : pick(3) * 4;
-    l.double_buffered = chance(30);
-    l.async_copy = chance(70);
-    l.zero_fill = chance(20);
-    // A deeper pipeline: mostly with what it needs (double buffering with
-    // asynchronous copies), sometimes without, which must be rejected.
-    if (chance(25)) {
-      l.stages = 2 + pick(3);
-      if (chance(85))
-        l.double_buffered = l.async_copy = true;
-    } else if (chance(2)) {
-      l.stages = one_of(std::vector<int>{0, 1, 9});
-    }
-    // TMA copies outside a warpgroup MMA's pipeline: always refused.
-    l.tma = chance(3);
     return l;
+  }
+
+  // A pipeline (TileCopies) from the choices the old flags made, with their
+  // odds: two buffers 30% of the time, through asynchronous copies 70% of
+  // those; a deeper pipeline, mostly with what it needs (asynchronous
+  // copies), sometimes the TMA's (refused outside a warpgroup MMA's stage,
+  // and at 2 stages), now and then a stage count out of range; TMA copies
+  // outside a warpgroup MMA's pipeline (always refused) 3% of the time.
+  TileCopies copies() {
+    bool double_buffered = chance(30), async_copy = chance(70), zero_fill = chance(20), tma = chance(3);
+    int stages = 2;
+    if (chance(25)) {
+      stages = 2 + pick(3);
+      if (chance(85))
+        double_buffered = async_copy = true;
+      else
+        tma = true;
+    } else if (chance(2)) {
+      double_buffered = async_copy = true;
+      stages = one_of(std::vector<int>{0, 1, 9});
+    }
+    if (tma)
+      return TmaCopies{stages};
+    if (!double_buffered)
+      return OneBuffer{zero_fill};
+    if (!async_copy)
+      return RegisterDoubleBuffer{zero_fill};
+    return AsyncCopies{stages, zero_fill};
+  }
+
+  // The pipeline of a second input staged at the same loop as one on
+  // `first`: mostly the same one (its per-input zero_fill of its own),
+  // sometimes another, which the same-pipeline rule refuses where it
+  // differs.
+  TileCopies second_copies(const TileCopies &first) {
+    if (!chance(85))
+      return copies();
+    TileCopies second = first;
+    bool zero_fill = chance(50) ? zero_fills(first) : chance(20);
+    if (auto *one = std::get_if<OneBuffer>(&second))
+      one->zero_fill = zero_fill;
+    else if (auto *regs = std::get_if<RegisterDoubleBuffer>(&second))
+      regs->zero_fill = zero_fill;
+    else if (auto *async = std::get_if<AsyncCopies>(&second))
+      async->zero_fill = zero_fill;
+    return second;
+  }
+
+  static std::string copies_text(const TileCopies &c) {
+    std::ostringstream text;
+    text << describe(c) << ", zero_fill " << zero_fills(c);
+    if (const TmaCopies *tma = tma_copies(c)) {
+      if (tma->producer)
+        text << ", producer warps " << tma->producer->warps << " registers " << tma->producer->registers;
+      text << ", padded_copy " << tma->padded_copy << ", multicast " << tma->multicast;
+    }
+    return text.str();
   }
 
   // The structured GEMM schedules most programs start from, so that deep
@@ -258,10 +302,15 @@ private:
         acc_->update().reorder({ko, ti, tj, ki, ri, rj});
       if (chance(70))
         acc_->update().unroll(ki);
-      if (chance(60))
-        acc_->update().stage_in_shared(*A_, ko, layout());
-      if (chance(60))
-        acc_->update().stage_in_shared(*B_, ko, layout());
+      TileCopies a_copies = copies(), b_copies = second_copies(a_copies);
+      if (chance(60)) {
+        log << "A copies: " << copies_text(a_copies) << "\n";
+        acc_->update().stage_in_shared(*A_, ko, layout(), a_copies);
+      }
+      if (chance(60)) {
+        log << "B copies: " << copies_text(b_copies) << "\n";
+        acc_->update().stage_in_shared(*B_, ko, layout(), b_copies);
+      }
       log << "fused at bj, k step " << step << "\n";
       maybe_split_k(log);
     }
@@ -333,12 +382,16 @@ private:
     }
     RVar ko("ko"), kk("kk");
     SharedLayout l = layout();
-    l.zero_fill = chance(85);
+    TileCopies base = copies();
+    bool one_buffer = std::holds_alternative<OneBuffer>(base);
+    bool through_registers = std::holds_alternative<RegisterDoubleBuffer>(base);
+    bool double_buffered = !one_buffer, zero_fill = chance(85);
+    int stages = one_buffer || through_registers ? 2 : tile_buffers(base);
     l.transposed = chance(10);
     if (chance(70)) {
-      l.double_buffered = chance(80);
-      l.async_copy = true;
-      l.stages = l.double_buffered ? 2 + pick(3) : 2;
+      double_buffered = chance(80);
+      through_registers = false;
+      stages = double_buffered ? 2 + pick(3) : 2;
       l.padding = one_of(std::vector<int>{0, 4, 8});
     }
     if (is_warpgroup_mma(kind) && chance(85)) {
@@ -346,19 +399,40 @@ private:
       l.padding = 0;
       l.transposed = false;
     }
-    // TMA copies: mostly where a warpgroup MMA's pipeline can take them.
-    l.tma = is_warpgroup_mma(kind) ? chance(50) : chance(5);
-    // Producer warps (warp specialization), now and then out of range or
-    // without the TMA.
-    if (chance(l.tma ? 40 : 3))
-      l.producer_warps = chance(95) ? 1 + pick(4) : one_of(std::vector<int>{-1, 5});
-    log << "staging: double buffered " << l.double_buffered << " async " << l.async_copy << " stages " << l.stages
-        << " padding " << l.padding << " zero_fill " << l.zero_fill << " transposed " << l.transposed << " tma "
-        << l.tma << " producer warps " << l.producer_warps << "\n";
+    TileCopies c;
+    // TMA copies: mostly where a warpgroup MMA's pipeline can take them
+    // (one buffer or 2 stages: refused, a TMA pipeline has 3 to 8).
+    if (is_warpgroup_mma(kind) ? chance(50) : chance(5)) {
+      TmaCopies tma;
+      tma.stages = double_buffered ? stages : 2;
+      // Producer warps (warp specialization), now and then out of range,
+      // sometimes reallocating registers (some counts refused).
+      if (chance(40)) {
+        ProducerWarps p;
+        p.warps = chance(95) ? 1 + pick(4) : one_of(std::vector<int>{-1, 0, 5});
+        if (chance(10))
+          p.registers = one_of(std::vector<int>{40, 232, 44, 300});
+        tma.producer = p;
+      }
+      // tf32 takes the TMA only through the padded copy; a multicast
+      // without gpu_cluster is refused.
+      tma.padded_copy = chance(20);
+      tma.multicast = chance(3);
+      c = tma;
+    } else if (!double_buffered) {
+      c = OneBuffer{zero_fill};
+    } else if (through_registers) {
+      c = RegisterDoubleBuffer{zero_fill};
+    } else {
+      c = AsyncCopies{stages, zero_fill};
+    }
+    TileCopies b_copies = chance(95) ? c : copies();
+    log << "staging: padding " << l.padding << " transposed " << l.transposed << "; A copies: " << copies_text(c)
+        << "; B copies: " << copies_text(b_copies) << "\n";
     acc_->update().mma(*k_, ko, kk, k_step);
     if (chance(90))
       acc_->update().allow_reassociation();
-    acc_->update().stage_in_shared(*A_, ko, l).stage_in_shared(*B_, ko, l);
+    acc_->update().stage_in_shared(*A_, ko, l, c).stage_in_shared(*B_, ko, l, b_copies);
     maybe_split_k(log);
     has_mma_ = true;
   }
@@ -456,8 +530,9 @@ private:
       case 17: {
         Input &in = chance(50) || !B_ ? *A_ : chance(80) ? *B_ : *bias_;
         VarOrRVar v = loop_of(f, s);
-        log << "stage_in_shared " << in.name() << " at " << v.name;
-        st.stage_in_shared(in, v, layout());
+        TileCopies c = copies();
+        log << "stage_in_shared " << in.name() << " at " << v.name << " (" << copies_text(c) << ")";
+        st.stage_in_shared(in, v, layout(), c);
         break;
       }
       case 18: log << "allow_reassociation"; st.allow_reassociation(); break;
