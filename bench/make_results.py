@@ -210,7 +210,10 @@ def write_plot(rows, precision, shapes, path):
 
     shapes = [s for s in shapes if any(r["precision"] == precision and r["shape"] == s for r in rows)]
     variants = [v for v in VARIANTS if any(r["precision"] == precision and r["variant"] == v for r in rows)]
-    fig, ax = plt.subplots(figsize=(11, 5.5))
+    # Wide enough that each shape's bars and their values stay apart (the
+    # held-out shapes double the count).
+    crowded = len(shapes) > 11
+    fig, ax = plt.subplots(figsize=(max(11, 0.95 * len(shapes)), 5.5))
     width = 0.8 / max(len(variants), 1)
     colors = {"cublas_gemm": "#4c72b0", "cublas_chain": "#8fa9d6", "cublaslt_gelu_bias": "#64b5cd",
               "coalesce_gemm": "#dd8452", "coalesce_fused": "#c44e52"}
@@ -225,11 +228,12 @@ def write_plot(rows, precision, shapes, path):
                 ys.append(gemm / med)
         ax.bar(xs, ys, width, label=v, color=colors.get(v))
         for x, y in zip(xs, ys):
-            ax.text(x, y + 0.01, f"{y:.2f}", ha="center", va="bottom", fontsize=6)
+            ax.text(x, y + 0.01, f"{y:.2f}", ha="center", va="bottom", fontsize=6, rotation=90 if crowded else 0)
         top = max([top] + ys)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(shapes)))
-    ax.set_xticklabels([shape_label(s) for s in shapes], fontsize=8)
+    ax.set_xticklabels([shape_label(s) for s in shapes], fontsize=8, rotation=30 if crowded else 0,
+                       ha="right" if crowded else "center")
     ax.set_ylabel(f"throughput / cuBLAS {precision} GEMM's (median times)")
     ax.set_ylim(0, top * 1.15)
     ax.set_title(f"{PRECISION_TITLES.get(precision, precision)}: relative to cuBLAS GEMM, L2-flushed medians",
