@@ -142,9 +142,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     // Warp MMA (dsl/recipes/GemmMmaSchedule.h): bf16/f16 inputs on their
     // instruction, f32 inputs rounded to tf32; with `warpgroup`, on
     // Hopper's warpgroup MMA.
-    MmaKind kind = dtype == BFloat(16)  ? (warpgroup ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
-                   : dtype == Float(16) ? (warpgroup ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
-                                        : (warpgroup ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8);
+    MmaKind kind = mma_kind_for(dtype, warpgroup);
     MmaTiling tiling = default_mma_tiling(kind, shape.M, shape.N, sm_count);
     if (knobs.size() >= 6) {
       tiling.block_m = knobs[0];

@@ -24,6 +24,21 @@ namespace coalesce {
 
 namespace {
 
+// The LLVM intrinsic of a warp-level MMA: one per kind, so a kind without
+// its row does not compile (-Werror=switch).
+llvm::Intrinsic::ID warp_mma_intrinsic(MmaKind kind) {
+  switch (kind) {
+  case MmaKind::BF16_m16n8k16: return llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  case MmaKind::F16_m16n8k16: return llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
+  case MmaKind::TF32_m16n8k8: return llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
+  case MmaKind::BF16_wgmma_m64k16:
+  case MmaKind::F16_wgmma_m64k16:
+  case MmaKind::TF32_wgmma_m64k8:
+  case MmaKind::None: break;
+  }
+  internal_error("no warp MMA intrinsic for ", mma_kind_name(kind));
+}
+
 constexpr int kTensorMapBytes = 128, kTensorMapAlignment = 64; // CUtensorMap
 
 /// The GPU flavour of the emitter: one kernel per GpuKernel.
@@ -169,7 +184,8 @@ protected:
     const auto *add = store ? store->value.as<Add>() : nullptr;
     const auto *mul = add ? add->b.as<Mul>() : nullptr;
     COALESCE_INTERNAL_ASSERT(mul, "warp MMA update is not acc + a * b");
-    bool tf32 = op->kind == MmaKind::TF32_m16n8k8;
+    const MmaInstruction &instruction = mma_instruction(op->kind);
+    bool tf32 = instruction.rounds_to_tf32;
     llvm::Value *lane = codegen(op->lane);
     llvm::Value *group = builder_->CreateLShr(lane, 2), *thread = builder_->CreateAnd(lane, 3);
     auto plus = [&](llvm::Value *v, int c) { return builder_->CreateAdd(v, builder_->getInt32(c)); };
@@ -245,15 +261,12 @@ protected:
       variables_.pop(kMmaFragRow);
       args.push_back(builder_->CreateLoad(builder_->getFloatTy(), addresses.back()));
     }
-    if (op->kind == MmaKind::F16_m16n8k16) {
+    if (instruction.operand == Float(16)) {
       auto *half2 = llvm::FixedVectorType::get(builder_->getHalfTy(), 2);
       for (int r = 0; r < 6; ++r)
         args[r] = builder_->CreateBitCast(args[r], half2);
     }
-    llvm::Intrinsic::ID id = op->kind == MmaKind::BF16_m16n8k16  ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
-                             : op->kind == MmaKind::F16_m16n8k16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
-                                                                 : llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
-    llvm::Value *result = builder_->CreateIntrinsic(id, {}, args);
+    llvm::Value *result = builder_->CreateIntrinsic(warp_mma_intrinsic(op->kind), {}, args);
     for (unsigned v = 0; v < 4; ++v)
       builder_->CreateStore(builder_->CreateExtractValue(result, {v}), addresses[v]);
   }
@@ -311,11 +324,9 @@ protected:
     // warpgroup.arrive there (C7519).
     std::string fence = pending_wgmma_fence_ ? "wgmma.fence.sync.aligned;\n" : "";
     pending_wgmma_fence_ = false;
-    const char *types = op->kind == MmaKind::F16_wgmma_m64k16   ? "f16.f16"
-                        : op->kind == MmaKind::TF32_wgmma_m64k8 ? "tf32.tf32"
-                                                                : "bf16.bf16";
+    const char *ptx_type = mma_instruction(op->kind).ptx_type;
     std::string text = str_cat("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n", fence, "wgmma.mma_async.sync.aligned.m64n", op->n,
-                               "k", mma_k(op->kind), ".f32.", types, " {");
+                               "k", mma_k(op->kind), ".f32.", ptx_type, ".", ptx_type, " {");
     std::string constraints;
     for (int r = 0; r < count; ++r) {
       text += str_cat(r ? ", " : "", "$", r);
@@ -749,15 +760,15 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
   for (const GpuKernel &kernel : program.kernels) {
     Finder finder;
     finder.visit_stmt(kernel.body);
-    if (finder.found && target.sm() != "sm_90a")
+    if (finder.found && !target.has_warpgroup_mma())
       user_error("kernel '", kernel.name, "' uses warpgroup MMAs (", mma_kind_name(finder.found->kind),
                  "), which only target sm_90a has; the target is ", target.sm(),
                  ": compile for sm_90a, or schedule a warp MMA (bf16 m16n8k16) for this target");
-    if (finder.copy && target.sm() != "sm_90a")
+    if (finder.copy && !target.has_tma())
       user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (TmaCopies), "
                  "which this compiler targets on sm_90a only; the target is ", target.sm(),
                  ": compile for sm_90a, or stage with cp.async copies (AsyncCopies)");
-    if (kernel.cluster_blocks() > 1 && target.sm() != "sm_90a")
+    if (kernel.cluster_blocks() > 1 && !target.has_clusters())
       user_error("kernel '", kernel.name, "' runs its blocks in clusters of ", kernel.cluster_blocks(),
                  " (gpu_cluster), which this compiler targets on sm_90a only; the target is ", target.sm(),
                  ": compile for sm_90a, or leave gpu_cluster out");

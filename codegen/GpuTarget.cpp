@@ -10,6 +10,8 @@ struct TargetInfo {
   const char *sm;
   const char *description;
   int sm_count;
+  bool hopper;
+  bool arch_specific; // sm_90a: wgmma, the TMA and clusters (GpuTarget::has_warpgroup_mma)
 };
 
 // Ampere (A100, A10/RTX 30), Ada (L4/RTX 40) and Hopper (H100/H200; sm_90a
@@ -17,9 +19,11 @@ struct TargetInfo {
 // part of its architecture; sm_90a, the default, with the H200 the
 // measurements in docs/performance.md were made on.
 const TargetInfo kSupported[] = {
-    {"sm_80", "NVIDIA A100 (Ampere)", 108}, {"sm_86", "NVIDIA A10 (Ampere)", 72},
-    {"sm_89", "NVIDIA L4 (Ada)", 58},       {"sm_90", "NVIDIA H100 SXM (Hopper)", 132},
-    {"sm_90a", "NVIDIA H200 (Hopper)", 132}};
+    {"sm_80", "NVIDIA A100 (Ampere)", 108, false, false},
+    {"sm_86", "NVIDIA A10 (Ampere)", 72, false, false},
+    {"sm_89", "NVIDIA L4 (Ada)", 58, false, false},
+    {"sm_90", "NVIDIA H100 SXM (Hopper)", 132, true, false},
+    {"sm_90a", "NVIDIA H200 (Hopper)", 132, true, true}};
 
 const TargetInfo &info_of(const std::string &sm) {
   for (const TargetInfo &info : kSupported)
@@ -41,6 +45,11 @@ GpuTarget GpuTarget::parse(const std::string &sm) {
 const char *GpuTarget::description() const { return info_of(sm_).description; }
 
 int GpuTarget::sm_count() const { return info_of(sm_).sm_count; }
+
+bool GpuTarget::has_warpgroup_mma() const { return info_of(sm_).arch_specific; }
+bool GpuTarget::has_tma() const { return info_of(sm_).arch_specific; }
+bool GpuTarget::has_clusters() const { return info_of(sm_).arch_specific; }
+bool GpuTarget::is_hopper() const { return info_of(sm_).hopper; }
 
 GpuTarget parse_gpu_target(const std::string &sm) { return GpuTarget::parse(sm); }
 

@@ -32,6 +32,18 @@ public:
   /// device, callers take the device's own count (gpu::sm_count_for).
   int sm_count() const;
 
+  /// What the code generator may use on this target: warpgroup MMAs
+  /// (wgmma), the tensor memory accelerator's copies and clusters of blocks
+  /// need the architecture-specific sm_90a (sm_90 has the hardware, but
+  /// LLVM's NVPTX backend emits wgmma and setmaxnreg for sm_90a only; the
+  /// compiler keeps all three together); mma.sync and cp.async run on every
+  /// supported target.
+  bool has_warpgroup_mma() const;
+  bool has_tma() const;
+  bool has_clusters() const;
+  /// Hopper (sm_90, sm_90a): 32-bit shared-memory addresses pay there.
+  bool is_hopper() const;
+
   /// The PTX ISA version to emit, times ten (80 = PTX 8.0). 8.0 is the lowest
   /// that admits sm_90a; ptxas 13.0 accepts it for every target we support,
   /// and drivers from CUDA 12.0 on load it.

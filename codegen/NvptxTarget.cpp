@@ -30,7 +30,7 @@ namespace coalesce {
 // module's, so one program has one: 32-bit if any of its kernels has a
 // warpgroup MMA or a TMA copy.
 bool short_shared_pointers(const GpuProgram &program, const GpuTarget &target) {
-  if (target.sm().rfind("sm_90", 0) != 0)
+  if (!target.is_hopper())
     return false;
   struct Finder : IRVisitor {
     bool found = false;

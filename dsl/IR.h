@@ -38,6 +38,34 @@ enum class MmaKind : uint8_t {
   F16_wgmma_m64k16,  ///< warpgroup: f16 operands in shared memory, f32 accumulator
   TF32_wgmma_m64k8,  ///< warpgroup: f32 operands rounded to tf32, both K-major in shared memory
 };
+
+/// Which dimension of an operand is contiguous in shared memory: its k
+/// (K-major) or its m / n (MN-major).
+enum class OperandMajor : uint8_t { K, MN };
+
+/// What the compiler knows of one MMA instruction, in one table
+/// (dsl/MmaInstructions.cpp, a switch without a default, so a kind left out
+/// does not compile): every pass that depends on the instruction asks here
+/// rather than comparing kinds.
+struct MmaInstruction {
+  const char *name;      ///< as messages and tilings name it: "bf16 m16n8k16", "tf32 wgmma"
+  Type operand;          ///< A and B as they are stored: bf16, f16, or f32 for tf32
+  bool rounds_to_tf32;   ///< multiplies f32 operands rounded to tf32
+  bool warpgroup;        ///< 4 warps together, A and B read from shared memory (sm_90a)
+  int m, n, k;           ///< a warp's rows of the tile (16), a fragment's columns (8), the reduction depth
+  /// How a warpgroup MMA reads B: as stored in memory, [k][n] (MN-major, the
+  /// 16-bit kinds' transpose flag), or [n][k] (tf32, which has no transpose
+  /// flag, so the compiler stores its B transposed).
+  OperandMajor b_major;
+  const char *ptx_type;  ///< the operands' type in the PTX instruction: "bf16", "f16", "tf32"
+};
+/// The table's row of `kind` (not MmaKind::None).
+const MmaInstruction &mma_instruction(MmaKind kind);
+/// The instruction that reads operands of type `operand` (f32: tf32) at the
+/// warp or the warpgroup level; a UserError for any other type.
+MmaKind mma_kind_for(Type operand, bool warpgroup);
+
+// The table's columns by kind (MmaKind::None: "none" and the warp shape).
 const char *mma_kind_name(MmaKind kind);
 int mma_m(MmaKind kind); ///< rows of one warp's part of the instruction's tile (16)
 int mma_n(MmaKind kind); ///< columns of one fragment (8)
@@ -46,9 +74,7 @@ int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32)
 bool is_warpgroup_mma(MmaKind kind);
 /// Whether the instruction multiplies f32 operands rounded to tf32.
 bool mma_rounds_to_tf32(MmaKind kind);
-/// Whether a warpgroup MMA reads B K-major ([n][k] in shared memory): tf32
-/// has no transpose flag, so its B is stored transposed; bf16/f16 read B as
-/// it is stored in memory, [k][n] (MN-major).
+/// Whether a warpgroup MMA reads B K-major ([n][k] in shared memory).
 bool warpgroup_mma_reads_b_k_major(MmaKind kind);
 /// The rows of a warpgroup MMA's tile (64) and the most columns it takes (256).
 inline constexpr int kWarpgroupMmaRows = 64;

@@ -12,29 +12,6 @@
 
 namespace coalesce {
 
-const char *mma_kind_name(MmaKind kind) {
-  switch (kind) {
-  case MmaKind::None: return "none";
-  case MmaKind::BF16_m16n8k16: return "bf16 m16n8k16";
-  case MmaKind::F16_m16n8k16: return "f16 m16n8k16";
-  case MmaKind::TF32_m16n8k8: return "tf32 m16n8k8";
-  case MmaKind::BF16_wgmma_m64k16: return "bf16 wgmma";
-  case MmaKind::F16_wgmma_m64k16: return "f16 wgmma";
-  case MmaKind::TF32_wgmma_m64k8: return "tf32 wgmma";
-  }
-  return "?";
-}
-
-int mma_m(MmaKind) { return 16; }
-int mma_n(MmaKind) { return 8; }
-int mma_k(MmaKind kind) { return mma_rounds_to_tf32(kind) ? 8 : 16; }
-bool is_warpgroup_mma(MmaKind kind) {
-  return kind == MmaKind::BF16_wgmma_m64k16 || kind == MmaKind::F16_wgmma_m64k16 ||
-         kind == MmaKind::TF32_wgmma_m64k8;
-}
-bool mma_rounds_to_tf32(MmaKind kind) { return kind == MmaKind::TF32_m16n8k8 || kind == MmaKind::TF32_wgmma_m64k8; }
-bool warpgroup_mma_reads_b_k_major(MmaKind kind) { return kind == MmaKind::TF32_wgmma_m64k8; }
-
 int constant_extent(const StageSchedule &stage, const std::string &var) {
   for (const Split &split : stage.splits) {
     if (split.is_fuse && split.old_var == var) {

@@ -1,5 +1,6 @@
 #include "runtime/GemmCandidate.h"
 
+#include "codegen/GpuTarget.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
@@ -45,11 +46,7 @@ MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {
   if (family == GemmFamily::Ffma || problem.dtype == "f32")
     user_error("GEMM problem ", problem.str(), ": dtype f32 runs on FFMA (family ffma); tf32, bf16 and f16 run on "
                "tensor cores (warp or warpgroup)");
-  if (problem.dtype == "tf32")
-    return group ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8;
-  if (problem.dtype == "bf16")
-    return group ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16;
-  return group ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16;
+  return mma_kind_for(problem.dtype == "tf32" ? Float(32) : problem.dtype == "bf16" ? BFloat(16) : Float(16), group);
 }
 
 GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::string &sm, int sm_count) {
@@ -61,7 +58,7 @@ GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::stri
   }
   // bf16/f16 where the TMA reads the inputs themselves; tf32 everywhere,
   // since its TMA reads the copies it makes first in any case.
-  bool warpgroup = sm == "sm_90a" && (problem.dtype == "tf32" || (problem.N % 8 == 0 && problem.K % 8 == 0));
+  bool warpgroup = parse_gpu_target(sm).has_warpgroup_mma() && (problem.dtype == "tf32" || (problem.N % 8 == 0 && problem.K % 8 == 0));
   candidate.family = warpgroup ? GemmFamily::WarpgroupMma : GemmFamily::WarpMma;
   candidate.mma = default_mma_tiling(gemm_mma_kind(problem, candidate.family), problem.M, problem.N, problem.K,
                                      sm_count);

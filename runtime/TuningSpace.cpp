@@ -1,5 +1,7 @@
 #include "runtime/TuningSpace.h"
 
+#include "codegen/GpuTarget.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -98,7 +100,7 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
   w.split_k = split_choices(problem, w.blocks, w.k_steps.front(), 128, sm_count);
 
   MmaSpace &g = space.warpgroup_mma;
-  if (sm == "sm_90a") {
+  if (parse_gpu_target(sm).has_warpgroup_mma()) {
     // k step: one 128-byte swizzled row (64 bf16/f16, 32 tf32). tf32 only
     // with the TMA (from the copies it makes first): its cp.async copies
     // were slower than the warp MMA at every tiling measured.

@@ -14,18 +14,7 @@ namespace coalesce {
 namespace {
 
 // The operand type an instruction multiplies.
-Type operand_type(MmaKind kind) {
-  switch (kind) {
-  case MmaKind::BF16_m16n8k16:
-  case MmaKind::BF16_wgmma_m64k16: return BFloat(16);
-  case MmaKind::F16_m16n8k16:
-  case MmaKind::F16_wgmma_m64k16: return Float(16);
-  case MmaKind::TF32_m16n8k8:
-  case MmaKind::TF32_wgmma_m64k8:
-  case MmaKind::None: return Float(32);
-  }
-  return Float(32);
-}
+Type operand_type(MmaKind kind) { return mma_instruction(kind).operand; }
 
 // `e` without a widening to f32 around it (how a 16-bit input is read in f32
 // arithmetic).

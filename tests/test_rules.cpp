@@ -4,6 +4,7 @@
 // extents, NaN through relu. Each test fails without the check it names.
 
 #include <doctest/doctest.h>
+#include <set>
 
 #include "dsl/FuncContents.h"
 #include "codegen/GpuTarget.h"
@@ -189,6 +190,41 @@ TEST_CASE("an output buffer that is also an input is rejected") {
 static_assert(!std::is_constructible_v<GpuTarget, std::string>);
 static_assert(!std::is_constructible_v<GpuTarget, const char *>);
 static_assert(!std::is_aggregate_v<GpuTarget>);
+
+TEST_CASE("the MMA instruction table: each kind is found from its operand type and level, and names its facts") {
+  const MmaKind kinds[] = {MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8,
+                           MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8};
+  std::set<std::string> names;
+  for (MmaKind kind : kinds) {
+    const MmaInstruction &instruction = mma_instruction(kind);
+    CAPTURE(instruction.name);
+    CHECK(mma_kind_for(instruction.operand, instruction.warpgroup) == kind);
+    CHECK(names.insert(instruction.name).second);
+    CHECK(std::string(mma_kind_name(kind)) == instruction.name);
+    CHECK(is_warpgroup_mma(kind) == (std::string(instruction.name).find("wgmma") != std::string::npos));
+    CHECK(mma_rounds_to_tf32(kind) == (instruction.operand == Float(32)));
+    CHECK(mma_k(kind) == (instruction.rounds_to_tf32 ? 8 : 16));
+    CHECK(std::string(instruction.ptx_type) ==
+          (instruction.rounds_to_tf32 ? "tf32" : instruction.operand == BFloat(16) ? "bf16" : "f16"));
+    // tf32's warpgroup MMA has no transpose flag: its B is read K-major.
+    CHECK(warpgroup_mma_reads_b_k_major(kind) == (kind == MmaKind::TF32_wgmma_m64k8));
+  }
+  CHECK(std::string(mma_kind_name(MmaKind::None)) == "none");
+  CHECK_FALSE(is_warpgroup_mma(MmaKind::None));
+  CHECK_HAS(user_error_of([] { mma_kind_for(Int(32), true); }), "no warpgroup MMA reads operands of type");
+}
+
+TEST_CASE("a target's capabilities come from its table, not from its name") {
+  for (const char *name : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}) {
+    CAPTURE(name);
+    GpuTarget target = GpuTarget::parse(name);
+    bool arch_specific = std::string(name) == "sm_90a";
+    CHECK(target.has_warpgroup_mma() == arch_specific);
+    CHECK(target.has_tma() == arch_specific);
+    CHECK(target.has_clusters() == arch_specific);
+    CHECK(target.is_hopper() == (std::string(name).rfind("sm_90", 0) == 0));
+  }
+}
 
 TEST_CASE("GPU targets exist only valid") {
   CHECK(GpuTarget().sm() == "sm_90a");

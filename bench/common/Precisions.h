@@ -38,14 +38,7 @@ inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
 /// With `warpgroup`, Hopper's warpgroup MMA (sm_90a only; tf32's B stored
 /// transposed, K-major).
 inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
-  if (warpgroup && p == Precision::BF16)
-    return MmaKind::BF16_wgmma_m64k16;
-  if (warpgroup && p == Precision::F16)
-    return MmaKind::F16_wgmma_m64k16;
-  if (warpgroup && p == Precision::TF32)
-    return MmaKind::TF32_wgmma_m64k8;
-  return p == Precision::BF16 ? MmaKind::BF16_m16n8k16 : p == Precision::F16 ? MmaKind::F16_m16n8k16
-                                                                              : MmaKind::TF32_m16n8k8;
+  return mma_kind_for(p == Precision::BF16 ? BFloat(16) : p == Precision::F16 ? Float(16) : Float(32), warpgroup);
 }
 /// Whether precision `p` has a warpgroup MMA schedule.
 inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }

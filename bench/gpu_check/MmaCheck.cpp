@@ -362,7 +362,7 @@ void check_mma(Precision p, bool full) {
   Kernels kernels;
   // Both instruction families where the GPU has warpgroup MMAs.
   std::vector<bool> families = {false};
-  if (bench::has_warpgroup_mma(p) && target_for_current_device().sm() == "sm_90a")
+  if (bench::has_warpgroup_mma(p) && target_for_current_device().has_warpgroup_mma())
     families.push_back(true);
   for (bool warpgroup : families) {
     for (const Shape &s : kDoubleShapes)
@@ -542,7 +542,7 @@ void check_mma(Precision p, bool full) {
 
 void mma_sanitizer_case() {
   mma_sanitizer_case(false);
-  if (target_for_current_device().sm() == "sm_90a") {
+  if (target_for_current_device().has_warpgroup_mma()) {
     mma_sanitizer_case(true);
     mma_sanitizer_case(true, true);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/1);

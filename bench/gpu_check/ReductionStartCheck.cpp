@@ -87,7 +87,7 @@ void check_start(bench::Precision p, int start, int split_k, const std::vector<S
 } // namespace
 
 void check_reduction_start(bench::Precision p) {
-  if (!bench::has_warpgroup_mma(p) || target_for_current_device().sm() != "sm_90a")
+  if (!bench::has_warpgroup_mma(p) || !target_for_current_device().has_warpgroup_mma())
     return;
   std::printf("\n== a reduction from a column past 0 on the TMA's copies, %s ==\n", reference::precision_name(p));
   const int start = 16 / bench::input_type(p).bytes(); // the first 16-byte multiple past 0

@@ -58,9 +58,7 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
   if (group && t == InputType::F32)
     user_error("--mma=warpgroup multiplies tf32, bf16 or f16 inputs; --dtype=f32 runs on FFMA and has no "
                "warpgroup schedule: use --dtype=tf32 (f32 data rounded to tf32), bf16 or f16");
-  return t == InputType::BF16  ? (group ? MmaKind::BF16_wgmma_m64k16 : MmaKind::BF16_m16n8k16)
-         : t == InputType::F16 ? (group ? MmaKind::F16_wgmma_m64k16 : MmaKind::F16_m16n8k16)
-                               : (group ? MmaKind::TF32_wgmma_m64k8 : MmaKind::TF32_m16n8k8);
+  return mma_kind_for(t == InputType::BF16 ? BFloat(16) : t == InputType::F16 ? Float(16) : Float(32), group);
 }
 
 /// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
@@ -138,7 +136,7 @@ public:
   MmaFamily mma_family() const {
     if (mma != MmaFamily::Auto)
       return mma;
-    return target().sm() == "sm_90a" && dtype != InputType::F32 ? MmaFamily::Warpgroup : MmaFamily::Warp;
+    return target().has_warpgroup_mma() && dtype != InputType::F32 ? MmaFamily::Warpgroup : MmaFamily::Warp;
   }
   GeneratorParam<int> stages{this, "stages", 0,
                              "tiles of A and B in shared memory, one K step each (f32: 1 to 8, 1: one tile, "
