@@ -16,7 +16,7 @@ include(CMakePackageConfigHelpers)
 
 set(COALESCE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Coalesce")
 
-install(TARGETS coalesce coalesce-aot
+install(TARGETS coalesce coalesce-aot coalesce-cache
   EXPORT CoalesceTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

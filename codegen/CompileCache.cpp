@@ -2,7 +2,9 @@
 
 #include <llvm/Support/xxhash.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace coalesce {
 
@@ -120,6 +123,53 @@ CompileCache CompileCache::from_environment() {
   if (const char *home = std::getenv("HOME"); home && *home)
     return CompileCache(std::string(home) + "/.cache/coalesce");
   return CompileCache(""); // nowhere to put it
+}
+
+namespace {
+// Whether `name` is an entry's file name: 32 hex digits, a dot, a kind.
+bool is_entry_name(const std::string &name) {
+  if (name.size() < 34 || name[32] != '.' || name.find(".tmp.") != std::string::npos)
+    return false;
+  return std::all_of(name.begin(), name.begin() + 32, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+bool is_temporary_name(const std::string &name) {
+  return name.size() > 34 && name[32] == '.' && name.find(".tmp.") != std::string::npos;
+}
+} // namespace
+
+CompileCache::Contents CompileCache::contents() const {
+  Contents contents;
+  std::error_code error;
+  if (!enabled() || !std::filesystem::is_directory(directory_, error))
+    return contents;
+  for (const auto &file : std::filesystem::directory_iterator(directory_, error)) {
+    std::error_code size_error;
+    uint64_t size = file.file_size(size_error);
+    if (!file.is_regular_file(size_error) || size_error || !is_entry_name(file.path().filename().string()))
+      continue;
+    ++contents.entries;
+    contents.bytes += size;
+  }
+  return contents;
+}
+
+size_t CompileCache::clear() const {
+  size_t removed = 0;
+  std::error_code error;
+  if (!enabled() || !std::filesystem::is_directory(directory_, error))
+    return 0;
+  std::vector<std::filesystem::path> doomed;
+  for (const auto &file : std::filesystem::directory_iterator(directory_, error)) {
+    std::string name = file.path().filename().string();
+    if (is_entry_name(name) || is_temporary_name(name))
+      doomed.push_back(file.path());
+  }
+  for (const std::filesystem::path &path : doomed) {
+    std::error_code remove_error;
+    if (std::filesystem::remove(path, remove_error) && is_entry_name(path.filename().string()))
+      ++removed;
+  }
+  return removed;
 }
 
 std::string CompileCache::entry_path(const std::string &key, const char *kind) const {

@@ -17,6 +17,8 @@
 // cannot be created or written turns it off for this process, with one
 // warning on stderr: the cache never makes a compilation fail.
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -41,6 +43,19 @@ public:
 
   /// The entry's path (for tests and messages).
   std::string entry_path(const std::string &key, const char *kind) const;
+
+  /// What the directory holds: its entries (files named <32 hex>.<kind>)
+  /// and their bytes, headers included. Nothing for a disabled cache or a
+  /// directory not made yet.
+  struct Contents {
+    size_t entries = 0;
+    uint64_t bytes = 0;
+  };
+  Contents contents() const;
+  /// Removes every entry, and the temporary files of stores that were
+  /// interrupted; leaves any other file alone. Returns the entries removed.
+  /// Another process may store again at once: clearing never breaks it.
+  size_t clear() const;
 
 private:
   std::string directory_;

@@ -6,6 +6,7 @@
 #include "codegen/CodeGenPTX.h"
 #include "codegen/CompileCache.h"
 #include "codegen/PtxCache.h"
+#include "ErrorCapture.h"
 #include "examples/Gemm.h"
 #include "examples/Schedules.h"
 #include "scheduler/Lower.h"
@@ -236,4 +237,62 @@ TEST_CASE("the key: the same for the same schedule, another for another target")
   CHECK(ptx_cache_key(lower_gpu_nest(small_gemm()), target) !=
         ptx_cache_key(lower_gpu_nest(small_gemm()), parse_gpu_target("sm_80")));
   CHECK(compiler_version().find("coalesce ") == 0);
+}
+
+TEST_CASE("the cache counts its entries and clears them, and only them") {
+  TempCacheDir dir;
+  CompileCache cache = CompileCache::from_environment();
+  REQUIRE(cache.enabled());
+  CHECK(cache.contents().entries == 0);
+  cache.store("first key", "ptx", "payload one");
+  cache.store("second key", "ptx", std::string(1000, 'x'));
+  cache.store("first key", "cubin", "payload three");
+  CompileCache::Contents contents = cache.contents();
+  CHECK(contents.entries == 3);
+  uint64_t on_disk = 0;
+  for (const std::filesystem::path &entry : dir.entries())
+    on_disk += std::filesystem::file_size(entry);
+  CHECK(contents.bytes == on_disk);
+  CHECK(contents.bytes > 1000);
+  // Not entries: a file of the user's, and what an interrupted store leaves.
+  write(std::filesystem::path(dir.path) / "notes.txt", "mine");
+  std::string interrupted = cache.entry_path("first key", "ptx") + ".tmp.abc123";
+  write(interrupted, "half");
+  CHECK(cache.contents().entries == 3);
+  CHECK(cache.clear() == 3);
+  CHECK(cache.contents().entries == 0);
+  CHECK_FALSE(cache.load("first key", "ptx").has_value());
+  CHECK_FALSE(std::filesystem::exists(interrupted));
+  CHECK(read(std::filesystem::path(dir.path) / "notes.txt") == "mine");
+  // A store after the clear works as before.
+  cache.store("first key", "ptx", "again");
+  CHECK(cache.load("first key", "ptx") == std::optional<std::string>("again"));
+}
+
+TEST_CASE("coalesce-cache prints the cache's contents, clears it, and refuses a bad flag") {
+  TempCacheDir dir;
+  CompileCache cache = CompileCache::from_environment();
+  cache.store("a key", "ptx", "payload");
+  const std::string tool = std::string(COALESCE_BINARY_DIR) + "/runtime/tools/coalesce-cache";
+  auto run = [&](const std::string &args, int *status) {
+    std::string output_file = dir.path + "/../coalesce-cache-output-" + std::to_string(::getpid());
+    *status = std::system((tool + " " + args + " > " + output_file + " 2>&1").c_str());
+    std::string output = read(output_file);
+    std::filesystem::remove(output_file);
+    return output;
+  };
+  int status = -1;
+  std::string listed = run("", &status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_HAS(listed, "cache: " + dir.path);
+  CHECK_HAS(listed, "entries: 1 (");
+  std::string bad = run("--clean", &status);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_HAS(bad, "coalesce-cache: unknown flag '--clean'");
+  CHECK(cache.contents().entries == 1); // a bad command line changes nothing
+  std::string cleared = run("--clear", &status);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_HAS(cleared, "removed 1 entries");
+  CHECK(cache.contents().entries == 0);
 }
