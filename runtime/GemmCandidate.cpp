@@ -46,7 +46,7 @@ MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {
   if (family == GemmFamily::Ffma || problem.dtype == "f32")
     user_error("GEMM problem ", problem.str(), ": dtype f32 runs on FFMA (family ffma); tf32, bf16 and f16 run on "
                "tensor cores (warp or warpgroup)");
-  return mma_kind_for(problem.dtype == "tf32" ? Float(32) : problem.dtype == "bf16" ? BFloat(16) : Float(16), group);
+  return mma_kind_for(gemm_input_type(problem), group); // tf32's inputs are f32
 }
 
 GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::string &sm, int sm_count) {

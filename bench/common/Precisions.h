@@ -38,7 +38,7 @@ inline bool uses_tensor_cores(Precision p) { return p != Precision::FP32; }
 /// With `warpgroup`, Hopper's warpgroup MMA (sm_90a only; tf32's B stored
 /// transposed, K-major).
 inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
-  return mma_kind_for(p == Precision::BF16 ? BFloat(16) : p == Precision::F16 ? Float(16) : Float(32), warpgroup);
+  return mma_kind_for(input_type(p), warpgroup);
 }
 /// Whether precision `p` has a warpgroup MMA schedule.
 inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }

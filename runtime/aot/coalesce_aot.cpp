@@ -58,7 +58,7 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
   if (group && t == InputType::F32)
     user_error("--mma=warpgroup multiplies tf32, bf16 or f16 inputs; --dtype=f32 runs on FFMA and has no "
                "warpgroup schedule: use --dtype=tf32 (f32 data rounded to tf32), bf16 or f16");
-  return mma_kind_for(t == InputType::BF16 ? BFloat(16) : t == InputType::F16 ? Float(16) : Float(32), group);
+  return mma_kind_for(element_type(t), group);
 }
 
 /// out(i, j) = activation(sum_k A(i, k) B(k, j) + bias(j)); A is M x K, B is
