@@ -12,6 +12,9 @@
 //               rounded copies: three kernels)
 //
 // --kernels=a,b,... measures only those.
+// --cpu-check measures instead what checking each kernel on the CPU costs:
+// schedule to host code (the checking pipeline, codegen/OptimizeModule.h)
+// and one run at 64 x 64 x 64, the "run" phase.
 // --ptx-dir=DIR also writes each kernel's PTX there (fp32.ptx, bf16.ptx), to
 // compare the code before and after a change to the compiler; --ir-dir=DIR
 // the LLVM IR as emitted (NAME.ll, without libdevice) and as optimized
@@ -23,6 +26,7 @@
 #include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +48,7 @@ const int kTargetSms = GpuTarget().sm_count();
 struct Kernel {
   const char *name;
   std::function<Func()> build;
+  Type in, out; ///< A's and B's element type, out's
 };
 
 Func fp32_kernel() {
@@ -72,6 +77,29 @@ Func tf32_wgmma_kernel() {
   return g.out;
 }
 
+/// The shape of a CPU check (--cpu-check): small, as a test's.
+constexpr int kCheckExtent = 64;
+
+/// Compiles `pipeline` for the host and runs it once on random inputs of
+/// kCheckExtent^3 (A and B of type `in`, out of type `out`); the run's own
+/// time goes to the phase "run" of the active profile.
+void check_on_cpu(Pipeline &pipeline, Type in, Type out_type) {
+  const int n = kCheckExtent;
+  Buffer A({n, n}, in), B({n, n}, in), bias({n}), out({n, n}, out_type);
+  A.fill_random(1);
+  B.fill_random(2);
+  bias.fill_random(3);
+  CompileProfile *profile = active_compile_profile();
+  double compile_ms = profile->total_ms(), compile_cpu_ms = profile->total_cpu_ms();
+  auto start = std::chrono::steady_clock::now();
+  double start_cpu = thread_cpu_ms();
+  pipeline.realize_on_cpu({{"A", A}, {"B", B}, {"bias", bias}, {"M", n}, {"N", n}, {"K", n}}, out);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double cpu_ms = thread_cpu_ms() - start_cpu;
+  // What the compile phases inside realize_on_cpu did not take.
+  profile->add("run", ms - (profile->total_ms() - compile_ms), cpu_ms - (profile->total_cpu_ms() - compile_cpu_ms));
+}
+
 /// The names in ",a,b," (empty: none).
 std::vector<std::string> split_names(const std::string &list) {
   std::vector<std::string> names;
@@ -98,6 +126,7 @@ double median(std::vector<double> values) {
 int main(int argc, char **argv) {
   int runs = 10;
   std::string ptx_dir, ir_dir, only;
+  bool cpu_check = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strncmp(argv[a], "--runs=", 7) == 0)
       runs = std::max(1, std::atoi(argv[a] + 7));
@@ -107,9 +136,11 @@ int main(int argc, char **argv) {
       ptx_dir = argv[a] + 10;
     else if (std::strncmp(argv[a], "--ir-dir=", 9) == 0)
       ir_dir = argv[a] + 9;
+    else if (std::strcmp(argv[a], "--cpu-check") == 0)
+      cpu_check = true;
     else {
       std::fprintf(stderr, "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,tf32-wgmma] [--ptx-dir=DIR] "
-                           "[--ir-dir=DIR]\n",
+                           "[--ir-dir=DIR] [--cpu-check]\n",
                    argv[0]);
       return 2;
     }
@@ -117,10 +148,10 @@ int main(int argc, char **argv) {
   // Measure the compiler, not the cache.
   setenv("COALESCE_CACHE", "0", 1);
 
-  const Kernel kernels[] = {{"fp32", fp32_kernel},
-                            {"bf16", bf16_kernel},
-                            {"bf16-wgmma", bf16_wgmma_kernel},
-                            {"tf32-wgmma", tf32_wgmma_kernel}};
+  const Kernel kernels[] = {{"fp32", fp32_kernel, Float(32), Float(32)},
+                            {"bf16", bf16_kernel, BFloat(16), BFloat(16)},
+                            {"bf16-wgmma", bf16_wgmma_kernel, BFloat(16), BFloat(16)},
+                            {"tf32-wgmma", tf32_wgmma_kernel, Float(32), Float(32)}};
   for (const std::string &name : split_names(only)) {
     bool known = std::any_of(std::begin(kernels), std::end(kernels), [&](const Kernel &k) { return name == k.name; });
     if (!known) {
@@ -147,7 +178,10 @@ int main(int argc, char **argv) {
           out = kernel.build();
         }
         Pipeline pipeline(*out);
-        ptx = pipeline.ptx(target);
+        if (cpu_check)
+          check_on_cpu(pipeline, kernel.in, kernel.out);
+        else
+          ptx = pipeline.ptx(target);
       }
       for (const CompileProfile::Phase &phase : profile.phases()) {
         if (!samples.count(phase.name))
@@ -165,14 +199,18 @@ int main(int argc, char **argv) {
       cpu_values.resize(runs, 0.0);
       medians.add(name, median(values), median(cpu_values));
     }
-    std::printf("%s kernel, schedule to PTX for %s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
-                target.sm().c_str(), runs, ptx.size(), medians.str().c_str());
+    if (cpu_check)
+      std::printf("%s kernel, checked on the CPU at %d^3 (schedule to host code, then one run), median of %d:\n%s",
+                  kernel.name, kCheckExtent, runs, medians.str().c_str());
+    else
+      std::printf("%s kernel, schedule to PTX for %s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
+                  target.sm().c_str(), runs, ptx.size(), medians.str().c_str());
     std::printf("  %-44s %8.2f ms %8.2f ms  (wall min %.2f, max %.2f)\n\n", "median total", median(totals),
                 median(cpu_totals), *std::min_element(totals.begin(), totals.end()),
                 *std::max_element(totals.begin(), totals.end()));
-    if (!ptx_dir.empty())
+    if (!ptx_dir.empty() && !cpu_check)
       std::ofstream(ptx_dir + "/" + kernel.name + ".ptx") << ptx;
-    if (!ir_dir.empty()) {
+    if (!ir_dir.empty() && !cpu_check) {
       Pipeline pipeline(kernel.build());
       std::ofstream(ir_dir + "/" + kernel.name + ".ll") << pipeline.gpu_llvm_ir(target, false);
       std::ofstream(ir_dir + "/" + kernel.name + ".opt.ll") << pipeline.gpu_llvm_ir(target, true);

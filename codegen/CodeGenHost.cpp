@@ -4,6 +4,7 @@
 #include "codegen/CodeGenLLVM.h"
 #include "codegen/HostFloatConversions.h"
 #include "codegen/OptimizeModule.h"
+#include "dsl/CompileProfile.h"
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 
@@ -105,30 +106,17 @@ void initialize_native_target() {
   });
 }
 
-/// The host CPU, with all of its features (AVX2, FMA, ...), at -O3.
+/// The host CPU, with all of its features (AVX2, FMA, ...).
 llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   initialize_native_target();
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
       llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     internal_error("cannot describe the host CPU to LLVM: ", llvm::toString(builder.takeError()));
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // The fast instruction selector, no machine-level optimization: see
+  // optimize_for_checking (codegen/OptimizeModule.h) for the measurements.
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
   return std::move(*builder);
-}
-
-// Whether the nest holds warp MMA statements. With LLVM's vectorizers on,
-// the double-buffered MMA nest computed wrong values on the host (the same
-// nest is right with them off, and so is its non-MMA twin); until that is
-// understood, such functions are optimized without them. Only host speed is
-// affected, never a GPU kernel.
-bool has_warp_mma(const Stmt &body) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const WarpMma *) override { found = true; }
-  } finder;
-  finder.visit_stmt(body);
-  return finder.found;
 }
 
 /// Emits, verifies and (when asked) optimizes `func` into a new module.
@@ -141,11 +129,17 @@ std::unique_ptr<llvm::Module> build_module(const LoweredFunc &func, llvm::LLVMCo
   auto module = std::make_unique<llvm::Module>(func.name, context);
   module->setTargetTriple((*machine)->getTargetTriple());
   module->setDataLayout((*machine)->createDataLayout());
-  CodeGenHost codegen(*module);
-  codegen.emit(func);
-  verify_module(*module, "host");
+  {
+    PhaseTimer timer("host: emit LLVM IR");
+    CodeGenHost codegen(*module);
+    codegen.emit(func);
+  }
+  {
+    PhaseTimer timer("host: verify");
+    verify_module(*module, "host");
+  }
   if (optimize)
-    optimize_module(*module, **machine, /*vectorize=*/!has_warp_mma(func.body));
+    optimize_for_checking(*module, **machine);
   return module;
 }
 
@@ -184,7 +178,11 @@ std::unique_ptr<HostKernel> compile_for_host(const LoweredFunc &func) {
   if (llvm::Error error = engine.addIRModule(
           llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     internal_error("the host JIT rejected '", func.name, "': ", llvm::toString(std::move(error)));
-  llvm::Expected<llvm::orc::ExecutorAddr> address = engine.lookup(host_symbol(func.name));
+  // The lookup is what runs the code generator on the module.
+  llvm::Expected<llvm::orc::ExecutorAddr> address = [&] {
+    PhaseTimer timer("host: machine code");
+    return engine.lookup(host_symbol(func.name));
+  }();
   if (!address)
     internal_error("the host JIT cannot find '", func.name, "': ",
                    llvm::toString(address.takeError()));

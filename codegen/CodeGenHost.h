@@ -37,12 +37,12 @@ private:
   void (*entry_)(void **);
 };
 
-/// Generates, verifies, optimizes (O3, for the host CPU) and JIT-compiles
+/// Generates, verifies, optimizes (optimize_for_checking) and JIT-compiles
 /// `func`. Thread-safe.
 std::unique_ptr<HostKernel> compile_for_host(const LoweredFunc &func);
 
-/// The LLVM IR compile_for_host would compile, as text: after the O3
-/// pipeline when `optimize`, else as emitted.
+/// The LLVM IR compile_for_host would compile, as text: after
+/// optimize_for_checking when `optimize`, else as emitted.
 std::string emit_host_llvm_ir(const LoweredFunc &func, bool optimize = true);
 
 } // namespace coalesce

@@ -221,23 +221,28 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
   // For each of this lane's elements, in register order: the sum over the
   // instruction's k steps, in order. A warpgroup MMA's lane holds the same
   // 4 elements in each 8-column block of its warp's 16 rows of the tile.
+  // The elements are loops, not copies of the update: a 64 x 256 warpgroup
+  // MMA has 128 elements per lane, and a tensor-core nest hundreds of MMAs,
+  // so copies made the host's module (and its compile time) that many times
+  // larger. Each element's sum is the same either way.
+  const char *const element = "mma.e"; // the '.' keeps it apart from user names
   bool group = is_warpgroup_mma(op->kind);
-  std::vector<Stmt> elements;
-  for (int block = 0; block < op->n / 8; ++block)
-    for (int v = 0; v < 4; ++v) {
-      Expr row = op->lane / 4 + 8 * (v / 2), column = (op->lane % 4) * 2 + v % 2;
-      if (group) {
-        row = row + (op->warp % 4) * 16;
-        column = column + block * 8;
-      }
-      Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update, -1, "", LoopRole::MmaSteps);
-      Stmt element = LetStmt::make(
-          kMmaRow, row,
-          LetStmt::make(kMmaColumn, column,
-                        LetStmt::make(kMmaFragRow, v / 2, LetStmt::make(kMmaFragColumn, v % 2, steps))));
-      elements.push_back(group ? LetStmt::make(kMmaFragBlock, block, element) : element);
-    }
-  codegen(Block::make(elements));
+  Expr v = Variable::make(Int(32), element);
+  Expr fragment_row = v / 2, fragment_column = v % 2;
+  Expr row = op->lane / 4 + 8 * fragment_row, column = (op->lane % 4) * 2 + fragment_column;
+  if (group) {
+    row = row + (op->warp % 4) * 16;
+    column = column + Variable::make(Int(32), kMmaFragBlock) * 8;
+  }
+  Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update, -1, "", LoopRole::MmaSteps);
+  Stmt body = LetStmt::make(
+      kMmaRow, row,
+      LetStmt::make(kMmaColumn, column,
+                    LetStmt::make(kMmaFragRow, fragment_row, LetStmt::make(kMmaFragColumn, fragment_column, steps))));
+  Stmt elements = For::make(element, 0, 4, ForKind::Serial, body, -1, "", LoopRole::MmaSteps);
+  if (group)
+    elements = For::make(kMmaFragBlock, 0, op->n / 8, ForKind::Serial, elements, -1, "", LoopRole::MmaSteps);
+  codegen(elements);
 }
 
 llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
@@ -344,9 +349,9 @@ void CodeGenLLVM::emit_for(const For *op) {
   registers_.close_loop(register_phis, latch);
 
   if (op->role == LoopRole::MmaSteps) {
-    // A warp MMA's k steps as the host runs them (emit_warp_mma): left a
-    // loop, since unrolling the hundreds of them a tensor-core nest holds
-    // made host compile times grow past a minute.
+    // A warp MMA's elements and k steps as the host runs them
+    // (emit_warp_mma): left loops, since unrolling the hundreds of them a
+    // tensor-core nest holds made host compile times grow past a minute.
     llvm::Metadata *disable[] = {llvm::MDString::get(context_, "llvm.loop.unroll.disable")};
     llvm::MDNode *self = llvm::MDNode::getDistinct(context_, {nullptr, llvm::MDNode::get(context_, disable)});
     self->replaceOperandWith(0, self);

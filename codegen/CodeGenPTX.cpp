@@ -733,7 +733,7 @@ std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, llvm::Targ
   if (const char *passes = std::getenv("COALESCE_GPU_PASSES"); passes && *passes)
     run_pass_pipeline(*module, machine, passes);
   else
-    optimize_module(*module, machine, /*vectorize=*/false);
+    optimize_module(*module, machine);
   return module;
 }
 

@@ -96,13 +96,20 @@ void run_pipeline(llvm::Module &module, llvm::TargetMachine &target, const llvm:
 
 } // namespace
 
-void optimize_module(llvm::Module &module, llvm::TargetMachine &target, bool vectorize) {
+void optimize_module(llvm::Module &module, llvm::TargetMachine &target) {
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = vectorize;
-  tuning.SLPVectorization = vectorize;
+  tuning.LoopVectorization = false;
+  tuning.SLPVectorization = false;
   run_pipeline(module, target, tuning, [](llvm::PassBuilder &builder) {
     return builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   });
+}
+
+void optimize_for_checking(llvm::Module &module, llvm::TargetMachine &target) {
+  // InstCombine without its fixpoint check: one round is what is wanted
+  // here, not an error when another would change more.
+  run_pass_pipeline(module, target,
+                    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)");
 }
 
 void run_pass_pipeline(llvm::Module &module, llvm::TargetMachine &target, const std::string &passes) {

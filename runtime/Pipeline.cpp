@@ -76,12 +76,21 @@ const std::string &Pipeline::ptx(const GpuTarget &target) {
 PtxasResult Pipeline::assemble(const GpuTarget &target) { return assemble_ptx(ptx(target), target); }
 
 void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
+  // COALESCE_TIME_COMPILE=1: the breakdown of the first run's host compile
+  // (lowering included) on stderr, as Pipeline::ptx prints the GPU's.
+  CompileProfile own;
+  std::optional<ScopedCompileProfile> scope;
+  if (!host_kernel_ && !active_compile_profile() && compile_timing_requested())
+    scope.emplace(&own);
   const LoweredFunc &lowered = host_lowered();
   BoundArguments bound = bind_arguments(lowered.args, args, output);
   if (output.size() == 0)
     return; // an empty result: nothing to compute (and empty buffers have no storage)
-  if (!host_kernel_)
+  if (!host_kernel_) {
     host_kernel_ = compile_for_host(lowered);
+    if (scope)
+      std::fprintf(stderr, "schedule to host code for %s:\n%s", output_.name().c_str(), own.str().c_str());
+  }
   std::vector<int32_t> scalars(lowered.args.size());
   std::vector<void *> slots;
   for (size_t a = 0; a < lowered.args.size(); ++a) {

@@ -204,7 +204,12 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
   LoweredFunc lowered{output.name(), arguments_of(env), Stmt()};
   // The host runs the large unrolled nests as loops: unrolling them only
   // costs its compile time (RollHostLoops.h).
-  lowered.body = finish(roll_large_unrolled_loops(lower_serial(env, budget)), lowered.args);
+  Stmt serial = lower_serial(env, budget);
+  {
+    PhaseTimer timer("lower: roll_large_unrolled_loops");
+    serial = roll_large_unrolled_loops(serial);
+  }
+  lowered.body = finish(serial, lowered.args);
   return lowered;
 }
 
