@@ -243,6 +243,12 @@ protected:
       // repeat them); .trans hands each lane the pairs along k.
       ldmatrix(b_of(mul), zero, zero, builder_->CreateAnd(lane, 15),
                llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16, 2);
+    } else if (!tf32 && in_shared(b_of(mul)) && has_ldmatrix_rows(unwrap(b_of(mul)), kMmaStep, kMmaRow, 16)) {
+      // B stored N x K (W(j, k)): its rows are along k, as A's. Lanes 0-7
+      // address columns 0-7 at k 0, 8-15 the same columns at k 8; without
+      // .trans each lane gets column g at k 2t, 2t + 1 (b0, b1), then + 8.
+      ldmatrix(b_of(mul), zero, builder_->CreateAnd(lane, 7), builder_->CreateAnd(lane, 8),
+               llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16, 2);
     } else {
       // B: column g; k as for A's first two registers.
       for (int r = 0; r < 2; ++r) {

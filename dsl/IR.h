@@ -53,9 +53,10 @@ struct MmaInstruction {
   bool rounds_to_tf32;   ///< multiplies f32 operands rounded to tf32
   bool warpgroup;        ///< 4 warps together, A and B read from shared memory (sm_90a)
   int m, n, k;           ///< a warp's rows of the tile (16), a fragment's columns (8), the reduction depth
-  /// How a warpgroup MMA reads B: as stored in memory, [k][n] (MN-major, the
-  /// 16-bit kinds' transpose flag), or [n][k] (tf32, which has no transpose
-  /// flag, so the compiler stores its B transposed).
+  /// How a warpgroup MMA can read B: MN-major ([k][n], a B stored K x N,
+  /// through the 16-bit kinds' transpose flag) or K-major ([n][k]) alike, or
+  /// K-major only (tf32, which has no transpose flag, so the compiler stores
+  /// a K x N B transposed; a B stored N x K, W(j, k), is K-major already).
   OperandMajor b_major;
   const char *ptx_type;  ///< the operands' type in the PTX instruction: "bf16", "f16", "tf32"
 };

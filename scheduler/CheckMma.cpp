@@ -36,12 +36,13 @@ struct Context {
   std::string where() const { return str_cat("in schedule for ", stage_description(func, s), ": mma: "); }
 };
 
-// The update must be acc(i, j) + A(i, k) * B(k, j) (in either order of the
-// factors): the one computation an MMA instruction performs.
+// The update must be acc(i, j) + A(i, k) * B(k, j), or + A(i, k) * W(j, k)
+// with B stored N x K (in either order of the factors): the one computation
+// an MMA instruction performs.
 MmaOperands match_update(const Context &c, MmaKind kind) {
   const FuncContents &func = c.func;
   const Definition &update = func.updates[c.s - 1];
-  std::string shape = str_cat(func.name, "(i, j) + A(i, k) * B(k, j)");
+  std::string shape = str_cat(func.name, "(i, j) + A(i, k) * B(k, j) (or * W(j, k), B stored N x K)");
   auto reject = [&](const std::string &why) {
     user_error(c.where(), "the update ", func.name, "(...) = ", to_string(update.value), " ", why,
                "; a warp MMA computes exactly ", shape, " with A and B inputs of type ", operand_type(kind),
@@ -67,9 +68,19 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
     reject("multiplies something other than two inputs");
   const std::string &i = func.pure_vars[0], &j = func.pure_vars[1], &k = rvars[0];
   auto is_a = [&](const Call *call) { return call->args.size() == 2 && is_var(call->args[0], i) && is_var(call->args[1], k); };
-  auto is_b = [&](const Call *call) { return call->args.size() == 2 && is_var(call->args[0], k) && is_var(call->args[1], j); };
+  // B(k, j) or W(j, k): which of B's dimensions k indexes.
+  auto b_k_dim = [&](const Call *call) {
+    if (call->args.size() != 2)
+      return -1;
+    if (is_var(call->args[0], k) && is_var(call->args[1], j))
+      return 0;
+    if (is_var(call->args[0], j) && is_var(call->args[1], k))
+      return 1;
+    return -1;
+  };
+  auto is_b = [&](const Call *call) { return b_k_dim(call) >= 0; };
   if (!(is_a(x) && is_b(y)) && !(is_a(y) && is_b(x)))
-    reject(str_cat("does not read its inputs as A(", i, ", ", k, ") and B(", k, ", ", j, ")"));
+    reject(str_cat("does not read its inputs as A(", i, ", ", k, ") and B(", k, ", ", j, ") or W(", j, ", ", k, ")"));
   const Call *a = is_a(x) && is_b(y) ? x : y, *b = a == x ? y : x;
   for (const Call *operand : {a, b})
     if (operand->type != operand_type(kind))
@@ -77,7 +88,7 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
                  operand->name, "' is ", operand->type, "; declare it as ", operand_type(kind),
                  " or choose the instruction for ", operand->type,
                  operand->type == Float(32) ? " (tf32 m16n8k8, which rounds the inputs to tf32)" : "");
-  return MmaOperands{a->name, b->name};
+  return MmaOperands{a->name, b->name, b_k_dim(b)};
 }
 
 void check_loops(const Context &c, const MmaLayout &layout, const MmaRequest &request) {
@@ -158,7 +169,7 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   if (constant && k_step && *constant % k_step == 0)
     return;
   Expr end = simplify(min + extent);
-  for (const auto &[input, dim] : {std::make_pair(operands.a, 1), std::make_pair(operands.b, 0)}) {
+  for (const auto &[input, dim] : {std::make_pair(operands.a, 1), std::make_pair(operands.b, operands.b_k_dim)}) {
     auto found = c.env.inputs.find(input);
     if (found == c.env.inputs.end())
       continue;
@@ -203,11 +214,16 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
                  "swizzled layout the compiler gives their tiles; staging '", input, "' with ",
                  staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
                  " would move them: leave SharedLayout's padding at 0 and transposed false",
-                 warpgroup_mma_reads_b_k_major(stage.mma.kind) ? " (the compiler stores B K-major itself)" : "");
+                 mma_b_staged_transposed(stage.mma.kind, operands) ? " (the compiler stores B K-major itself)"
+                                                                   : "");
   }
 }
 
 } // namespace
+
+bool mma_b_staged_transposed(MmaKind kind, const MmaOperands &operands) {
+  return warpgroup_mma_reads_b_k_major(kind) && !operands.b_k_contiguous();
+}
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {
   Environment unused;

@@ -12,10 +12,17 @@ namespace coalesce {
 /// After inlining, so that the update's value is what the MMA computes.
 void check_mma(const Environment &env);
 
-/// The input an MMA stage reads as its A operand (row, k) and as B (k, column).
+/// The inputs an MMA stage reads as its A operand, A(row, k), and as its B
+/// operand: B(k, column) from a K x N input, or W(column, k) from an N x K
+/// one (nn.Linear's weight, K contiguous).
 struct MmaOperands {
   std::string a, b;
+  int b_k_dim = 0; ///< the dimension of B that k indexes: 0 for B(k, j), 1 for W(j, k)
+  bool b_k_contiguous() const { return b_k_dim == 1; }
 };
+/// Whether the compiler must transpose B while staging it: the instruction
+/// reads B K-major (tf32's warpgroup MMA) and B's rows run along N.
+bool mma_b_staged_transposed(MmaKind kind, const MmaOperands &operands);
 /// For a stage that check_mma accepted.
 MmaOperands mma_operands(const FuncContents &func, size_t stage);
 

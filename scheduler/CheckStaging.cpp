@@ -55,13 +55,13 @@ void check_stage(const Where &w, const SharedStaging &staged, const StageSchedul
     w.fail("TmaCopies, but the TMA copies only the 128-byte swizzled tiles that warpgroup MMAs read (mma() with a "
            "wgmma kind); use AsyncCopies for this stage");
   // The TMA copies a box as it lies in memory, bits unchanged; tf32's
-  // operands must be rounded to tf32 and its B stored transposed (K-major),
-  // which the copy kernel of padded_copy does first.
+  // operands must be rounded to tf32 and a K x N B stored transposed
+  // (K-major), which the copy kernel of padded_copy does first.
   if (mma_rounds_to_tf32(stage.mma.kind) && !tma->padded_copy)
     w.fail("TmaCopies, but ", mma_kind_name(stage.mma.kind), " multiplies the bits it finds in shared memory, which "
-           "must be rounded to tf32 (and B's K-major, transposed from how it lies in memory), and the TMA copies "
+           "must be rounded to tf32 (and B K-major, transposed where B is stored K x N), and the TMA copies "
            "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies '", staged.input,
-           "' rounded, B transposed, for the TMA to read), or use AsyncCopies");
+           "' rounded, a K x N B transposed, for the TMA to read), or use AsyncCopies");
   if (tma->multicast && output.schedule.cluster_blocks == 0)
     w.fail("TmaCopies::multicast, which shares its tiles between the blocks of a cluster, but '", output.name,
            "' runs no clusters; schedule gpu_cluster on it, or multicast = false");

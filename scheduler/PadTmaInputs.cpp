@@ -144,8 +144,8 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
         // check_mma made sure the TMA feeds only warpgroup MMAs.
         if (is_warpgroup_mma(stage.mma.kind)) {
           copy.round_to_tf32 = mma_rounds_to_tf32(stage.mma.kind);
-          copy.transposed =
-              warpgroup_mma_reads_b_k_major(stage.mma.kind) && staged.input == mma_operands(func, s).b;
+          MmaOperands operands = mma_operands(func, s);
+          copy.transposed = mma_b_staged_transposed(stage.mma.kind, operands) && staged.input == operands.b;
         }
         std::string where = stage_description(func, s);
         auto [known, inserted] = copies.emplace(staged.input, copy);

@@ -162,9 +162,9 @@ private:
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, MmaKind mma_kind, std::string mma_b)
+              const std::string &stage, MmaKind mma_kind, std::string transposed_b)
       : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), mma_kind_(mma_kind),
-        warpgroup_mma_(is_warpgroup_mma(mma_kind)), mma_b_(std::move(mma_b)) {}
+        warpgroup_mma_(is_warpgroup_mma(mma_kind)), transposed_b_(std::move(transposed_b)) {}
   bool found = false;
 
 private:
@@ -175,7 +175,9 @@ private:
   const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
   const MmaKind mma_kind_;   // the instruction of the stage's reduction (None: no MMA)
   const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
-  const std::string mma_b_;  // the MMA's B input (warpgroup MMAs only)
+  // The MMA's B input where the instruction reads it K-major and its rows run
+  // along N (tf32's warpgroup MMA on a K x N B): stored transposed; else "".
+  const std::string transposed_b_;
 
   // A persistent block's tile loop. Where a pipeline inside it runs across
   // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
@@ -296,11 +298,12 @@ private:
     if (warpgroup_mma_) {
       // check_mma made sure the tile can be swizzled: 2-D, 16-bit (or f32
       // for tf32), rows of whole atoms, no padding or transposition. A B
-      // that the instruction reads K-major is stored transposed: its rows
-      // run along n.
+      // that the instruction reads K-major but that is stored K x N is
+      // stored transposed: its rows run along n. An N x K one (W(j, k))
+      // is staged as it lies, K-major, like A.
       const std::vector<int64_t> &extent = tile.region.extent;
       tile.swizzled = true;
-      tile.swizzle_row_dim = warpgroup_mma_reads_b_k_major(mma_kind_) && request.input == mma_b_ ? 1 : 0;
+      tile.swizzle_row_dim = request.input == transposed_b_ ? 1 : 0;
       tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
       int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
       COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == (tile.round_to_tf32 ? 4 : 2) &&
@@ -763,8 +766,13 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
         std::string loop = stage_prefix(func.name, stage) + at_loop;
         std::string stage_name = stage_description(func, stage);
         MmaKind kind = func.schedule.stages[stage].mma.kind;
-        std::string mma_b = is_warpgroup_mma(kind) ? mma_operands(func, stage).b : std::string();
-        StageAtLoop pass(loop, requests, env, stage_name, kind, mma_b);
+        std::string transposed_b;
+        if (is_warpgroup_mma(kind)) {
+          MmaOperands operands = mma_operands(func, stage);
+          if (mma_b_staged_transposed(kind, operands))
+            transposed_b = operands.b;
+        }
+        StageAtLoop pass(loop, requests, env, stage_name, kind, transposed_b);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }

@@ -178,12 +178,14 @@ private:
   // blocks][rows][W] (stage_in_shared; W = 128 bytes of elements, 64
   // 16-bit or 32 f32; no slots when staged once per step): the
   // descriptor's byte offsets.
-  // K-major (A [m][k], and tf32's B stored as [n][k]): 8-row groups 1024
-  // bytes apart; the leading offset is unused with the swizzle (16, encoded
-  // as 1, as the encoding expects): one instruction's k (16 16-bit or 8 f32
-  // elements, 32 bytes) lies inside one 128-byte row. MN-major (bf16/f16's
-  // B, [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
-  // (k) groups 1024 bytes apart.
+  // K-major (A [m][k], a B stored N x K as [n][k], and tf32's B stored
+  // transposed as [n][k]): 8-row groups 1024 bytes apart; the leading
+  // offset is unused with the swizzle (16, encoded as 1, as the encoding
+  // expects): one instruction's k (16 16-bit or 8 f32 elements, 32 bytes)
+  // lies inside one 128-byte row. MN-major (bf16/f16's B stored K x N,
+  // [k][n]): blocks of 64 columns a tile's rows x 128 bytes apart, 8-row
+  // (k) groups 1024 bytes apart. Which one the tile is shows in its load:
+  // an MN-major tile's rows run along k.
   MmaSharedOperand shared_operand(const Expr &operand, bool mn_major) {
     Expr e = operand;
     if (const auto *cast = e.as<Cast>())
@@ -200,6 +202,9 @@ private:
                              "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
     auto rows = as_const_int(found->second->extents[dims - 2]);
     COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");
+    COALESCE_INTERNAL_ASSERT(expr_uses_var(load->indices[dims - 2], kMmaStep) == mn_major,
+                             "warpgroup MMA operand ", operand, " is described ", mn_major ? "MN" : "K",
+                             "-major, but its tile's rows run along ", mn_major ? "m or n" : "k");
     MmaSharedOperand result;
     result.mn_major = mn_major;
     result.stride_bytes = 1024;
@@ -293,8 +298,11 @@ private:
     ++replaced;
     Expr lane = Variable::make(Int(32), stage.prefix + layout.lane);
     if (group)
-      return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n, shared_operand(a, false),
-                                     shared_operand(b, !warpgroup_mma_reads_b_k_major(kind)), update);
+      // B is MN-major where it is stored K x N and staged as it lies.
+      return WarpMma::make_warpgroup(
+          kind, warp, lane, layout.warp_n, shared_operand(a, false),
+          shared_operand(b, !stage.operands.b_k_contiguous() && !mma_b_staged_transposed(kind, stage.operands)),
+          update);
     return WarpMma::make(kind, lane, update);
   }
 };

@@ -274,9 +274,9 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
                 Pipeline(g.out).loop_nest();
               }),
               "'A' is staged with TmaCopies, but tf32 wgmma multiplies the bits it finds in shared memory, which "
-              "must be rounded to tf32 (and B's K-major, transposed from how it lies in memory), and the TMA copies "
-              "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies 'A' rounded, B "
-              "transposed, for the TMA to read), or use AsyncCopies");
+              "must be rounded to tf32 (and B K-major, transposed where B is stored K x N), and the TMA copies "
+              "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies 'A' rounded, a K x N "
+              "B transposed, for the TMA to read), or use AsyncCopies");
   }
   SUBCASE("the padded copy for one input only") {
     // padded_copy is TmaCopies' own (the padded copy without the TMA

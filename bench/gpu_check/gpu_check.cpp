@@ -15,7 +15,8 @@
 //     cuBLAS reference is itself checked against the double reference on 8 rows;
 //   - every fused epilogue schedule at K = 1 and K = 3 (67 x 45) against the
 //     unfused chain in float on the CPU, tolerance 1e-5.
-// tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp.
+// tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp;
+// on a B stored N x K (nn.Linear's weight, W(j, k)): KMajorCheck.cpp.
 // Every precision: reductions split across blocks (split_k) at the five
 // split-K shapes, deterministic mode bit-reproducible across two launches,
 // and the K = 1 / K = 3 pair: SplitKCheck.cpp.
@@ -37,6 +38,7 @@
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
+#include "bench/gpu_check/KMajorCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SplitKCheck.h"
@@ -452,6 +454,7 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       gpu_check::check_mma(p, full);
       if (full || p != bench::Precision::F16)
         gpu_check::check_reduction_start(p);
+      gpu_check::check_k_major_b(p);
     }
     gpu_check::check_split_k(p, full);
   }

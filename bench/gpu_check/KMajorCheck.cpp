@@ -1,0 +1,129 @@
+#include "bench/gpu_check/KMajorCheck.h"
+
+#include "bench/gpu_check/Report.h"
+#include "dsl/NarrowFloat.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Gemm.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/GpuDevice.h"
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+/// How the schedule copies its tiles.
+enum class Copies { WarpMma, WarpgroupTma, WarpgroupAsync, WarpgroupPadded };
+
+const char *copies_name(Copies c) {
+  switch (c) {
+  case Copies::WarpMma:
+    return "mma";
+  case Copies::WarpgroupTma:
+    return "wgmma+tma";
+  case Copies::WarpgroupAsync:
+    return "wgmma";
+  case Copies::WarpgroupPadded:
+    return "wgmma+tma+padded";
+  }
+  return "";
+}
+
+// The schedule compiled once, run at each shape.
+void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes) {
+  const Type type = bench::input_type(p);
+  const std::string name =
+      std::string(copies_name(copies)) + " W(j, k) (B stored N x K) " + reference::precision_name(p);
+  std::optional<Pipeline> pipeline;
+  std::string detail, failure;
+  try {
+    Param Mp("M"), Np("N"), Kp("K");
+    Input A("A", type, {Mp, Kp}), W("W", type, {Np, Kp}), bias("bias", Float(32), {Np});
+    Var i("i"), j("j");
+    RDom k(0, Kp, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * W(j, k);
+    out(i, j) = cast(type, gelu(acc(i, j) + bias(j)));
+    bool warpgroup = copies != Copies::WarpMma;
+    MmaTiling t = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), warpgroup);
+    if (warpgroup) {
+      t.tma = copies != Copies::WarpgroupAsync;
+      t.tma_padded_copies = copies == Copies::WarpgroupPadded || p == bench::Precision::TF32;
+    }
+    schedule_gemm_mma(out, acc, A, W, i, j, k, t);
+    detail = t.str();
+    pipeline.emplace(out);
+  } catch (const std::exception &error) {
+    failure = error.what();
+  }
+  for (const auto &[M, N, K] : shapes) {
+    const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    Outcome o;
+    o.detail = detail;
+    o.failure = failure;
+    if (pipeline) {
+      try {
+        // B as make_data draws it (K x N), stored transposed as W.
+        examples::GemmData data = examples::make_data(M, N, K, 5 + K, type);
+        Buffer w({N, K}, type);
+        for (int r = 0; r < K; ++r)
+          for (int c = 0; c < N; ++c)
+            w.set(c, r, data.b.at(r, c));
+        Buffer result({M, N}, type);
+        result.poison();
+        pipeline->realize_on_gpu({{"A", data.a}, {"W", w}, {"bias", data.bias}, {"M", M}, {"N", N}, {"K", K}},
+                                 result);
+        auto operand = [&](float v) { return double(p == bench::Precision::TF32 ? float_to_tf32(v) : v); };
+        Buffer want({M, N}), got({M, N});
+        for (int r = 0; r < M; ++r)
+          for (int c = 0; c < N; ++c) {
+            double sum = 0;
+            for (int kk = 0; kk < K; ++kk)
+              sum += operand(data.a.at(r, kk)) * operand(w.at(c, kk));
+            want(r, c) = float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum,
+                                                                    data.bias.get(size_t(c))));
+            got(r, c) = result.at(r, c);
+          }
+        o.not_finite = examples::count_nan(got);
+        o.error = examples::relative_error(got, want);
+        o.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
+      } catch (const std::exception &error) {
+        o.failure = error.what();
+      }
+    }
+    record(name, shape, "double (all rows)", o);
+  }
+}
+
+} // namespace
+
+void check_k_major_b(bench::Precision p) {
+  if (p == bench::Precision::FP32)
+    return;
+  std::printf("\n== B stored N x K (nn.Linear's weight), %s ==\n", reference::precision_name(p));
+  // Ragged everywhere (K not a multiple of the k step), and the K = 1 / 3 pair.
+  const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};
+  // Rows the TMA can describe (K a multiple of 8), ragged edges.
+  const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
+  check_copies(p, Copies::WarpMma, ragged);
+  if (!bench::has_warpgroup_mma(p) || !target_for_current_device().has_warpgroup_mma())
+    return;
+  if (p != bench::Precision::TF32) {
+    check_copies(p, Copies::WarpgroupTma, tma);
+    check_copies(p, Copies::WarpgroupAsync, ragged);
+  }
+  check_copies(p, Copies::WarpgroupPadded, ragged);
+}
+
+} // namespace coalesce::gpu_check
