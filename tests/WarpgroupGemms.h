@@ -9,10 +9,12 @@
 
 namespace coalesce::testing {
 
-/// default_mma_tiling(kind) on one 64 x 64 tile of one warpgroup (or warp).
+/// default_mma_tiling(kind) on one 64 x 64 tile of one warpgroup (or warp),
+/// three stages (the nests the tests spell out count slots mod 3).
 inline MmaTiling one_tile_tiling(MmaKind kind) {
   MmaTiling t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
   t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  t.stages = 3;
   return t;
 }
 

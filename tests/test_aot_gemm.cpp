@@ -483,10 +483,10 @@ TEST_CASE("gemm: every knob of GemmTiling and MmaTiling has a flag: buffering, c
   CHECK(contains(loops("--dtype=bf16 --mma=warp --a-padding=16 --b-padding=0"), "allocate B_shared[3][32][128] bf16 in shared"));
   CHECK(contains(loops("--dtype=bf16 --mma=warp --double-buffered=false"), "allocate A_shared[128][40] bf16 in shared"));
   // The shape-aware tile fills --sm-count multiprocessors, by default the
-  // target's: 1024 x 1024 is 64 tiles of 128 x 128, fewer than an H200's
-  // 132 multiprocessors (so 64 x 64 tiles), enough for 16.
-  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024"), "for bi in gpu_block.y(0, 16)"));
-  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --sm-count=16"), "for bi in gpu_block.y(0, 8)"));
+  // target's: 1024 x 1024 is 32 tiles of 128 x 256, fewer than an H200's
+  // 132 multiprocessors (so 128 x 64 tiles, 128 of them), enough for 16.
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024"), "for bj in gpu_block.x(0, 16)"));
+  CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --sm-count=16"), "for bj in gpu_block.x(0, 4)"));
   CHECK(contains(loops("--dtype=bf16 --M=1024 --N=1024 --target=sm_89"), "for bi in gpu_block.y(0, 8)"));
   // Flags a schedule has no knob for are refused, naming the way out.
   Result async = aot("--dtype=bf16 --async-copy=false --emit=loops", dir.path);

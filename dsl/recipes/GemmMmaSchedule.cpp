@@ -5,6 +5,7 @@
 #include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace coalesce {
 
@@ -37,7 +38,15 @@ namespace {
 
 struct Tile {
   int block_m, block_n, warp_m, warp_n, min_blocks;
+  /// Warpgroup tiles: pipeline stages, and whether a 16-bit output's tile
+  /// is stored through shared memory.
+  int stages = 3;
+  bool stores_through_shared = false;
 };
+
+int64_t tile_count(const Tile &t, int64_t M, int64_t N) {
+  return ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+}
 
 // The first (largest) of `tiles` whose blocks fill nine in ten of the
 // multiprocessors' slots (min_blocks per multiprocessor: 4096 x 1024 in
@@ -51,25 +60,73 @@ struct Tile {
 // 128 x 128 (two per SM) is no default's now: 128 x 256 fills nine in ten
 // SMs wherever it would fill nine in ten of twice as many slots.
 template <size_t Count>
-MmaTiling first_filling(const Tile (&tiles)[Count], MmaKind kind, int64_t M, int64_t N, int sm_count) {
-  const Tile *pick = &tiles[Count - 1];
+const Tile &first_filling(const Tile (&tiles)[Count], int64_t M, int64_t N, int sm_count) {
   for (const Tile &t : tiles) {
     if (t.block_m > 64 && M > 0 && M <= 64)
       continue;
-    int64_t blocks = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
-    if (M <= 0 || N <= 0 || blocks * 10 >= int64_t{t.min_blocks} * sm_count * 9) {
-      pick = &t;
-      break;
-    }
+    if (M <= 0 || N <= 0 || tile_count(t, M, N) * 10 >= int64_t{t.min_blocks} * sm_count * 9)
+      return t;
   }
+  return tiles[Count - 1];
+}
+
+MmaTiling tiling_of(const Tile &pick, MmaKind kind) {
   MmaTiling tiling;
   tiling.kind = kind;
-  tiling.block_m = pick->block_m;
-  tiling.block_n = pick->block_n;
-  tiling.warp_m = pick->warp_m;
-  tiling.warp_n = pick->warp_n;
-  tiling.min_blocks_per_sm = pick->min_blocks;
+  tiling.block_m = pick.block_m;
+  tiling.block_n = pick.block_n;
+  tiling.warp_m = pick.warp_m;
+  tiling.warp_n = pick.warp_n;
+  tiling.min_blocks_per_sm = pick.min_blocks;
+  tiling.stages = pick.stages;
   return tiling;
+}
+
+// Where 128 x 256 tiles (one block per SM) fill the GPU, a narrower tile
+// whose last wave is fuller can finish first: the time is about the waves
+// (ceil(tiles / SMs)) times a wave's time, which per block relative to
+// 128 x 256 measured on the H200 (coalesce-main's tuner, bf16, against the
+// waves of each shape) 0.77 for 128 x 192 (0.75 of the area) and 0.57 for
+// 128 x 128 (0.5), both at four stages with the tile stored through
+// shared memory. A narrower tile is taken where it is at least 5% cheaper
+// by that count (5000 x 3000 x 2000, 3.7% by the count, was 2.5% slower):
+// 3072^3 0.120 -> 0.092 ms (128 x 192), 2048 x 5120 x 5120 0.181 -> 0.171
+// (128 x 128), 1536 x 8960 x 1536 0.098 (0.094 at 128 x 192, 3.3% by the
+// count: kept); 4096^3, 8192^3, 2048^3 and 4096 x 1024 x 4096 keep 128 x 256.
+const Tile &fewest_waves(const Tile &wide, int64_t M, int64_t N, int sm_count) {
+  static const Tile narrower[] = {{128, 192, 64, 192, 1, 4, true}, {128, 128, 64, 128, 1, 4, true}};
+  static const double wave_cost[] = {0.77, 0.57};
+  if (M <= 0 || N <= 0 || sm_count <= 0)
+    return wide;
+  auto waves = [&](const Tile &t) { return double((tile_count(t, M, N) + sm_count - 1) / sm_count); };
+  const Tile *pick = &wide;
+  double best = waves(wide) * 0.95;
+  for (size_t n = 0; n < std::size(narrower); ++n)
+    if (double cost = waves(narrower[n]) * wave_cost[n]; cost <= best) {
+      best = cost;
+      pick = &narrower[n];
+    }
+  return *pick;
+}
+
+} // namespace
+
+namespace {
+
+// The warpgroup tiles' split: only where the tiles leave half the SMs
+// without a block, and no more slices than one wave holds. With six stages
+// a 64 x 64 warpgroup tile streams its K well enough alone (H200, bf16:
+// 64 x 11008 x 4096, 172 tiles, 0.0367 ms unsplit against 0.0480 split 2
+// ways; 128 x 4096 x 16384, 128 tiles, 0.0682 unsplit, 0.0717 split 2
+// ways), and a split beyond one wave ran a second one (16 x 4096 x 4096, 64
+// tiles: 4 slices 0.0274 ms, 5 slices (default_split_k's) 0.0316 at three
+// stages).
+int one_wave_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blocks_per_sm) {
+  if (tiles <= 0 || K < kMinSplitDepth || tiles * 2 > sm_count)
+    return 1;
+  int64_t slots = int64_t{std::max(blocks_per_sm, 1)} * sm_count;
+  int64_t deep_enough = std::max<int64_t>(K / std::max(kMinSliceDepth, k_step), 1);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({slots / tiles, deep_enough, kMaxDefaultSlices})));
 }
 
 } // namespace
@@ -87,11 +144,20 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     // thread) on a 128 x 128 tile, three stages: 96 KiB of shared memory,
     // two blocks per SM. The k step is one 128-byte swizzled row: 64
     // bf16/f16, 32 tf32, so tf32's tiles take the same shared memory.
-    const Tile wide_tiles[] = {{128, 256, 64, 256, 1}, {128, 128, 64, 128, 2}, {128, 64, 64, 64, 2},
-                               {64, 64, 64, 64, 2}};
-    MmaTiling tiling = first_filling(wide_tiles, kind, M, N, sm_count);
+    // 128 x 64 also where its blocks give nine in ten of the SMs one each:
+    // two warpgroups per block there outrun 64 x 64's one at two blocks per
+    // SM (H200, bf16 1024^3: 0.0155 -> 0.0121 ms at four stages, the tile
+    // stored through shared memory). 64 x 64 (skinny shapes, one warpgroup)
+    // keeps six stages in flight: H200, bf16 64 x 11008 x 4096 0.0488 ->
+    // 0.0367 ms, 128 x 4096 x 16384 0.0781 -> 0.0682, 16 x 4096 x 4096
+    // 0.0316 -> 0.0274 (with the split below) against three.
+    static const Tile wide_tiles[] = {{128, 256, 64, 256, 1, 4, true}, {128, 128, 64, 128, 2, 3, false},
+                                      {128, 64, 64, 64, 2, 3, false},   {128, 64, 64, 64, 1, 4, true},
+                                      {64, 64, 64, 64, 2, 6, false}};
+    const Tile &filling = first_filling(wide_tiles, M, N, sm_count);
+    const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count) : filling;
+    MmaTiling tiling = tiling_of(pick, kind);
     tiling.k_step = tf32 ? 32 : 64;
-    tiling.stages = tiling.block_n == 256 ? 4 : 3;
     // The 128 x 256 tile of a 16-bit output through shared memory (66 KiB
     // beside three stages; the 128 x 128 tiles' two blocks per SM leave no
     // room): the fragment layout's direct stores fill a quarter of each
@@ -102,9 +168,10 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     // no tile is stored through shared memory there, and the fourth stage
     // fits (H200, bf16 4093 x 4091 x 4097: 0.334 ms at four stages, 0.346
     // at three, 0.372 at three with the unused tile compiled in).
-    if (tiling.block_n == 256 && !tf32 && (N <= 0 || N % 8 == 0)) {
+    if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0)) {
       tiling.tile_stores = TileStores::ThroughShared;
-      tiling.stages = 3;
+      if (tiling.block_n == 256)
+        tiling.stages = 3;
     }
     tiling.a_padding = tiling.b_padding = 0;
     // Blocks in groups of 8 block rows, so that a wave's tiles of A and B
@@ -128,7 +195,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
-  MmaTiling tiling = first_filling(tiles, kind, M, N, sm_count);
+  MmaTiling tiling = tiling_of(first_filling(tiles, M, N, sm_count), kind);
   tiling.k_step = tf32 ? 16 : 32;
   // Three steps in flight (dynamic shared memory past 48 KiB): at 4096^3 on
   // the H200, bf16 0.631 -> 0.511 ms and tf32 2.075 -> 1.456 ms against
@@ -142,7 +209,8 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
   if (M > 0 && N > 0) {
     int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
     // As many blocks per multiprocessor as the tiling asks registers for.
-    t.split_k = default_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm);
+    t.split_k = is_warpgroup_mma(kind) ? one_wave_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm)
+                                       : default_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm);
   }
   use_tma_copies_where_needed(t, N, K);
   return t;

@@ -80,13 +80,18 @@ struct MmaTiling {
 /// tiles and one block per SM at 128x128: its fragments need more registers
 /// than 64 x 64 leaves (ptxas spills there). Warpgroup kinds take 64 x 256
 /// per warpgroup on 128 x 256 with four stages and one block per SM where
-/// those tiles fill the GPU; otherwise 64 x 128 per warpgroup on 128 x 128
-/// (then 64 x 64 tiles), three stages; k step of one 128-byte row (64
-/// bf16/f16, 32 tf32), copies by the TMA; for tf32 the TMA reads copies of
-/// A and B made first (tma_padded_copies), rounded to tf32, B transposed.
+/// those tiles fill the GPU, or 128 x 192 / 128 x 128 (one block per SM,
+/// four stages) where their last wave is enough fuller to finish first
+/// (fewest_waves); otherwise 64 x 128 per warpgroup on 128 x 128 (then
+/// 128 x 64, then 64 x 64 tiles with six stages); k step of one 128-byte
+/// row (64 bf16/f16, 32 tf32), copies by the TMA; for tf32 the TMA reads
+/// copies of A and B made first (tma_padded_copies), rounded to tf32, B
+/// transposed.
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// The same, and the reduction split across blocks when the tiles leave
-/// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h);
+/// multiprocessors idle (default_split_k, dsl/recipes/GemmSchedule.h; for
+/// warpgroup tiles only where they leave half of them idle, and no more
+/// slices than one wave holds);
 /// with TMA copies, copies of the inputs (tma_padded_copies) where the TMA
 /// needs them (use_tma_copies_where_needed).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
