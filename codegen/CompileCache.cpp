@@ -32,6 +32,8 @@ std::string hex64(uint64_t value) {
 
 uint64_t checksum(const std::string &payload) { return llvm::xxh3_64bits(llvm::StringRef(payload)); }
 
+std::atomic<uint64_t> hits{0}, misses{0}, stores{0}, evicted{0};
+
 // Directories this process failed to write: skipped from then on, so a
 // read-only cache costs one warning, not one per compilation.
 std::mutex unwritable_mutex;
@@ -112,17 +114,69 @@ std::string cache_key_hash(const std::string &key) {
   return hex64(hash.high64) + hex64(hash.low64);
 }
 
+std::optional<uint64_t> parse_cache_size(const std::string &text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return std::nullopt;
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])))
+    ++digits;
+  if (digits > 15)
+    return std::nullopt; // far past any disk, and safe from overflow below
+  uint64_t value = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
+  std::string suffix = text.substr(digits);
+  if (suffix.empty())
+    return value;
+  if (suffix.size() != 1)
+    return std::nullopt;
+  switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
+  case 'K':
+    return value << 10;
+  case 'M':
+    return value << 20;
+  case 'G':
+    return value << 30;
+  default:
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// COALESCE_CACHE_MAX_BYTES, or the default; a value that is not a size
+// warns once and keeps the default.
+uint64_t max_bytes_from_environment() {
+  const char *text = std::getenv("COALESCE_CACHE_MAX_BYTES");
+  if (!text || !*text)
+    return CompileCache::kDefaultMaxBytes;
+  if (std::optional<uint64_t> bytes = parse_cache_size(text))
+    return *bytes;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr,
+                 "coalesce: warning: COALESCE_CACHE_MAX_BYTES='%s' is not a size (bytes, or a number with K, M or "
+                 "G); keeping the compile cache at its default cap of 1G\n",
+                 text);
+  return CompileCache::kDefaultMaxBytes;
+}
+
+} // namespace
+
 CompileCache CompileCache::from_environment() {
   const char *off = std::getenv("COALESCE_CACHE");
   if (off && std::strcmp(off, "0") == 0)
     return CompileCache("");
+  uint64_t cap = max_bytes_from_environment();
   if (const char *dir = std::getenv("COALESCE_CACHE_DIR"); dir && *dir)
-    return CompileCache(dir);
+    return CompileCache(dir, cap);
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return CompileCache(std::string(xdg) + "/coalesce");
+    return CompileCache(std::string(xdg) + "/coalesce", cap);
   if (const char *home = std::getenv("HOME"); home && *home)
-    return CompileCache(std::string(home) + "/.cache/coalesce");
+    return CompileCache(std::string(home) + "/.cache/coalesce", cap);
   return CompileCache(""); // nowhere to put it
+}
+
+CompileCache::Statistics CompileCache::statistics() {
+  return Statistics{hits.load(), misses.load(), stores.load(), evicted.load()};
 }
 
 namespace {
@@ -172,6 +226,45 @@ size_t CompileCache::clear() const {
   return removed;
 }
 
+size_t CompileCache::trim_to(uint64_t bytes) const {
+  std::error_code error;
+  if (!enabled() || !std::filesystem::is_directory(directory_, error))
+    return 0;
+  struct Entry {
+    std::filesystem::path path;
+    std::filesystem::file_time_type used;
+    uint64_t size;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  for (const auto &file : std::filesystem::directory_iterator(directory_, error)) {
+    std::error_code file_error;
+    if (!file.is_regular_file(file_error) || !is_entry_name(file.path().filename().string()))
+      continue;
+    uint64_t size = file.file_size(file_error);
+    std::filesystem::file_time_type used = file.last_write_time(file_error);
+    if (file_error)
+      continue; // removed meanwhile by another process
+    entries.push_back({file.path(), used, size});
+    total += size;
+  }
+  if (total <= bytes)
+    return 0;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) { return a.used < b.used; });
+  size_t removed = 0;
+  for (const Entry &entry : entries) {
+    if (total <= bytes)
+      break;
+    std::error_code remove_error;
+    // Another process may have removed it first: its bytes are gone either way.
+    if (std::filesystem::remove(entry.path, remove_error))
+      ++removed;
+    total -= entry.size;
+  }
+  evicted += removed;
+  return removed;
+}
+
 std::string CompileCache::entry_path(const std::string &key, const char *kind) const {
   return directory_ + "/" + cache_key_hash(key) + "." + kind;
 }
@@ -179,6 +272,18 @@ std::string CompileCache::entry_path(const std::string &key, const char *kind) c
 std::optional<std::string> CompileCache::load(const std::string &key, const char *kind) const {
   if (!enabled())
     return std::nullopt;
+  std::optional<std::string> payload = load_entry(key, kind);
+  if (!payload) {
+    ++misses;
+    return std::nullopt;
+  }
+  ++hits;
+  // Used now: the size cap removes the least recently used entries first.
+  ::utimensat(AT_FDCWD, entry_path(key, kind).c_str(), nullptr, 0);
+  return payload;
+}
+
+std::optional<std::string> CompileCache::load_entry(const std::string &key, const char *kind) const {
   std::optional<std::string> data = read_all(entry_path(key, kind));
   if (!data)
     return std::nullopt;
@@ -229,7 +334,11 @@ void CompileCache::store(const std::string &key, const char *kind, const std::st
     std::string why = std::strerror(errno);
     ::unlink(temporary.c_str());
     give_up_on(directory_, why);
+    return;
   }
+  ++stores;
+  if (max_bytes_ > 0 && contents().bytes > max_bytes_)
+    trim_to(max_bytes_ / 10 * 9);
 }
 
 } // namespace coalesce

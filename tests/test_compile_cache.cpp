@@ -1,7 +1,8 @@
 // The compile cache on disk (codegen/CompileCache.h, codegen/PtxCache.h):
 // hits and misses, corrupted and truncated entries recompiled, concurrent
-// writers, the switch that turns it off and an unwritable directory. Every
-// test works in its own temporary directory.
+// writers, the switch that turns it off and an unwritable directory, the
+// size cap (least recently used entries removed first) and the statistics.
+// Every test works in its own temporary directory.
 
 #include "codegen/CodeGenPTX.h"
 #include "codegen/CompileCache.h"
@@ -13,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +289,7 @@ TEST_CASE("coalesce-cache prints the cache's contents, clears it, and refuses a 
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_HAS(listed, "cache: " + dir.path);
   CHECK_HAS(listed, "entries: 1 (");
+  CHECK_HAS(listed, "cap: 1.0 GiB, least recently used entries removed past it");
   std::string bad = run("--clean", &status);
   CHECK(WEXITSTATUS(status) == 2);
   CHECK_HAS(bad, "coalesce-cache: unknown flag '--clean'");
@@ -295,4 +298,63 @@ TEST_CASE("coalesce-cache prints the cache's contents, clears it, and refuses a 
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_HAS(cleared, "removed 1 entries");
   CHECK(cache.contents().entries == 0);
+}
+
+TEST_CASE("cache sizes: bytes, or K, M, G; anything else is not a size") {
+  CHECK(parse_cache_size("1048576") == std::optional<uint64_t>(1048576));
+  CHECK(parse_cache_size("512M") == std::optional<uint64_t>(uint64_t{512} << 20));
+  CHECK(parse_cache_size("2g") == std::optional<uint64_t>(uint64_t{2} << 30));
+  CHECK(parse_cache_size("64K") == std::optional<uint64_t>(uint64_t{64} << 10));
+  CHECK(parse_cache_size("0") == std::optional<uint64_t>(0));
+  for (const char *bad : {"", "M", "-1", "1.5G", "12X", "10MB", " 5", "99999999999999999999"})
+    CHECK_MESSAGE(!parse_cache_size(bad).has_value(), bad);
+}
+
+TEST_CASE("COALESCE_CACHE_MAX_BYTES sets the cap; a value that is not a size keeps the default") {
+  TempCacheDir dir;
+  ::setenv("COALESCE_CACHE_MAX_BYTES", "3K", 1);
+  CHECK(CompileCache::from_environment().max_bytes() == 3072);
+  ::setenv("COALESCE_CACHE_MAX_BYTES", "0", 1);
+  CHECK(CompileCache::from_environment().max_bytes() == 0);
+  ::setenv("COALESCE_CACHE_MAX_BYTES", "lots", 1);
+  CHECK(CompileCache::from_environment().max_bytes() == CompileCache::kDefaultMaxBytes);
+  ::unsetenv("COALESCE_CACHE_MAX_BYTES");
+  CHECK(CompileCache::from_environment().max_bytes() == CompileCache::kDefaultMaxBytes);
+}
+
+TEST_CASE("past its cap the cache removes the least recently used entries; a load counts as a use") {
+  TempCacheDir dir;
+  // Entries of about 1 KiB under a cap of 4 KiB.
+  CompileCache cache(dir.path, 4096);
+  const std::string payload(1000, 'p');
+  auto age = [&](const std::string &key, int seconds_ago) {
+    std::filesystem::last_write_time(cache.entry_path(key, "ptx"),
+                                     std::filesystem::file_time_type::clock::now() - std::chrono::seconds(seconds_ago));
+  };
+  for (int n = 0; n < 3; ++n) {
+    cache.store("key " + std::to_string(n), "ptx", payload);
+    age("key " + std::to_string(n), 100 - n * 10); // key 0 the oldest
+  }
+  // key 0, the oldest written, is read now: key 1 is the least recently used.
+  CompileCache::Statistics before = CompileCache::statistics();
+  CHECK(cache.load("key 0", "ptx") == std::optional<std::string>(payload));
+  CHECK_FALSE(cache.load("no such key", "ptx").has_value());
+  cache.store("key 3", "ptx", payload); // four entries: past 4096 bytes with their headers
+  CompileCache::Statistics after = CompileCache::statistics();
+  CHECK(after.hits == before.hits + 1);
+  CHECK(after.misses == before.misses + 1);
+  CHECK(after.stores == before.stores + 1);
+  CHECK(after.evicted == before.evicted + 1);
+  CHECK(cache.contents().bytes <= 4096 / 10 * 9);
+  CHECK_FALSE(std::filesystem::exists(cache.entry_path("key 1", "ptx")));
+  for (const char *kept : {"key 0", "key 2", "key 3"})
+    CHECK_MESSAGE(cache.load(kept, "ptx").has_value(), kept);
+  // No cap: nothing is removed.
+  CompileCache uncapped(dir.path, 0);
+  for (int n = 10; n < 20; ++n)
+    uncapped.store("key " + std::to_string(n), "ptx", payload);
+  CHECK(uncapped.contents().entries == 13);
+  // trim_to by hand: down to two entries' bytes, the oldest first.
+  CHECK(uncapped.trim_to(2 * uncapped.contents().bytes / 13) == 11);
+  CHECK(uncapped.contents().entries == 2);
 }

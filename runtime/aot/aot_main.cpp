@@ -75,7 +75,9 @@ std::string overview(const std::string &tool) {
       "Outputs (--emit, comma-separated; default ptx,header,launcher):\n";
   text += emit_kinds_help();
   text += "With --output-dir=DIR they are written to DIR (created if missing), all or nothing;\n"
-          "without it they are printed to stdout.\n\nGenerators in this tool:\n";
+          "without it they are printed to stdout. Every run compiles afresh: the compile cache\n"
+          "(coalesce-cache) holds kernels named after their Funcs, these are named after the\n"
+          "launcher, and a build runs each configuration once.\n\nGenerators in this tool:\n";
   for (const auto &[name, entry] : registered_generators())
     text += "  " + name + ": " + entry.description + "\n";
   text += "\nExamples:\n  " + tool + " --name=my_kernel --output-dir=generated\n  " + tool +
