@@ -9,6 +9,8 @@
 #                                             compile the consumer and two library sources
 #   run.sh example        SOURCE BUILD WORK   examples/aot_consumer on WORK/prefix: build it (it
 #                                             needs a GPU to run)
+#   run.sh readme         SOURCE BUILD WORK   the README's first program, as pasted, built with
+#                                             the README's g++ line on WORK/prefix, and run
 #
 # Every mode reuses BUILD's compiled library: nothing of Coalesce is rebuilt,
 # so each takes seconds. The consumer is configured as a parent project
@@ -78,8 +80,26 @@ case $mode in
     [[ -x $dir/gemm_app ]] || { echo "FAIL: examples/aot_consumer built no gemm_app"; exit 1; }
     echo "ok: examples/aot_consumer builds against the installed package"
     ;;
+  readme)
+    # The C++ block that starts "// first_program.cpp", and the g++ line
+    # after it, with the install prefix in place of /opt/coalesce.
+    dir="$work/readme"
+    rm -rf "$dir" && mkdir -p "$dir"
+    awk '/^```c\+\+$/ { inside = 1; text = ""; next }
+         inside && /^```$/ { if (text ~ /^\/\/ first_program.cpp/) { printf "%s", text; exit } inside = 0; next }
+         inside { text = text $0 "\n" }' "$source/README.md" >"$dir/first_program.cpp"
+    [[ -s $dir/first_program.cpp ]] || { echo "FAIL: README.md has no C++ block starting // first_program.cpp"; exit 1; }
+    build_line=$(awk '/^g\+\+ .*first_program.cpp/ { line = $0; while (line ~ /\\$/) { sub(/\\$/, "", line); getline more; line = line more } print line; exit }' "$source/README.md")
+    [[ -n $build_line ]] || { echo "FAIL: README.md has no g++ line for first_program.cpp"; exit 1; }
+    build_line=${build_line//\/opt\/coalesce/$prefix}
+    (cd "$dir" && eval "$build_line")
+    (cd "$dir" && ./first_program) >"$dir/output.txt" || { cat "$dir/output.txt"; echo "FAIL: first_program failed"; exit 1; }
+    grep -q "largest difference from the plain loop" "$dir/output.txt" || { echo "FAIL: no comparison printed"; exit 1; }
+    tail -2 "$dir/output.txt"
+    echo "ok: the README's first program builds as pasted and agrees with the plain loop"
+    ;;
   *)
-    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library, subdirectory or example" >&2
+    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library, subdirectory, example or readme" >&2
     exit 2
     ;;
 esac
