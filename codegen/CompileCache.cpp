@@ -189,20 +189,62 @@ bool is_entry_name(const std::string &name) {
 bool is_temporary_name(const std::string &name) {
   return name.size() > 34 && name[32] == '.' && name.find(".tmp.") != std::string::npos;
 }
+
+struct EntryFile {
+  std::filesystem::path path;
+  std::filesystem::file_time_type used; ///< last stored or loaded
+  uint64_t bytes;
+};
+
+// The entries in `directory` (files named <32 hex>.<kind>): none for a
+// directory not made yet; a file another process removes meanwhile is left out.
+std::vector<EntryFile> entry_files(const std::string &directory) {
+  std::vector<EntryFile> entries;
+  std::error_code error;
+  if (directory.empty() || !std::filesystem::is_directory(directory, error))
+    return entries;
+  for (const auto &file : std::filesystem::directory_iterator(directory, error)) {
+    std::error_code file_error;
+    if (!file.is_regular_file(file_error) || !is_entry_name(file.path().filename().string()))
+      continue;
+    uint64_t bytes = file.file_size(file_error);
+    std::filesystem::file_time_type used = file.last_write_time(file_error);
+    if (!file_error)
+      entries.push_back({file.path(), used, bytes});
+  }
+  return entries;
+}
+
+// Removes the least recently used of `entries` until they take at most
+// `bytes`; returns how many it removed.
+size_t remove_least_recently_used(std::vector<EntryFile> entries, uint64_t bytes) {
+  uint64_t total = 0;
+  for (const EntryFile &entry : entries)
+    total += entry.bytes;
+  std::sort(entries.begin(), entries.end(), [](const EntryFile &a, const EntryFile &b) { return a.used < b.used; });
+  size_t removed = 0;
+  for (const EntryFile &entry : entries) {
+    if (total <= bytes)
+      break;
+    std::error_code remove_error;
+    // Another process may have removed it first: its bytes are gone either way.
+    if (std::filesystem::remove(entry.path, remove_error))
+      ++removed;
+    total -= entry.bytes;
+  }
+  evicted += removed;
+  return removed;
+}
+
 } // namespace
 
 CompileCache::Contents CompileCache::contents() const {
   Contents contents;
-  std::error_code error;
-  if (!enabled() || !std::filesystem::is_directory(directory_, error))
+  if (!enabled())
     return contents;
-  for (const auto &file : std::filesystem::directory_iterator(directory_, error)) {
-    std::error_code size_error;
-    uint64_t size = file.file_size(size_error);
-    if (!file.is_regular_file(size_error) || size_error || !is_entry_name(file.path().filename().string()))
-      continue;
+  for (const EntryFile &entry : entry_files(directory_)) {
     ++contents.entries;
-    contents.bytes += size;
+    contents.bytes += entry.bytes;
   }
   return contents;
 }
@@ -227,42 +269,9 @@ size_t CompileCache::clear() const {
 }
 
 size_t CompileCache::trim_to(uint64_t bytes) const {
-  std::error_code error;
-  if (!enabled() || !std::filesystem::is_directory(directory_, error))
+  if (!enabled())
     return 0;
-  struct Entry {
-    std::filesystem::path path;
-    std::filesystem::file_time_type used;
-    uint64_t size;
-  };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
-  for (const auto &file : std::filesystem::directory_iterator(directory_, error)) {
-    std::error_code file_error;
-    if (!file.is_regular_file(file_error) || !is_entry_name(file.path().filename().string()))
-      continue;
-    uint64_t size = file.file_size(file_error);
-    std::filesystem::file_time_type used = file.last_write_time(file_error);
-    if (file_error)
-      continue; // removed meanwhile by another process
-    entries.push_back({file.path(), used, size});
-    total += size;
-  }
-  if (total <= bytes)
-    return 0;
-  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) { return a.used < b.used; });
-  size_t removed = 0;
-  for (const Entry &entry : entries) {
-    if (total <= bytes)
-      break;
-    std::error_code remove_error;
-    // Another process may have removed it first: its bytes are gone either way.
-    if (std::filesystem::remove(entry.path, remove_error))
-      ++removed;
-    total -= entry.size;
-  }
-  evicted += removed;
-  return removed;
+  return remove_least_recently_used(entry_files(directory_), bytes);
 }
 
 std::string CompileCache::entry_path(const std::string &key, const char *kind) const {
@@ -337,8 +346,15 @@ void CompileCache::store(const std::string &key, const char *kind, const std::st
     return;
   }
   ++stores;
-  if (max_bytes_ > 0 && contents().bytes > max_bytes_)
-    trim_to(max_bytes_ / 10 * 9);
+  if (max_bytes_ == 0)
+    return;
+  // One listing: past the cap, down to nine tenths of it.
+  std::vector<EntryFile> entries = entry_files(directory_);
+  uint64_t total = 0;
+  for (const EntryFile &entry : entries)
+    total += entry.bytes;
+  if (total > max_bytes_)
+    remove_least_recently_used(std::move(entries), max_bytes_ / 10 * 9);
 }
 
 } // namespace coalesce

@@ -214,15 +214,16 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
                  "swizzled layout the compiler gives their tiles; staging '", input, "' with ",
                  staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
                  " would move them: leave SharedLayout's padding at 0 and transposed false",
-                 mma_b_staged_transposed(stage.mma.kind, operands) ? " (the compiler stores B K-major itself)"
-                                                                   : "");
+                 mma_staged_transposed(stage.mma.kind, operands, operands.b)
+                     ? " (the compiler stores B K-major itself)"
+                     : "");
   }
 }
 
 } // namespace
 
-bool mma_b_staged_transposed(MmaKind kind, const MmaOperands &operands) {
-  return warpgroup_mma_reads_b_k_major(kind) && !operands.b_k_contiguous();
+bool mma_staged_transposed(MmaKind kind, const MmaOperands &operands, const std::string &input) {
+  return input == operands.b && warpgroup_mma_reads_b_k_major(kind) && !operands.b_k_contiguous();
 }
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {

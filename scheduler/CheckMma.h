@@ -20,9 +20,10 @@ struct MmaOperands {
   int b_k_dim = 0; ///< the dimension of B that k indexes: 0 for B(k, j), 1 for W(j, k)
   bool b_k_contiguous() const { return b_k_dim == 1; }
 };
-/// Whether the compiler must transpose B while staging it: the instruction
-/// reads B K-major (tf32's warpgroup MMA) and B's rows run along N.
-bool mma_b_staged_transposed(MmaKind kind, const MmaOperands &operands);
+/// Whether the compiler must transpose `input` while staging it: it is the
+/// B operand, the instruction reads B K-major (tf32's warpgroup MMA) and
+/// B's rows run along N.
+bool mma_staged_transposed(MmaKind kind, const MmaOperands &operands, const std::string &input);
 /// For a stage that check_mma accepted.
 MmaOperands mma_operands(const FuncContents &func, size_t stage);
 

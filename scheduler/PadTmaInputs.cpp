@@ -144,8 +144,7 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
         // check_mma made sure the TMA feeds only warpgroup MMAs.
         if (is_warpgroup_mma(stage.mma.kind)) {
           copy.round_to_tf32 = mma_rounds_to_tf32(stage.mma.kind);
-          MmaOperands operands = mma_operands(func, s);
-          copy.transposed = mma_b_staged_transposed(stage.mma.kind, operands) && staged.input == operands.b;
+          copy.transposed = mma_staged_transposed(stage.mma.kind, mma_operands(func, s), staged.input);
         }
         std::string where = stage_description(func, s);
         auto [known, inserted] = copies.emplace(staged.input, copy);

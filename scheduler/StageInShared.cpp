@@ -162,9 +162,9 @@ private:
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, MmaKind mma_kind, std::string transposed_b)
+              const std::string &stage, MmaKind mma_kind, MmaOperands mma_operands)
       : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), mma_kind_(mma_kind),
-        warpgroup_mma_(is_warpgroup_mma(mma_kind)), transposed_b_(std::move(transposed_b)) {}
+        warpgroup_mma_(is_warpgroup_mma(mma_kind)), mma_operands_(std::move(mma_operands)) {}
   bool found = false;
 
 private:
@@ -175,9 +175,8 @@ private:
   const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
   const MmaKind mma_kind_;   // the instruction of the stage's reduction (None: no MMA)
   const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
-  // The MMA's B input where the instruction reads it K-major and its rows run
-  // along N (tf32's warpgroup MMA on a K x N B): stored transposed; else "".
-  const std::string transposed_b_;
+  // The stage's MMA operands (warpgroup MMAs only; else empty names).
+  const MmaOperands mma_operands_;
 
   // A persistent block's tile loop. Where a pipeline inside it runs across
   // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
@@ -303,7 +302,7 @@ private:
       // is staged as it lies, K-major, like A.
       const std::vector<int64_t> &extent = tile.region.extent;
       tile.swizzled = true;
-      tile.swizzle_row_dim = request.input == transposed_b_ ? 1 : 0;
+      tile.swizzle_row_dim = mma_staged_transposed(mma_kind_, mma_operands_, request.input) ? 1 : 0;
       tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
       int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
       COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == (tile.round_to_tf32 ? 4 : 2) &&
@@ -766,13 +765,8 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
         std::string loop = stage_prefix(func.name, stage) + at_loop;
         std::string stage_name = stage_description(func, stage);
         MmaKind kind = func.schedule.stages[stage].mma.kind;
-        std::string transposed_b;
-        if (is_warpgroup_mma(kind)) {
-          MmaOperands operands = mma_operands(func, stage);
-          if (mma_b_staged_transposed(kind, operands))
-            transposed_b = operands.b;
-        }
-        StageAtLoop pass(loop, requests, env, stage_name, kind, transposed_b);
+        MmaOperands operands = is_warpgroup_mma(kind) ? mma_operands(func, stage) : MmaOperands{};
+        StageAtLoop pass(loop, requests, env, stage_name, kind, operands);
         result = pass.mutate(result);
         COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", loop, "' not found");
       }

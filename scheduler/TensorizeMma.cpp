@@ -301,7 +301,8 @@ private:
       // B is MN-major where it is stored K x N and staged as it lies.
       return WarpMma::make_warpgroup(
           kind, warp, lane, layout.warp_n, shared_operand(a, false),
-          shared_operand(b, !stage.operands.b_k_contiguous() && !mma_b_staged_transposed(kind, stage.operands)),
+          shared_operand(b, !stage.operands.b_k_contiguous() &&
+                                !mma_staged_transposed(kind, stage.operands, stage.operands.b)),
           update);
     return WarpMma::make(kind, lane, update);
   }

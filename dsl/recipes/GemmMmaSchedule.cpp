@@ -109,10 +109,6 @@ const Tile &fewest_waves(const Tile &wide, int64_t M, int64_t N, int sm_count) {
   return *pick;
 }
 
-} // namespace
-
-namespace {
-
 // The warpgroup tiles' split: only where the tiles leave half the SMs
 // without a block, and no more slices than one wave holds. With six stages
 // a 64 x 64 warpgroup tile streams its K well enough alone (H200, bf16:
