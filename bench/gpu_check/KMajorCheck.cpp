@@ -126,4 +126,16 @@ void check_k_major_b(bench::Precision p) {
   check_copies(p, Copies::WarpgroupPadded, ragged);
 }
 
+void k_major_b_sanitizer_case() {
+  // realize_on_gpu allocates each buffer at exactly its size.
+  const Shape ragged = {131, 133, 67}, tma = {131, 136, 200};
+  check_copies(bench::Precision::BF16, Copies::WarpMma, {ragged});
+  if (!target_for_current_device().has_warpgroup_mma())
+    return;
+  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {tma});
+  check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {ragged});
+  check_copies(bench::Precision::BF16, Copies::WarpgroupPadded, {ragged});
+  check_copies(bench::Precision::TF32, Copies::WarpgroupPadded, {ragged});
+}
+
 } // namespace coalesce::gpu_check

@@ -11,5 +11,8 @@ namespace coalesce::gpu_check {
 /// without the transposing copy), at ragged shapes and the K = 1 / K = 3
 /// pair, against the double reference on every row.
 void check_k_major_b(bench::Precision p);
+/// One run of each of those kernels (bf16; tf32's padded copies) at one
+/// ragged shape, for compute-sanitizer.
+void k_major_b_sanitizer_case();
 
 } // namespace coalesce::gpu_check

@@ -566,6 +566,43 @@ void mma_sanitizer_case() {
                        /*producer_registers=*/0, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
                        /*producer_registers=*/40, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
+    default_tiles_sanitizer_case();
+  }
+}
+
+void default_tiles_sanitizer_case() {
+  // Each default warpgroup tiling the library picks for a large shape, run
+  // at a small one with ragged tiles beside whole ones: a 128 x 192 tile
+  // (3072^3), 128 x 128 at one block per SM (2048 x 5120 x 5120), 128 x 64
+  // at four stages (1024^3), all stored through shared memory where whole,
+  // and 64 x 64 at six stages split 4 ways (16 x 4096 x 4096).
+  struct Case {
+    Shape picked_for, run_at;
+  };
+  const Case cases[] = {{{3072, 3072, 3072}, {131, 392, 200}},
+                        {{2048, 5120, 5120}, {131, 264, 200}},
+                        {{1024, 1024, 1024}, {131, 136, 200}},
+                        {{16, 4096, 4096}, {16, 136, 1000}}};
+  for (const Case &c : cases) {
+    const Shape &s = c.run_at;
+    const std::string name = "default for " + c.picked_for.str() + " " + reference::precision_name(Precision::BF16) +
+                             " (bias_gelu)";
+    try {
+      Kernels kernels;
+      MmaTiling tiling = bench::mma_tiling_for_shape(Precision::BF16, c.picked_for.M, c.picked_for.N, c.picked_for.K,
+                                                     gpu::Device::get().sm_count(), true);
+      Problem pr(Precision::BF16, s, /*guard_bytes=*/0);
+      Outcome o = pr.run(kernels.get(Precision::BF16, tiling));
+      o.detail = tiling.str();
+      const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
+      o.error = error_vs_double(pr, sums, pr.result, true);
+      o.tolerance = bench::tolerance(Precision::BF16, Comparison::OursVsDouble);
+      record(name, s.str(), rows_label(sums, s), o);
+    } catch (const std::exception &error) {
+      Outcome o;
+      o.failure = error.what();
+      record(name, s.str(), "double (all rows)", o);
+    }
   }
 }
 

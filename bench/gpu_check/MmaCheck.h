@@ -19,6 +19,10 @@ void check_mma(bench::Precision p, bool full);
 /// compute-sanitizer (and on sm_90a the bf16 and tf32 warpgroup MMAs); its
 /// result goes to Report.h too.
 void mma_sanitizer_case();
+/// The default warpgroup tilings of a few large shapes (the narrower tiles
+/// for the last wave, 128 x 64 at four stages, 64 x 64 split at six),
+/// each run at a small ragged bf16 shape on exact-size buffers.
+void default_tiles_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
 /// and one precision (BF16 or TF32), its TMA copies issued by producer
 /// warps where producer_warps > 0, from row-padded copies with `padded`,

@@ -31,8 +31,10 @@
 // Without a GPU it prints "no GPU: <reason>; skipping" and exits 0.
 // --sanitizer-case runs the tuned fp32 default once at 131x133x67, the
 // bf16 tensor-core schedule once at the same ragged shape, and a 3-way
-// split-K (fp32 and bf16, each combine mode) there, each on buffers of
-// exactly the right size, for compute-sanitizer. Exit status: 0 when every
+// split-K (fp32 and bf16, each combine mode) there, the warpgroup
+// variants and default tilings (MmaCheck.h) and B stored N x K
+// (KMajorCheck.h), each on buffers of exactly the right size, for
+// compute-sanitizer. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
 #include "bench/common/GemmPointers.h"
@@ -346,6 +348,7 @@ int sanitizer_case() {
   check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
   gpu_check::mma_sanitizer_case();
   gpu_check::split_k_sanitizer_case();
+  gpu_check::k_major_b_sanitizer_case();
   return gpu_check::all_passed() ? 0 : 1;
 }
 
