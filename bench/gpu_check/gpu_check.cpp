@@ -16,7 +16,9 @@
 //   - every fused epilogue schedule at K = 1 and K = 3 (67 x 45) against the
 //     unfused chain in float on the CPU, tolerance 1e-5.
 // tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp;
-// on a B stored N x K (nn.Linear's weight, W(j, k)): KMajorCheck.cpp.
+// on a B stored N x K (nn.Linear's weight, W(j, k)): KMajorCheck.cpp;
+// epilogues with a residual, or scales and a second matrix (bf16):
+// EpilogueCheck.cpp.
 // Every precision: reductions split across blocks (split_k) at the five
 // split-K shapes, deterministic mode bit-reproducible across two launches,
 // and the K = 1 / K = 3 pair: SplitKCheck.cpp.
@@ -40,6 +42,7 @@
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
+#include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/KMajorCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
@@ -458,6 +461,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       if (full || p != bench::Precision::F16)
         gpu_check::check_reduction_start(p);
       gpu_check::check_k_major_b(p);
+      if (p == bench::Precision::BF16)
+        gpu_check::check_extra_epilogues();
     }
     gpu_check::check_split_k(p, full);
   }
