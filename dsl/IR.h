@@ -307,7 +307,9 @@ const char *memory_type_name(MemoryType memory);
 /// PaddedCopy: the loops of the copy of an input that the TMA reads (rows
 /// padded; scheduler/PadTmaInputs.h), a nest of its own. PersistentTiles:
 /// the tiles one block of a persistent grid walks (gpu_persistent_blocks).
-enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, PaddedCopy, PersistentTiles };
+/// What made a loop. SliceSum: the split-K combine's loop over the slices,
+/// whose body (the tile's per-element code) runs once per slice alike.
+enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, PaddedCopy, PersistentTiles, SliceSum };
 
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;

@@ -215,7 +215,10 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
-  GpuNest nest{output.name(), arguments_of(env), Stmt(), env.output().schedule.min_blocks_per_sm};
+  GpuNest nest;
+  nest.name = output.name();
+  nest.args = arguments_of(env);
+  nest.min_blocks_per_sm = env.output().schedule.min_blocks_per_sm;
   nest.cluster_loop = cluster_loop_name(env.output());
   nest.cluster_blocks = env.output().schedule.cluster_blocks;
   nest.serial = lower_serial(env, budget);

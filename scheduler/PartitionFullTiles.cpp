@@ -78,8 +78,9 @@ private:
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   Stmt visit(const For *op, const Stmt &self) override {
     // A persistent block's tile loop runs its body once per tile, as a
-    // block loop does.
-    if (op->for_kind == ForKind::GpuBlock || op->role == LoopRole::PersistentTiles)
+    // block loop does; the split-K combine's slice loop runs the tile's
+    // per-element code once per slice, each time under the same guards.
+    if (op->for_kind == ForKind::GpuBlock || op->role == LoopRole::PersistentTiles || op->role == LoopRole::SliceSum)
       return IRMutator::visit(op, self);
     if (op->for_kind != ForKind::GpuThread) {
       ++enclosing_loops_;

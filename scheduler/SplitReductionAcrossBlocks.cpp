@@ -93,6 +93,77 @@ private:
   Expr first_slice_;
 };
 
+// The guards of the output's edge dropped: an if without an else whose
+// condition is a conjunction of `index < extent`, each an index of the
+// output's stores against the domain's extent in that dimension (i < M, j <
+// N). Other guards (a split's tail inside the tile, which keeps the
+// producer's indices inside its allocation) stay.
+class DropEdgeGuards : public IRMutator {
+public:
+  DropEdgeGuards(const std::string &output, const std::vector<Expr> &domain) : output_(output), domain_(domain) {}
+
+private:
+  using IRMutator::visit;
+  Stmt visit(const IfThenElse *op, const Stmt &self) override {
+    if (op->else_case.defined() || !on_edge(op->condition, op->then_case))
+      return IRMutator::visit(op, self);
+    return mutate(op->then_case);
+  }
+
+  bool on_edge(const Expr &condition, const Stmt &body) const {
+    if (const auto *both = condition.as<And>())
+      return on_edge(both->a, body) && on_edge(both->b, body);
+    const auto *less = condition.as<LT>();
+    if (!less)
+      return false;
+    class OutputIndices : public IRVisitor {
+    public:
+      OutputIndices(const std::string &output, const LT *less, const std::vector<Expr> &domain)
+          : output_(output), less_(less), domain_(domain) {}
+      bool matches = false, other = false;
+
+    private:
+      using IRVisitor::visit;
+      void visit(const Store *op) override {
+        if (op->buffer == output_) {
+          bool here = false;
+          for (size_t d = 0; d < op->indices.size() && d < domain_.size(); ++d)
+            here |= equal(op->indices[d], less_->a) && equal(simplify(domain_[d]), simplify(less_->b));
+          (here ? matches : other) = true;
+        }
+        IRVisitor::visit(op);
+      }
+      const std::string &output_;
+      const LT *less_;
+      const std::vector<Expr> &domain_;
+    } find(output_, less, domain_);
+    find.visit_stmt(body);
+    return find.matches && !find.other;
+  }
+
+  const std::string output_;
+  const std::vector<Expr> &domain_;
+};
+
+// Whether every store in `s` is to `buffer`.
+bool only_stores(const Stmt &s, const std::string &buffer) {
+  class FindOtherStores : public IRVisitor {
+  public:
+    explicit FindOtherStores(const std::string &buffer) : buffer_(buffer) {}
+    bool found = false;
+
+  private:
+    using IRVisitor::visit;
+    void visit(const Store *op) override {
+      found |= op->buffer != buffer_;
+      IRVisitor::visit(op);
+    }
+    const std::string &buffer_;
+  } find(buffer);
+  find.visit_stmt(s);
+  return !find.found;
+}
+
 } // namespace
 
 const SplitReduction *split_of(const Environment &env, const FuncContents &func, size_t s) {
@@ -155,32 +226,66 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
 
   // The combine, in slice order, into the producer's registers; then the
   // epilogue as the consumer wrote it.
-  Stmt combine = rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store,
-                                                                                   const Expr &element) {
-    const auto *load = element.as<Load>();
-    auto read_slice = [&](const Expr &s) {
-      std::vector<Expr> index = {s};
-      index.insert(index.end(), store->indices.begin(), store->indices.end());
-      return Load::make(element.type(), partials, index);
+  auto read_slice = [&](const Store *store, const Expr &element, const Expr &s) {
+    std::vector<Expr> index = {s};
+    index.insert(index.end(), store->indices.begin(), store->indices.end());
+    return Load::make(element.type(), partials, index);
+  };
+  // Under the slice loop's own name ("out.s0.kz.kz_sum", printed kz_sum):
+  // a consumer's loop is "out.s0.<name>", so no loop the user named (kz_sum,
+  // say, around this one) can be captured by it.
+  const std::string sum_loop = slice_loop_name(consumer) + "." + split.slice_var + "_sum";
+  Stmt combine;
+  if (!atomic && only_stores(consume, consumer.name)) {
+    // Slice by slice over the whole tile: every element's load of one slice
+    // is in flight at once, so the combine waits for the memory once per
+    // slice. Each element still sums the slices in order (the same bits).
+    // Without the guards of the output's edge, which would put a branch
+    // between one element's load and the next: an element of the tile past
+    // the edge reads the nearest partial sum (every index clamped into the
+    // domain) into its own register, and the epilogue, still guarded, never
+    // stores it.
+    Stmt unguarded = DropEdgeGuards(consumer.name, env.domain).mutate(consume);
+    auto from_slice = [&](const Expr &s) {
+      return rewrite_output_stores(unguarded, consumer.name, producer.name, [&](const Store *store,
+                                                                                const Expr &element) {
+        const auto *load = element.as<Load>();
+        std::vector<Expr> index = {s};
+        for (size_t d = 0; d < store->indices.size(); ++d)
+          index.push_back(clamp(store->indices[d], 0, env.domain[d] - 1));
+        Expr partial = Load::make(element.type(), partials, index);
+        return Store::make(producer.name, load->indices, is_const(s, 0) ? partial : element + partial);
+      });
     };
-    std::vector<Stmt> steps;
-    if (atomic) {
-      // The total, then the tile zeroed again for the next launch.
-      steps.push_back(Store::make(producer.name, load->indices, Load::make(element.type(), partials, store->indices)));
-      steps.push_back(Store::make(partials, store->indices, make_zero(element.type())));
-    } else {
-      // Under the slice loop's own name ("out.s0.kz.kz_sum", printed
-      // kz_sum): a consumer's loop is "out.s0.<name>", so no loop the user
-      // named (kz_sum, say, around this one) can be captured by it.
-      std::string s = slice_loop_name(consumer) + "." + split.slice_var + "_sum";
-      steps.push_back(Store::make(producer.name, load->indices, read_slice(0)));
-      if (split.slices > 1)
-        steps.push_back(For::make(s, 1, split.slices - 1, ForKind::Serial,
-                                  Store::make(producer.name, load->indices, element + read_slice(var(s)))));
-    }
-    steps.push_back(Store::make(store->buffer, store->indices, store->value));
-    return Block::make(steps);
-  });
+    std::vector<Stmt> passes = {from_slice(0)};
+    if (split.slices > 1)
+      passes.push_back(For::make(sum_loop, 1, split.slices - 1, ForKind::Serial, from_slice(var(sum_loop)), -1, "",
+                                 LoopRole::SliceSum));
+    passes.push_back(consume);
+    combine = Block::make(passes);
+  } else {
+    // Element by element: where the consumer's nest stores more than the
+    // output, each of its statements runs once.
+    combine = rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store,
+                                                                                const Expr &element) {
+      const auto *load = element.as<Load>();
+      std::vector<Stmt> steps;
+      if (atomic) {
+        // The total, then the tile zeroed again for the next launch.
+        steps.push_back(
+            Store::make(producer.name, load->indices, Load::make(element.type(), partials, store->indices)));
+        steps.push_back(Store::make(partials, store->indices, make_zero(element.type())));
+      } else {
+        steps.push_back(Store::make(producer.name, load->indices, read_slice(store, element, 0)));
+        if (split.slices > 1)
+          steps.push_back(For::make(sum_loop, 1, split.slices - 1, ForKind::Serial,
+                                    Store::make(producer.name, load->indices,
+                                                element + read_slice(store, element, var(sum_loop)))));
+      }
+      steps.push_back(Store::make(store->buffer, store->indices, store->value));
+      return Block::make(steps);
+    });
+  }
 
   std::vector<Expr> tile;
   for (const std::string &loop : block_loops)

@@ -22,6 +22,9 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using namespace coalesce;
 using namespace coalesce::examples;
@@ -255,6 +258,42 @@ TEST_CASE("tensor-core split-K schedules (bf16, f16, tf32) match the reference a
         CHECK(relative_error(out, epilogue_per_slice(data, s, c.slices, g.epilogue)) > 1e-2);
     }
   }
+}
+
+TEST_CASE("the combine reads the tile slice by slice, without the edge's guards; the epilogue keeps them") {
+  // Element by element, each element's loads of every slice waited for the
+  // memory in turn; slice by slice, a thread has one slice's loads of all
+  // its elements in flight. The edge's guards would put a branch between
+  // two loads: the combine reads at clamped coordinates instead.
+  Gemm g = mma_gemm(MmaKind::BF16_m16n8k16, 3, SplitKMode::Deterministic);
+  const std::string nest = Pipeline(g.out).loop_nest();
+  std::istringstream lines(nest);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);)
+    all.push_back(line);
+  auto indent = [](const std::string &line) { return line.find_first_not_of(' '); };
+  size_t slice_loop = all.size();
+  for (size_t n = 0; n < all.size(); ++n)
+    if (all[n].find("for kz_sum in serial(1, 2):") != std::string::npos)
+      slice_loop = n;
+  REQUIRE(slice_loop < all.size());
+  // The slice loop holds the tile's thread loops and no guard.
+  size_t end = slice_loop + 1;
+  bool reads_clamped = false;
+  for (; end < all.size() && indent(all[end]) > indent(all[slice_loop]); ++end) {
+    INFO(all[end]);
+    CHECK(all[end].compare(indent(all[end]), 3, "if ") != 0);
+    reads_clamped |= all[end].find("acc.partials[kz_sum, max(min(i, M - 1), 0), max(min(j, N - 1), 0)]") !=
+                     std::string::npos;
+  }
+  CHECK(all[slice_loop + 1].find("gpu_thread") != std::string::npos);
+  CHECK(reads_clamped);
+  // After it, the epilogue: its ragged copy stores under the edge's guards.
+  std::string after;
+  for (size_t n = end; n < all.size(); ++n)
+    after += all[n] + "\n";
+  CHECK(after.find("if j < N:") != std::string::npos);
+  CHECK(after.find("out[i, j] =") != std::string::npos);
 }
 
 TEST_CASE("warpgroup MMA split-K schedules (bf16, f16) match the reference and assemble") {
