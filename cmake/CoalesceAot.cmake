@@ -1,5 +1,18 @@
+# coalesce_add_generator(<target> SOURCES <file>...)
+#
+# A shared library of the user's own generators (files that include
+# "runtime/aot/Generator.h" and use COALESCE_REGISTER_GENERATOR), linked
+# against Coalesce::coalesce only. coalesce_add_aot_library(... GENERATOR_LIBRARY
+# <target>) has the AOT tool load it and compile one of its generators:
+#
+#   coalesce_add_generator(my_generators SOURCES silu_gemm.cpp)
+#   coalesce_add_aot_library(silu_gemm GENERATOR_LIBRARY my_generators GENERATOR silu_gemm
+#                            PARAMS K=4096)
+#
 # coalesce_add_aot_library(<target>
 #     [GENERATOR <name>]          the generator (default: the tool's only one)
+#     [GENERATOR_LIBRARY <lib>]   a coalesce_add_generator() target whose generators the tool
+#                                 loads first (--generator-library)
 #     [FUNCTION_NAME <name>]      the launcher's name, a C identifier (default: <target>)
 #     [GPU_TARGET <sm>]           sm_80, sm_86, sm_89, sm_90 or sm_90a (default: the tool's, sm_90a)
 #     [TOOL <target-or-path>]     an AOT tool (default: Coalesce::coalesce-aot)
@@ -21,8 +34,22 @@
 # parameter fails the build with the tool's message, and the tool writes
 # nothing, so no half-written launcher is ever compiled.
 
+function(coalesce_add_generator target)
+  cmake_parse_arguments(PARSE_ARGV 1 GEN "" "" "SOURCES")
+  if(GEN_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "coalesce_add_generator(${target}): unknown arguments: ${GEN_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT GEN_SOURCES)
+    message(FATAL_ERROR "coalesce_add_generator(${target}): no SOURCES")
+  endif()
+  add_library(${target} MODULE ${GEN_SOURCES})
+  target_link_libraries(${target} PRIVATE Coalesce::coalesce)
+  target_compile_features(${target} PRIVATE cxx_std_17)
+endfunction()
+
 function(coalesce_add_aot_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 AOT "NO_DRIVER;CUBIN" "GENERATOR;FUNCTION_NAME;GPU_TARGET;TOOL" "PARAMS")
+  cmake_parse_arguments(PARSE_ARGV 1 AOT "NO_DRIVER;CUBIN" "GENERATOR;GENERATOR_LIBRARY;FUNCTION_NAME;GPU_TARGET;TOOL"
+                        "PARAMS")
   if(AOT_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "coalesce_add_aot_library(${target}): unknown arguments: ${AOT_UNPARSED_ARGUMENTS}")
   endif()
@@ -45,6 +72,15 @@ function(coalesce_add_aot_library target)
   endif()
 
   set(flags "--name=${AOT_FUNCTION_NAME}" "--emit=header,launcher")
+  set(depends ${AOT_TOOL})
+  if(AOT_GENERATOR_LIBRARY)
+    if(NOT TARGET ${AOT_GENERATOR_LIBRARY})
+      message(FATAL_ERROR "coalesce_add_aot_library(${target}): GENERATOR_LIBRARY '${AOT_GENERATOR_LIBRARY}' is not "
+                          "a target; make it with coalesce_add_generator()")
+    endif()
+    list(APPEND flags "--generator-library=$<TARGET_FILE:${AOT_GENERATOR_LIBRARY}>")
+    list(APPEND depends ${AOT_GENERATOR_LIBRARY})
+  endif()
   if(AOT_GENERATOR)
     list(APPEND flags "--generator=${AOT_GENERATOR}")
   endif()
@@ -67,7 +103,7 @@ function(coalesce_add_aot_library target)
   add_custom_command(
     OUTPUT "${header}" "${source}"
     COMMAND "${tool_command}" ${flags} "--output-dir=${dir}"
-    DEPENDS ${AOT_TOOL}
+    DEPENDS ${depends}
     COMMENT "coalesce-aot: ${AOT_FUNCTION_NAME}.h and ${AOT_FUNCTION_NAME}.cpp"
     VERBATIM)
 

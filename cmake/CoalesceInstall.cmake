@@ -3,6 +3,7 @@
 #   lib/libcoalesce.so                   Coalesce::coalesce
 #   bin/coalesce-aot                     Coalesce::coalesce-aot
 #   include/coalesce/{dsl,scheduler,codegen,runtime}/*.h
+#   include/coalesce/runtime/aot/Generator.h   for a user's generators
 #   lib/cmake/Coalesce/                  CoalesceConfig.cmake, its version file,
 #                                        the exported targets, CoalesceAot.cmake
 #
@@ -28,6 +29,11 @@ foreach(layer dsl scheduler codegen runtime)
     FILES_MATCHING PATTERN "*.h"
     PATTERN "aot" EXCLUDE)
 endforeach()
+
+# What a user's generator includes (coalesce_add_generator): the tool that
+# loads it holds the rest.
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/aot/Generator.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coalesce/runtime/aot)
 
 install(EXPORT CoalesceTargets
   NAMESPACE Coalesce::

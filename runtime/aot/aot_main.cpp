@@ -2,8 +2,15 @@
 // generators (COALESCE_REGISTER_GENERATOR) against coalesce_aot_main and the
 // result is a complete tool (coalesce-aot is coalesce_aot.cpp plus this).
 //
-//   TOOL [--generator=NAME] [--GENERATOR_PARAM=VALUE ...] [--target=sm_90a]
-//        [--name=NAME] [--output-dir=DIR] [--emit=ptx,header,launcher]
+//   TOOL [--generator-library=LIB.so ...] [--generator=NAME] [--GENERATOR_PARAM=VALUE ...]
+//        [--target=sm_90a] [--name=NAME] [--output-dir=DIR] [--emit=ptx,header,launcher]
+//
+// --generator-library loads a shared library of the user's generators
+// (coalesce_add_generator() builds one: the user's files, linked against
+// libcoalesce only) before anything else, so that the installed tool
+// compiles generators it was not built with. The library's
+// COALESCE_REGISTER_GENERATOR calls reach this tool's registry: the tool
+// exports its symbols (ENABLE_EXPORTS), which the library leaves undefined.
 //
 // With --output-dir the outputs are written there as files, all or nothing;
 // without it they are printed to stdout (--emit=loops to read the schedule).
@@ -31,6 +38,8 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <dlfcn.h>
+
 #include <deque>
 #include <memory>
 #include <optional>
@@ -41,7 +50,7 @@ namespace coalesce {
 namespace {
 
 /// The flags every tool has, whatever its generators.
-const char *const kToolFlags[] = {"generator", "target", "name", "output-dir", "emit", "cubin",
+const char *const kToolFlags[] = {"generator", "generator-library", "target", "name", "output-dir", "emit", "cubin",
                                   "help", "help-list", "help-hidden", "help-list-hidden",
                                   "version", "print-options", "print-all-options"};
 
@@ -58,6 +67,41 @@ std::optional<std::string> generator_flag(int argc, char **argv) {
       return std::string(argv[a + 1]);
   }
   return std::nullopt;
+}
+
+/// Every --generator-library value in argv, in order.
+std::vector<std::string> generator_library_flags(int argc, char **argv) {
+  std::vector<std::string> paths;
+  for (int a = 1; a < argc; ++a) {
+    llvm::StringRef arg(argv[a]);
+    if (!arg.consume_front("--") && !arg.consume_front("-"))
+      continue;
+    if (arg.consume_front("generator-library="))
+      paths.push_back(arg.str());
+    else if (arg == "generator-library")
+      paths.push_back(a + 1 < argc ? std::string(argv[a + 1]) : std::string());
+  }
+  return paths;
+}
+
+/// Loads each library, which registers its generators as it loads; a path
+/// that does not load, or a library that registers none, is a UserError.
+void load_generator_libraries(const std::vector<std::string> &paths) {
+  for (const std::string &path : paths) {
+    if (path.empty())
+      user_error("--generator-library is empty; give the path of a shared library of generators "
+                 "(coalesce_add_generator builds one)");
+    const size_t before = registered_generators().size();
+    if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      const char *why = dlerror();
+      user_error("--generator-library=", path, ": cannot load it: ", why ? why : "unknown reason");
+    }
+    if (std::string problems = generator_registry_problems(); !problems.empty())
+      user_error("--generator-library=", path, ": ", problems);
+    if (registered_generators().size() == before)
+      user_error("--generator-library=", path, " registers no generator: its sources must use "
+                 "COALESCE_REGISTER_GENERATOR");
+  }
 }
 
 /// The generator to use: --generator's value, else the only one registered.
@@ -87,10 +131,10 @@ std::string overview(const std::string &tool) {
 }
 
 /// The flags that regenerate the same output, for the generated header.
-std::string command_line(const std::string &tool, const std::string &generator_name,
+std::string command_line(const std::string &tool, const std::string &libraries, const std::string &generator_name,
                          const Generator &generator, const std::string &name,
                          const std::string &target, bool cubin) {
-  std::string line = tool + " --generator=" + generator_name + " --name=" + name +
+  std::string line = tool + libraries + " --generator=" + generator_name + " --name=" + name +
                      " --target=" + target + (cubin ? " --cubin" : "");
   for (const GeneratorParamBase *param : generator.params())
     if (!param->value_text().empty())
@@ -137,6 +181,8 @@ int run(int argc, char **argv) {
   std::string tool = llvm::sys::path::filename(argv[0]).str();
   if (std::string problems = generator_registry_problems(); !problems.empty())
     user_error(problems);
+  const std::vector<std::string> libraries = generator_library_flags(argc, argv);
+  load_generator_libraries(libraries);
 
   std::string generator_name = choose_generator(argc, argv);
   std::unique_ptr<Generator> generator;
@@ -147,6 +193,11 @@ int run(int argc, char **argv) {
   cl::opt<std::string> generator_option(
       "generator", cl::desc("the generator to compile (default: the only one in this tool)"),
       cl::value_desc("name"), cl::init(generator_name), cl::cat(flags.tool_category));
+  cl::list<std::string> generator_library_option(
+      "generator-library",
+      cl::desc("a shared library of generators to load first (coalesce_add_generator builds one); may be "
+               "given several times"),
+      cl::value_desc("path"), cl::cat(flags.tool_category));
   cl::opt<std::string> target_option(
       "target",
       cl::desc(flags.texts.emplace_back(std::string("the GPU architecture to generate PTX for: ") +
@@ -223,7 +274,11 @@ int run(int argc, char **argv) {
   request.target = target;
   request.emit = emit;
   request.cubin = cubin_option;
-  request.command_line = command_line(tool, generator_name, *generator, name, target.sm(), cubin_option);
+  std::string library_flags;
+  for (const std::string &library : libraries)
+    library_flags += " --generator-library=" + library;
+  request.command_line =
+      command_line(tool, library_flags, generator_name, *generator, name, target.sm(), cubin_option);
   generator->set_target(target);
   std::vector<EmittedFile> files = compile_generator(*generator, request);
 

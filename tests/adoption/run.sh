@@ -11,6 +11,10 @@
 #                                             needs a GPU to run)
 #   run.sh readme         SOURCE BUILD WORK   the README's first program, as pasted, built with
 #                                             the README's g++ line on WORK/prefix, and run
+#   run.sh user_generator SOURCE BUILD WORK   consumer on WORK/prefix: the user's own generator
+#                                             (coalesce_add_generator), compiled by the installed
+#                                             coalesce-aot at build time; build and run
+#                                             user_generator_app, and a bad parameter refused
 #
 # Every mode reuses BUILD's compiled library: nothing of Coalesce is rebuilt,
 # so each takes seconds. The consumer is configured as a parent project
@@ -60,6 +64,24 @@ case $mode in
     cmake --build "$dir" --target "$program" -j2
     "$dir/$program"
     ;;
+  user_generator)
+    dir="$work/consumer-user-generator"
+    configure "$dir" -DCOALESCE_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$prefix"
+    cmake --build "$dir" --target user_generator_app -j2
+    "$dir/user_generator_app"
+    # The generator's own check of a parameter, through the installed tool:
+    # a message naming it, status 1, nothing written.
+    library=$(find "$dir" -name 'libuser_generators.so' -o -name 'user_generators.so' | head -1)
+    [[ -n $library ]] || { echo "FAIL: no generator library built"; exit 1; }
+    set +e
+    message=$("$prefix/bin/coalesce-aot" --generator-library="$library" --generator=silu_residual_linear \
+      --tile-M=0 --output-dir="$dir/never" 2>&1)
+    status=$?
+    set -e
+    [[ $status == 1 && $message == *"--tile-M=0"* && ! -e $dir/never ]] ||
+      { echo "FAIL: a bad generator parameter gave status $status and: $message"; exit 1; }
+    echo "ok: refused: $message"
+    ;;
   subdirectory)
     dir="$work/consumer-subdirectory"
     configure "$dir" -DCOALESCE_CONSUMER_MODE=subdirectory -DCOALESCE_SOURCE_DIR="$source"
@@ -99,7 +121,7 @@ case $mode in
     echo "ok: the README's first program builds as pasted and agrees with the plain loop"
     ;;
   *)
-    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library, subdirectory, example or readme" >&2
+    echo "run.sh: unknown mode '$mode'; expected install, find_package, aot_library, user_generator, subdirectory, example or readme" >&2
     exit 2
     ;;
 esac

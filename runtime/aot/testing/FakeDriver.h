@@ -99,6 +99,28 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction kernel, unsigned int grid_x, unsigned
   return CUDA_SUCCESS;
 }
 
+// What a launcher for sm_90a (dynamic shared memory, the TMA's tensor maps)
+// calls besides: accepted, the tensor maps counted.
+namespace fake {
+std::atomic<int> tensor_maps{0};
+} // namespace fake
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute, int, CUkernel, CUdevice) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                        const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                        CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                        CUtensorMapFloatOOBfill) {
+  std::memset(map, 0, sizeof(*map));
+  ++fake::tensor_maps;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuGetErrorName(CUresult, const char **name) {
   *name = "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
