@@ -26,6 +26,7 @@ using namespace coalesce;
 
 inline const std::string kTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot";
 inline const std::string kExampleTool = COALESCE_BINARY_DIR "/runtime/aot/coalesce-aot-example";
+inline const std::string kExampleGenerators = COALESCE_BINARY_DIR "/runtime/aot/libcoalesce-example-generators.so";
 inline const std::string kAotSources = COALESCE_SOURCE_DIR "/runtime/aot";
 
 using coalesce::testing::TempDir;

@@ -70,6 +70,10 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--M=64 --M=128", "--M is given 2 times; give it once"},
       {"--M=65536 --K=65536", "--M=65536 and --K=65536 make A 4294967296 elements, over the 2^30"},
       {"--N=40000 --M=40000", "make out 1600000000 elements"},
+      {"--b=mn", "--b=mn: expected one of kn, nk"},
+      {"--b=nk", "--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16"},
+      {"--generator-library=/nonexistent/libgen.so", "--generator-library=/nonexistent/libgen.so: cannot load it"},
+      {"--generator-library=", "--generator-library is empty"},
   };
   for (const Bad &bad : cases) {
     TempDir dir;
@@ -281,6 +285,59 @@ TEST_CASE("a user's generator file makes a tool: coalesce-aot-example") {
               .find("bias_activation") != nullptr);
   if (can_compile_launchers())
     check_launcher_builds(dir, "bias_activation", "bias_activation(0, 0, 0, 1, 1024, 0)");
+}
+
+TEST_CASE("--generator-library loads a user's generators into the installed tool") {
+  TempDir dir;
+  const std::string library = "--generator-library=" + quote(kExampleGenerators);
+  Result help = aot(library + " --help", dir.path);
+  CHECK(help.status == 0);
+  CHECK(help.contains("bias_activation"));
+  CHECK(help.contains("gemm"));
+  // Two generators now: one must be named; its own checks and flags apply.
+  Result unnamed = aot(library + " --output-dir=.", dir.path);
+  CHECK(unnamed.status == 1);
+  CHECK(unnamed.contains("this tool has several generators (bias_activation, gemm)"));
+  Result bad = aot(library + " --generator=bias_activation --block-rows=32 --block-cols=64 --output-dir=.", dir.path);
+  CHECK(bad.status == 1);
+  CHECK(bad.contains("over 1024 threads per block"));
+  CHECK(dir.entries().empty());
+  Result result = aot(library + " --generator=bias_activation --cols=1024 --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "bias_activation.h");
+  CHECK(header.find("CUresult bias_activation(CUdeviceptr X, CUdeviceptr bias, CUdeviceptr out,") !=
+        std::string::npos);
+  // The header's command regenerates it: the library is part of it.
+  CHECK(header.find("--generator-library=" + kExampleGenerators + " --generator=bias_activation") !=
+        std::string::npos);
+  // A library that registers no generator (libcoalesce itself) is refused.
+  TempDir empty;
+  Result none = aot("--generator-library=" + quote(COALESCE_BINARY_DIR "/libcoalesce.so") + " --output-dir=.",
+                    empty.path);
+  CHECK(none.status == 1);
+  CHECK(none.contains("registers no generator"));
+  CHECK(empty.entries().empty());
+}
+
+TEST_CASE("--b=nk reads B stored N x K, --residual adds an M x N input after the activation") {
+  TempDir dir;
+  Result result = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --residual --name=linear --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "linear.h");
+  for (const char *line : {"//   B        input  bf16 [N][K]", "//   residual input  bf16 [M][N]",
+                           "CUresult linear(coalesce_bf16_deviceptr A, coalesce_bf16_deviceptr B, CUdeviceptr bias, "
+                           "coalesce_bf16_deviceptr residual, coalesce_bf16_deviceptr out,"}) {
+    INFO(line);
+    CHECK(header.find(line) != std::string::npos);
+  }
+  // The epilogue reads the residual at the output's own element.
+  Result loops = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --residual --mma=warp --target=sm_80 --emit=loops", dir.path);
+  CHECK(loops.status == 0);
+  CHECK(loops.contains("+ f32(residual[min(i, M - 1), min(j, N - 1)]))"));
+  if (can_assemble())
+    CHECK(assemble_ptx(read_file(dir / "linear.ptx"), parse_gpu_target("sm_90a")).find("linear") != nullptr);
 }
 
 TEST_CASE("the example app builds against a generated launcher") {

@@ -1,5 +1,6 @@
 // coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
-// `gemm`: out = activation(A B + bias), row-major; A and B f32, tf32 (f32
+// `gemm`: out = activation(A B + bias) [+ residual], row-major, B stored K x N
+// or (--b=nk, on tensor cores) N x K; A and B f32, tf32 (f32
 // data on tf32 tensor cores), bf16 or f16 (--dtype), out f32, bf16 or f16
 // (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
 // its schedules are dsl/recipes/GemmSchedule (FFMA, for f32) and
@@ -9,6 +10,7 @@
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=generated
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
+//   coalesce-aot --dtype=bf16 --out-dtype=bf16 --b=nk --residual --name=linear_residual --output-dir=generated
 //   coalesce-aot --emit=loops
 
 #include "dsl/recipes/GemmSchedule.h"
@@ -30,6 +32,9 @@ namespace coalesce {
 namespace {
 
 enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Silu };
+
+/// How B is stored: K x N (B(k, j)), or N x K (W(j, k), nn.Linear's weight).
+enum class BLayout { KN, NK };
 
 /// The element types a buffer of the generated launcher can have.
 const std::vector<std::pair<std::string, Type>> kElementTypes = {
@@ -72,6 +77,15 @@ public:
   SizeParam K{this, "K", "columns of A and rows of B (the reduction)"};
   GeneratorParam<bool> bias{this, "bias", true,
                             "add bias[j] to column j of the product, before the activation"};
+  GeneratorParam<bool> residual{this, "residual", false,
+                                "add residual[i][j] (M x N, of the output's type) after the activation: "
+                                "out = activation(A B + bias) + residual"};
+  EnumParam<BLayout> b_layout{this,
+                              "b",
+                              BLayout::KN,
+                              {{"kn", BLayout::KN}, {"nk", BLayout::NK}},
+                              "how B is stored: kn (K x N, B[k][n]) or nk (N x K, W[n][k], as PyTorch's "
+                              "nn.Linear keeps its weight: out = A W^T); nk on tensor cores (tf32, bf16, f16)"};
   EnumParam<Activation> activation{
       this,
       "activation",
@@ -254,6 +268,9 @@ public:
     if (!bias && activation != Activation::None)
       user_error("--tuning-db and --autotune cover the epilogues none, bias, and bias with an activation; "
                  "--bias=false with --activation=", activation.value_text(), " is not one of them");
+    if (residual || b_layout != BLayout::KN)
+      user_error("--tuning-db and --autotune cover B stored K x N without a residual; leave out ",
+                 residual ? "--residual" : "--b=nk", ", or set the tiling by hand");
     GemmProblem problem;
     problem.dtype = dtype.value_text();
     problem.out_dtype = out_dtype.value_text();
@@ -303,20 +320,32 @@ public:
         user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
                    sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
-    Input A("A", element_type(dtype), {M, K}), B("B", element_type(dtype), {K, N});
-    std::optional<Input> bias_vector;
+    // B stored N x K runs on the tensor-core paths, which the GPU check
+    // covers with it; the FFMA schedules have not been checked on a GPU so.
+    const bool b_nk = b_layout == BLayout::NK;
+    if (b_nk && dtype == InputType::F32)
+      user_error("--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16; the f32 (FFMA) "
+                 "schedules take B stored K x N");
+    Input A("A", element_type(dtype), {M, K});
+    Input B = b_nk ? Input("B", element_type(dtype), {N, K}) : Input("B", element_type(dtype), {K, N});
+    std::optional<Input> bias_vector, residual_matrix;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});
+    if (residual)
+      residual_matrix = Input("residual", out_dtype, {M, N});
     Var i("i"), j("j");
     RDom k(0, K, "k");
     Func acc("acc"), out("out");
     acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * B(k, j);
+    acc(i, j) += A(i, k) * (b_nk ? B(j, k) : B(k, j));
     Expr sum = acc(i, j);
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
     // The library's activation of that name (dsl/Activations.h).
-    out(i, j) = cast(out_dtype, activation == Activation::None ? sum : coalesce::activation(activation.value_text(), sum));
+    Expr value = activation == Activation::None ? sum : coalesce::activation(activation.value_text(), sum);
+    if (residual_matrix)
+      value = widen_narrow_float(value) + (*residual_matrix)(i, j);
+    out(i, j) = cast(out_dtype, value);
 
     if (autotune || !tuning_db.value().empty()) {
       GemmProblem problem = tuning_problem();
