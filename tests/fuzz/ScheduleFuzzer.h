@@ -237,8 +237,11 @@ private:
       double_buffered = async_copy = true;
       stages = one_of(std::vector<int>{0, 1, 9});
     }
-    if (tma)
-      return TmaCopies{stages};
+    if (tma) {
+      TmaCopies copies;
+      copies.stages = stages;
+      return copies;
+    }
     if (!double_buffered)
       return OneBuffer{zero_fill};
     if (!async_copy)
