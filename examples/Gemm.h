@@ -32,10 +32,15 @@ inline const char *epilogue_name(Epilogue e) {
 /// True if the epilogue reads the bias (every epilogue but None).
 inline bool uses_bias(Epilogue e) { return e != Epilogue::None; }
 
+/// How B is stored: K x N, read B(k, j); or N x K, read B(j, k), as
+/// PyTorch's nn.Linear keeps its weight (out = A B^T).
+enum class BLayout { KN, NK };
+
 /// The algorithm: acc(i, j) = sum over k of A(i, k) * B(k, j), and
 /// out(i, j) = epilogue(acc(i, j) [+ bias(j)]). The handles share their
 /// definitions, so a copy of a Gemm schedules the same Funcs. A and B have
-/// element type `in`, out has `out_type`; acc and bias are f32.
+/// element type `in`, out has `out_type`; acc and bias are f32. B is stored
+/// as `b` says.
 struct Gemm {
   Param M, N, K;
   Input A, B, bias;
@@ -67,13 +72,14 @@ inline Expr apply_epilogue(Epilogue e, const Expr &sum, const Expr &bias) {
 /// (for Epilogue::None, out(i, j) = acc(i, j)). With bf16/f16 inputs the
 /// products and the sum are f32 (each input widened exactly, as tensor
 /// cores do); a bf16/f16 output rounds the finished f32 value once.
-inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32)) {
+inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLayout b = BLayout::KN) {
   Param M("M"), N("N"), K("K");
+  const bool nk = b == BLayout::NK;
   Gemm g{M,
          N,
          K,
          Input("A", in, {M, K}),
-         Input("B", in, {K, N}),
+         nk ? Input("B", in, {N, K}) : Input("B", in, {K, N}),
          Input("bias", Float(32), {N}),
          Var("i"),
          Var("j"),
@@ -84,7 +90,7 @@ inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32)) {
          in,
          out};
   g.acc(g.i, g.j) = 0.0f;
-  g.acc(g.i, g.j) += g.A(g.i, g.k) * g.B(g.k, g.j);
+  g.acc(g.i, g.j) += g.A(g.i, g.k) * (nk ? g.B(g.j, g.k) : g.B(g.k, g.j));
   g.out(g.i, g.j) = cast(out, apply_epilogue(e, g.acc(g.i, g.j), g.bias(g.j)));
   return g;
 }

@@ -96,13 +96,15 @@ void apply_gemm_candidate(const GemmProblem &problem, const GemmCandidate &candi
 Func build_scheduled_gemm(const GemmProblem &problem, const GemmCandidate &candidate) {
   problem.validate();
   Param M("M"), N("N"), K("K");
-  Input A("A", gemm_input_type(problem), {M, K}), B("B", gemm_input_type(problem), {K, N});
+  const bool b_nk = problem.b_layout == GemmBLayout::NK;
+  Input A("A", gemm_input_type(problem), {M, K});
+  Input B("B", gemm_input_type(problem), b_nk ? std::vector<Expr>{N, K} : std::vector<Expr>{K, N});
   Input bias("bias", Float(32), {N});
   Var i("i"), j("j");
   RDom k(0, K, "k");
   Func acc("acc"), out("out");
   acc(i, j) = 0.0f;
-  acc(i, j) += A(i, k) * B(k, j);
+  acc(i, j) += A(i, k) * (b_nk ? B(j, k) : B(k, j));
   out(i, j) = cast(gemm_output_type(problem), apply_epilogue(problem.epilogue, acc(i, j), bias(j)));
   apply_gemm_candidate(problem, candidate, out, acc, A, B, i, j, k);
   return out;

@@ -43,7 +43,8 @@ struct GemmBench {
 
   explicit GemmBench(const GemmProblem &p)
       : problem(p), M(static_cast<int>(p.M)), N(static_cast<int>(p.N)), K(static_cast<int>(p.K)),
-        A({M, K}, gemm_input_type(p)), B({K, N}, gemm_input_type(p)), bias({N}), out({M, N}, gemm_output_type(p)),
+        A({M, K}, gemm_input_type(p)),
+        B(p.b_layout == GemmBLayout::NK ? std::vector<int>{N, K} : std::vector<int>{K, N}, gemm_input_type(p)), bias({N}), out({M, N}, gemm_output_type(p)),
         tolerance(tuning_tolerance(p)) {
     A.fill_random(1);
     B.fill_random(2);
@@ -66,9 +67,12 @@ struct GemmBench {
 
   void compute_reference() {
     reference.assign(rows.size() * static_cast<size_t>(N), 0.0);
+    // K x N, whichever way B is stored.
+    const bool b_nk = problem.b_layout == GemmBLayout::NK;
     std::vector<float> b_values(B.size());
-    for (size_t n = 0; n < b_values.size(); ++n)
-      b_values[n] = B.get(n);
+    for (size_t k = 0; k < static_cast<size_t>(K); ++k)
+      for (size_t j = 0; j < static_cast<size_t>(N); ++j)
+        b_values[k * N + j] = B.get(b_nk ? j * K + k : k * N + j);
     for (size_t r = 0; r < rows.size(); ++r) {
       double *row = reference.data() + r * static_cast<size_t>(N);
       for (int k = 0; k < K; ++k) {

@@ -94,6 +94,7 @@ json::Value to_json(const TuningRecord &r) {
                                {"M", p.M},
                                {"N", p.N},
                                {"K", p.K},
+                               {"b", b_layout_name(p.b_layout)},
                                {"shape_class", p.shape_class()}}},
       {"schedule", to_json(r.schedule)},
       {"ms", r.ms},
@@ -191,6 +192,15 @@ bool from_json(const json::Value &value, TuningRecord &r, json::Path path) {
   if (!p || !p.map("dtype", q.dtype) || !p.map("out_dtype", q.out_dtype) || !p.map("epilogue", q.epilogue) ||
       !p.map("M", q.M) || !p.map("N", q.N) || !p.map("K", q.K))
     return false;
+  // Absent in files written before B could be stored N x K: K x N.
+  std::optional<std::string> b_layout;
+  if (!p.mapOptional("b", b_layout))
+    return false;
+  if (b_layout && *b_layout != "kn" && *b_layout != "nk") {
+    problem_path.field("b").report("expected \"kn\" or \"nk\"");
+    return false;
+  }
+  q.b_layout = b_layout && *b_layout == "nk" ? GemmBLayout::NK : GemmBLayout::KN;
   if (!from_json(*schedule, r.schedule, path.field("schedule")))
     return false;
   if (!o.map("ms", r.ms) || !o.mapOptional("default_ms", r.default_ms))
@@ -210,12 +220,12 @@ bool from_json(const json::Value &value, TuningRecord &r, json::Path path) {
 
 bool same_entry(const TuningRecord &a, const TuningRecord &b) {
   const GemmProblem &p = a.problem, &q = b.problem;
-  return std::tie(a.gpu.name, a.gpu.sm, p.dtype, p.out_dtype, p.epilogue, p.M, p.N, p.K) ==
-         std::tie(b.gpu.name, b.gpu.sm, q.dtype, q.out_dtype, q.epilogue, q.M, q.N, q.K);
+  return std::tie(a.gpu.name, a.gpu.sm, p.dtype, p.out_dtype, p.epilogue, p.b_layout, p.M, p.N, p.K) ==
+         std::tie(b.gpu.name, b.gpu.sm, q.dtype, q.out_dtype, q.epilogue, q.b_layout, q.M, q.N, q.K);
 }
 
 bool same_kind(const GemmProblem &p, const GemmProblem &q) {
-  return std::tie(p.dtype, p.out_dtype, p.epilogue) == std::tie(q.dtype, q.out_dtype, q.epilogue);
+  return std::tie(p.dtype, p.out_dtype, p.epilogue, p.b_layout) == std::tie(q.dtype, q.out_dtype, q.epilogue, q.b_layout);
 }
 
 double log_distance(const GemmProblem &p, const GemmProblem &q) {
@@ -333,8 +343,8 @@ std::string TuningDatabase::to_json() const {
     sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), [](const TuningRecord *a, const TuningRecord *b) {
     const GemmProblem &p = a->problem, &q = b->problem;
-    return std::tie(a->gpu.sm, a->gpu.name, p.dtype, p.out_dtype, p.epilogue, p.M, p.N, p.K) <
-           std::tie(b->gpu.sm, b->gpu.name, q.dtype, q.out_dtype, q.epilogue, q.M, q.N, q.K);
+    return std::tie(a->gpu.sm, a->gpu.name, p.dtype, p.out_dtype, p.epilogue, p.b_layout, p.M, p.N, p.K) <
+           std::tie(b->gpu.sm, b->gpu.name, q.dtype, q.out_dtype, q.epilogue, q.b_layout, q.M, q.N, q.K);
   });
   json::Array entries;
   for (const TuningRecord *r : sorted)

@@ -10,7 +10,7 @@
 //       {
 //         "gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
 //         "problem": {"dtype": "bf16", "out_dtype": "bf16", "epilogue": "bias_gelu",
-//                     "M": 4096, "N": 4096, "K": 4096, "shape_class": "~4096x~4096x~4096"},
+//                     "M": 4096, "N": 4096, "K": 4096, "b": "kn", "shape_class": "~4096x~4096x~4096"},
 //         "schedule": {"family": "warpgroup", "block_m": 128, ...},
 //         "ms": 0.61, "default_ms": 0.65,
 //         "candidates": {"searched": 412, "legal": 301, "timed": 50}
@@ -18,7 +18,8 @@
 //     ]
 //   }
 //
-// One entry per (GPU name, sm, dtype, out_dtype, epilogue, exact shape).
+// One entry per (GPU name, sm, dtype, out_dtype, epilogue, B's layout, exact
+// shape); "b" is "kn" (B stored K x N) or "nk" (N x K), "kn" where absent.
 // A lookup takes the exact shape, else the nearest shape of the same class
 // (GemmProblem::shape_class). Saving writes a temporary file and renames it
 // over the database, so a reader sees the old file or the new one, whole.

@@ -30,7 +30,11 @@ std::string GemmProblem::shape_class() const {
   return str_cat("~", nearest_power_of_two(M), "x~", nearest_power_of_two(N), "x~", nearest_power_of_two(K));
 }
 
-std::string GemmProblem::str() const { return str_cat(dtype, "->", out_dtype, " ", epilogue, " ", shape()); }
+const char *b_layout_name(GemmBLayout layout) { return layout == GemmBLayout::NK ? "nk" : "kn"; }
+
+std::string GemmProblem::str() const {
+  return str_cat(dtype, "->", out_dtype, " ", epilogue, " ", shape(), b_layout == GemmBLayout::NK ? " B nk" : "");
+}
 
 void GemmProblem::validate() const {
   if (!one_of(dtype, {"f32", "tf32", "bf16", "f16"}))
@@ -42,6 +46,9 @@ void GemmProblem::validate() const {
                "' is not one of none, bias, bias_relu, bias_gelu, bias_gelu_tanh, bias_sigmoid, bias_silu");
   if (M <= 0 || N <= 0 || K <= 0)
     user_error("GEMM problem: shape ", shape(), " is not positive; tuning needs the exact M, N and K");
+  // The FFMA schedules have not run on a GPU with B(j, k).
+  if (b_layout == GemmBLayout::NK && dtype == "f32")
+    user_error("GEMM problem: B stored N x K (b nk) runs on tensor cores; dtype f32 (FFMA) takes B stored K x N");
 }
 
 Type gemm_input_type(const GemmProblem &problem) {

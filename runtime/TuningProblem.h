@@ -11,7 +11,15 @@
 
 namespace coalesce {
 
-/// out = epilogue(A B [+ bias]), A M x K, B K x N, row-major.
+/// How B is stored: K x N, read B(k, j); or N x K, read B(j, k), as
+/// PyTorch's nn.Linear keeps its weight (out = A B^T).
+enum class GemmBLayout { KN, NK };
+
+/// "kn" or "nk", as the tuning database and coalesce-aot's --b write it.
+const char *b_layout_name(GemmBLayout layout);
+
+/// out = epilogue(A B [+ bias]), A M x K, B K x N or N x K (b_layout), all
+/// row-major.
 struct GemmProblem {
   /// A's and B's precision and how they are multiplied: "f32" (FFMA),
   /// "tf32" (f32 data rounded to tf32 on tensor cores), "bf16" or "f16"
@@ -22,6 +30,8 @@ struct GemmProblem {
   /// bias_relu, bias_gelu, bias_gelu_tanh, bias_sigmoid, bias_silu.
   std::string epilogue = "bias_gelu";
   int64_t M = 0, N = 0, K = 0;
+  /// N x K runs on tensor cores only (validate refuses it with f32).
+  GemmBLayout b_layout = GemmBLayout::KN;
 
   /// "4096x4096x4096".
   std::string shape() const;
@@ -29,11 +39,12 @@ struct GemmProblem {
   /// exactly: each extent rounded to the nearest power of two (in log
   /// scale, halves up), "~4096x~4096x~4096"; 4000x4100x3000 is in it too.
   std::string shape_class() const;
-  /// "bf16->bf16 bias_gelu 4096x4096x4096", for messages.
+  /// "bf16->bf16 bias_gelu 4096x4096x4096", and " B nk" after it where B is
+  /// stored N x K, for messages.
   std::string str() const;
   bool tensor_cores() const { return dtype != "f32"; }
   /// Throws a UserError naming the field that is not one of the values above
-  /// (or a shape that is not positive).
+  /// (or a shape that is not positive, or B stored N x K with f32).
   void validate() const;
 };
 

@@ -446,4 +446,38 @@ TEST_CASE("--tuning-db: the recorded tiling, the default with a note, or a clear
   Result no_shape = aot("--emit=loops --tuning-db=db.json", dir.path);
   CHECK(no_shape.status == 1);
   CHECK(no_shape.contains("give --M, --N and --K"));
+
+  Result residual = aot(shape + "--residual --tuning-db=db.json", dir.path);
+  CHECK(residual.status == 1);
+  CHECK(residual.contains("leave out --residual"));
+}
+
+TEST_CASE("--tuning-db with --b=nk takes the entry recorded for B stored N x K, never one for K x N") {
+  TempDir dir;
+  const std::string entry = R"(
+ {"gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
+  "problem": {"dtype": "bf16", "out_dtype": "bf16", "epilogue": "bias_gelu", "M": 64, "N": 4096, "K": 4096, "b": "LAYOUT"},
+  "schedule": {"family": "warpgroup", "block_m": 64, "block_n": 64, "warp_m": 64, "warp_n": 64, "k_step": 64,
+               "double_buffered": true, "stages": STAGES, "a_padding": 0, "b_padding": 0, "min_blocks_per_sm": 2,
+               "block_group_rows": 0, "tma": true, "producer_warps": 0, "split_k": SPLIT,
+               "split_k_mode": "deterministic"},
+  "ms": 0.02})";
+  auto with = [&](std::string text, const std::string &layout, int stages, int split) {
+    text.replace(text.find("LAYOUT"), 6, layout);
+    text.replace(text.find("STAGES"), 6, std::to_string(stages));
+    text.replace(text.find("SPLIT"), 5, std::to_string(split));
+    return text;
+  };
+  write_file(dir / "db.json", R"({"format": "coalesce-tuning-db", "version": 1, "entries": [)" +
+                                  with(entry, "kn", 3, 1) + "," + with(entry, "nk", 5, 2) + "]}");
+  const std::string flags = "--dtype=bf16 --out-dtype=bf16 --M=64 --N=4096 --K=4096 --emit=loops --tuning-db=db.json ";
+  Result nk = aot(flags + "--b=nk", dir.path);
+  INFO(nk.err);
+  REQUIRE(nk.status == 0);
+  CHECK(nk.err.find("using the entry for 64x4096x4096") != std::string::npos);
+  CHECK(nk.out.find("kz") != std::string::npos); // the nk entry's split
+  Result kn = aot(flags + "--b=kn", dir.path);
+  REQUIRE(kn.status == 0);
+  CHECK(kn.out.find("kz") == std::string::npos); // the kn entry: unsplit
+  CHECK(nk.out != kn.out);
 }

@@ -355,3 +355,21 @@ TEST_CASE("tf32 on sm_90a: the warpgroup MMA's candidates, k step 32 through the
   CHECK(legal_warpgroup >= 2);
   MESSAGE(result.summary());
 }
+
+TEST_CASE("a decode step with B stored N x K: the space's candidates read W(j, k) and are legal") {
+  GemmProblem decode;
+  decode.dtype = decode.out_dtype = "bf16";
+  decode.M = 16;
+  decode.N = decode.K = 4096;
+  decode.b_layout = GemmBLayout::NK;
+  std::vector<GemmCandidate> list =
+      enumerate_candidates(decode, default_tuning_space(decode, "sm_90a"), default_gemm_candidate(decode, "sm_90a"));
+  FakeTimer fake;
+  AutotuneResult result = autotune_gemm(decode, spread_sample(list, 12), fake.steps(), options(0)); // legality only
+  CHECK(result.results[0].status == CandidateStatus::NotSampled); // the default is legal
+  CHECK(result.legal >= 6);
+  Pipeline pipeline(build_scheduled_gemm(decode, result.results[0].candidate));
+  // W's boxes start at the block's rows of N (bj), not at a K offset.
+  CHECK(pipeline.loop_nest().find("tensor_copy B[bj*64, ") != std::string::npos);
+  MESSAGE(result.summary());
+}

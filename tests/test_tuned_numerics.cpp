@@ -95,3 +95,34 @@ TEST_CASE("tuned tensor-core candidates, warp and warpgroup, compute the problem
   CAPTURE(group.str());
   CHECK(error_of(p, group) <= tuning_tolerance(p));
 }
+
+TEST_CASE("a tuned candidate for B stored N x K (nn.Linear's weight) computes A B^T") {
+  GemmProblem p = problem("bf16", "bias_gelu");
+  p.b_layout = GemmBLayout::NK;
+  GemmCandidate group = default_gemm_candidate(p, "sm_90a");
+  REQUIRE(group.family == GemmFamily::WarpgroupMma);
+  group.mma.block_m = group.mma.block_n = 64;
+  group.mma.warp_m = group.mma.warp_n = 64;
+  group.mma.stages = 3;
+  group.mma.split_k = 2;
+  CAPTURE(group.str());
+  Pipeline pipeline(build_scheduled_gemm(p, group));
+  GemmData data = make_data(M, N, K, 9, BFloat(16));
+  GemmData stored = data; // B N x K: the same values, transposed
+  stored.b = Buffer({N, K}, BFloat(16));
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j)
+      stored.b.set(j, k, data.b.at(k, j));
+  Buffer out({M, N}, BFloat(16));
+  out.poison();
+  pipeline.realize_on_cpu(gemm_arguments(stored, M, N, K, Epilogue::BiasGelu), out);
+  Buffer wide({M, N});
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      wide(i, j) = out.at(i, j);
+  CHECK(relative_error(wide, reference(data, M, N, K, Epilogue::BiasGelu)) <= tuning_tolerance(p));
+  // Read as K x N, the same values give another result: the layout is read.
+  GemmProblem kn = p;
+  kn.b_layout = GemmBLayout::KN;
+  CHECK(pipeline.loop_nest() != Pipeline(build_scheduled_gemm(kn, group)).loop_nest());
+}

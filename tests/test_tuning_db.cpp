@@ -167,6 +167,62 @@ TEST_CASE("merging replaces the same problem's entry and keeps every other") {
   CHECK(TuningDatabase::load_or_empty(dir / "absent.json").records().empty());
 }
 
+TEST_CASE("B's layout is part of the key: an N x K entry answers only N x K problems, and files without it read as K x N") {
+  TempDir dir;
+  TuningRecord kn = wgmma_record();
+  TuningRecord nk = wgmma_record();
+  nk.problem.b_layout = GemmBLayout::NK;
+  nk.schedule.mma.stages = 6;
+  nk.ms = 0.5;
+  TuningDatabase db;
+  db.merge(kn);
+  db.merge(nk);
+  REQUIRE(db.records().size() == 2); // two keys, not one replaced
+  db.save(dir / "db.json");
+  std::string text = read_file(dir / "db.json");
+  CHECK(text.find("\"b\": \"nk\"") != std::string::npos);
+  CHECK(text.find("\"b\": \"kn\"") != std::string::npos);
+
+  TuningDatabase back = TuningDatabase::load(dir / "db.json");
+  std::optional<TuningMatch> found_nk = back.find(nk.problem, "sm_90a", "NVIDIA H200");
+  REQUIRE(found_nk.has_value());
+  CHECK(found_nk->record->problem.b_layout == GemmBLayout::NK);
+  CHECK(found_nk->record->schedule.mma.stages == 6);
+  std::optional<TuningMatch> found_kn = back.find(kn.problem, "sm_90a", "NVIDIA H200");
+  REQUIRE(found_kn.has_value());
+  CHECK(found_kn->record->problem.b_layout == GemmBLayout::KN);
+  // The nearest of the class stays within the layout.
+  TuningDatabase only_nk;
+  only_nk.merge(nk);
+  GemmProblem near_kn = kn.problem;
+  near_kn.M = 4000;
+  CHECK_FALSE(only_nk.find(near_kn, "sm_90a").has_value());
+  GemmProblem near_nk = nk.problem;
+  near_nk.M = 4000;
+  CHECK(only_nk.find(near_nk, "sm_90a").has_value());
+
+  // An older file without "b": K x N. A value other than kn or nk: an error naming it.
+  std::string older = text;
+  for (size_t at; (at = older.find("\"b\": \"kn\",")) != std::string::npos;)
+    older.erase(at, std::string("\"b\": \"kn\",").size());
+  write_file(dir / "older.json", older);
+  TuningDatabase old = TuningDatabase::load(dir / "older.json");
+  REQUIRE(old.records().size() == 2);
+  CHECK(old.find(kn.problem, "sm_90a").has_value());
+  std::string bad = text;
+  bad.replace(bad.find("\"b\": \"nk\""), std::string("\"b\": \"nk\"").size(), "\"b\": \"mn\"");
+  write_file(dir / "bad.json", bad);
+  std::string message = error_of([&] { TuningDatabase::load(dir / "bad.json"); });
+  CHECK(message.find("expected \"kn\" or \"nk\"") != std::string::npos);
+  CHECK(message.find("b") != std::string::npos);
+
+  // f32 runs on FFMA, whose schedules take B stored K x N.
+  GemmProblem f32_nk = problem("f32", 64, 64, 64);
+  f32_nk.b_layout = GemmBLayout::NK;
+  CHECK(error_of([&] { f32_nk.validate(); }).find("B stored N x K (b nk) runs on tensor cores") != std::string::npos);
+  CHECK(nk.problem.str() == "bf16->bf16 bias_gelu 4096x4096x4096 B nk");
+}
+
 TEST_CASE("runs that merge into one database at the same time keep each other's entries") {
   TempDir dir;
   const std::string path = dir / "db.json";

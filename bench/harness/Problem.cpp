@@ -81,7 +81,8 @@ void parallel_for(size_t n, const std::function<void(size_t, size_t, int)> &body
 }
 
 Problem::Problem(Precision p, const Shape &s)
-    : p_(p), s_(s), A_({s.M, s.K}, input_type(p)), B_({s.K, s.N}, input_type(p)), bias_({s.N}) {
+    : p_(p), s_(s), A_({s.M, s.K}, input_type(p)),
+      B_(s.b_nk ? std::vector<int>{s.N, s.K} : std::vector<int>{s.K, s.N}, input_type(p)), bias_({s.N}) {
   // Uniform in [-1, 1), exact in the input type; the bias on the grid that
   // f32, bf16 and f16 all hold exactly, so cuBLASLt's output-typed bias and
   // our f32 bias are the same numbers.
@@ -130,7 +131,8 @@ const std::vector<float> &Problem::reference() {
   have_ref_ = true;
   gpu::DeviceBuffer ref_dev(size_t(s_.M) * s_.N * sizeof(float));
   ref_dev.fill_bytes(0xFF);
-  reference::gemm(p_, s_.M, s_.N, s_.K, A_dev.as<void>(), B_dev.as<void>(), ref_dev.as<void>(), /*f32_output=*/true);
+  reference::gemm(p_, s_.M, s_.N, s_.K, A_dev.as<void>(), B_dev.as<void>(), ref_dev.as<void>(), /*f32_output=*/true,
+                  s_.b_nk);
   gpu::synchronize();
   ref_.resize(size_t(s_.M) * s_.N);
   ref_dev.download(ref_);
@@ -141,10 +143,12 @@ const std::vector<float> &Problem::reference() {
     rows.push_back(static_cast<int>(int64_t(r) * (s_.M - 1) / (kSampledRows - 1)));
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  // B as K x N, whichever way it is stored.
   std::vector<float> b(B_.size());
-  parallel_for(b.size(), [&](size_t begin, size_t end, int) {
-    for (size_t n = begin; n < end; ++n)
-      b[n] = input(B_, n);
+  parallel_for(size_t(s_.K), [&](size_t begin, size_t end, int) {
+    for (size_t k = begin; k < end; ++k)
+      for (int j = 0; j < s_.N; ++j)
+        b[k * s_.N + j] = input(B_, s_.b_nk ? size_t(j) * s_.K + k : k * s_.N + j);
   });
   std::vector<double> expected(rows.size() * s_.N, 0.0);
   parallel_for(rows.size(), [&](size_t begin, size_t end, int) {
@@ -201,7 +205,7 @@ Check Problem::check_small_k(int K) const {
   Check c = compare(out_.data(), s_.M, N, [&](size_t i, int j) {
     double sum = 0;
     for (int k = 0; k < K; ++k)
-      sum += double(input(A_, i * K + k)) * input(B_, size_t(k) * N + j);
+      sum += double(input(A_, i * K + k)) * input(B_, s_.b_nk ? size_t(j) * K + k : size_t(k) * N + j);
     return gelu_erf(sum + bias_.get(size_t(j)));
   });
   c.tolerance = tolerance(p_, Comparison::OursVsDouble);

@@ -21,8 +21,18 @@ namespace coalesce::bench {
 
 struct Shape {
   int M, N, K;
-  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+  /// B stored N x K (nn.Linear's weight: out = A B^T), on every variant.
+  bool b_nk = false;
+  /// "MxNxK", with "_nk" for B stored N x K.
+  std::string name() const {
+    return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + (b_nk ? "_nk" : "");
+  }
   double flops() const { return 2.0 * M * N * K; }
+  /// The bytes every variant must move at least: A, B and the bias read,
+  /// the output written once.
+  double bytes(int input_bytes, int output_bytes) const {
+    return double(input_bytes) * (double(M) * K + double(N) * K) + double(output_bytes) * M * N + 4.0 * N;
+  }
 };
 
 /// What a variant computes from s = (A * B)(i, j) + bias(j).
@@ -60,7 +70,7 @@ public:
   /// The last output against the reference for `f` (every element).
   Check check_against_reference(Function f, Comparison c);
   /// The last output, from a run at a small K that reads the leading
-  /// elements of A and B as M x K and K x N, against gelu(A B + bias) in
+  /// elements of A and B as M x K and K x N (N x K for B stored so), against gelu(A B + bias) in
   /// double (tf32 inputs rounded as the instruction rounds them).
   Check check_small_k(int K) const;
   /// Empty, or why the cuBLAS reference itself failed its double check.

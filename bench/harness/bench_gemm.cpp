@@ -51,7 +51,12 @@
 //   precisions: comma-separated fp32, tf32, bf16, f16, or all (default)
 //   shapes: comma-separated, each MxNxK or an alias: 1024, 2048, 4096, 8192
 //   (cubes), ragged (4093x4091x4097), llama (8192x11008x4096), m16
-//   (16x4096x4096), m64 (64x11008x4096), all (default)
+//   (16x4096x4096), m64 (64x11008x4096), all (default), heldout, decode (M in
+//   1, 8, 16, 32, 64 against nn.Linear weights of 4096 x 4096, 11008 x 4096
+//   and 8192 x 8192, B stored N x K); the suffix _nk on any of them stores B
+//   N x K (out = A B^T: cuBLAS with its transposed operand, ours reading
+//   B(j, k)). Counters include GBps: the bytes A, B, the bias and the output
+//   must move, over the median time.
 //   e.g. --precisions=bf16 --shapes=4096 --benchmark_out=bench.json --benchmark_out_format=json
 // Without a GPU it says why and exits 0 (CI builds and runs it there).
 
@@ -112,6 +117,17 @@ const std::vector<std::pair<std::string, Shape>> kShapes = {
     // Deep reductions on few output tiles: the default splits K across blocks.
     {"k16k", {128, 4096, 16384}},   {"k32k", {512, 512, 32768}},     {"k64k", {256, 256, 65536}},
 };
+
+// A decode step's GEMMs (--shapes=decode, not in `all`): a few rows of
+// activations against an nn.Linear weight stored N x K, memory-bound (the
+// weight is read once); Llama-style projections.
+const std::vector<Shape> kDecodeShapes = [] {
+  std::vector<Shape> shapes;
+  for (auto [N, K] : {std::pair{4096, 4096}, std::pair{11008, 4096}, std::pair{8192, 8192}})
+    for (int M : {1, 8, 16, 32, 64})
+      shapes.push_back({M, N, K, true});
+  return shapes;
+}();
 
 // Ten shapes no default was tuned on (--shapes=heldout, not in `all`):
 // LLM projections (Llama-3 8B's MLP up and down, a fused QKV, a grouped-
@@ -242,6 +258,7 @@ GemmProblem tuning_problem(Epilogue epilogue, Precision p, const Shape &s) {
   problem.M = s.M;
   problem.N = s.N;
   problem.K = s.K;
+  problem.b_layout = s.b_nk ? GemmBLayout::NK : GemmBLayout::KN;
   return problem;
 }
 
@@ -294,13 +311,15 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
     tiling = ffma->str();
   }
-  const std::string key =
-      std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) + "/" + tiling;
+  const std::string key = std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) +
+                          (s.b_nk ? "/nk/" : "/") + tiling;
   std::unique_ptr<CompiledKernel> &kernel = (*cache)[key];
   if (kernel)
     return *kernel;
   auto k = std::make_unique<CompiledKernel>(
-      CompiledKernel{examples::make_gemm(epilogue, input_type(p), output_type(p)), nullptr, nullptr, tiling, 0, {}});
+      CompiledKernel{examples::make_gemm(epilogue, input_type(p), output_type(p),
+                                         s.b_nk ? examples::BLayout::NK : examples::BLayout::KN),
+                     nullptr, nullptr, tiling, 0, {}});
   examples::Gemm &g = k->gemm;
   if (tuned)
     apply_gemm_candidate(tuning_problem(epilogue, p, s), *tuned, g.out, g.acc, g.A, g.B, g.i, g.j, g.k);
@@ -348,13 +367,13 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
     std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
     switch (v) {
     case Variant::CublasGemm:
-      run = [=] { reference::gemm(p, s.M, s.N, s.K, A, B, out); };
+      run = [=] { reference::gemm(p, s.M, s.N, s.K, A, B, out, /*f32_output=*/false, s.b_nk); };
       break;
     case Variant::CublasChain:
-      run = [=] { reference::chain(p, s.M, s.N, s.K, A, B, bias, tmp, out); };
+      run = [=] { reference::chain(p, s.M, s.N, s.K, A, B, bias, tmp, out, s.b_nk); };
       break;
     case Variant::CublasLt:
-      run = [=] { reference::lt_gelu_bias(p, s.M, s.N, s.K, A, B, bias_out, out); };
+      run = [=] { reference::lt_gelu_bias(p, s.M, s.N, s.K, A, B, bias_out, out, s.b_nk); };
       break;
     case Variant::CoalesceGemm:
     case Variant::CoalesceFused:
@@ -406,6 +425,7 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
     state.counters["min_ms"] = t.min;
     state.counters["max_ms"] = t.max;
     state.counters["TFLOPs"] = s.flops() / (t.median * 1e-3) / 1e12;
+    state.counters["GBps"] = s.bytes(reference::input_bytes(p), reference::output_bytes(p)) / (t.median * 1e-3) / 1e9;
     state.counters["timed_runs"] = t.timed_runs;
     state.counters["warmup_runs"] = t.warmup_runs;
     state.counters["rel_error"] = c.relative_error;
@@ -450,14 +470,34 @@ void run_benchmark(benchmark::State &state, Precision p, Shape s, Variant v) {
                "  precisions: comma-separated fp32, tf32, bf16, f16, or all\n"
                "  shapes: comma-separated MxNxK or aliases 1024, 2048, 4096, 8192, ragged, llama, m16, m64, k16k,\n"
                "          k32k, k64k, splitk (m16, m64, k16k, k32k, k64k), all, heldout (ten more shapes, not in\n"
-               "          all: LLM projections, squares, ragged)\n",
+               "          all: LLM projections, squares, ragged), decode (M of 1 to 64 against nn.Linear weights,\n"
+               "          B stored N x K); any of them with the suffix _nk: B stored N x K\n",
                message.c_str());
   std::exit(2);
 }
 
 std::vector<Shape> parse_shapes(const std::string &list) {
   std::vector<Shape> shapes;
-  for (const std::string &item : split_list(list)) {
+  for (std::string item : split_list(list)) {
+    // "_nk": the item's shapes with B stored N x K.
+    const size_t first = shapes.size();
+    const bool b_nk = item.size() > 3 && item.compare(item.size() - 3, 3, "_nk") == 0;
+    if (b_nk)
+      item.resize(item.size() - 3);
+    struct MarkNk {
+      std::vector<Shape> &shapes;
+      size_t first;
+      bool b_nk;
+      ~MarkNk() {
+        for (size_t n = first; n < shapes.size(); ++n)
+          shapes[n].b_nk = shapes[n].b_nk || b_nk;
+      }
+    } mark{shapes, first, b_nk};
+    if (item == "decode") {
+      for (const Shape &s : kDecodeShapes)
+        shapes.push_back(s);
+      continue;
+    }
     if (item == "all") {
       for (const auto &named : kShapes)
         shapes.push_back(named.second);

@@ -85,7 +85,7 @@ struct State {
   cublasLtHandle_t lt = nullptr;
   void *workspace = nullptr;
   std::mutex mutex; // guards plans
-  std::map<std::tuple<Precision, int, int, int, uint32_t, uint32_t, uint32_t, uint32_t>, LtPlan> plans;
+  std::map<std::tuple<Precision, int, int, int, uint32_t, uint32_t, uint32_t, uint32_t, bool>, LtPlan> plans;
 
   State() {
     check(cublasCreate(&blas), "cublasCreate");
@@ -102,14 +102,16 @@ State &state() {
   return *s;
 }
 
-/// Builds the plan for D(N x M, col-major) = gelu(B^T(N x K) A^T(K x M) + bias).
+/// Builds the plan for D(N x M, col-major) = gelu(B^T(N x K) A^T(K x M) + bias);
+/// with b_nk, B is stored N x K (col-major K x N, transposed by cuBLASLt).
 LtPlan make_plan(State &s, Precision precision, int M, int N, int K, const void *A, const void *B, const void *bias,
-                 void *out) {
+                 void *out, bool b_nk) {
   LtPlan p;
   // Scale type f32 (alpha and beta are floats) for every precision.
   check(cublasLtMatmulDescCreate(&p.desc, compute_type(precision), CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t no_trans = CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no_trans, sizeof no_trans),
+  const cublasOperation_t trans_b = b_nk ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_b, sizeof trans_b),
         "cublasLtMatmulDescSetAttribute(TRANSA)");
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
@@ -125,7 +127,10 @@ LtPlan make_plan(State &s, Precision precision, int M, int N, int K, const void 
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type),
         "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
   const cudaDataType_t in = input_type(precision), outt = output_type(precision);
-  check(cublasLtMatrixLayoutCreate(&p.a, in, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
+  if (b_nk)
+    check(cublasLtMatrixLayoutCreate(&p.a, in, K, N, K), "cublasLtMatrixLayoutCreate(B, N x K)");
+  else
+    check(cublasLtMatrixLayoutCreate(&p.a, in, N, K, N), "cublasLtMatrixLayoutCreate(B^T)");
   check(cublasLtMatrixLayoutCreate(&p.b, in, K, M, K), "cublasLtMatrixLayoutCreate(A^T)");
   check(cublasLtMatrixLayoutCreate(&p.d, outt, N, M, N), "cublasLtMatrixLayoutCreate(out^T)");
 
@@ -188,17 +193,22 @@ void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const flo
   lt_gelu_bias(Precision::FP32, M, N, K, A, B, bias, out);
 }
 
-void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output) {
+void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output, bool b_nk) {
   check_args("gemm", M, N, K, {A, B, C});
-  if (p == Precision::FP32) {
-    sgemm(M, N, K, static_cast<const float *>(A), static_cast<const float *>(B), static_cast<float *>(C));
-    return;
-  }
   State &s = state();
   const float alpha = 1.0f, beta = 0.0f;
+  // Column-major C^T(N x M) = B^T(N x K) * A^T(K x M), as in sgemm; B stored
+  // N x K is a column-major K x N matrix, transposed.
+  const cublasOperation_t op_b = b_nk ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = b_nk ? K : N;
+  if (p == Precision::FP32) {
+    check(cublasSgemm(s.blas, op_b, CUBLAS_OP_N, N, M, K, &alpha, static_cast<const float *>(B), ldb,
+                      static_cast<const float *>(A), K, &beta, static_cast<float *>(C), N),
+          "cublasSgemm");
+    return;
+  }
   const cudaDataType_t in = input_type(p), out = f32_output ? CUDA_R_32F : output_type(p);
-  // Column-major C^T(N x M) = B^T(N x K) * A^T(K x M), as in sgemm.
-  check(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, B, in, N, A, in, K, &beta, C, out, N,
+  check(cublasGemmEx(s.blas, op_b, CUBLAS_OP_N, N, M, K, &alpha, B, in, ldb, A, in, K, &beta, C, out, N,
                      compute_type(p), CUBLAS_GEMM_DEFAULT),
         p == Precision::TF32 ? "cublasGemmEx (tf32)" : p == Precision::BF16 ? "cublasGemmEx (bf16)" : "cublasGemmEx (f16)");
 }
@@ -220,22 +230,22 @@ void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void
 }
 
 void chain(Precision p, int M, int N, int K, const void *A, const void *B, const float *bias, void *C_tmp,
-           void *out) {
+           void *out, bool b_nk) {
   check_args("chain", M, N, K, {A, B, bias, C_tmp, out});
-  gemm(p, M, N, K, A, B, C_tmp);
+  gemm(p, M, N, K, A, B, C_tmp, /*f32_output=*/false, b_nk);
   bias_gelu(p, M, N, C_tmp, bias, out);
 }
 
 void lt_gelu_bias(Precision precision, int M, int N, int K, const void *A, const void *B, const void *bias,
-                  void *out) {
+                  void *out, bool b_nk) {
   check_args("lt_gelu_bias", M, N, K, {A, B, bias, out});
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const auto key =
-      std::make_tuple(precision, M, N, K, alignment(A), alignment(B), alignment(bias), alignment(out));
+      std::make_tuple(precision, M, N, K, alignment(A), alignment(B), alignment(bias), alignment(out), b_nk);
   auto it = s.plans.find(key);
   if (it == s.plans.end())
-    it = s.plans.emplace(key, make_plan(s, precision, M, N, K, A, B, bias, out)).first;
+    it = s.plans.emplace(key, make_plan(s, precision, M, N, K, A, B, bias, out, b_nk)).first;
   const LtPlan &p = it->second;
   check(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");

@@ -73,7 +73,10 @@ void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const flo
 /// when `f32_output` (the accurate reference for a bf16/f16 result: one f32
 /// accumulation, no rounding to 16 bits). FP32 is cublasSgemm (true FP32);
 /// the others cublasGemmEx with CUBLAS_COMPUTE_32F (FAST_TF32 for TF32).
-void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output = false);
+/// With `b_nk`, B is stored N x K (row-major W[N][K], nn.Linear's weight) and
+/// C = A * B^T (cuBLAS's transposed operand), in this and the functions below.
+void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output = false,
+          bool b_nk = false);
 
 /// out[i][j] = gelu(C[i][j] + bias[j]), C and out in p's output type, the
 /// arithmetic in f32 (exact erf GELU), rounded once to the output type.
@@ -82,13 +85,14 @@ void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void
 /// The unfused chain in p's types: gemm into C_tmp (output type), then
 /// bias_gelu into out. C_tmp holds M x N output elements; out may equal C_tmp.
 void chain(Precision p, int M, int N, int K, const void *A, const void *B, const float *bias, void *C_tmp,
-           void *out);
+           void *out, bool b_nk = false);
 
 /// out = gelu(A * B + bias) in one cuBLASLt matmul (GELU_BIAS, tanh GELU as
 /// above) in p's types. `bias` has N elements of p's OUTPUT type: cuBLASLt's
 /// bias type defaults to D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), and
 /// this sets it so explicitly. Throws UserError when cuBLASLt has no
 /// algorithm for the problem (message starts "cuBLASLt has no").
-void lt_gelu_bias(Precision p, int M, int N, int K, const void *A, const void *B, const void *bias, void *out);
+void lt_gelu_bias(Precision p, int M, int N, int K, const void *A, const void *B, const void *bias, void *out,
+                  bool b_nk = false);
 
 } // namespace coalesce::reference

@@ -33,9 +33,6 @@ namespace {
 
 enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Silu };
 
-/// How B is stored: K x N (B(k, j)), or N x K (W(j, k), nn.Linear's weight).
-enum class BLayout { KN, NK };
-
 /// The element types a buffer of the generated launcher can have.
 const std::vector<std::pair<std::string, Type>> kElementTypes = {
     {"f32", Float(32)}, {"bf16", BFloat(16)}, {"f16", Float(16)}};
@@ -80,10 +77,10 @@ public:
   GeneratorParam<bool> residual{this, "residual", false,
                                 "add residual[i][j] (M x N, of the output's type) after the activation: "
                                 "out = activation(A B + bias) + residual"};
-  EnumParam<BLayout> b_layout{this,
+  EnumParam<GemmBLayout> b_layout{this,
                               "b",
-                              BLayout::KN,
-                              {{"kn", BLayout::KN}, {"nk", BLayout::NK}},
+                              GemmBLayout::KN,
+                              {{"kn", GemmBLayout::KN}, {"nk", GemmBLayout::NK}},
                               "how B is stored: kn (K x N, B[k][n]) or nk (N x K, W[n][k], as PyTorch's "
                               "nn.Linear keeps its weight: out = A W^T); nk on tensor cores (tf32, bf16, f16)"};
   EnumParam<Activation> activation{
@@ -268,9 +265,9 @@ public:
     if (!bias && activation != Activation::None)
       user_error("--tuning-db and --autotune cover the epilogues none, bias, and bias with an activation; "
                  "--bias=false with --activation=", activation.value_text(), " is not one of them");
-    if (residual || b_layout != BLayout::KN)
-      user_error("--tuning-db and --autotune cover B stored K x N without a residual; leave out ",
-                 residual ? "--residual" : "--b=nk", ", or set the tiling by hand");
+    if (residual)
+      user_error("--tuning-db and --autotune cover epilogues without a residual; leave out --residual, or set the "
+                 "tiling by hand");
     GemmProblem problem;
     problem.dtype = dtype.value_text();
     problem.out_dtype = out_dtype.value_text();
@@ -278,6 +275,7 @@ public:
     problem.M = M.value();
     problem.N = N.value();
     problem.K = K.value();
+    problem.b_layout = b_layout;
     return problem;
   }
 
@@ -322,7 +320,7 @@ public:
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
     // B stored N x K runs on the tensor-core paths, which the GPU check
     // covers with it; the FFMA schedules have not been checked on a GPU so.
-    const bool b_nk = b_layout == BLayout::NK;
+    const bool b_nk = b_layout == GemmBLayout::NK;
     if (b_nk && dtype == InputType::F32)
       user_error("--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16; the f32 (FFMA) "
                  "schedules take B stored K x N");
