@@ -1,6 +1,7 @@
 #include "codegen/PtxAssembler.h"
 
 #include "codegen/Symbols.h"
+#include "codegen/TempFile.h"
 #include "dsl/Error.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -25,32 +26,17 @@ std::string cuda_toolkit_path(const std::string &relative) {
   return std::string(root && *root ? root : COALESCE_CUDA_ROOT) + "/" + relative;
 }
 
-namespace {
-
-/// The toolkit's ptxas if there is one, else the first on PATH, else "".
-std::string find_ptxas() {
-  std::string bundled = cuda_toolkit_path("bin/ptxas");
+std::string find_cuda_tool(const std::string &name) {
+  std::string bundled = cuda_toolkit_path("bin/" + name);
   if (llvm::sys::fs::can_execute(bundled))
     return bundled;
-  llvm::ErrorOr<std::string> on_path = llvm::sys::findProgramByName("ptxas");
+  llvm::ErrorOr<std::string> on_path = llvm::sys::findProgramByName(name);
   return on_path ? *on_path : std::string();
 }
 
-/// A temporary file, deleted when this goes out of scope.
-struct TempFile {
-  explicit TempFile(const char *suffix) {
-    if (std::error_code error = llvm::sys::fs::createTemporaryFile("coalesce", suffix, path))
-      user_error("cannot create a temporary file for ptxas: ", error.message());
-    remover.setFile(path);
-  }
-  llvm::SmallString<128> path;
-  llvm::FileRemover remover;
-};
+namespace {
 
-std::string read_file(const llvm::SmallString<128> &path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
+std::string find_ptxas() { return find_cuda_tool("ptxas"); }
 
 int to_int(const std::ssub_match &match) { return std::stoi(match.str()); }
 
@@ -115,13 +101,13 @@ std::vector<KernelResources> parse_ptxas_log(const std::string &log) {
 
 bool ptxas_available() { return !find_ptxas().empty(); }
 
-PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target) {
+PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target, const std::vector<std::string> &extra_flags) {
   std::string ptxas = find_ptxas();
   if (ptxas.empty())
     user_error("ptxas not found: looked for ", cuda_toolkit_path("bin/ptxas"),
                " and on PATH; set COALESCE_CUDA_ROOT to the CUDA toolkit");
 
-  TempFile input("ptx"), output("cubin"), log("log");
+  TempFile input("ptx", "ptxas"), output("cubin", "ptxas"), log("log", "ptxas");
   {
     std::error_code error;
     llvm::raw_fd_ostream out(input.path, error);
@@ -131,7 +117,9 @@ PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target) {
   }
 
   std::string arch = "-arch=" + target.sm();
-  llvm::StringRef args[] = {ptxas, arch, "-v", input.path, "-o", output.path};
+  std::vector<llvm::StringRef> args = {ptxas, arch, "-v"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  args.insert(args.end(), {input.path, "-o", output.path});
   // ptxas writes its report and its errors to stderr; keep both, in order.
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log.path),
                                                 llvm::StringRef(log.path)};
@@ -139,13 +127,13 @@ PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target) {
   int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &launch_error);
 
   PtxasResult result;
-  result.log = read_file(log.path);
+  result.log = read_temp_file(log.path);
   if (status < 0)
     user_error("cannot run ", ptxas, ": ", launch_error);
   if (status != 0)
     user_error("ptxas rejected the PTX for ", target.sm(), " (exit status ", status, "):\n",
                result.log);
-  result.cubin = read_file(output.path);
+  result.cubin = read_temp_file(output.path);
   result.kernels = parse_ptxas_log(result.log);
   return result;
 }

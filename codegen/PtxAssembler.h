@@ -43,10 +43,12 @@ struct PtxasResult {
 /// performance-loss reports are failures.
 bool ptx_has_warpgroup_mma(const std::string &ptx);
 
-/// Assembles `ptx` with `ptxas -arch=<target.sm()> -v`. An assembler error
-/// (bad PTX, wrong target) is a UserError carrying ptxas's message; a
-/// missing ptxas is a UserError saying where it was looked for.
-PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target);
+/// Assembles `ptx` with `ptxas -arch=<target.sm()> -v` (and `extra_flags`,
+/// e.g. -lineinfo). An assembler error (bad PTX, wrong target) is a
+/// UserError carrying ptxas's message; a missing ptxas is a UserError
+/// saying where it was looked for.
+PtxasResult assemble_ptx(const std::string &ptx, const GpuTarget &target,
+                         const std::vector<std::string> &extra_flags = {});
 
 /// Parses the resource lines of a `ptxas -v` log.
 std::vector<KernelResources> parse_ptxas_log(const std::string &log);
@@ -57,5 +59,9 @@ bool ptxas_available();
 /// A path inside the CUDA toolkit: under $COALESCE_CUDA_ROOT if set, else
 /// under the root the build was configured with (e.g. /usr/local/cuda).
 std::string cuda_toolkit_path(const std::string &relative);
+
+/// A CUDA tool ("ptxas", "nvdisasm"): the toolkit's (cuda_toolkit_path)
+/// if it is there, else the first on PATH, else "".
+std::string find_cuda_tool(const std::string &name);
 
 } // namespace coalesce

@@ -9,6 +9,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuExecutable.h"
 #include "runtime/StagePage.h"
+#include "runtime/StageTexts.h"
 #include "scheduler/Lower.h"
 
 #include <chrono>
@@ -190,16 +191,8 @@ GpuTarget target_for_current_device() {
 }
 
 std::string Pipeline::stage_page(const GpuTarget &target) {
-  StageTexts texts;
-  texts.title = "Coalesce: " + output_.name() + " for " + target.sm();
-  texts.loop_nest = loop_nest();
-  texts.llvm_ir = gpu_llvm_ir(target);
-  texts.ptx = compile_to_annotated_ptx(gpu_program(), target);
-  texts.ptxas_report = ptxas_available()
-                           ? assemble(target).log
-                           : "no report: ptxas was not found (" + cuda_toolkit_path("bin/ptxas") +
-                                 ", or on PATH; set COALESCE_CUDA_ROOT to the CUDA toolkit)";
-  return stage_page_html(texts);
+  return stage_page_html(gather_stage_texts("Coalesce: " + output_.name() + " for " + target.sm(), gpu_program(),
+                                            loop_nest(), algorithm_text(output_), "", target));
 }
 
 void Pipeline::write_stage_page(const std::string &path, const GpuTarget &target) {

@@ -39,8 +39,8 @@ bool in_group(const std::string &block, const std::string &group) {
 
 struct LoopLine {
   size_t line;
-  std::string name, kind, dim; // kind: serial, unrolled, gpu_block, ...; dim: x, y, z or ""
-  std::vector<size_t> ir, ptx; // linked lines
+  std::string name, kind, dim;       // kind: serial, unrolled, gpu_block, ...; dim: x, y, z or ""
+  std::vector<size_t> ir, ptx, sass; // linked lines
   std::string note;
 };
 
@@ -97,7 +97,7 @@ std::vector<LoopLine> link_loops(const std::vector<std::string> &nest, const Lis
   std::smatch match;
   for (size_t l = 0; l < nest.size(); ++l)
     if (std::regex_search(nest[l], match, loop_header))
-      loops.push_back({l, match[1], match[2], match[3], {}, {}, {}});
+      loops.push_back({l, match[1], match[2], match[3], {}, {}, {}, {}});
 
   // The IR's loops of each name, in program order: `ko.loop`, `ko.loop14`.
   std::map<std::string, std::vector<std::string>> ir_loops;
@@ -135,6 +135,34 @@ std::vector<LoopLine> link_loops(const std::vector<std::string> &nest, const Lis
   return loops;
 }
 
+/// The SASS lines that came from the PTX `lines` (0-based): a label line
+/// stands for its block, up to the next label.
+std::vector<size_t> sass_of(const std::vector<size_t> &lines, const Listing &ptx, const SassListing &sass) {
+  std::vector<bool> wanted(ptx.lines.size() + 1, false); // by PTX line from 1
+  for (size_t line : lines) {
+    size_t end = line + 1;
+    for (const auto &[label, block] : ptx.blocks)
+      if (label == line) {
+        end = ptx.lines.size();
+        for (const auto &[next, other] : ptx.blocks)
+          if (next > line) {
+            end = next;
+            break;
+          }
+        break;
+      }
+    for (size_t l = line; l < end; ++l)
+      wanted[l + 1] = true;
+  }
+  std::vector<size_t> found;
+  for (size_t s = 0; s < sass.lines.size(); ++s) {
+    int from = sass.ptx_line[s];
+    if (from > 0 && static_cast<size_t>(from) < wanted.size() && wanted[static_cast<size_t>(from)])
+      found.push_back(s);
+  }
+  return found;
+}
+
 std::string ids(const std::string &prefix, const std::vector<size_t> &lines) {
   std::string text;
   for (size_t line : lines)
@@ -153,11 +181,17 @@ const char *kStyle = R"(
 body { font-family: sans-serif; margin: 0.5em; background: #fafafa; }
 h1 { font-size: 1.2em; margin: 0.2em 0; } h2 { font-size: 1em; margin: 0.2em 0; }
 #summary { margin: 0.2em 0 0.5em; color: #333; }
-.panes { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.5em; }
+.panes { display: grid; grid-template-columns: repeat(4, minmax(0, 1fr)); gap: 0.5em; }
+#source { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 0.5em; margin-bottom: 0.5em; }
+#source pre { height: auto; max-height: 25vh; }
+table.facts { border-collapse: collapse; font-size: 12px; }
+table.facts td { border: 1px solid #ddd; padding: 1px 6px; vertical-align: top; }
+table.facts td:first-child { color: #555; white-space: nowrap; }
 section pre { position: relative; height: 70vh; overflow: auto; background: #fff; border: 1px solid #ccc; margin: 0;
               font-size: 11px; line-height: 1.35; padding: 0.3em; }
 #ptxas pre { height: auto; max-height: 20vh; }
-.line { display: block; white-space: pre; min-height: 1.35em; }
+/* Long lines (a wgmma's 128 registers) wrap inside their pane. */
+.line { display: block; white-space: pre-wrap; overflow-wrap: anywhere; min-height: 1.35em; }
 .loop { cursor: pointer; color: #0645ad; }
 .loop .links { font-size: 10px; margin-left: 1em; }
 .loop .note { color: #777; font-size: 10px; margin-left: 1em; }
@@ -166,14 +200,14 @@ section pre { position: relative; height: 70vh; overflow: auto; background: #fff
 
 const char *kScript = R"(
 const loops = document.querySelectorAll('#nest .loop');
-let toIr = 0, toPtx = 0;
+let toIr = 0, toPtx = 0, toSass = 0;
 function targets(loop, key) {
   return (loop.dataset[key] || '').split(' ').filter(id => id && document.getElementById(id));
 }
 function select(loop) {
   document.querySelectorAll('.selected').forEach(e => e.classList.remove('selected'));
   loop.classList.add('selected');
-  for (const key of ['ir', 'ptx']) {
+  for (const key of ['ir', 'ptx', 'sass']) {
     const found = targets(loop, key);
     found.forEach(id => document.getElementById(id).classList.add('selected'));
     if (!found.length) continue;
@@ -183,18 +217,24 @@ function select(loop) {
   }
 }
 for (const loop of loops) {
-  const ir = targets(loop, 'ir'), ptx = targets(loop, 'ptx');
+  const ir = targets(loop, 'ir'), ptx = targets(loop, 'ptx'), sass = targets(loop, 'sass');
   if (ir.length) ++toIr;
   if (ptx.length) ++toPtx;
-  loop.dataset.linked = ir.length + ptx.length;
+  if (sass.length) ++toSass;
+  loop.dataset.linked = ir.length + ptx.length + sass.length;
   loop.addEventListener('click', () => select(loop));
 }
 // page.html#nest-25 opens with loop line 25 selected (links, screenshots).
 const start = location.hash && document.getElementById(location.hash.slice(1));
-if (start && start.classList.contains('loop')) select(start);
+if (start && start.classList.contains('loop')) {
+  select(start);
+  // The browser scrolls the page to the anchor after this script: back to
+  // the top, where the panes show the selection.
+  window.addEventListener('load', () => setTimeout(() => window.scrollTo(0, 0), 0));
+}
 document.getElementById('summary').textContent =
   loops.length + ' loops; ' + toIr + ' linked to LLVM IR, ' + toPtx +
-  ' to PTX. Click a loop to mark the code it became.';
+  ' to PTX, ' + toSass + ' to SASS. Click a loop to mark the code it became.';
 )";
 
 } // namespace
@@ -203,12 +243,22 @@ std::string stage_page_html(const StageTexts &texts) {
   std::vector<std::string> nest = split_lines(texts.loop_nest);
   Listing ir = ir_listing(texts.llvm_ir), ptx = ptx_listing(texts.ptx);
   std::vector<LoopLine> loops = link_loops(nest, ir, ptx);
+  for (LoopLine &loop : loops)
+    loop.sass = sass_of(loop.ptx, ptx, texts.sass);
 
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << escape(texts.title)
       << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n<h1>" << escape(texts.title) << "</h1>\n"
       << "<p id=\"summary\">The loop links need JavaScript; the anchors after each loop work without it.</p>\n"
-      << "<div class=\"panes\">\n<section id=\"nest\"><h2>Loop nest</h2><pre>";
+      << "<div id=\"source\">";
+  write_pane(out, "algorithm", "Algorithm", split_lines(texts.algorithm));
+  out << "<section id=\"resources\"><h2>Kernels</h2><table class=\"facts\">";
+  for (const auto &[what, value] : texts.facts)
+    out << "<tr><td>" << escape(what) << "</td><td>" << escape(value) << "</td></tr>";
+  out << "</table></section>\n";
+  if (!texts.schedule.empty())
+    write_pane(out, "schedule", "Schedule (as given)", split_lines(texts.schedule));
+  out << "</div>\n<div class=\"panes\">\n<section id=\"nest\"><h2>Loop nest</h2><pre>";
   size_t next_loop = 0;
   for (size_t l = 0; l < nest.size(); ++l) {
     const LoopLine *loop = next_loop < loops.size() && loops[next_loop].line == l ? &loops[next_loop++] : nullptr;
@@ -218,13 +268,15 @@ std::string stage_page_html(const StageTexts &texts) {
     }
     out << "<span class=\"line loop\" id=\"nest-" << l + 1 << "\" data-loop=\"" << escape(loop->name)
         << "\" data-kind=\"" << escape(loop->kind) << "\" data-ir=\"" << ids("ir-", loop->ir) << "\" data-ptx=\""
-        << ids("ptx-", loop->ptx) << "\">" << escape(nest[l]);
+        << ids("ptx-", loop->ptx) << "\" data-sass=\"" << ids("sass-", loop->sass) << "\">" << escape(nest[l]);
     if (!loop->ir.empty() || !loop->ptx.empty()) {
       out << "<span class=\"links\">";
       if (!loop->ir.empty())
         out << "<a href=\"#ir-" << loop->ir.front() + 1 << "\">IR</a> ";
       if (!loop->ptx.empty())
-        out << "<a href=\"#ptx-" << loop->ptx.front() + 1 << "\">PTX</a>";
+        out << "<a href=\"#ptx-" << loop->ptx.front() + 1 << "\">PTX</a> ";
+      if (!loop->sass.empty())
+        out << "<a href=\"#sass-" << loop->sass.front() + 1 << "\">SASS</a>";
       out << "</span>";
     }
     if (!loop->note.empty())
@@ -234,6 +286,8 @@ std::string stage_page_html(const StageTexts &texts) {
   out << "</pre></section>\n";
   write_pane(out, "ir", "LLVM IR (optimized, for the GPU)", ir.lines);
   write_pane(out, "ptx", "PTX", ptx.lines);
+  write_pane(out, "sass", "SASS (nvdisasm)",
+             texts.sass.unavailable.empty() ? texts.sass.lines : std::vector<std::string>{texts.sass.unavailable});
   out << "</div>\n";
   write_pane(out, "ptxas", "ptxas", split_lines(texts.ptxas_report));
   out << "<script>" << kScript << "</script>\n</body></html>\n";

@@ -5,6 +5,8 @@
 // saying so, only where chromium is not installed; scripts/setup.sh installs
 // it).
 
+#include "codegen/PtxAssembler.h"
+#include "codegen/SassListing.h"
 #include "runtime/Coalesce.h"
 #include "runtime/StagePage.h"
 
@@ -177,7 +179,7 @@ TEST_CASE("coalesce-aot --emit=html writes NAME.html, rendered by headless Chrom
   REQUIRE(std::system(render.c_str()) == 0);
   std::string rendered = read_file(dom);
 
-  std::regex summary(R"(<p id="summary">(\d+) loops; (\d+) linked to LLVM IR, (\d+) to PTX\.)");
+  std::regex summary(R"(<p id="summary">(\d+) loops; (\d+) linked to LLVM IR, (\d+) to PTX, (\d+) to SASS\.)");
   REQUIRE_MESSAGE(std::regex_search(rendered, match, summary), "the script did not run: no summary");
   int loops = std::stoi(match[1]), to_ir = std::stoi(match[2]), to_ptx = std::stoi(match[3]);
   // The unrolled loops have no code of their own; every other loop has.
@@ -194,4 +196,112 @@ TEST_CASE("coalesce-aot --emit=html writes NAME.html, rendered by headless Chrom
   REQUIRE_FALSE(ptx.empty());
   CHECK(tag_of(rendered, ir.substr(0, ir.find(' '))).find("selected") != std::string::npos);
   CHECK(tag_of(rendered, ptx.substr(0, ptx.find(' '))).find("selected") != std::string::npos);
+  // With nvdisasm (the CUDA toolkit's), the serial loop's SASS is marked too.
+  const int to_sass = std::stoi(match[4]);
+  if (html.find("no SASS: nvdisasm was not found") != std::string::npos) {
+    MESSAGE("no SASS to link: nvdisasm is not installed");
+    CHECK(to_sass == 0);
+  } else {
+    CHECK(to_sass > 0);
+    std::string sass = attribute(selected_loop, "data-sass");
+    REQUIRE_FALSE(sass.empty());
+    CHECK(tag_of(rendered, sass.substr(0, sass.find(' '))).find("selected") != std::string::npos);
+  }
+  // The kernels' facts, the algorithm and the flags that scheduled it.
+  CHECK(html.find("<td>kernel</td><td>coalesce_gemm</td>") != std::string::npos);
+  CHECK(std::regex_search(html, std::regex("<td>registers</td><td>[0-9]+ per thread</td>")));
+  CHECK(html.find("<td>blocks per SM</td>") != std::string::npos);
+  CHECK(html.find("out(i, j) = 0.5f*(acc(i, j) + bias(j))") != std::string::npos);
+  CHECK(html.find("coalesce-aot --generator=gemm --name=gemm") != std::string::npos);
+
+  // A screenshot: the page renders (a PNG of the window's size, not blank).
+  fs::path shot = dir.path / "page.png";
+  std::string screenshot = "chromium --headless --no-sandbox --disable-gpu --window-size=1600,1000 --screenshot='" +
+                           shot.string() + "' 'file://" + page.string() + "#" + loop_id + "' >/dev/null 2>&1";
+  REQUIRE(std::system(screenshot.c_str()) == 0);
+  REQUIRE(fs::exists(shot));
+  CHECK(fs::file_size(shot) > 20000);
+  CHECK(read_file(shot).compare(1, 3, "PNG") == 0);
+}
+
+TEST_CASE("a loop links to the SASS of its PTX block, up to the next label") {
+  StageTexts texts;
+  texts.title = "sass";
+  texts.loop_nest = "for bi in gpu_block.x(0, 4):\n"
+                    "  for ko in serial(0, 4):\n"
+                    "    x = 1\n";
+  texts.llvm_ir = "ko.loop:\n  br label %ko.loop\n";
+  texts.ptx = "\tmov.u32 \t%r1, %ctaid.x;\n"                         // 1
+              "$L__BB0_1:                              // %ko.loop\n" // 2
+              "\tadd.s32 \t%r2, %r2, 1;\n"                           // 3
+              "\tbra.uni $L__BB0_1;\n"                                // 4
+              "$L__BB0_2:                              // %exit\n"    // 5
+              "\tret;\n";                                             // 6
+  // nvdisasm's listing as it prints it (H200, CUDA 12): the line comments
+  // name the PTX line each instruction came from.
+  texts.sass = parse_nvdisasm_line_info("coalesce_out:\n"
+                                        "\t//## File \"kernel.ptx\", line 1\n"
+                                        "        /*0000*/                   S2R R7, SR_CTAID.X ;\n"
+                                        ".L_x_1:\n"
+                                        "\t//## File \"kernel.ptx\", line 3\n"
+                                        "        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;\n"
+                                        "\t//## File \"/tmp/kernel.ptx\", line 4\n"
+                                        "        /*0020*/                   BRA `(.L_x_1) ;\n"
+                                        "\t//## File \"other.cu\", line 4\n"
+                                        "        /*0030*/                   NOP;\n"
+                                        "\t//## File \"kernel.ptx\", line 6\n"
+                                        "        /*0040*/                   EXIT ;\n");
+  REQUIRE(texts.sass.lines.size() == 7); // the line comments dropped
+  // Labels carry no line; another file's line is not the PTX's.
+  CHECK(texts.sass.ptx_line == std::vector<int>{0, 1, 0, 3, 4, 0, 6});
+  std::string page = stage_page_html(texts);
+  // ko's block runs from its label (PTX line 2) to the next (line 5).
+  CHECK(attribute(tag_of(page, "nest-2"), "data-sass") == "sass-4 sass-5");
+  CHECK(attribute(tag_of(page, "nest-1"), "data-sass") == "sass-2"); // the S2R of %ctaid.x
+  CHECK(page.find("<a href=\"#sass-4\">SASS</a>") != std::string::npos);
+  CHECK(line_text(page, "sass-7").find("EXIT") != std::string::npos);
+
+  texts.sass = SassListing{{}, {}, "no SASS: nvdisasm was not found"};
+  page = stage_page_html(texts);
+  CHECK(attribute(tag_of(page, "nest-2"), "data-sass").empty());
+  CHECK(line_text(page, "sass-1") == "no SASS: nvdisasm was not found");
+}
+
+TEST_CASE("the PTX's own line numbers: a .loc before each instruction of a body, none elsewhere, and ptxas takes it") {
+  const std::string ptx = ".version 8.0\n"                 // 1
+                          ".target sm_90a\n"               // 2
+                          ".address_size 64\n"             // 3
+                          ".visible .entry k(\n"           // 4
+                          "\t.param .u32 k_param_0\n"      // 5
+                          ")\n"                             // 6
+                          "{\n"                             // 7
+                          "\t.reg .b32 \t%r<3>;\n"          // 8
+                          "\tld.param.b32 \t%r1, [k_param_0];\n" // 9
+                          "$L__BB0_1:\n"                    // 10
+                          "\t// a comment\n"               // 11
+                          "\t{\n"                          // 12
+                          "\t.reg .pred p;\n"              // 13
+                          "\tsetp.ne.b32 p, %r1, 0;\n"     // 14
+                          "\t}\n"                          // 15
+                          "\tadd.s32 \t%r2, %r1, 1; // {\n" // 16: a brace in a comment
+                          "\tret;\n"                       // 17
+                          "}\n";                            // 18
+  std::string numbered = ptx_with_own_line_numbers(ptx);
+  CHECK(numbered.find(".address_size 64\n.file 1 \"kernel.ptx\"\n") != std::string::npos);
+  for (int line : {9, 12, 16, 17}) {
+    CAPTURE(line);
+    CHECK(numbered.find("\t.loc 1 " + std::to_string(line) + " 0\n") != std::string::npos);
+  }
+  for (int line : {5, 8, 10, 11, 13, 14, 15, 18}) {
+    CAPTURE(line);
+    CHECK(numbered.find("\t.loc 1 " + std::to_string(line) + " 0\n") == std::string::npos);
+  }
+  if (!ptxas_available()) {
+    MESSAGE("skipped assembling: ptxas was not found");
+    return;
+  }
+  // A real kernel's PTX, numbered, assembles with -lineinfo.
+  Pipeline pipeline(scheduled_gemm());
+  PtxasResult assembled = assemble_ptx(ptx_with_own_line_numbers(pipeline.ptx()), GpuTarget(), {"-lineinfo"});
+  CHECK_FALSE(assembled.cubin.empty());
 }

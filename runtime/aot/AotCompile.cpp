@@ -4,6 +4,7 @@
 #include "codegen/PtxAssembler.h"
 #include "dsl/Error.h"
 #include "runtime/Pipeline.h"
+#include "runtime/StageTexts.h"
 #include "runtime/aot/LauncherSource.h"
 
 #include <algorithm>
@@ -124,7 +125,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
   bool needs_program = false;
   for (EmitKind kind : request.emit)
     needs_program |= kind == EmitKind::Ptx || kind == EmitKind::Header || kind == EmitKind::Launcher ||
-                     kind == EmitKind::Llvm;
+                     kind == EmitKind::Llvm || kind == EmitKind::Html;
   if (needs_program) {
     spec.name = request.name;
     spec.generator = request.generator_name;
@@ -166,7 +167,13 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
         contents += '\n';
       break;
     case EmitKind::Llvm: contents = emit_gpu_llvm_ir(spec.program, request.target); break;
-    case EmitKind::Html: contents = pipeline.stage_page(request.target); break;
+    case EmitKind::Html:
+      // The kernels as they ship (named after the launcher), and the flags
+      // that scheduled them.
+      contents = stage_page_html(gather_stage_texts(
+          "Coalesce: " + request.name + " (" + request.generator_name + ") for " + request.target.sm(), spec.program,
+          pipeline.loop_nest(), algorithm_text(pipeline.output()), request.command_line, request.target));
+      break;
     }
     files.push_back({kind, emitted_file_name(request.name, kind), std::move(contents)});
   }
