@@ -5,7 +5,7 @@
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
-#include "scheduler/SplitReductionAcrossBlocks.h"
+#include "scheduler/SplitKSlices.h"
 #include "scheduler/Simplify.h"
 
 #include <algorithm>
@@ -322,47 +322,29 @@ Stmt build_func(const Environment &env, const FuncContents &func) {
 }
 
 // Injects a Func computed at a consumer's loop into that loop's body.
-// A producer whose reduction is split across blocks (split_k) gets the
-// slice loop, the partial sums and the combine around it there
-// (scheduler/SplitReductionAcrossBlocks.h).
+// A split producer's site is built the same way: split_reduction_across_blocks
+// turns it into slices afterwards (scheduler/SplitReductionAcrossBlocks.h).
 class InjectAtSite : public IRMutator {
 public:
-  InjectAtSite(const Environment &env, const std::string &loop, Stmt produce, const FuncContents &func,
-               MemoryType memory, std::vector<Expr> extents)
-      : env_(env), loop_(loop), produce_(std::move(produce)), func_(func), memory_(memory),
-        extents_(std::move(extents)) {}
+  InjectAtSite(const std::string &loop, Stmt produce, const FuncContents &func, MemoryType memory,
+               std::vector<Expr> extents)
+      : loop_(loop), produce_(std::move(produce)), func_(func), memory_(memory), extents_(std::move(extents)) {}
   bool injected = false;
 
 private:
   using IRMutator::visit;
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->name != loop_) {
-      bool block = op->for_kind == ForKind::GpuBlock;
-      if (block)
-        block_loops_.push_back(op->name);
-      Stmt result = IRMutator::visit(op, self);
-      if (block)
-        block_loops_.pop_back();
-      return result;
-    }
+    if (op->name != loop_)
+      return IRMutator::visit(op, self);
     injected = true;
-    Stmt body;
-    if (split_of(env_, func_, 1)) {
-      std::vector<std::string> blocks = block_loops_;
-      blocks.push_back(op->name);
-      body = split_reduction_site(env_, func_, memory_, extents_, produce_, op->body, blocks);
-    } else {
-      body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
-    }
+    Stmt body = Allocate::make(func_.name, func_.type, memory_, extents_, Block::make({produce_, op->body}));
     return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role);
   }
-  const Environment &env_;
   const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   Stmt produce_;
   const FuncContents &func_;
   MemoryType memory_;
   std::vector<Expr> extents_;
-  std::vector<std::string> block_loops_; // enclosing the visit, outermost first
 };
 
 } // namespace
@@ -390,7 +372,7 @@ Stmt build_loop_nest(const Environment &env) {
                  func.schedule.at_var, "' has a size that is not a constant, so it cannot be stored in ",
                  memory_type_name(memory), "; split the consumer's loops below '", func.schedule.at_var,
                  "' by constant factors");
-    InjectAtSite inject(env, stage_prefix(func.schedule.at_func, 0) + func.schedule.at_var, produce, func, memory,
+    InjectAtSite inject(stage_prefix(func.schedule.at_func, 0) + func.schedule.at_var, produce, func, memory,
                         plan.buffer_extents);
     nest = inject.mutate(nest);
     COALESCE_INTERNAL_ASSERT(inject.injected, "compute_at site of '", func.name, "' not found");

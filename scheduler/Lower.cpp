@@ -34,6 +34,7 @@
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/RollHostLoops.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/SplitReductionAcrossBlocks.h"
 #include "scheduler/StageInShared.h"
 #include "scheduler/StageOutputTiles.h"
 #include "scheduler/StartMmaAtZero.h"
@@ -100,6 +101,11 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   PhaseTimer timer("lower: serial passes");
   Stmt s = attributed_to("build_loop_nest", [&] { return build_loop_nest(env); });
   log("build_loop_nest", s);
+  // split_k's slices: a loop of blocks over the slices, the partial sums and
+  // the last block's combine, before the epilogue (the tile scheduler's
+  // part of the nest; nothing before it differs for a split).
+  s = attributed_to("split_reduction_across_blocks", [&] { return split_reduction_across_blocks(s, env); });
+  log("split_reduction_across_blocks", s);
   // The order of the tiles, then which block walks which (a persistent
   // grid's tile loop): before staging, so that a pipeline may run across a
   // block's tiles. Both permute whole tiles, so the checks below see every

@@ -7,13 +7,11 @@
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/SplitKSlices.h"
 
 namespace coalesce {
 
 namespace {
-
-std::string partials_name(const std::string &producer) { return producer + ".partials"; }
-std::string counters_name(const std::string &producer) { return producer + ".tile_counters"; }
 
 Expr var(const std::string &name) { return Variable::make(Int(32), name); }
 
@@ -164,43 +162,11 @@ bool only_stores(const Stmt &s, const std::string &buffer) {
   return !find.found;
 }
 
-} // namespace
-
-const SplitReduction *split_of(const Environment &env, const FuncContents &func, size_t s) {
-  if (s == 0 || func.schedule.placement != Placement::At)
-    return nullptr;
-  const FuncContents *consumer = env.find(func.schedule.at_func);
-  if (!consumer || !consumer->schedule.split_k.requested() || consumer->schedule.split_k.producer != func.name)
-    return nullptr;
-  return &consumer->schedule.split_k;
-}
-
-std::string slice_loop_name(const FuncContents &consumer) {
-  return stage_prefix(consumer.name, 0) + consumer.schedule.split_k.slice_var;
-}
-
-SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice) {
-  Expr chunk = simplify(ceil_div(ceil_div(extent, step), slices) * step);
-  Expr start = slice * chunk;
-  return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};
-}
-
-std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents) {
-  const FuncContents &output = env.output();
-  const SplitReduction &split = output.schedule.split_k;
-  if (!split.requested())
-    return {};
-  const FuncContents *producer = env.find(split.producer);
-  std::vector<Expr> partial_extents;
-  if (split.mode == SplitKMode::Deterministic)
-    partial_extents.push_back(split.slices);
-  partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
-  Argument partials{partials_name(split.producer), Argument::Kind::Buffer, producer->type, partial_extents, false, {}};
-  Argument counters{counters_name(split.producer), Argument::Kind::Buffer, Int(32), block_extents, false, {}};
-  partials.is_workspace = counters.is_workspace = true;
-  return {partials, counters};
-}
-
+// The statement at the fuse site: the slice loop around the producer's
+// allocation, its `produce` (init and slice of the sum), the partial
+// stores, the arrival and the combine with the consumer's `consume` (the
+// site's original body). `block_loops` are the block loops outside the
+// site (qualified names), outermost first.
 Stmt split_reduction_site(const Environment &env, const FuncContents &producer, MemoryType memory,
                           const std::vector<Expr> &buffer_extents, const Stmt &produce, const Stmt &consume,
                           const std::vector<std::string> &block_loops) {
@@ -301,6 +267,91 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   Stmt body = Allocate::make(producer.name, producer.type, memory, buffer_extents,
                              Block::make({slice_produce, store_partials, arrive}));
   return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
+}
+
+// Whether `s` stores into `buffer`.
+bool stores_to(const Stmt &s, const std::string &buffer) {
+  class FindStore : public IRVisitor {
+  public:
+    explicit FindStore(const std::string &buffer) : buffer_(buffer) {}
+    bool found = false;
+
+  private:
+    using IRVisitor::visit;
+    void visit(const Store *op) override {
+      found |= op->buffer == buffer_;
+      IRVisitor::visit(op);
+    }
+    const std::string &buffer_;
+  } find(buffer);
+  find.visit_stmt(s);
+  return find.found;
+}
+
+// Rewrites the fuse site of the split producer: build_loop_nest left
+// `for site: allocate producer { produce; consume }` there, each slice's
+// produce already over its own range of the split variable.
+class SplitAtSite : public IRMutator {
+public:
+  SplitAtSite(const Environment &env, const FuncContents &producer)
+      : env_(env), producer_(producer),
+        site_(stage_prefix(producer.schedule.at_func, 0) + producer.schedule.at_var) {}
+  bool rewritten = false;
+
+private:
+  using IRMutator::visit;
+  Stmt visit(const For *op, const Stmt &self) override {
+    if (op->name != site_) {
+      bool block = op->for_kind == ForKind::GpuBlock;
+      if (block)
+        block_loops_.push_back(op->name);
+      Stmt result = IRMutator::visit(op, self);
+      if (block)
+        block_loops_.pop_back();
+      return result;
+    }
+    const auto *allocate = op->body.as<Allocate>();
+    COALESCE_INTERNAL_ASSERT(allocate && allocate->name == producer_.name, "the fuse site '", site_,
+                             "' of the split '", producer_.name, "' does not allocate it first");
+    // The produce is what comes before the first statement storing the
+    // consumer (Block::make flattened the two into one list).
+    const std::string &consumer = env_.output().name;
+    std::vector<Stmt> stmts = {allocate->body};
+    if (const auto *block = allocate->body.as<Block>())
+      stmts = block->stmts;
+    size_t first = 0;
+    while (first < stmts.size() && !stores_to(stmts[first], consumer))
+      ++first;
+    COALESCE_INTERNAL_ASSERT(first > 0 && first < stmts.size(), "the fuse site '", site_,
+                             "' does not produce '", producer_.name, "' and then store '", consumer, "'");
+    Stmt produce = Block::make(std::vector<Stmt>(stmts.begin(), stmts.begin() + static_cast<long>(first)));
+    Stmt consume = Block::make(std::vector<Stmt>(stmts.begin() + static_cast<long>(first), stmts.end()));
+    std::vector<std::string> blocks = block_loops_;
+    blocks.push_back(op->name);
+    rewritten = true;
+    return For::make(op->name, op->min, op->extent, op->for_kind,
+                     split_reduction_site(env_, producer_, allocate->memory, allocate->extents, produce, consume,
+                                          blocks),
+                     op->gpu_dim, op->reduction_of, op->role);
+  }
+  const Environment &env_;
+  const FuncContents &producer_;
+  const std::string site_;
+  std::vector<std::string> block_loops_; // enclosing the visit, outermost first
+};
+
+} // namespace
+
+Stmt split_reduction_across_blocks(const Stmt &s, const Environment &env) {
+  const SplitReduction &split = env.output().schedule.split_k;
+  if (!split.requested())
+    return s;
+  const FuncContents *producer = env.find(split.producer);
+  COALESCE_INTERNAL_ASSERT(producer, "split_k of '", split.producer, "', not a Func of the pipeline");
+  SplitAtSite rewrite(env, *producer);
+  Stmt result = rewrite.mutate(s);
+  COALESCE_INTERNAL_ASSERT(rewrite.rewritten, "the fuse site of the split '", split.producer, "' not found");
+  return result;
 }
 
 } // namespace coalesce

@@ -1,0 +1,47 @@
+#include "scheduler/SplitKSlices.h"
+
+#include "dsl/IROperator.h"
+#include "scheduler/LoopNames.h"
+#include "scheduler/Simplify.h"
+
+namespace coalesce {
+
+std::string partials_name(const std::string &producer) { return producer + ".partials"; }
+std::string counters_name(const std::string &producer) { return producer + ".tile_counters"; }
+
+const SplitReduction *split_of(const Environment &env, const FuncContents &func, size_t s) {
+  if (s == 0 || func.schedule.placement != Placement::At)
+    return nullptr;
+  const FuncContents *consumer = env.find(func.schedule.at_func);
+  if (!consumer || !consumer->schedule.split_k.requested() || consumer->schedule.split_k.producer != func.name)
+    return nullptr;
+  return &consumer->schedule.split_k;
+}
+
+std::string slice_loop_name(const FuncContents &consumer) {
+  return stage_prefix(consumer.name, 0) + consumer.schedule.split_k.slice_var;
+}
+
+SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice) {
+  Expr chunk = simplify(ceil_div(ceil_div(extent, step), slices) * step);
+  Expr start = slice * chunk;
+  return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};
+}
+
+std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents) {
+  const FuncContents &output = env.output();
+  const SplitReduction &split = output.schedule.split_k;
+  if (!split.requested())
+    return {};
+  const FuncContents *producer = env.find(split.producer);
+  std::vector<Expr> partial_extents;
+  if (split.mode == SplitKMode::Deterministic)
+    partial_extents.push_back(split.slices);
+  partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
+  Argument partials{partials_name(split.producer), Argument::Kind::Buffer, producer->type, partial_extents, false, {}};
+  Argument counters{counters_name(split.producer), Argument::Kind::Buffer, Int(32), block_extents, false, {}};
+  partials.is_workspace = counters.is_workspace = true;
+  return {partials, counters};
+}
+
+} // namespace coalesce

@@ -1,0 +1,44 @@
+#pragma once
+// Where the slices of a reduction split across GPU blocks (split_k) lie:
+// what build_loop_nest needs to give each slice its range of the split
+// variable, and split_reduction_across_blocks to build the combine, shared
+// here rather than through either pass's header.
+
+#include "scheduler/Environment.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <string>
+#include <vector>
+
+namespace coalesce {
+
+/// The split that applies to stage `s` of `func` (an update of the split
+/// producer), or nullptr.
+const SplitReduction *split_of(const Environment &env, const FuncContents &func, size_t s);
+
+/// The qualified name of the slice loop: "out.s0.kz".
+std::string slice_loop_name(const FuncContents &consumer);
+
+/// The workspace buffers' names: "acc.partials" (the slices' partial sums)
+/// and "acc.tile_counters" (the arrivals per output tile).
+std::string partials_name(const std::string &producer);
+std::string counters_name(const std::string &producer);
+
+/// The range [min, min + extent) of the split variable (domain [min, min +
+/// extent)) that slice `slice` covers: ceil(ceil(extent / step) / slices)
+/// steps each, in order, the last ones short or empty. `step` is the
+/// factor of the variable's first split (its K step), so that each slice
+/// starts on a step and only the slice that reaches the end is ragged.
+struct SliceRange {
+  Expr min, extent;
+};
+SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice);
+
+/// The workspace arguments of a pipeline whose output splits a reduction
+/// (none otherwise): the partial sums, f32, [slices][domain] (deterministic)
+/// or [domain] (atomic), and the per-tile arrival counters, i32, one per
+/// block of the loops outside the slice loop. `block_extents` are those
+/// loops' extents, outermost first.
+std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents);
+
+} // namespace coalesce
