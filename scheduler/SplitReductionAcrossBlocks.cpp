@@ -9,6 +9,8 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitKSlices.h"
 
+#include <set>
+
 namespace coalesce {
 
 namespace {
@@ -143,23 +145,27 @@ private:
   const std::vector<Expr> &domain_;
 };
 
-// Whether every store in `s` is to `buffer`.
-bool only_stores(const Stmt &s, const std::string &buffer) {
-  class FindOtherStores : public IRVisitor {
+// The buffers `s` stores into.
+std::set<std::string> stored_buffers(const Stmt &s) {
+  class FindStores : public IRVisitor {
   public:
-    explicit FindOtherStores(const std::string &buffer) : buffer_(buffer) {}
-    bool found = false;
+    std::set<std::string> buffers;
 
   private:
     using IRVisitor::visit;
     void visit(const Store *op) override {
-      found |= op->buffer != buffer_;
+      buffers.insert(op->buffer);
       IRVisitor::visit(op);
     }
-    const std::string &buffer_;
-  } find(buffer);
+  } find;
   find.visit_stmt(s);
-  return !find.found;
+  return find.buffers;
+}
+
+// Whether every store in `s` is to `buffer`.
+bool only_stores(const Stmt &s, const std::string &buffer) {
+  std::set<std::string> buffers = stored_buffers(s);
+  return buffers.empty() || (buffers.size() == 1 && *buffers.begin() == buffer);
 }
 
 // The statement at the fuse site: the slice loop around the producer's
@@ -269,25 +275,6 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
 }
 
-// Whether `s` stores into `buffer`.
-bool stores_to(const Stmt &s, const std::string &buffer) {
-  class FindStore : public IRVisitor {
-  public:
-    explicit FindStore(const std::string &buffer) : buffer_(buffer) {}
-    bool found = false;
-
-  private:
-    using IRVisitor::visit;
-    void visit(const Store *op) override {
-      found |= op->buffer == buffer_;
-      IRVisitor::visit(op);
-    }
-    const std::string &buffer_;
-  } find(buffer);
-  find.visit_stmt(s);
-  return find.found;
-}
-
 // Rewrites the fuse site of the split producer: build_loop_nest left
 // `for site: allocate producer { produce; consume }` there, each slice's
 // produce already over its own range of the split variable.
@@ -320,7 +307,7 @@ private:
     if (const auto *block = allocate->body.as<Block>())
       stmts = block->stmts;
     size_t first = 0;
-    while (first < stmts.size() && !stores_to(stmts[first], consumer))
+    while (first < stmts.size() && !stored_buffers(stmts[first]).count(consumer))
       ++first;
     COALESCE_INTERNAL_ASSERT(first > 0 && first < stmts.size(), "the fuse site '", site_,
                              "' does not produce '", producer_.name, "' and then store '", consumer, "'");
