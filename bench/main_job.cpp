@@ -39,6 +39,7 @@
 #include "runtime/GpuCandidateTiming.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
+#include "runtime/Version.h"
 
 #ifdef COALESCE_HAVE_CUBLAS
 #include "bench/reference/CublasReference.h"
@@ -317,8 +318,9 @@ Options parse_options(int argc, char **argv) {
       "16-bit; the arithmetic stays FP32, on the exactly widened inputs.\n";
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
+  print_version_as("coalesce-main");
   if (!cl::ParseCommandLineOptions(argc, argv, overview, &error_stream))
-    usage_error(llvm::StringRef(errors).trim().str());
+    usage_error(without_program_prefix(llvm::StringRef(errors).trim().str(), argv[0]));
 
   Options options;
   struct Extent {

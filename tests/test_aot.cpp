@@ -38,6 +38,29 @@ TEST_CASE("coalesce-aot --version names Coalesce's version and the LLVM it was b
   CHECK(result.contains(", built with LLVM 22"));
 }
 
+TEST_CASE("coalesce-main and coalesce-bench --version name Coalesce's version too; a bad flag is named once") {
+  TempDir dir;
+  for (const char *tool : {"coalesce-main", "coalesce-bench"}) {
+    const std::string path = COALESCE_BINARY_DIR "/bench/" + std::string(tool);
+    if (!fs::exists(path)) {
+      MESSAGE("skipped: ", path, " is not built");
+      continue;
+    }
+    Result version = run(quote(path) + " --version", dir.path);
+    INFO(tool, ": ", version.out, version.err);
+    CHECK(version.status == 0);
+    CHECK(version.contains(std::string(tool) + " (Coalesce 0."));
+    CHECK(version.contains(", built with LLVM 22"));
+  }
+  const std::string main_job = COALESCE_BINARY_DIR "/bench/coalesce-main";
+  if (fs::exists(main_job)) {
+    Result bad = run(quote(main_job) + " --no-such-flag", dir.path);
+    CHECK(bad.status == 2);
+    CHECK(bad.contains("coalesce-main: Unknown command line argument '--no-such-flag'"));
+    CHECK_FALSE(bad.contains("coalesce-main: coalesce-main:"));
+  }
+}
+
 TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
   struct Bad {
     const char *args;

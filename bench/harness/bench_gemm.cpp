@@ -67,6 +67,7 @@
 #include "codegen/PtxAssembler.h"
 #include "examples/Gemm.h"
 #include "runtime/Coalesce.h"
+#include "runtime/Version.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
@@ -558,9 +559,10 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
+  print_version_as("coalesce-bench");
   if (!cl::ParseCommandLineOptions(argc, argv, "the fused GEMM + bias + GELU against cuBLAS / cuBLASLt.\n",
                                    &error_stream))
-    usage_error(llvm::StringRef(errors).trim().str());
+    usage_error(without_program_prefix(llvm::StringRef(errors).trim().str(), argv[0]));
   std::string shape_list = shapes_flag, precision_list = precisions_flag;
   std::vector<char *> rest = {argv[0]};
   for (std::string &flag : benchmark_flags)

@@ -28,6 +28,7 @@
 // tool is expected to parse.
 
 #include "runtime/aot/AotCompile.h"
+#include "runtime/Version.h"
 #include "runtime/aot/Generator.h"
 #include "runtime/aot/OutputFiles.h"
 #include "dsl/Error.h"
@@ -227,9 +228,7 @@ int run(int argc, char **argv) {
     declare_param_flags(flags, *generator, generator_name);
 
   cl::HideUnrelatedOptions({&flags.tool_category, &flags.param_category});
-  cl::SetVersionPrinter([](llvm::raw_ostream &out) {
-    out << "coalesce-aot (Coalesce " << COALESCE_VERSION_TEXT << ", built with LLVM " << LLVM_VERSION_STRING << ")\n";
-  });
+  print_version_as("coalesce-aot");
   std::string overview_text = overview(tool);
   if (!cl::ParseCommandLineOptions(argc, argv, overview_text, &llvm::errs()))
     return 1; // llvm::cl has printed what was wrong
