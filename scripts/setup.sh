@@ -19,7 +19,8 @@ say() { echo "setup: $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
 
 # chromium: tests/test_stage_page renders the stage page in it, headless.
-packages=(cmake g++ make llvm-22-dev doctest-dev libbenchmark-dev chromium)
+# libtorch-dev: the PyTorch operator's test (tests/torch_op) builds against it.
+packages=(cmake g++ make llvm-22-dev doctest-dev libbenchmark-dev chromium libtorch-dev)
 
 missing=()
 for package in "${packages[@]}"; do
