@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
 
 namespace coalesce {
 
@@ -35,7 +36,8 @@ std::string printed(const std::vector<Expr> &exprs) {
 constexpr int kRegistersPerSm = 65536, kThreadsPerSm = 2048, kBlocksPerSm = 32;
 
 int shared_bytes_per_sm(const GpuTarget &target) {
-  return target.has_warpgroup_mma() ? 228 * 1024 : target.sm() == "sm_80" ? 164 * 1024 : 100 * 1024;
+  const std::string &sm = target.sm();
+  return sm.compare(0, 5, "sm_90") == 0 ? 228 * 1024 : sm == "sm_80" ? 164 * 1024 : 100 * 1024; // sm_86, sm_89
 }
 
 } // namespace
