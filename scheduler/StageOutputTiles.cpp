@@ -131,34 +131,24 @@ private:
     }
     if (enclosing_loops_ > 0)
       return self;
-    std::optional<Staged> staged = stage(self);
-    if (!staged)
-      return self;
-    return is_const(staged->aligned, 1) ? staged->stmt : IfThenElse::make(staged->aligned, staged->stmt, self);
+    std::optional<Stmt> staged = stage(self);
+    return staged ? *staged : self;
   }
 
-  // partition_full_tiles's copies: the full-tile copy's condition takes
-  // the alignment too, so that no third copy of the statement is made.
+  // partition_full_tiles's copies: every block takes the full-tile copy's
+  // statements, staged, and the guarded copy is dropped (see the header).
   Stmt visit(const IfThenElse *op, const Stmt &self) override {
     const auto *nest = op->then_case.as<For>();
     if (enclosing_loops_ > 0 || !op->else_case.defined() || !nest || nest->for_kind != ForKind::GpuThread)
       return IRMutator::visit(op, self);
-    std::optional<Staged> staged = stage(op->then_case, /*guarded_copy=*/true);
-    if (!staged)
-      return IRMutator::visit(op, self);
-    return IfThenElse::make(staged->aligned, staged->stmt, mutate(op->else_case));
+    std::optional<Stmt> staged = stage(op->then_case, /*guarded_copy=*/true);
+    return staged ? *staged : IRMutator::visit(op, self);
   }
 
-  // The statement staged, and the run-time condition of its vectors.
-  struct Staged {
-    Stmt stmt;
-    Expr aligned;
-  };
-
-  // The outermost thread loop of a statement every thread of a block runs.
-  // With `guarded_copy`, for every block: the copy stores only the vectors
-  // inside the output (see the header).
-  std::optional<Staged> stage(const Stmt &nest, bool guarded_copy = false) {
+  // The outermost thread loop of a statement every thread of a block runs,
+  // staged. With `guarded_copy`, for every block: the copy stores only the
+  // elements inside the output (see the header).
+  std::optional<Stmt> stage(const Stmt &nest, bool guarded_copy = false) {
     if (!is_per_element_code(nest))
       return std::nullopt;
     Survey survey(output_);
@@ -177,52 +167,65 @@ private:
     if (rows * columns != survey.visits || columns % lanes != 0)
       return std::nullopt;
 
-    // The copy: the same thread loops, each thread `per_thread` vectors
-    // a thread count apart, so that consecutive threads copy consecutive
-    // vectors of a row.
+    // Every staged statement of the kernel shares one tile.
+    std::pair<int64_t, int64_t> shape{rows, columns + lanes};
+    if (tile_shape_ && *tile_shape_ != shape)
+      return std::nullopt;
+    tile_shape_ = shape;
+    Expr aligned = domain_.back() % lanes == 0;
+    if (!provably_multiple_of(redirect.origin[1], lanes))
+      aligned = aligned && redirect.origin[1] % lanes == 0;
+    aligned = simplify(aligned);
+    Stmt vectors = copy_out(survey.thread_loops, redirect.origin, rows, columns, lanes, guarded_copy);
+    Stmt elements = copy_out(survey.thread_loops, redirect.origin, rows, columns, 1, guarded_copy);
+    if (is_const(aligned, 1) || is_const(aligned, 0))
+      return Block::make({writes, Barrier::make(), is_const(aligned, 1) ? vectors : elements, Barrier::make()});
+    // One statement, the condition bound around it: a kernel with producer
+    // warps gives the part with barriers to the other warps as a whole
+    // (split_warp_roles), which a block of four would not be.
+    std::string name = tile + ".aligned";
+    Stmt copy = IfThenElse::make(Variable::make(aligned.type(), name), vectors, elements);
+    return LetStmt::make(name, aligned, Block::make({writes, Barrier::make(), copy, Barrier::make()}));
+  }
+
+  // The copy of the tile into the output, in runs of `lanes` elements (one
+  // vector access each; 1: element by element, in a loop): the statement's
+  // thread loops, each thread `per_thread` runs a thread count apart, so
+  // that consecutive threads copy consecutive runs of a row.
+  Stmt copy_out(const std::vector<const For *> &thread_loops, const std::vector<Expr> &origin, int64_t rows,
+                int64_t columns, int lanes, bool guarded) const {
     int64_t threads = 1;
     Expr thread;
-    for (const For *loop : survey.thread_loops) {
+    for (const For *loop : thread_loops) {
       int64_t extent = *as_const_int(loop->extent);
       Expr index = Variable::make(Int(32), loop->name) - loop->min;
       thread = thread.defined() ? thread * static_cast<int>(extent) + index : index;
       threads *= extent;
     }
-    int64_t vectors_per_row = columns / lanes, vectors = rows * vectors_per_row;
-    int64_t per_thread = (vectors + threads - 1) / threads;
+    int64_t runs_per_row = columns / lanes, runs = rows * runs_per_row;
+    int64_t per_thread = (runs + threads - 1) / threads;
+    std::string tile = output_tile_name(output_);
     std::string flat_name = tile + ".flat", step_name = tile + ".e";
     Expr flat = Variable::make(Int(32), flat_name);
-    Expr row = flat / static_cast<int>(vectors_per_row);
-    Expr column = flat % static_cast<int>(vectors_per_row) * lanes;
+    Expr row = flat / static_cast<int>(runs_per_row);
+    Expr column = lanes == 1 ? flat % static_cast<int>(runs_per_row) : flat % static_cast<int>(runs_per_row) * lanes;
     Expr read = Load::make(type_, tile, {row, column});
-    Stmt copy = Store::make(output_, {simplify(redirect.origin[0] + row), simplify(redirect.origin[1] + column)},
-                            Call::make_intrinsic(Intrinsic::LoadVector, type_, {read, Expr(lanes)}));
-    if (guarded_copy)
-      copy = IfThenElse::make(simplify(redirect.origin[0] + row < domain_[0] && redirect.origin[1] + column < domain_[1]),
-                              copy);
-    if (vectors % threads != 0)
-      copy = IfThenElse::make(flat < static_cast<int>(vectors), copy);
+    Stmt copy = Store::make(output_, {simplify(origin[0] + row), simplify(origin[1] + column)},
+                            lanes == 1 ? read : Call::make_intrinsic(Intrinsic::LoadVector, type_, {read, Expr(lanes)}));
+    if (guarded)
+      copy = IfThenElse::make(simplify(origin[0] + row < domain_[0] && origin[1] + column < domain_[1]), copy);
+    if (runs % threads != 0)
+      copy = IfThenElse::make(flat < static_cast<int>(runs), copy);
     copy = LetStmt::make(flat_name, simplify(Variable::make(Int(32), step_name) * static_cast<int>(threads) + thread),
                          copy);
-    copy = For::make(step_name, 0, static_cast<int>(per_thread), ForKind::Unrolled, copy, -1, "",
-                     LoopRole::StagingCopy);
-    for (auto loop = survey.thread_loops.rbegin(); loop != survey.thread_loops.rend(); ++loop)
+    // Element by element, the copy is a loop: only rows whose length is not
+    // a multiple of 16 bytes take it.
+    copy = For::make(step_name, 0, static_cast<int>(per_thread), lanes == 1 ? ForKind::Serial : ForKind::Unrolled, copy,
+                     -1, "", LoopRole::StagingCopy);
+    for (auto loop = thread_loops.rbegin(); loop != thread_loops.rend(); ++loop)
       copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, "",
                        LoopRole::StagingCopy);
-
-    // Every staged statement of the kernel shares one tile.
-    std::pair<int64_t, int64_t> shape{rows, columns + lanes};
-    if (tile_shape_ && *tile_shape_ != shape)
-      return std::nullopt;
-    Stmt staged = Block::make({writes, Barrier::make(), copy, Barrier::make()});
-    Expr aligned = domain_.back() % lanes == 0;
-    if (!provably_multiple_of(redirect.origin[1], lanes))
-      aligned = aligned && redirect.origin[1] % lanes == 0;
-    aligned = simplify(aligned);
-    if (is_const(aligned, 0))
-      return std::nullopt;
-    tile_shape_ = shape;
-    return Staged{staged, aligned};
+    return copy;
   }
 };
 

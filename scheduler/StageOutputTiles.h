@@ -3,44 +3,48 @@
 // after partition_full_tiles): the statement a block's threads run once per
 // tile that stores the output's whole tile without guards (the full-tile
 // copy of the epilogue) writes the tile into shared memory instead, and the
-// block copies it out in vectors of 16 bytes, each warp a run of rows:
+// block copies it out, in vectors of 16 bytes where the output's rows allow
+// them and element by element where they do not:
 //
-//   for warp in gpu_thread.y(0, 8):          if N % 8 == 0:
-//     for lane in gpu_thread.x(0, 32):         allocate out_tile[128][264] bf16 in shared
-//       ... out[bi*128 + ii, bj*256 + jj] = v    for warp ...: for lane ...: ... out_tile[ii, jj] = v
-//                                       ->      barrier
-//                                                for warp ...: for lane ...: for e in unrolled(0, 16):
-//                                                  let flat = e*256 + warp*32 + lane
-//                                                  out[bi*128 + flat/32, bj*256 + flat % 32*8]
-//                                                    = load_vector(out_tile[flat/32, flat % 32*8], 8)
-//                                                barrier
-//                                              else:
-//                                                (the statement as it was)
+//   for warp in gpu_thread.y(0, 8):          allocate out_tile[128][264] bf16 in shared
+//     for lane in gpu_thread.x(0, 32):       for warp ...: for lane ...: ... out_tile[ii, jj] = v
+//       ... out[bi*128 + ii, bj*256 + jj] = v   barrier
+//                                       ->   if N % 8 == 0:
+//                                              for warp ...: for lane ...: for e in unrolled(0, 16):
+//                                                let flat = e*256 + warp*32 + lane
+//                                                out[bi*128 + flat/32, bj*256 + flat % 32*8]
+//                                                  = load_vector(out_tile[flat/32, flat % 32*8], 8)
+//                                            else:
+//                                              for warp ...: for lane ...: for e in serial(0, 128):
+//                                                let flat = e*256 + warp*32 + lane
+//                                                out[bi*128 + flat/256, bj*256 + flat % 256] = out_tile[flat/256, flat % 256]
+//                                            barrier
 //
 // On partition_full_tiles's `if <whole tile inside>: <full-tile copy>
-// else: <guarded copy>`, every block whose rows are aligned takes the
-// full-tile copy's statements, staged, and the copy stores only the
-// vectors inside the output (a row's vectors start at 16-byte multiples
-// of an output whose rows are 16-byte multiples, so each is wholly inside
-// or wholly outside):
+// else: <guarded copy>`, every block takes the full-tile copy's statements,
+// staged, and the copy stores only what lies inside the output (a row's
+// vectors start at 16-byte multiples of an output whose rows are 16-byte
+// multiples, so each is wholly inside or wholly outside); the guarded copy
+// is dropped, so the epilogue's expression is compiled once:
 //
-//   if N % 8 == 0:
-//     <the full-tile copy writing out_tile>; barrier
-//     ... if bi*128 + flat/32 < M && bj*256 + flat % 32*8 < N: out[...] = load_vector(...)
-//     barrier
-//   else:
-//     <the guarded copy, as it was>
+//   <the full-tile copy writing out_tile>; barrier
+//   if N % 8 == 0: ... if bi*128 + flat/32 < M && bj*256 + flat % 32*8 < N: out[...] = load_vector(...)
+//   else:          ... if bi*128 + flat/256 < M && bj*256 + flat % 256 < N: out[...] = out_tile[...]
+//   barrier
 //
 // The elements past the output's edge are computed and dropped: every
 // input's load is clamped inside it (clamp_input_loads), so computing them
 // reads nothing outside; what it saves is the guarded copy's element-by-
 // element chains on the blocks of the ragged edge, which run in the last
-// wave.
+// wave, and a second copy of the epilogue's code (half the kernel's
+// instructions for a GELU, and half its compile time).
 //
 // Why: an MMA's accumulator fragments give each thread two adjacent
 // columns in each of eight rows, so a warp's direct stores write 4-byte
 // pieces of 32-byte sectors, a quarter of each; the copy's stores fill
-// whole sectors (docs/performance.md measures it).
+// whole sectors (docs/performance.md measures it). The element copy, for
+// rows that are not 16-byte multiples, still stores consecutive elements
+// from consecutive threads.
 //
 // Which statements: those storing to the output only, at one Store without
 // guards, whose indices' ranges (scheduler/UniformRanges.h) span a box of
@@ -48,14 +52,13 @@
 // tile of a pure definition visits each element once, so the box is
 // exactly its tile), with C times the element's bytes a multiple of 16.
 // The vectors need the output's rows and the tile's first column at 16-byte
-// multiples, which the run-time condition checks (the direct stores run
-// otherwise). The shared tile's rows are padded by 16 bytes, so that the
-// fragment layout's stores (eight rows by four columns per warp) fall in
-// different banks. The last barrier keeps a persistent block's next tile
-// from overwriting the tile before every warp has copied it out. The tile
-// is allocated once, inside the innermost block loop: every staged
-// statement of the kernel (a persistent tile loop unswitched on the TMA
-// condition has two epilogues) shares it.
+// multiples, which the run-time condition checks. The shared tile's rows
+// are padded by 16 bytes, so that the fragment layout's stores (eight rows
+// by four columns per warp) fall in different banks. The last barrier keeps
+// a persistent block's next tile from overwriting the tile before every
+// warp has copied it out. The tile is allocated once, inside the innermost
+// block loop: every staged statement of the kernel (a persistent tile loop
+// unswitched on the TMA condition has two epilogues) shares it.
 
 #include "scheduler/Environment.h"
 

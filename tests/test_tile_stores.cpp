@@ -1,7 +1,8 @@
 // gpu_tile_stores(TileStores::ThroughShared) (StageOutputTiles.h): a block
 // writes its tile into a shared tile and copies the vectors inside the
 // output out in 16 bytes each, also on the ragged edge; outputs whose rows
-// are not whole 16-byte multiples store directly. The CPU runs
+// are not whole 16-byte multiples copy it out element by element. The
+// epilogue's expression appears once. The CPU runs
 // the same statements against the double reference at ragged shapes, rows
 // of 8 and of 4 (not) bf16 vectors, and the K = 1 / K = 3 pair; the nest
 // shows the staged tile only where the analysis holds; ptxas assembles the
@@ -56,7 +57,7 @@ TEST_CASE("tiles stored through shared memory match the double reference") {
     Gemm g = coalesce::testing::bf16_scheduled(t);
     Pipeline pipeline(g.out);
     // Full and ragged tiles; N = 132 and 70: rows that are not whole
-    // 16-byte multiples (the direct stores); K = 131: the cp.async copies.
+    // 16-byte multiples (the element copy); K = 131: the cp.async copies.
     for (auto [M, N, K] : std::vector<std::array<int, 3>>{
              {200, 136, 72}, {128, 128, 64}, {130, 132, 192}, {64, 70, 131}, {1, 8, 8}}) {
       CAPTURE(M);
@@ -84,16 +85,23 @@ TEST_CASE("every block with aligned rows goes through the shared tile, storing o
   // 64 x 64 bf16 rows padded by 16 bytes; each warp of the copy a row of
   // 8 vectors of 8, 4 rows a warpgroup per step, 4 steps.
   CHECK(count(nest, "allocate out_tile[64][72] bf16 in shared") == 1);
-  // The full-tile copy's statements, staged, for every block whose rows
-  // are aligned; the copy stores the vectors inside the output; the
-  // guarded copy is the fallback for unaligned rows.
-  CHECK(count(nest, "    if N % 8 == 0:\n      for warp in gpu_thread.y(0, 4):") == 1);
+  // The full-tile copy's statements, staged, for every block: the
+  // epilogue's expression once, into the tile; the copy stores the vectors
+  // inside the output where rows are aligned, and the elements inside it,
+  // in a loop, where they are not. partition_full_tiles's guarded copy is
+  // gone: no direct store of the output remains.
+  CHECK(count(nest, "erf(") == 1);
+  CHECK(count(nest, "out_tile[i - bi*64, j - bj*64] = ") == 1);
+  CHECK(count(nest, "out[i, j] = ") == 0);
+  CHECK(count(nest, "    let aligned = N % 8 == 0\n") == 1);
+  CHECK(count(nest, "    barrier\n    if aligned:\n      for warp in gpu_thread.y(0, 4):") == 1);
   CHECK(count(nest, "if bi*64 + 63 < M && bj*64 + 63 < N") == 0);
   CHECK(count(nest, "if bi*64 + flat/8 < M && bj*64 + flat % 8*8 < N:\n") == 1);
   CHECK(count(nest, "= load_vector(out_tile[") == 1);
   CHECK(count(nest, "for e in unrolled(0, 4):") >= 1);
-  // The guarded copy for the ragged edge keeps its direct stores.
-  CHECK(count(nest, "out[i, j] = ") == 1);
+  CHECK(count(nest, "for e in serial(0, 32):\n            let flat = e*128 + warp*32 + lane\n            if bi*64 + "
+                    "flat/64 < M && bj*64 + flat % 64 < N:\n              out[bi*64 + flat/64, bj*64 + flat % 64] = "
+                    "out_tile[flat/64, flat % 64]\n") == 1);
 
   // A persistent block whose tile loop runs a pipeline across its tiles
   // has two epilogues (the loop unswitched on the TMA condition): one
@@ -103,6 +111,7 @@ TEST_CASE("every block with aligned rows goes through the shared tile, storing o
   std::string persistent = Pipeline(coalesce::testing::bf16_scheduled(across).out).loop_nest();
   CHECK(count(persistent, "allocate out_tile[64][72] bf16 in shared") == 1);
   CHECK(count(persistent, "= load_vector(out_tile[") == 2);
+  CHECK(count(persistent, "out[i, j] = ") == 0);
 
   // Without the directive nothing changes.
   Gemm direct = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tma_tiling(kKind));
@@ -130,6 +139,38 @@ TEST_CASE("the 128 x 256 kernel stores its tiles in 16-byte vectors, cleanly") {
   CHECK(count(ptx, "st.global.v4.b32") == 16);
   CHECK(count(ptx, "ld.shared.v4.b32") == 16);
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
+
+TEST_CASE("with producer warps that leave the kernel, the staged epilogue's barriers are the MMA warps' alone") {
+  // A producer warpgroup keeping 40 registers leaves the kernel after its
+  // copies (thread_exit): a barrier of the whole block after that would
+  // wait for it forever, and lowering refuses one as an internal error.
+  // The tile's writes, barriers and copies stay one part of the MMA warps,
+  // on one tile per block, a persistent grid and clusters.
+  for (auto [persistent, cluster] : std::vector<std::array<int, 2>>{{0, 0}, {7, 0}, {0, 2}}) {
+    CAPTURE(persistent);
+    CAPTURE(cluster);
+    MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
+    t.tma = true;
+    t.block_n = t.warp_n = 256;
+    t.min_blocks_per_sm = 1;
+    t.stages = 3;
+    t.producer_warps = 4;
+    t.producer_registers = 40;
+    t.persistent_blocks = persistent;
+    t.cluster_blocks = cluster;
+    t.tile_stores = TileStores::ThroughShared;
+    Gemm g = coalesce::testing::bf16_scheduled(t);
+    Pipeline pipeline(g.out);
+    CHECK(pipeline.loop_nest().find("allocate out_tile[") != std::string::npos);
+    std::string ptx = pipeline.ptx();
+    CHECK(count(ptx, "setmaxnreg.dec.sync.aligned.u32") >= 1);
+    CHECK(count(ptx, "st.global.v4.b32") >= 1);
+    // The persistent grid's two epilogues (its tile loop unswitched) spill
+    // at 232 registers, as they did before the epilogue was compiled once.
+    if (ptxas_available() && persistent == 0)
+      coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+  }
 }
 
 TEST_CASE("a Func named like the output's tile is refused") {
