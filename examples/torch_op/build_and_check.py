@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load
 
+sys.stdout.reconfigure(line_buffering=True)  # a crash keeps the lines before it
 here = os.path.dirname(os.path.abspath(__file__))
 generated = os.path.abspath(sys.argv[1])
 cuda_root = os.environ.get("CUDA_HOME", "/usr/local/cuda")

@@ -27,35 +27,59 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace {
 
 constexpr const char *kOp = "coalesce::linear_gelu";
 
+// "[256, 128]": sizes and strides as the messages show them.
+std::string dims(c10::IntArrayRef values) {
+  std::string text = "[";
+  for (size_t d = 0; d < values.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(values[d]);
+  return text + "]";
+}
+
+// An error's message, "coalesce::linear_gelu: " and the parts, formatted
+// here into one string: handing TORCH_CHECK an int64_t or an IntArrayRef
+// to format crashed (SIGSEGV) with PyTorch 2.11's CUDA wheel on the H200.
+template <typename... Parts> std::string message(const Parts &...parts) {
+  std::ostringstream text;
+  text << kOp << ": ";
+  (text << ... << parts);
+  return text.str();
+}
+
 // The checks every implementation makes, before anything is allocated;
 // returns the output's sizes: x's, with the last (K) replaced by N.
 std::vector<int64_t> checked_output_sizes(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias) {
-  TORCH_CHECK(x.dim() >= 1, kOp, ": x must have at least one dimension (its last is K), got a scalar");
-  TORCH_CHECK(weight.dim() == 2, kOp, ": weight must be 2-D, [N, K] as nn.Linear stores it, got ", weight.sizes());
-  TORCH_CHECK(bias.dim() == 1, kOp, ": bias must be 1-D, [N], got ", bias.sizes());
+  TORCH_CHECK(x.dim() >= 1, message("x must have at least one dimension (its last is K), got a scalar"));
+  TORCH_CHECK(weight.dim() == 2,
+              message("weight must be 2-D, [N, K] as nn.Linear stores it, got ", dims(weight.sizes())));
+  TORCH_CHECK(bias.dim() == 1, message("bias must be 1-D, [N], got ", dims(bias.sizes())));
   const int64_t K = x.size(-1), N = weight.size(0);
-  TORCH_CHECK(weight.size(1) == K, kOp, ": weight is ", weight.sizes(), ", x's last dimension is ", K,
-              "; weight must be [N, ", K, "]");
-  TORCH_CHECK(bias.size(0) == N, kOp, ": bias has ", bias.size(0), " elements, weight has N = ", N, " rows");
-  TORCH_CHECK(x.scalar_type() == at::kBFloat16, kOp, ": x must be bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(weight.scalar_type() == at::kBFloat16, kOp, ": weight must be bfloat16, got ", weight.scalar_type());
-  TORCH_CHECK(bias.scalar_type() == at::kBFloat16 || bias.scalar_type() == at::kFloat, kOp,
-              ": bias must be bfloat16 or float32, got ", bias.scalar_type());
-  TORCH_CHECK(x.layout() == at::kStrided && weight.layout() == at::kStrided && bias.layout() == at::kStrided, kOp,
-              ": x, weight and bias must be dense (strided) tensors");
-  TORCH_CHECK(x.is_contiguous(), kOp, ": x must be contiguous (its rows of K packed); it has strides ", x.strides(),
-              ": pass x.contiguous()");
-  TORCH_CHECK(weight.is_contiguous(), kOp, ": weight must be contiguous, [N, K] with K contiguous as nn.Linear "
-              "stores it; it has strides ", weight.strides(), " (a transposed view?): pass weight.contiguous()");
-  TORCH_CHECK(x.device() == weight.device() && x.device() == bias.device(), kOp,
-              ": x, weight and bias must be on one device; they are on ", x.device(), ", ", weight.device(), " and ",
-              bias.device());
+  TORCH_CHECK(weight.size(1) == K, message("weight is ", dims(weight.sizes()), ", x's last dimension is ", K,
+                                           "; weight must be [N, ", K, "]"));
+  TORCH_CHECK(bias.size(0) == N, message("bias has ", bias.size(0), " elements, weight has N = ", N, " rows"));
+  TORCH_CHECK(x.scalar_type() == at::kBFloat16, message("x must be bfloat16, got ", c10::toString(x.scalar_type())));
+  TORCH_CHECK(weight.scalar_type() == at::kBFloat16,
+              message("weight must be bfloat16, got ", c10::toString(weight.scalar_type())));
+  TORCH_CHECK(bias.scalar_type() == at::kBFloat16 || bias.scalar_type() == at::kFloat,
+              message("bias must be bfloat16 or float32, got ", c10::toString(bias.scalar_type())));
+  TORCH_CHECK(x.layout() == at::kStrided && weight.layout() == at::kStrided && bias.layout() == at::kStrided,
+              message("x, weight and bias must be dense (strided) tensors"));
+  TORCH_CHECK(x.is_contiguous(), message("x must be contiguous (its rows of K packed); it has strides ",
+                                         dims(x.strides()), ": pass x.contiguous()"));
+  TORCH_CHECK(weight.is_contiguous(),
+              message("weight must be contiguous, [N, K] with K contiguous as nn.Linear "
+                      "stores it; it has strides ",
+                      dims(weight.strides()), " (a transposed view?): pass weight.contiguous()"));
+  TORCH_CHECK(x.device() == weight.device() && x.device() == bias.device(),
+              message("x, weight and bias must be on one device; they are on ", x.device().str(), ", ",
+                      weight.device().str(), " and ", bias.device().str()));
   std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
   sizes.back() = N;
   return sizes;
@@ -67,8 +91,8 @@ at::Tensor linear_gelu_meta(const at::Tensor &x, const at::Tensor &weight, const
 
 at::Tensor linear_gelu_cpu(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias) {
   checked_output_sizes(x, weight, bias);
-  TORCH_CHECK(false, kOp, " runs on CUDA tensors (its kernel is PTX for sm_90a); x is on ", x.device(),
-              ": move x, weight and bias to the GPU");
+  TORCH_CHECK(false, message("runs on CUDA tensors (its kernel is PTX for sm_90a); x is on ", x.device().str(),
+                             ": move x, weight and bias to the GPU"));
 }
 
 #ifdef COALESCE_TORCH_CUDA
@@ -78,25 +102,23 @@ at::Tensor linear_gelu_cuda(const at::Tensor &x, const at::Tensor &weight, const
   int64_t M = 1; // the rows of x: every dimension but the last
   for (int64_t d = 0; d + 1 < x.dim(); ++d)
     M *= x.size(d);
-  TORCH_CHECK(M <= (int64_t{1} << 30) && N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30), kOp,
-              ": M = ", M, ", N = ", N, ", K = ", K, ": each must be at most 2^30");
+  TORCH_CHECK(M <= (int64_t{1} << 30) && N <= (int64_t{1} << 30) && K <= (int64_t{1} << 30),
+              message("M = ", M, ", N = ", N, ", K = ", K, ": each must be at most 2^30"));
   c10::cuda::CUDAGuard guard(x.device());
   at::Tensor bias32 = bias.to(at::kFloat).contiguous(); // the caching allocator's, on the current stream
   at::Tensor out = at::empty(sizes, x.options());
   auto pointer = [](const at::Tensor &t) { return reinterpret_cast<CUdeviceptr>(t.data_ptr()); };
-  CUresult result = linear_gelu(pointer(x), pointer(weight), pointer(bias32), pointer(out), static_cast<int>(M),
-                                static_cast<int>(N), static_cast<int>(K),
-                                reinterpret_cast<CUstream>(at::cuda::getCurrentCUDAStream().stream()));
-  TORCH_CHECK(result == CUDA_SUCCESS, kOp, ": ", linear_gelu_error_message());
+  CUresult result =
+      linear_gelu(pointer(x), pointer(weight), pointer(bias32), pointer(out), static_cast<int>(M), static_cast<int>(N),
+                  static_cast<int>(K), reinterpret_cast<CUstream>(at::cuda::getCurrentCUDAStream().stream()));
+  TORCH_CHECK(result == CUDA_SUCCESS, message("", linear_gelu_error_message()));
   return out;
 }
 #endif
 
 } // namespace
 
-TORCH_LIBRARY(coalesce, m) {
-  m.def("linear_gelu(Tensor x, Tensor weight, Tensor bias) -> Tensor");
-}
+TORCH_LIBRARY(coalesce, m) { m.def("linear_gelu(Tensor x, Tensor weight, Tensor bias) -> Tensor"); }
 
 TORCH_LIBRARY_IMPL(coalesce, Meta, m) { m.impl("linear_gelu", linear_gelu_meta); }
 
