@@ -88,23 +88,16 @@ SassListing parse_nvdisasm_line_info(const std::string &text, const std::string 
   return listing;
 }
 
-SassListing disassemble_ptx(const std::string &ptx, const GpuTarget &target) {
+PtxasResult assemble_with_line_info(const std::string &ptx, const GpuTarget &target) {
+  return assemble_ptx(ptx_with_own_line_numbers(ptx), target, {"-lineinfo"});
+}
+
+SassListing disassemble_with_line_info(const PtxasResult &assembled) {
   SassListing none;
   std::string nvdisasm = find_cuda_tool("nvdisasm");
   if (nvdisasm.empty()) {
     none.unavailable = "no SASS: nvdisasm was not found (" + cuda_toolkit_path("bin/nvdisasm") +
                        ", or on PATH; set COALESCE_CUDA_ROOT to the CUDA toolkit)";
-    return none;
-  }
-  if (!ptxas_available()) {
-    none.unavailable = "no SASS: ptxas was not found (" + cuda_toolkit_path("bin/ptxas") + ", or on PATH)";
-    return none;
-  }
-  PtxasResult assembled;
-  try {
-    assembled = assemble_ptx(ptx_with_own_line_numbers(ptx), target, {"-lineinfo"});
-  } catch (const UserError &error) {
-    none.unavailable = std::string("no SASS: ") + error.what();
     return none;
   }
   TempFile cubin("cubin", "nvdisasm"), listing("sass", "nvdisasm"), errors("log", "nvdisasm");

@@ -10,6 +10,7 @@
 // no instruction.
 
 #include "codegen/GpuTarget.h"
+#include "codegen/PtxAssembler.h"
 
 #include <string>
 #include <vector>
@@ -37,9 +38,16 @@ struct SassListing {
 /// records N. Only lines of `file` count (an inlined location names it too).
 SassListing parse_nvdisasm_line_info(const std::string &text, const std::string &file = "kernel.ptx");
 
-/// The SASS of `ptx` for `target` (ptx_with_own_line_numbers, ptxas
-/// -lineinfo, nvdisasm --print-line-info). Never throws for a missing tool:
-/// `unavailable` says which one and where it was looked for.
-SassListing disassemble_ptx(const std::string &ptx, const GpuTarget &target);
+/// `ptx` assembled for `target` with its own line numbers
+/// (ptx_with_own_line_numbers, ptxas -lineinfo): the cubin
+/// disassemble_with_line_info reads, and ptxas's report, which the
+/// directives leave as it is (they change no instruction). Throws what
+/// assemble_ptx throws.
+PtxasResult assemble_with_line_info(const std::string &ptx, const GpuTarget &target);
+
+/// The SASS of a cubin from assemble_with_line_info (nvdisasm
+/// --print-line-info). Never throws for a missing tool: `unavailable` says
+/// which one and where it was looked for.
+SassListing disassemble_with_line_info(const PtxasResult &assembled);
 
 } // namespace coalesce

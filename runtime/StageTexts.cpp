@@ -138,14 +138,17 @@ StageTexts gather_stage_texts(const std::string &title, const GpuProgram &progra
   texts.llvm_ir = emit_gpu_llvm_ir(program, target);
   texts.ptx = compile_to_annotated_ptx(program, target);
   if (ptxas_available()) {
-    texts.ptxas_report = assemble_ptx(texts.ptx, target).log;
+    // One ptxas run gives the report and the cubin the SASS comes from.
+    PtxasResult assembled = assemble_with_line_info(texts.ptx, target);
+    texts.ptxas_report = assembled.log;
     texts.facts = kernel_facts(program, texts.ptxas_report, loop_nest, target);
+    texts.sass = disassemble_with_line_info(assembled);
   } else {
     texts.ptxas_report = "no report: ptxas was not found (" + cuda_toolkit_path("bin/ptxas") +
                          ", or on PATH; set COALESCE_CUDA_ROOT to the CUDA toolkit)";
     texts.facts = {{"resources", "unknown: ptxas was not found"}};
+    texts.sass.unavailable = "no SASS: ptxas was not found (" + cuda_toolkit_path("bin/ptxas") + ", or on PATH)";
   }
-  texts.sass = disassemble_ptx(texts.ptx, target);
   return texts;
 }
 
