@@ -27,7 +27,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,14 +42,21 @@ std::string dims(c10::IntArrayRef values) {
   return text + "]";
 }
 
-// An error's message, "coalesce::linear_gelu: " and the parts, formatted
-// here into one string: handing TORCH_CHECK an int64_t or an IntArrayRef
-// to format crashed (SIGSEGV) with PyTorch 2.11's CUDA wheel on the H200.
+// An error's message, "coalesce::linear_gelu: " and the parts, with every
+// number formatted by std::to_string, never by an ostream: in the H200's
+// PyTorch 2.11 process, formatting an integer through an ostream (TORCH_CHECK
+// streams its arguments; so did an ostringstream here) crashed with SIGSEGV,
+// while strings went through. The likely cause is two C++ runtimes in one
+// process (the extension's and the wheel's) disagreeing on the locale's
+// number formatter; to_string does not use it.
+std::string piece(const char *text) { return text; }
+std::string piece(const std::string &text) { return text; }
+std::string piece(int64_t value) { return std::to_string(value); }
+
 template <typename... Parts> std::string message(const Parts &...parts) {
-  std::ostringstream text;
-  text << kOp << ": ";
-  (text << ... << parts);
-  return text.str();
+  std::string text = std::string(kOp) + ": ";
+  ((text += piece(parts)), ...);
+  return text;
 }
 
 // The checks every implementation makes, before anything is allocated;
