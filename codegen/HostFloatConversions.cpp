@@ -69,16 +69,80 @@ llvm::Value *narrow_f16(Ops o, llvm::Value *value) {
   return b.CreateTrunc(b.CreateOr(out, b.CreateLShr(sign, 16)), b.getInt16Ty());
 }
 
+// As e4m3_bits_to_float in dsl/NarrowFloat.cpp.
+llvm::Value *widen_e4m3(Ops o, llvm::Value *byte) {
+  llvm::IRBuilder<> &b = o.b;
+  llvm::Value *c = b.CreateZExt(byte, b.getInt32Ty());
+  llvm::Value *sign = b.CreateShl(b.CreateAnd(c, 0x80u), 24);
+  llvm::Value *exponent = b.CreateAnd(b.CreateLShr(c, 3), 0xFu);
+  llvm::Value *mantissa = b.CreateAnd(c, 7u);
+  llvm::Value *subnormal = o.as_bits(
+      b.CreateFMul(b.CreateUIToFP(mantissa, b.getFloatTy()), o.as_float(o.u32((127u - 9u) << 23)))); // m * 2^-9
+  llvm::Value *normal = b.CreateOr(b.CreateShl(b.CreateAdd(exponent, o.u32(127u - 7u)), 23), b.CreateShl(mantissa, 20));
+  llvm::Value *magnitude = b.CreateSelect(b.CreateICmpEQ(exponent, o.u32(0)), subnormal, normal);
+  llvm::Value *is_nan = b.CreateICmpEQ(b.CreateAnd(c, 0x7Fu), o.u32(0x7Fu));
+  return o.as_float(b.CreateOr(b.CreateSelect(is_nan, o.u32(0x7FC00000u), magnitude), sign));
+}
+
+// e5m2 is the top byte of an f16.
+llvm::Value *widen_e5m2(Ops o, llvm::Value *byte) {
+  return widen_f16(o, o.b.CreateShl(o.b.CreateZExt(byte, o.b.getInt16Ty()), 8));
+}
+
+// As float_to_fp8_bits in dsl/NarrowFloat.cpp: `mantissa_bits` and `bias`
+// of the format, its largest finite value as f32 bits and as its code.
+llvm::Value *narrow_fp8(Ops o, llvm::Value *value, uint32_t mantissa_bits, uint32_t bias, uint32_t max_finite_f32,
+                        uint32_t max_finite) {
+  llvm::IRBuilder<> &b = o.b;
+  llvm::Value *all = o.as_bits(value);
+  llvm::Value *sign = b.CreateAnd(b.CreateLShr(all, 24), 0x80u);
+  llvm::Value *bits = b.CreateAnd(all, 0x7FFFFFFFu);
+  const uint32_t magic = ((127u - bias) + (23u - mantissa_bits) + 1u) << 23;
+  llvm::Value *subnormal =
+      b.CreateSub(o.as_bits(b.CreateFAdd(o.as_float(bits), o.as_float(o.u32(magic)))), o.u32(magic));
+  uint32_t shift = 23u - mantissa_bits;
+  llvm::Value *odd = b.CreateAnd(b.CreateLShr(bits, shift), 1u);
+  llvm::Value *normal = b.CreateLShr(
+      b.CreateAdd(b.CreateAdd(bits, o.u32(((bias - 127u) << 23) + (1u << (shift - 1u)) - 1u)), odd), shift);
+  llvm::Value *finite = b.CreateSelect(b.CreateICmpULT(bits, o.u32((128u - bias) << 23)), subnormal, normal);
+  llvm::Value *saturated = b.CreateSelect(b.CreateICmpUGE(bits, o.u32(max_finite_f32)), o.u32(max_finite), finite);
+  llvm::Value *out = b.CreateSelect(b.CreateICmpUGT(bits, o.u32(0x7F800000u)), o.u32(0x7Fu),
+                                    b.CreateOr(saturated, sign));
+  return b.CreateTrunc(out, b.getInt8Ty());
+}
+
 } // namespace
 
 llvm::Value *emit_host_widen(llvm::IRBuilder<> &builder, Type from, llvm::Value *bits) {
-  COALESCE_INTERNAL_ASSERT(from.is_narrow_float(), "host widening of ", from);
-  return from.code == Type::Code::BFloat ? widen_bf16(Ops{builder}, bits) : widen_f16(Ops{builder}, bits);
+  switch (from.code) {
+  case Type::Code::BFloat: return widen_bf16(Ops{builder}, bits);
+  case Type::Code::Float:
+    COALESCE_INTERNAL_ASSERT(from.bits == 16, "host widening of ", from);
+    return widen_f16(Ops{builder}, bits);
+  case Type::Code::E4M3: return widen_e4m3(Ops{builder}, bits);
+  case Type::Code::E5M2: return widen_e5m2(Ops{builder}, bits);
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("host widening of ", from);
 }
 
 llvm::Value *emit_host_narrow(llvm::IRBuilder<> &builder, Type to, llvm::Value *value) {
-  COALESCE_INTERNAL_ASSERT(to.is_narrow_float(), "host narrowing to ", to);
-  return to.code == Type::Code::BFloat ? narrow_bf16(Ops{builder}, value) : narrow_f16(Ops{builder}, value);
+  // The formats' constants as in dsl/NarrowFloat.cpp: 448 = 1.75 * 2^8 is
+  // e4m3's largest finite value (0x7E), 57344 = 1.75 * 2^15 e5m2's (0x7B).
+  switch (to.code) {
+  case Type::Code::BFloat: return narrow_bf16(Ops{builder}, value);
+  case Type::Code::Float:
+    COALESCE_INTERNAL_ASSERT(to.bits == 16, "host narrowing to ", to);
+    return narrow_f16(Ops{builder}, value);
+  case Type::Code::E4M3: return narrow_fp8(Ops{builder}, value, 3, 7, (135u << 23) | 0x600000u, 0x7Eu);
+  case Type::Code::E5M2: return narrow_fp8(Ops{builder}, value, 2, 15, (142u << 23) | 0x600000u, 0x7Bu);
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("host narrowing to ", to);
 }
 
 } // namespace coalesce

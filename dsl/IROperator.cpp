@@ -81,12 +81,13 @@ Expr cast(Type type, Expr value) {
   if (!value.defined())
     user_error("cast of an undefined expression");
   if (type.is_float() && type != Float(32) && !type.is_narrow_float())
-    user_error("cast to ", type, ": the float types are Float(32), Float(16) (IEEE half) and BFloat(16)");
+    user_error("cast to ", type, ": the float types are Float(32), Float(16) (IEEE half), BFloat(16), Float8E4M3() and "
+               "Float8E5M2()");
   if (value.type() == type)
     return value;
-  // Code generation converts 16-bit floats to and from f32 only: any other
-  // pairing goes through f32, which holds every bf16, f16 and (rounded
-  // once) i32 value, so no value is rounded twice.
+  // Code generation converts 16- and 8-bit floats to and from f32 only: any
+  // other pairing goes through f32, which holds every bf16, f16, FP8 and
+  // (rounded once) i32 value, so no value is rounded twice.
   if ((type.is_narrow_float() || value.type().is_narrow_float()) && type != Float(32) &&
       value.type() != Float(32))
     return Cast::make(type, Cast::make(Float(32), value));

@@ -8,9 +8,10 @@ namespace coalesce {
 
 Input::Input(std::string name, Type type, std::vector<Expr> extents) {
   check_identifier(name, "Input");
-  if (type != Float(32) && type != Float(16) && type != BFloat(16) && type != Int(32))
+  if (type != Float(32) && type != Float(16) && type != BFloat(16) && !type.is_fp8() && type != Int(32))
     user_error("Input '", name, "' has element type ", type,
-               "; an input holds Float(32), Float(16) (IEEE half), BFloat(16) or Int(32) elements");
+               "; an input holds Float(32), Float(16) (IEEE half), BFloat(16), Float8E4M3(), Float8E5M2() or Int(32) "
+               "elements");
   if (extents.empty())
     user_error("Input '", name, "' needs at least one extent");
   for (size_t d = 0; d < extents.size(); ++d) {

@@ -67,6 +67,60 @@ uint16_t float_to_f16_bits(float value) {
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
+namespace {
+// An 8-bit float format: its mantissa bits, exponent bias, largest finite
+// value (as f32 bits and as its code) and the NaN code.
+struct Fp8Format {
+  uint32_t mantissa_bits;
+  uint32_t bias;
+  uint32_t max_finite_f32;
+  uint8_t max_finite;
+  uint8_t nan;
+};
+constexpr Fp8Format kE4M3{3, 7, (135u << 23) | 0x600000u, 0x7E, 0x7F}; // 448 = 1.75 * 2^8
+constexpr Fp8Format kE5M2{2, 15, (142u << 23) | 0x600000u, 0x7B, 0x7F}; // 57344 = 1.75 * 2^15
+
+// As float_to_f16_bits, with saturation instead of infinities.
+uint8_t float_to_fp8_bits(float value, const Fp8Format &f) {
+  uint32_t bits = bits_of(value);
+  uint32_t sign = (bits >> 24) & 0x80u;
+  bits &= 0x7FFFFFFFu;
+  if (bits > 0x7F800000u)
+    return f.nan;
+  if (bits >= f.max_finite_f32) // rounding cannot bring these below the largest finite value
+    return static_cast<uint8_t>(sign | f.max_finite);
+  uint32_t out;
+  if (bits < (128u - f.bias) << 23) { // below the smallest normal: a subnormal or zero
+    // An f32 whose last mantissa bit is the format's subnormal step: adding
+    // it rounds the magnitude to a whole number of steps, to nearest even.
+    const uint32_t magic = ((127u - f.bias) + (23u - f.mantissa_bits) + 1u) << 23;
+    out = bits_of(float_of(bits) + float_of(magic)) - magic;
+  } else {
+    uint32_t shift = 23u - f.mantissa_bits;
+    uint32_t odd = (bits >> shift) & 1u;
+    bits += ((f.bias - 127u) << 23) + (1u << (shift - 1u)) - 1u + odd; // rebias, round to nearest even
+    out = bits >> shift;
+  }
+  return static_cast<uint8_t>(sign | out);
+}
+} // namespace
+
+float e4m3_bits_to_float(uint8_t bits) {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x80u) << 24;
+  if ((bits & 0x7Fu) == 0x7Fu)
+    return float_of(sign | 0x7FC00000u);
+  uint32_t exponent = (bits >> 3) & 0xFu, mantissa = bits & 7u;
+  float magnitude = exponent == 0 ? static_cast<float>(mantissa) * float_of((127u - 9u) << 23) // m * 2^-9
+                                  : float_of(((exponent + 127u - 7u) << 23) | (mantissa << 20));
+  return float_of(bits_of(magnitude) | sign);
+}
+
+uint8_t float_to_e4m3_bits(float value) { return float_to_fp8_bits(value, kE4M3); }
+
+float e5m2_bits_to_float(uint8_t bits) { return f16_bits_to_float(static_cast<uint16_t>(bits << 8)); }
+
+uint8_t float_to_e5m2_bits(float value) { return float_to_fp8_bits(value, kE5M2); }
+
 float float_to_tf32(float value) {
   uint32_t bits = bits_of(value);
   // Adding half of the 13 dropped bits to the magnitude rounds to nearest,

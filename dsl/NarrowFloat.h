@@ -1,5 +1,5 @@
 #pragma once
-// Conversions between f32 and the two 16-bit float formats, bit-exact and
+// Conversions between f32 and the 16- and 8-bit float formats, bit-exact and
 // independent of the host CPU's features: the host buffers (runtime/Buffer),
 // the constants the code generators emit and the tests all use these, so
 // every place that rounds agrees with every other.
@@ -22,6 +22,20 @@ float f16_bits_to_float(uint16_t bits);
 /// f32 -> IEEE half bits, round to nearest even (to a subnormal or to zero
 /// below 2^-14, to infinity at or above 65520).
 uint16_t float_to_f16_bits(float value);
+
+/// e4m3 bits -> f32, exact (S.1111.111 is a NaN: a quiet f32 NaN).
+float e4m3_bits_to_float(uint8_t bits);
+/// f32 -> e4m3 bits as PTX's cvt.rn.satfinite.e4m3x2.f32 converts:
+/// round to nearest, ties to even (to a subnormal or zero below 2^-6);
+/// magnitudes of 448 and more, infinities included, saturate to +-448; a NaN
+/// becomes 0x7F.
+uint8_t float_to_e4m3_bits(float value);
+/// e5m2 bits -> f32, exact (they are the top byte of an f16).
+float e5m2_bits_to_float(uint8_t bits);
+/// f32 -> e5m2 bits as cvt.rn.satfinite.e5m2x2.f32: to nearest even (to a
+/// subnormal or zero below 2^-14); magnitudes of 57344 and more,
+/// infinities included, saturate to +-57344; a NaN becomes 0x7F.
+uint8_t float_to_e5m2_bits(float value);
 
 /// f32 rounded to tf32 as the tensor cores' cvt.rna.tf32.f32 rounds it: 10
 /// mantissa bits kept, to nearest, ties away from zero; infinities and NaNs

@@ -28,6 +28,10 @@ std::string type_constructor(Type type) {
     return "Float(16)";
   if (type == Float(32))
     return "Float(32)";
+  if (type == Float8E4M3())
+    return "Float8E4M3()";
+  if (type == Float8E5M2())
+    return "Float8E5M2()";
   return type.str();
 }
 
@@ -156,10 +160,11 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
       bound.bytes.push_back(0);
       continue;
     }
-    bool bufferable = arg.type == Float(32) || arg.type == BFloat(16) || arg.type == Float(16);
+    bool bufferable = arg.type == Float(32) || arg.type == BFloat(16) || arg.type == Float(16) || arg.type.is_fp8();
     if (!bufferable)
       user_error("buffer '", arg.name, "' is declared with element type ", arg.type,
-                 ", which no Buffer holds; declare it as Float(32), BFloat(16) or Float(16)");
+                 ", which no Buffer holds; declare it as Float(32), BFloat(16), Float(16), Float8E4M3() or "
+                 "Float8E5M2()");
     if (buffer->type() != arg.type)
       user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' holds ", buffer->type(),
                  " elements but the pipeline declares '", arg.name, "' as ", arg.type,

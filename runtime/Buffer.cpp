@@ -13,17 +13,38 @@ namespace coalesce {
 
 namespace {
 uint16_t narrow(Type type, float value) {
-  return type.code == Type::Code::BFloat ? float_to_bf16_bits(value) : float_to_f16_bits(value);
+  switch (type.code) {
+  case Type::Code::BFloat: return float_to_bf16_bits(value);
+  case Type::Code::E4M3: return float_to_e4m3_bits(value);
+  case Type::Code::E5M2: return float_to_e5m2_bits(value);
+  case Type::Code::Float: return float_to_f16_bits(value);
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("a Buffer of ", type, " has no bits to narrow to");
 }
 float widen(Type type, uint16_t bits) {
-  return type.code == Type::Code::BFloat ? bf16_bits_to_float(bits) : f16_bits_to_float(bits);
+  switch (type.code) {
+  case Type::Code::BFloat: return bf16_bits_to_float(bits);
+  case Type::Code::E4M3: return e4m3_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::E5M2: return e5m2_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::Float: return f16_bits_to_float(bits);
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("a Buffer of ", type, " has no bits to widen");
+}
+bool holdable(Type type) {
+  return type == Float(32) || type == BFloat(16) || type == Float(16) || type.is_fp8();
 }
 } // namespace
 
 Buffer::Buffer(std::vector<int> shape, Type type) : type_(type), shape_(std::move(shape)) {
-  if (type != Float(32) && type != BFloat(16) && type != Float(16))
-    user_error("Buffer element type ", type, " is not supported; a Buffer holds Float(32), BFloat(16) or "
-               "Float(16) elements");
+  if (!holdable(type))
+    user_error("Buffer element type ", type, " is not supported; a Buffer holds Float(32), BFloat(16), "
+               "Float(16), Float8E4M3() or Float8E5M2() elements");
   size_t size = 1;
   bool overflow = false;
   for (int extent : shape_) {
@@ -39,7 +60,7 @@ Buffer::Buffer(std::vector<int> shape, Type type) : type_(type), shape_(std::mov
       text += (text.empty() ? "" : " x ") + std::to_string(extent);
     return text;
   };
-  size_t max_elements = is_f32() ? values_.max_size() : bits_.max_size();
+  size_t max_elements = is_f32() ? values_.max_size() : type_.bits == 8 ? bytes_.max_size() : bits_.max_size();
   if (overflow || size > max_elements)
     user_error("Buffer of shape ", shape_text(), " has too many elements to hold in memory (at most ", max_elements,
                " ", type_, " elements)");
@@ -47,6 +68,8 @@ Buffer::Buffer(std::vector<int> shape, Type type) : type_(type), shape_(std::mov
   try {
     if (is_f32())
       values_.assign(size, 0.0f);
+    else if (type_.bits == 8)
+      bytes_.assign(size, 0); // +0.0 in both formats
     else
       bits_.assign(size, 0); // +0.0 in both formats
   } catch (const std::bad_alloc &) {
@@ -66,11 +89,15 @@ const std::vector<float> &Buffer::f32_values(const char *what) const {
   return const_cast<Buffer *>(this)->f32_values(what);
 }
 
-float Buffer::get(size_t index) const { return is_f32() ? values_[index] : widen(type_, bits_[index]); }
+float Buffer::get(size_t index) const {
+  return is_f32() ? values_[index] : widen(type_, type_.bits == 8 ? bytes_[index] : bits_[index]);
+}
 
 void Buffer::set(size_t index, float value) {
   if (is_f32())
     values_[index] = value;
+  else if (type_.bits == 8)
+    bytes_[index] = static_cast<uint8_t>(narrow(type_, value));
   else
     bits_[index] = narrow(type_, value);
 }

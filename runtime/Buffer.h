@@ -1,9 +1,10 @@
 #pragma once
 // A host buffer, row-major, owning its storage: what a user passes as an
 // input or receives as the output. Its element type is f32 (the default),
-// bf16 or f16; a 16-bit buffer stores the raw 2-byte values, exactly what
-// the kernels read and write, and converts at the edges: get() widens
-// exactly, set() rounds to nearest even (dsl/NarrowFloat.h).
+// bf16, f16, e4m3 or e5m2; a 16- or 8-bit buffer stores the raw values,
+// exactly what the kernels read and write, and converts at the edges: get()
+// widens exactly, set() rounds to nearest even (dsl/NarrowFloat.h; FP8
+// saturates to its largest finite value).
 
 #include "dsl/Type.h"
 
@@ -17,7 +18,7 @@ class Buffer {
 public:
   Buffer() = default;
   /// A buffer of the given shape (outermost first) and element type (f32,
-  /// bf16 or f16), filled with zeros.
+  /// bf16, f16, e4m3 or e5m2), filled with zeros.
   explicit Buffer(std::vector<int> shape, Type type = Float(32));
 
   Type type() const { return type_; }
@@ -27,9 +28,13 @@ public:
   size_t size() const { return size_; }
   /// Bytes of storage: size() times the element size.
   size_t size_in_bytes() const { return size_ * static_cast<size_t>(type_.bytes()); }
-  /// The storage as the kernels see it (f32 values, or bf16/f16 bits).
-  void *raw_data() { return is_f32() ? static_cast<void *>(values_.data()) : bits_.data(); }
-  const void *raw_data() const { return is_f32() ? static_cast<const void *>(values_.data()) : bits_.data(); }
+  /// The storage as the kernels see it (f32 values, or bf16/f16/FP8 bits).
+  void *raw_data() { return const_cast<void *>(static_cast<const Buffer *>(this)->raw_data()); }
+  const void *raw_data() const {
+    return is_f32() ? static_cast<const void *>(values_.data())
+           : type_.bits == 8 ? static_cast<const void *>(bytes_.data())
+                             : static_cast<const void *>(bits_.data());
+  }
 
   /// Element `index` (row-major) as a float, exactly, whatever the type.
   float get(size_t index) const;
@@ -66,6 +71,7 @@ private:
   size_t size_ = 0;
   std::vector<float> values_;  ///< f32 elements
   std::vector<uint16_t> bits_; ///< bf16/f16 elements
+  std::vector<uint8_t> bytes_; ///< e4m3/e5m2 elements
 };
 
 } // namespace coalesce

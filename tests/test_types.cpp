@@ -275,7 +275,9 @@ TEST_CASE("arithmetic on bf16/f16 values is f32; only an explicit cast narrows")
 TEST_CASE("a cast to a float type Coalesce lacks is a user error") {
   Var i("i");
   CHECK_HAS(user_error_of([&] { cast(Float(64), cast(Float(32), i)); }), "cast to f64");
-  CHECK_HAS(user_error_of([&] { cast(BFloat(8), cast(Float(32), i)); }), "Float(16) (IEEE half) and BFloat(16)");
+  CHECK_HAS(user_error_of([&] { cast(BFloat(8), cast(Float(32), i)); }),
+            "Float(16) (IEEE half), BFloat(16), Float8E4M3() and Float8E5M2()");
+  CHECK_HAS(user_error_of([&] { cast(Float(8), cast(Float(32), i)); }), "cast to f8");
   CHECK_HAS(user_error_of([] { Input("X", Float(64), {4}); }), "Input 'X' has element type f64");
 }
 
@@ -323,7 +325,8 @@ TEST_CASE("a bf16/f16 Buffer stores 2-byte values, rounds on set and widens exac
 
 TEST_CASE("Buffer: a type it cannot hold, and f32 access to 16-bit storage, are user errors") {
   CHECK_HAS(user_error_of([] { Buffer({2, 2}, Int(32)); }),
-            "Buffer element type i32 is not supported; a Buffer holds Float(32), BFloat(16) or Float(16)");
+            "Buffer element type i32 is not supported; a Buffer holds Float(32), BFloat(16), Float(16), Float8E4M3() "
+            "or Float8E5M2()");
   Buffer b({2, 2}, Float(16));
   CHECK_HAS(user_error_of([&] { b.values(); }),
             "Buffer::values() gives f32 storage, but this buffer holds f16 elements; use get()/set()");
