@@ -7,16 +7,25 @@
 
 namespace coalesce::testing {
 
-inline double cpu_error_against_reference(Pipeline &pipeline, const examples::GemmData &data, int M, int N, int K,
-                                          examples::Epilogue e, Type out_type) {
+/// `run` is what the pipeline reads; `data` holds the same values in the
+/// reference's layout (B as K x N), which differs where the pipeline reads
+/// B stored N x K.
+inline double cpu_error_against_reference(Pipeline &pipeline, const examples::GemmData &run,
+                                          const examples::GemmData &data, int M, int N, int K, examples::Epilogue e,
+                                          Type out_type) {
   Buffer out({M, N}, out_type);
   out.poison();
-  pipeline.realize_on_cpu(examples::gemm_arguments(data, M, N, K, e), out);
+  pipeline.realize_on_cpu(examples::gemm_arguments(run, M, N, K, e), out);
   Buffer wide({M, N});
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j)
       wide(i, j) = out.at(i, j);
   return examples::relative_error(wide, examples::reference(data, M, N, K, e));
+}
+
+inline double cpu_error_against_reference(Pipeline &pipeline, const examples::GemmData &data, int M, int N, int K,
+                                          examples::Epilogue e, Type out_type) {
+  return cpu_error_against_reference(pipeline, data, data, M, N, K, e, out_type);
 }
 
 /// The same on bf16 inputs made with `seed`, into a bf16 output: the

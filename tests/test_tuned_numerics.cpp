@@ -113,14 +113,8 @@ TEST_CASE("a tuned candidate for B stored N x K (nn.Linear's weight) computes A 
   for (int k = 0; k < K; ++k)
     for (int j = 0; j < N; ++j)
       stored.b.set(j, k, data.b.at(k, j));
-  Buffer out({M, N}, BFloat(16));
-  out.poison();
-  pipeline.realize_on_cpu(gemm_arguments(stored, M, N, K, Epilogue::BiasGelu), out);
-  Buffer wide({M, N});
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      wide(i, j) = out.at(i, j);
-  CHECK(relative_error(wide, reference(data, M, N, K, Epilogue::BiasGelu)) <= tuning_tolerance(p));
+  CHECK(coalesce::testing::cpu_error_against_reference(pipeline, stored, data, M, N, K, Epilogue::BiasGelu,
+                                                        BFloat(16)) <= tuning_tolerance(p));
   // Read as K x N, the same values give another result: the layout is read.
   GemmProblem kn = p;
   kn.b_layout = GemmBLayout::KN;
