@@ -8,6 +8,7 @@
 // and the refusals: a GPU target (not built yet) and the tensor cores.
 
 #include "ErrorCapture.h"
+#include "FloatConversions.h"
 #include "WarpgroupGemms.h"
 #include "dsl/NarrowFloat.h"
 #include "runtime/Coalesce.h"
@@ -22,20 +23,12 @@
 #include <vector>
 
 using namespace coalesce;
+using coalesce::testing::bits_of;
+using coalesce::testing::convert_on_cpu;
+using coalesce::testing::float_of;
 using coalesce::testing::user_error_of;
 
 namespace {
-
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-float float_of(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 
 struct Format {
   Type type;
@@ -109,17 +102,6 @@ std::vector<float> probes() {
         std::ldexp(static_cast<float>(engine() % 100000) / 1000.0f - 50.0f, static_cast<int>(engine() % 40) - 25));
   }
   return values;
-}
-
-Buffer convert_on_cpu(const Buffer &input, Type to) {
-  const int n = input.shape()[0];
-  Input x("x", input.type(), {n});
-  Var i("i");
-  Func out("out");
-  out(i) = cast(to, x(i));
-  Buffer result({n}, to);
-  Pipeline(out).realize_on_cpu({{"x", input}}, result);
-  return result;
 }
 
 // out(i, j) = gelu(acc(i, j) * a_scale(i) * b_scale(j) + bias(j)), acc the

@@ -150,13 +150,8 @@ TEST_CASE("with producer warps that leave the kernel, the staged epilogue's barr
   for (auto [persistent, cluster] : std::vector<std::array<int, 2>>{{0, 0}, {7, 0}, {0, 2}}) {
     CAPTURE(persistent);
     CAPTURE(cluster);
-    MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
-    t.tma = true;
-    t.block_n = t.warp_n = 256;
-    t.min_blocks_per_sm = 1;
-    t.stages = 3;
-    t.producer_warps = 4;
-    t.producer_registers = 40;
+    MmaTiling t = coalesce::testing::wide_producer_tiling(kKind, 40);
+    t.stages = 3; // beside the output's tile
     t.persistent_blocks = persistent;
     t.cluster_blocks = cluster;
     t.tile_stores = TileStores::ThroughShared;

@@ -8,6 +8,7 @@
 
 #include "scheduler/LoweredFunc.h"
 #include "ErrorCapture.h"
+#include "FloatConversions.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/Reference.h"
 #include "examples/Schedules.h"
@@ -27,19 +28,11 @@ using coalesce::testing::user_error_of;
 /// The multiprocessors the default target's GPU has (the tilings fill them).
 const int kTargetSms = GpuTarget().sm_count();
 
+using coalesce::testing::bits_of;
+using coalesce::testing::convert_on_cpu;
+using coalesce::testing::float_of;
+
 namespace {
-
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 
 uint16_t narrow(Type type, float value) {
   return type == BFloat(16) ? float_to_bf16_bits(value) : float_to_f16_bits(value);
@@ -181,21 +174,6 @@ TEST_CASE("f16: narrowing agrees with the compiler's _Float16 on every probe") {
 
 // -------------------------------------------------- the host JIT's conversions
 
-namespace {
-
-// out(i) = cast(to, x(i)) over n elements, run on the CPU.
-Buffer convert_on_cpu(const Buffer &input, Type to) {
-  const int n = input.shape()[0];
-  Input x("x", input.type(), {n});
-  Var i("i");
-  Func out("out");
-  out(i) = cast(to, x(i));
-  Buffer result({n}, to);
-  Pipeline(out).realize_on_cpu({{"x", input}}, result);
-  return result;
-}
-
-} // namespace
 
 TEST_CASE("the host JIT narrows f32 to bf16 and f16 bit for bit as the runtime does") {
   std::vector<float> probes = rounding_probes();
