@@ -280,10 +280,11 @@ TEST_CASE("an FP8 Buffer stores 1-byte values, rounds and saturates on set, wide
 }
 
 TEST_CASE("a GEMM of FP8 inputs with per-row and per-column scales, bias and GELU matches the double reference") {
-  // e4m3 x e4m3, e5m2 x e4m3; a ragged shape, and K = 1 / K = 3 (an epilogue
-  // inside the reduction would scale and activate partial sums).
+  // e4m3 x e4m3, e5m2 x e4m3; a ragged shape, K = 0 (gelu of the bias), and
+  // K = 1 / K = 3 (an epilogue inside the reduction would scale and activate
+  // partial sums).
   for (auto [a, b] : {std::pair{Float8E4M3(), Float8E4M3()}, std::pair{Float8E5M2(), Float8E4M3()}})
-    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{67, 45, 37}, {67, 45, 1}, {67, 45, 3}}) {
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{67, 45, 37}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}}) {
       CAPTURE(M);
       CAPTURE(N);
       CAPTURE(K);
