@@ -212,7 +212,7 @@ void epilogue_figure(const std::string &dir) {
       bool reduction = !loop->reduction_of.empty();
       boxes << "<text x='" << 10 + depth * 18 << "' y='" << y << "' fill='" << (reduction ? "#b03030" : "#303030")
             << "'>for " << loop->name << " (" << for_kind_name(loop->for_kind) << ")"
-            << (reduction ? "   # reduction of " + loop->reduction_of : "") << "</text>\n";
+            << (reduction ? "   # reduction of " + loop->reduction_of.front() : "") << "</text>\n";
       y += 16;
       draw(loop->body, depth + 1);
     } else if (const auto *let = s.as<LetStmt>()) {

@@ -242,14 +242,14 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
     row = row + (op->warp % 4) * 16;
     column = column + Variable::make(Int(32), kMmaFragBlock) * 8;
   }
-  Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update, -1, "", LoopRole::MmaSteps);
+  Stmt steps = For::make(kMmaStep, 0, mma_k(op->kind), ForKind::Serial, op->update, -1, {}, LoopRole::MmaSteps);
   Stmt body = LetStmt::make(
       kMmaRow, row,
       LetStmt::make(kMmaColumn, column,
                     LetStmt::make(kMmaFragRow, fragment_row, LetStmt::make(kMmaFragColumn, fragment_column, steps))));
-  Stmt elements = For::make(element, 0, 4, ForKind::Serial, body, -1, "", LoopRole::MmaSteps);
+  Stmt elements = For::make(element, 0, 4, ForKind::Serial, body, -1, {}, LoopRole::MmaSteps);
   if (group)
-    elements = For::make(kMmaFragBlock, 0, op->n / 8, ForKind::Serial, elements, -1, "", LoopRole::MmaSteps);
+    elements = For::make(kMmaFragBlock, 0, op->n / 8, ForKind::Serial, elements, -1, {}, LoopRole::MmaSteps);
   codegen(elements);
 }
 

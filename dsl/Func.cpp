@@ -592,6 +592,14 @@ Func &Func::gpu_tile_stores(TileStores stores) {
   return *this;
 }
 
+Func &Func::fuse_reduction_with(const Func &other) {
+  if (other.contents_ == contents_)
+    user_error("in schedule for '", contents_->name, "': fuse_reduction_with('", contents_->name,
+               "') names the Func itself; name the other reduction");
+  contents_->schedule.fused_reduction_with = other.contents_->name;
+  return *this;
+}
+
 Func &Func::fold_bias_into_init() {
   return all_or_nothing({contents_}, [&]() -> Func & {
     contents_->schedule.fold_bias = true;

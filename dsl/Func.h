@@ -189,6 +189,16 @@ public:
   /// of 0 and drops the addition. b is added once either way; only the
   /// rounding order changes (b first instead of last).
   Func &fold_bias_into_init();
+  /// Runs this Func's update in the loop nest of `other`'s update: one nest
+  /// whose innermost body updates both, so that each input value read there
+  /// serves both reductions (a SwiGLU's g += A Wg and u += A Wu read A once
+  /// per step). Both are computed at the same loop of one consumer, one
+  /// right after the other; their update loops must match loop for loop
+  /// (the same splits, order and kinds over the same reduction domain) and
+  /// neither may read the other. The result is the same: each sum keeps its
+  /// order. Not yet with stage_in_shared, mma() or split_k, and checked on
+  /// the CPU only so far (GPU targets refuse it).
+  Func &fuse_reduction_with(const Func &other);
   /// Splits the reduction `k` of `producer` (fused into this Func with
   /// fuse_epilogue at a block loop) across `slices` GPU blocks: a new block
   /// loop `slice` (GPU z) inside the fuse site runs one contiguous range of

@@ -1,5 +1,7 @@
 #include "dsl/IR.h"
 
+#include <algorithm>
+
 #include "dsl/Error.h"
 
 namespace coalesce {
@@ -150,11 +152,15 @@ const char *memory_type_name(MemoryType memory) {
 }
 
 Stmt For::make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
-               int gpu_dim, const std::string &reduction_of, LoopRole role) {
+               int gpu_dim, const std::vector<std::string> &reduction_of, LoopRole role) {
   COALESCE_INTERNAL_ASSERT(min.defined() && extent.defined() && body.defined(),
                            "incomplete loop '", name, "'");
   return Stmt(std::make_shared<const For>(name, std::move(min), std::move(extent), kind, gpu_dim,
                                           reduction_of, role, std::move(body)));
+}
+
+bool For::reduces(const std::string &func) const {
+  return std::find(reduction_of.begin(), reduction_of.end(), func) != reduction_of.end();
 }
 
 Stmt Store::make(const std::string &buffer, std::vector<Expr> indices, Expr value) {

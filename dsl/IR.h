@@ -313,19 +313,23 @@ enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, 
 
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;
-  For(std::string n, Expr mn, Expr ext, ForKind k, int gd, std::string rf, LoopRole r, Stmt b)
+  For(std::string n, Expr mn, Expr ext, ForKind k, int gd, std::vector<std::string> rf, LoopRole r, Stmt b)
       : BaseStmtNode(node_kind), name(std::move(n)), min(std::move(mn)), extent(std::move(ext)),
         for_kind(k), gpu_dim(gd), reduction_of(std::move(rf)), role(r), body(std::move(b)) {}
   const std::string name;
   const Expr min, extent;
   const ForKind for_kind;
   const int gpu_dim;              ///< 0 = x, 1 = y, 2 = z for GPU loops; -1 otherwise
-  const std::string reduction_of; ///< the Func whose reduction this loop runs, or ""
+  /// The Funcs whose reductions this loop runs: one, two where
+  /// fuse_reduction_with merged two reductions' nests, or none.
+  const std::vector<std::string> reduction_of;
   const LoopRole role;            ///< what made the loop; a pass rebuilding it keeps it
   const Stmt body;
   static Stmt make(const std::string &name, Expr min, Expr extent, ForKind kind, Stmt body,
-                   int gpu_dim = -1, const std::string &reduction_of = "",
+                   int gpu_dim = -1, const std::vector<std::string> &reduction_of = {},
                    LoopRole role = LoopRole::Schedule);
+  /// Whether this loop runs `func`'s reduction.
+  bool reduces(const std::string &func) const;
 };
 
 struct Store : BaseStmtNode {

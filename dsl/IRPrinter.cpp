@@ -174,8 +174,8 @@ private:
     out_ << ", ";
     print(op->extent);
     out_ << "):";
-    if (!op->reduction_of.empty())
-      out_ << "  # reduction of " << op->reduction_of;
+    for (size_t f = 0; f < op->reduction_of.size(); ++f)
+      out_ << (f ? " and " : "  # reduction of ") << op->reduction_of[f];
     if (op->role == LoopRole::ProducerWarps)
       out_ << "  # producer warps";
     if (op->role == LoopRole::PersistentTiles)

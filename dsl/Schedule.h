@@ -285,6 +285,9 @@ struct FuncSchedule {
   TileStores tile_stores = TileStores::Direct;
   /// For the consumer of a split reduction: the split (split_k).
   SplitReduction split_k;
+  /// The Func whose update's loop nest this Func's update shares
+  /// (fuse_reduction_with; "": none).
+  std::string fused_reduction_with;
 };
 
 } // namespace coalesce

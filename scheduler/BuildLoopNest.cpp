@@ -286,7 +286,9 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
       user_error("in schedule for '", func.name, "': cannot make loop '", short_name, "' ",
                  for_kind_name(dim.kind), ": its extent ", to_string(extent),
                  " is not a constant; split it by a constant factor and map the inner loop");
-    std::string reduction_of = dim.is_rvar ? func.name : "";
+    std::vector<std::string> reduction_of;
+    if (dim.is_rvar)
+      reduction_of.push_back(func.name);
     Stmt loops;
     // A serial reduction loop whose split leaves a tail runs in two parts:
     // the full steps without the tail guard, then the last, partial step

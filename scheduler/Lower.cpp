@@ -21,6 +21,7 @@
 #include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/FoldBiasIntoInit.h"
+#include "scheduler/FuseReductionNests.h"
 #include "scheduler/FuseGpuThreadLoops.h"
 #include "scheduler/GroupGpuBlocks.h"
 #include "scheduler/HoistLoads.h"
@@ -101,6 +102,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   PhaseTimer timer("lower: serial passes");
   Stmt s = attributed_to("build_loop_nest", [&] { return build_loop_nest(env); });
   log("build_loop_nest", s);
+  // Reductions fused with fuse_reduction_with: one nest for their updates.
+  s = attributed_to("fuse_reduction_nests", [&] { return fuse_reduction_nests(s, env); });
+  log("fuse_reduction_nests", s);
   // split_k's slices: a loop of blocks over the slices, the partial sums and
   // the last block's combine, before the epilogue (the tile scheduler's
   // part of the nest; nothing before it differs for a split).
@@ -228,6 +232,12 @@ GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   nest.cluster_loop = cluster_loop_name(env.output());
   nest.cluster_blocks = env.output().schedule.cluster_blocks;
   nest.serial = lower_serial(env, budget);
+  // Checked on the CPU only so far: a GPU target waits for
+  // coalesce-gpu-check to have run the fused nests on a GPU.
+  for (const FuncContents &func : env.funcs)
+    if (!func.schedule.fused_reduction_with.empty())
+      user_error("in schedule for '", func.name, "': fuse_reduction_with('", func.schedule.fused_reduction_with,
+                 "') runs on the CPU only so far: its GPU kernels have not been checked on a GPU yet");
   return nest;
 }
 

@@ -53,7 +53,7 @@ Stmt row_copy_nest(const TmaInputCopy &copy) {
       IfThenElse::make(column < padded_columns, Store::make(padded, {r, column}, Load::make(input.type, piece, {e})));
   auto each_element = [&](const std::string &use, Stmt body) {
     return For::make(element + use, 0, kCopyElements, ForKind::Unrolled,
-                     substitute({{element, Variable::make(Int(32), element + use)}}, body), -1, "",
+                     substitute({{element, Variable::make(Int(32), element + use)}}, body), -1, {},
                      LoopRole::PaddedCopy);
   };
   Stmt elements = Allocate::make(piece, input.type, MemoryType::Register, {Expr(kCopyElements)},
@@ -61,9 +61,9 @@ Stmt row_copy_nest(const TmaInputCopy &copy) {
   Stmt steps = For::make(step, 0,
                          simplify((padded_columns + (kCopyThreads * kCopyElements - 1)) /
                                   (kCopyThreads * kCopyElements)),
-                         ForKind::Serial, elements, -1, "", LoopRole::PaddedCopy);
-  Stmt threads = For::make(thread, 0, kCopyThreads, ForKind::GpuThread, steps, 0, "", LoopRole::PaddedCopy);
-  return For::make(row, 0, rows, ForKind::GpuBlock, threads, 0, "", LoopRole::PaddedCopy);
+                         ForKind::Serial, elements, -1, {}, LoopRole::PaddedCopy);
+  Stmt threads = For::make(thread, 0, kCopyThreads, ForKind::GpuThread, steps, 0, {}, LoopRole::PaddedCopy);
+  return For::make(row, 0, rows, ForKind::GpuBlock, threads, 0, {}, LoopRole::PaddedCopy);
 }
 
 // Square tiles of the transposing copy, and the rows of one its threads
@@ -95,9 +95,9 @@ Stmt transposed_copy_nest(const TmaInputCopy &copy) {
     // Row y + 8 e and column x of the tile.
     Expr row = Variable::make(Int(32), y) + Variable::make(Int(32), e) * kTransposeRows;
     Stmt s = For::make(e, 0, kTransposeTile / kTransposeRows, ForKind::Unrolled, body(row, Variable::make(Int(32), x)),
-                       -1, "", LoopRole::PaddedCopy);
-    s = For::make(x, 0, kTransposeTile, ForKind::GpuThread, s, 0, "", LoopRole::PaddedCopy);
-    return For::make(y, 0, kTransposeRows, ForKind::GpuThread, s, 1, "", LoopRole::PaddedCopy);
+                       -1, {}, LoopRole::PaddedCopy);
+    s = For::make(x, 0, kTransposeTile, ForKind::GpuThread, s, 0, {}, LoopRole::PaddedCopy);
+    return For::make(y, 0, kTransposeRows, ForKind::GpuThread, s, 1, {}, LoopRole::PaddedCopy);
   };
   // Read: the tile's row r is the input's row k0 + r (along N, consecutive
   // for consecutive x); clamped into the input so that the select reads a
@@ -115,7 +115,7 @@ Stmt transposed_copy_nest(const TmaInputCopy &copy) {
   });
   Stmt body = Allocate::make(shared, input.type, MemoryType::Shared, {Expr(kTransposeTile), Expr(kTransposeTile + 1)},
                              Block::make({load, Barrier::make(), store}));
-  return For::make(tile, 0, simplify(tiles_down * tiles_across), ForKind::GpuBlock, body, 0, "",
+  return For::make(tile, 0, simplify(tiles_down * tiles_across), ForKind::GpuBlock, body, 0, {},
                    LoopRole::PaddedCopy);
 }
 

@@ -60,7 +60,7 @@ private:
                       LetStmt::make(inner->name, simplify(inner->min + linear % columns), inner->body)));
     // Block b's tiles: b, b + P, ... below R*C.
     Stmt walk = For::make(tile_loop, 0, simplify((tiles - block + (blocks_ - 1)) / blocks_), ForKind::Serial, body,
-                          -1, "", LoopRole::PersistentTiles);
+                          -1, {}, LoopRole::PersistentTiles);
     return For::make(block_loop, 0, simplify(Min::make(tiles, blocks_)), ForKind::GpuBlock, walk, 0,
                      op->reduction_of);
   }

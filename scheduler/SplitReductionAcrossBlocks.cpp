@@ -76,7 +76,7 @@ private:
   using IRMutator::visit;
   int reduction_depth_ = 0;
   Stmt visit(const For *op, const Stmt &self) override {
-    bool reduction = op->reduction_of == producer_;
+    bool reduction = op->reduces(producer_);
     reduction_depth_ += reduction;
     Stmt result = IRMutator::visit(op, self);
     reduction_depth_ -= reduction;
@@ -231,7 +231,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     };
     std::vector<Stmt> passes = {from_slice(0)};
     if (split.slices > 1)
-      passes.push_back(For::make(sum_loop, 1, split.slices - 1, ForKind::Serial, from_slice(var(sum_loop)), -1, "",
+      passes.push_back(For::make(sum_loop, 1, split.slices - 1, ForKind::Serial, from_slice(var(sum_loop)), -1, {},
                                  LoopRole::SliceSum));
     passes.push_back(consume);
     combine = Block::make(passes);

@@ -221,9 +221,9 @@ private:
     // Element by element, the copy is a loop: only rows whose length is not
     // a multiple of 16 bytes take it.
     copy = For::make(step_name, 0, static_cast<int>(per_thread), lanes == 1 ? ForKind::Serial : ForKind::Unrolled, copy,
-                     -1, "", LoopRole::StagingCopy);
+                     -1, {}, LoopRole::StagingCopy);
     for (auto loop = thread_loops.rbegin(); loop != thread_loops.rend(); ++loop)
-      copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, "",
+      copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, {},
                        LoopRole::StagingCopy);
     return copy;
   }

@@ -304,7 +304,7 @@ private:
     if (only_first.defined())
       s = IfThenElse::make(only_first, s);
     for (auto t = p_.threads.rbegin(); t != p_.threads.rend(); ++t)
-      s = For::make(thread_name(use, t->name), t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, "",
+      s = For::make(thread_name(use, t->name), t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, {},
                     LoopRole::StagingCopy);
     return s;
   }
@@ -410,9 +410,9 @@ private:
       std::string name = thread_name(use, t->name);
       if (&*t == &outer)
         s = For::make(name, simplify(t->min + outer.extent), static_cast<int>(producer_threads / per_row),
-                      ForKind::GpuThread, s, t->gpu_dim, "", LoopRole::ProducerWarps);
+                      ForKind::GpuThread, s, t->gpu_dim, {}, LoopRole::ProducerWarps);
       else
-        s = For::make(name, t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, "", LoopRole::StagingCopy);
+        s = For::make(name, t->min, t->extent, ForKind::GpuThread, s, t->gpu_dim, {}, LoopRole::StagingCopy);
     }
     return s;
   }
@@ -446,8 +446,8 @@ private:
         std::vector<Expr> coords = {Variable::make(Int(32), r), Variable::make(Int(32), e) + column0};
         Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.value(coords, shift));
         Stmt copy = For::make(r, 0, rows, ForKind::Serial,
-                              For::make(e, 0, columns, ForKind::Serial, element, -1, "", LoopRole::StagingCopy), -1,
-                              "", LoopRole::StagingCopy);
+                              For::make(e, 0, columns, ForKind::Serial, element, -1, {}, LoopRole::StagingCopy), -1,
+                              {}, LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
         copies.push_back(
             TensorCopy::make(tile.source, origin, {rows, columns}, destination, barrier(slot), copy, tile.multicast));

@@ -55,10 +55,10 @@ Stmt per_thread_copy(const StagedTile &tile, const ScanBody &scan, const std::st
   // bytes of stack at 128 registers); as loops it needs 196 registers.
   bool unrolled = per_thread <= 16 && !tile.round_to_tf32;
   copy = For::make(element, 0, static_cast<int>(per_thread), unrolled ? ForKind::Unrolled : ForKind::Serial, copy,
-                   -1, "", LoopRole::StagingCopy);
+                   -1, {}, LoopRole::StagingCopy);
   for (auto name = scan.thread_loops.rbegin(); name != scan.thread_loops.rend(); ++name) {
     const LoopInfo &loop = scan.loops.at(*name);
-    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, "",
+    copy = For::make(prefix + *name, loop.min, loop.extent, ForKind::GpuThread, copy, loop.gpu_dim, {},
                      LoopRole::StagingCopy);
   }
   return copy;

@@ -124,7 +124,7 @@ private:
         for (const std::string &name : {layout.lane, layout.warp}) {
           const For *threads = find_loop(loop, stage.prefix + name);
           COALESCE_INTERNAL_ASSERT(threads, "warpgroup MMA steps without their thread loop '", name, "'");
-          wait = For::make(threads->name, threads->min, threads->extent, threads->for_kind, wait, threads->gpu_dim, "",
+          wait = For::make(threads->name, threads->min, threads->extent, threads->for_kind, wait, threads->gpu_dim, {},
                            threads->role);
         }
         return Block::make({loop, wait});

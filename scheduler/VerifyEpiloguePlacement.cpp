@@ -24,9 +24,9 @@ private:
     if (!env_.find(op->buffer))
       return; // a staged copy of an input, not a Func's value
     for (const For *loop : enclosing_)
-      if (loop->reduction_of != op->buffer)
+      if (!loop->reduces(op->buffer))
         internal_error("the store to '", op->buffer, "' is inside loop '", loop->name, "', a reduction loop of '",
-                       loop->reduction_of, "': an epilogue would see partial sums");
+                       loop->reduction_of.front(), "' only: an epilogue would see partial sums");
   }
   const Environment &env_;
   std::vector<const For *> enclosing_;

@@ -760,7 +760,7 @@ TEST_CASE("the epilogue verifier rejects a store inside another Func's reduction
   Expr i = Variable::make(Int(32), "out.s0.i"), j = Variable::make(Int(32), "out.s0.j");
   Expr partial = Load::make(Float(32), "acc", {i, j});
   Stmt store = Store::make("out", {i, j}, partial);
-  Stmt inside = For::make("acc.s1.k", 0, 8, ForKind::Serial, store, -1, "acc");
+  Stmt inside = For::make("acc.s1.k", 0, 8, ForKind::Serial, store, -1, {"acc"});
   try {
     verify_epilogue_placement(inside, env);
     FAIL("the verifier accepted a store to 'out' inside a reduction loop of 'acc'");
@@ -776,7 +776,7 @@ TEST_CASE("the epilogue verifier accepts a reduction's own store and an epilogue
   Environment env = make_environment(g.out);
   Expr i = Variable::make(Int(32), "i"), j = Variable::make(Int(32), "j");
   Expr running = Load::make(Float(32), "acc", {i, j});
-  Stmt update = For::make("acc.s1.k", 0, 8, ForKind::Serial, Store::make("acc", {i, j}, running + 1.0f), -1, "acc");
+  Stmt update = For::make("acc.s1.k", 0, 8, ForKind::Serial, Store::make("acc", {i, j}, running + 1.0f), -1, {"acc"});
   Stmt epilogue = Store::make("out", {i, j}, running);
   CHECK_NOTHROW(verify_epilogue_placement(Block::make({update, epilogue}), env));
   // The verifier runs in every lowering; the fused schedule passes it.

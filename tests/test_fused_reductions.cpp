@@ -1,0 +1,146 @@
+// fuse_reduction_with (scheduler/FuseReductionNests.h): a SwiGLU MLP's two
+// reductions, g = A Wg^T and u = A Wu^T, in one loop nest, and the epilogue
+// silu(g) * u once after both. The nest (one k loop, marked as both
+// reductions'), the numbers against a double reference at a ragged shape and
+// K = 0 / 1 / 3, and the refusals, naming both Funcs: loops that differ (a
+// split of one only, or by another factor), Funcs not computed together,
+// staging, the Func itself, and a GPU target.
+
+#include "ErrorCapture.h"
+#include "runtime/Coalesce.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+using coalesce::testing::user_error_of;
+
+namespace {
+
+struct SwiGlu {
+  Param M{"M"}, N{"N"}, K{"K"};
+  Input A{"A", Float(32), {M, K}}, Wg{"Wg", Float(32), {N, K}}, Wu{"Wu", Float(32), {N, K}};
+  Var i{"i"}, j{"j"}, bi{"bi"}, bj{"bj"}, ii{"ii"}, jj{"jj"}, ti{"ti"}, tj{"tj"}, ri{"ri"}, rj{"rj"};
+  RDom k{0, K, "k"};
+  RVar ko{"ko"}, ki{"ki"};
+  Func g{"g"}, u{"u"}, out{"out"};
+  SwiGlu() {
+    g(i, j) = 0.0f;
+    g(i, j) += A(i, k) * Wg(j, k);
+    u(i, j) = 0.0f;
+    u(i, j) += A(i, k) * Wu(j, k);
+    out(i, j) = silu(g(i, j)) * u(i, j);
+    out.tile(i, j, bi, bj, ii, jj, 32, 32)
+        .gpu_blocks({bi, bj})
+        .register_block(ii, jj, ti, tj, ri, rj, 2, 2)
+        .gpu_threads({ti, tj});
+    out.fuse_epilogue(g, bj);
+    out.fuse_epilogue(u, bj);
+  }
+  // The same k loop split and ordered for both updates.
+  void split_both(int factor) {
+    for (Func *f : {&g, &u})
+      f->update().split(k, ko, ki, factor).reorder({ko, ti, tj, ki, ri, rj}).unroll(ki);
+  }
+};
+
+double error(SwiGlu &s, int M, int N, int K) {
+  Buffer A({M, K}), Wg({N, K}), Wu({N, K}), out({M, N});
+  A.fill_random(1);
+  Wg.fill_random(2);
+  Wu.fill_random(3);
+  out.poison();
+  Pipeline(s.out).realize_on_cpu({{"A", A}, {"Wg", Wg}, {"Wu", Wu}, {"M", M}, {"N", N}, {"K", K}}, out);
+  double error = 0, norm = 0;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      double g = 0, u = 0;
+      for (int x = 0; x < K; ++x) {
+        g += static_cast<double>(A.get(static_cast<size_t>(r) * K + x)) * Wg.get(static_cast<size_t>(c) * K + x);
+        u += static_cast<double>(A.get(static_cast<size_t>(r) * K + x)) * Wu.get(static_cast<size_t>(c) * K + x);
+      }
+      double expected = g / (1.0 + std::exp(-g)) * u, got = out.get(static_cast<size_t>(r) * N + c);
+      error += (got - expected) * (got - expected);
+      norm += expected * expected;
+    }
+  return std::sqrt(error / std::max(norm, 1e-30));
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("two reductions fused into one nest: one k loop runs both, the epilogue after it") {
+  SwiGlu s;
+  s.split_both(8);
+  s.u.fuse_reduction_with(s.g);
+  std::string nest = Pipeline(s.out).loop_nest();
+  // ko and ki, in the full k steps and in the partial last one.
+  CHECK(count(nest, "# reduction of g and u") == 4);
+  CHECK(count(nest, "# reduction of u") == 0);
+  // In the innermost body, u's update right after g's.
+  CHECK(nest.find("g[ti, tj, ri, rj] = g[ti, tj, ri, rj] + ") < nest.find("u[ti, tj, ri, rj] = u[ti, tj, ri, rj] + "));
+  CHECK(nest.find("u[ti, tj, ri, rj] = 0.0f") < nest.find("# reduction of g and u"));
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{67, 45, 37}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    CHECK(error(s, M, N, K) < 1e-5);
+  }
+}
+
+TEST_CASE("the fusion may be named from either Func, with loops unsplit") {
+  SwiGlu s;
+  s.g.fuse_reduction_with(s.u);
+  CHECK(count(Pipeline(s.out).loop_nest(), "# reduction of g and u") == 1);
+  CHECK(error(s, 35, 33, 5) < 1e-5);
+}
+
+TEST_CASE("fused reductions are refused, naming both Funcs, where the result or the loops would differ") {
+  {
+    SwiGlu s; // a split of one update only
+    s.g.update().split(s.k, s.ko, s.ki, 8);
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }), "the update loops of 'g' and 'u' differ at loop");
+  }
+  {
+    SwiGlu s; // different split factors
+    s.g.update().split(s.k, s.ko, s.ki, 8);
+    s.u.update().split(s.k, s.ko, s.ki, 4);
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }), "differ at loop 'ko'");
+  }
+  {
+    // g computed at root, u at out's tile: not one site.
+    SwiGlu s;
+    s.g.compute_root();
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }),
+              "'g' and 'u' must be computed at the same loop of one consumer");
+  }
+  {
+    SwiGlu s; // staged inputs: not built for fused reductions
+    s.split_both(8);
+    s.g.update().stage_in_shared(s.A, s.ko);
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }), "'g' stages inputs in shared memory");
+  }
+  {
+    SwiGlu s;
+    CHECK_HAS(user_error_of([&] { s.u.fuse_reduction_with(s.u); }), "names the Func itself");
+  }
+  {
+    SwiGlu s; // checked on the CPU only so far
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).ptx(); }), "runs on the CPU only so far");
+  }
+}
