@@ -9,6 +9,8 @@
 #include "ErrorCapture.h"
 #include "runtime/Coalesce.h"
 
+#include "TextCount.h"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace coalesce;
+using coalesce::testing::occurrences;
 using coalesce::testing::user_error_of;
 
 namespace {
@@ -70,13 +73,6 @@ double error(SwiGlu &s, int M, int N, int K) {
   return std::sqrt(error / std::max(norm, 1e-30));
 }
 
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 } // namespace
 
 TEST_CASE("two reductions fused into one nest: one k loop runs both, the epilogue after it") {
@@ -85,8 +81,8 @@ TEST_CASE("two reductions fused into one nest: one k loop runs both, the epilogu
   s.u.fuse_reduction_with(s.g);
   std::string nest = Pipeline(s.out).loop_nest();
   // ko and ki, in the full k steps and in the partial last one.
-  CHECK(count(nest, "# reduction of g and u") == 4);
-  CHECK(count(nest, "# reduction of u") == 0);
+  CHECK(occurrences(nest, "# reduction of g and u") == 4);
+  CHECK(occurrences(nest, "# reduction of u") == 0);
   // In the innermost body, u's update right after g's.
   CHECK(nest.find("g[ti, tj, ri, rj] = g[ti, tj, ri, rj] + ") < nest.find("u[ti, tj, ri, rj] = u[ti, tj, ri, rj] + "));
   CHECK(nest.find("u[ti, tj, ri, rj] = 0.0f") < nest.find("# reduction of g and u"));
@@ -101,7 +97,7 @@ TEST_CASE("two reductions fused into one nest: one k loop runs both, the epilogu
 TEST_CASE("the fusion may be named from either Func, with loops unsplit") {
   SwiGlu s;
   s.g.fuse_reduction_with(s.u);
-  CHECK(count(Pipeline(s.out).loop_nest(), "# reduction of g and u") == 1);
+  CHECK(occurrences(Pipeline(s.out).loop_nest(), "# reduction of g and u") == 1);
   CHECK(error(s, 35, 33, 5) < 1e-5);
 }
 

@@ -6,20 +6,16 @@
 
 #include "runtime/Coalesce.h"
 
+#include "TextCount.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
 using namespace coalesce;
+using coalesce::testing::occurrences;
 
 namespace {
-
-size_t count_of(const std::string &text, const std::string &what) {
-  size_t count = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++count;
-  return count;
-}
 
 // out(i) = f(x(i) / 2) with 8 elements per thread, unrolled.
 std::string ptx_of(Expr (*f)(Expr)) {
@@ -39,9 +35,9 @@ TEST_CASE("erf on the GPU adds no branch per element") {
   const std::string one = ptx_of([](Expr v) { return erf(v); });
   const std::string two = ptx_of([](Expr v) { return erf(v) + erf(v * 3.0f); });
   INFO("two erfs per element:\n", two);
-  CHECK(count_of(two, "ex2.approx") >= 16);
+  CHECK(occurrences(two, "ex2.approx") >= 16);
   // The same nest, its guards' branches, and no more: libdevice's erff
   // branches once per call.
-  CHECK(count_of(two, "bra") == count_of(one, "bra"));
-  CHECK(count_of(two, "call") == 0);
+  CHECK(occurrences(two, "bra") == occurrences(one, "bra"));
+  CHECK(occurrences(two, "call") == 0);
 }

@@ -17,6 +17,8 @@
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 
+#include "TextCount.h"
+
 #include <doctest/doctest.h>
 
 #include <array>
@@ -24,6 +26,7 @@
 #include <vector>
 
 using namespace coalesce;
+using coalesce::testing::occurrences;
 using namespace coalesce::examples;
 
 namespace {
@@ -36,13 +39,6 @@ MmaTiling staged_tiling(int persistent_blocks = 0) {
   t.tile_stores = TileStores::ThroughShared;
   t.persistent_blocks = persistent_blocks;
   return t;
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
 }
 
 } // namespace
@@ -84,22 +80,22 @@ TEST_CASE("every block with aligned rows goes through the shared tile, storing o
   std::string nest = Pipeline(g.out).loop_nest();
   // 64 x 64 bf16 rows padded by 16 bytes; each warp of the copy a row of
   // 8 vectors of 8, 4 rows a warpgroup per step, 4 steps.
-  CHECK(count(nest, "allocate out_tile[64][72] bf16 in shared") == 1);
+  CHECK(occurrences(nest, "allocate out_tile[64][72] bf16 in shared") == 1);
   // The full-tile copy's statements, staged, for every block: the
   // epilogue's expression once, into the tile; the copy stores the vectors
   // inside the output where rows are aligned, and the elements inside it,
   // in a loop, where they are not. partition_full_tiles's guarded copy is
   // gone: no direct store of the output remains.
-  CHECK(count(nest, "erf(") == 1);
-  CHECK(count(nest, "out_tile[i - bi*64, j - bj*64] = ") == 1);
-  CHECK(count(nest, "out[i, j] = ") == 0);
-  CHECK(count(nest, "    let aligned = N % 8 == 0\n") == 1);
-  CHECK(count(nest, "    barrier\n    if aligned:\n      for warp in gpu_thread.y(0, 4):") == 1);
-  CHECK(count(nest, "if bi*64 + 63 < M && bj*64 + 63 < N") == 0);
-  CHECK(count(nest, "if bi*64 + flat/8 < M && bj*64 + flat % 8*8 < N:\n") == 1);
-  CHECK(count(nest, "= load_vector(out_tile[") == 1);
-  CHECK(count(nest, "for e in unrolled(0, 4):") >= 1);
-  CHECK(count(nest, "for e in serial(0, 32):\n            let flat = e*128 + warp*32 + lane\n            if bi*64 + "
+  CHECK(occurrences(nest, "erf(") == 1);
+  CHECK(occurrences(nest, "out_tile[i - bi*64, j - bj*64] = ") == 1);
+  CHECK(occurrences(nest, "out[i, j] = ") == 0);
+  CHECK(occurrences(nest, "    let aligned = N % 8 == 0\n") == 1);
+  CHECK(occurrences(nest, "    barrier\n    if aligned:\n      for warp in gpu_thread.y(0, 4):") == 1);
+  CHECK(occurrences(nest, "if bi*64 + 63 < M && bj*64 + 63 < N") == 0);
+  CHECK(occurrences(nest, "if bi*64 + flat/8 < M && bj*64 + flat % 8*8 < N:\n") == 1);
+  CHECK(occurrences(nest, "= load_vector(out_tile[") == 1);
+  CHECK(occurrences(nest, "for e in unrolled(0, 4):") >= 1);
+  CHECK(occurrences(nest, "for e in serial(0, 32):\n            let flat = e*128 + warp*32 + lane\n            if bi*64 + "
                     "flat/64 < M && bj*64 + flat % 64 < N:\n              out[bi*64 + flat/64, bj*64 + flat % 64] = "
                     "out_tile[flat/64, flat % 64]\n") == 1);
 
@@ -109,9 +105,9 @@ TEST_CASE("every block with aligned rows goes through the shared tile, storing o
   MmaTiling across = staged_tiling(3);
   across.producer_warps = 4;
   std::string persistent = Pipeline(coalesce::testing::bf16_scheduled(across).out).loop_nest();
-  CHECK(count(persistent, "allocate out_tile[64][72] bf16 in shared") == 1);
-  CHECK(count(persistent, "= load_vector(out_tile[") == 2);
-  CHECK(count(persistent, "out[i, j] = ") == 0);
+  CHECK(occurrences(persistent, "allocate out_tile[64][72] bf16 in shared") == 1);
+  CHECK(occurrences(persistent, "= load_vector(out_tile[") == 2);
+  CHECK(occurrences(persistent, "out[i, j] = ") == 0);
 
   // Without the directive nothing changes.
   Gemm direct = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tma_tiling(kKind));
@@ -136,8 +132,8 @@ TEST_CASE("the 128 x 256 kernel stores its tiles in 16-byte vectors, cleanly") {
   Pipeline pipeline(g.out);
   std::string ptx = pipeline.ptx();
   // 128 x 256 bf16 = 4,096 vectors over 256 threads.
-  CHECK(count(ptx, "st.global.v4.b32") == 16);
-  CHECK(count(ptx, "ld.shared.v4.b32") == 16);
+  CHECK(occurrences(ptx, "st.global.v4.b32") == 16);
+  CHECK(occurrences(ptx, "ld.shared.v4.b32") == 16);
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
 }
 
@@ -159,8 +155,8 @@ TEST_CASE("with producer warps that leave the kernel, the staged epilogue's barr
     Pipeline pipeline(g.out);
     CHECK(pipeline.loop_nest().find("allocate out_tile[") != std::string::npos);
     std::string ptx = pipeline.ptx();
-    CHECK(count(ptx, "setmaxnreg.dec.sync.aligned.u32") >= 1);
-    CHECK(count(ptx, "st.global.v4.b32") >= 1);
+    CHECK(occurrences(ptx, "setmaxnreg.dec.sync.aligned.u32") >= 1);
+    CHECK(occurrences(ptx, "st.global.v4.b32") >= 1);
     // The persistent grid's two epilogues (its tile loop unswitched) spill
     // at 232 registers, as they did before the epilogue was compiled once.
     if (ptxas_available() && persistent == 0)
