@@ -22,11 +22,7 @@ void CodeGenLLVM::visit(const IntImm *op) {
 void CodeGenLLVM::visit(const FloatImm *op) {
   if (op->type.is_narrow_float() && narrow_floats_as_bits()) {
     float value = static_cast<float>(op->value);
-    uint16_t bits = op->type.code == Type::Code::BFloat ? float_to_bf16_bits(value)
-                    : op->type.code == Type::Code::E4M3 ? float_to_e4m3_bits(value)
-                    : op->type.code == Type::Code::E5M2 ? float_to_e5m2_bits(value)
-                                                        : float_to_f16_bits(value);
-    value_ = llvm::ConstantInt::get(llvm_type_of(op->type), bits);
+    value_ = llvm::ConstantInt::get(llvm_type_of(op->type), float_to_narrow_bits(op->type, value));
     return;
   }
   value_ = llvm::ConstantFP::get(llvm_type_of(op->type), op->value);

@@ -1,5 +1,7 @@
 #include "dsl/NarrowFloat.h"
 
+#include "dsl/Error.h"
+
 #include <cstring>
 
 namespace coalesce {
@@ -120,6 +122,38 @@ uint8_t float_to_e4m3_bits(float value) { return float_to_fp8_bits(value, kE4M3)
 float e5m2_bits_to_float(uint8_t bits) { return f16_bits_to_float(static_cast<uint16_t>(bits << 8)); }
 
 uint8_t float_to_e5m2_bits(float value) { return float_to_fp8_bits(value, kE5M2); }
+
+uint16_t float_to_narrow_bits(Type type, float value) {
+  switch (type.code) {
+  case Type::Code::BFloat: return float_to_bf16_bits(value);
+  case Type::Code::E4M3: return float_to_e4m3_bits(value);
+  case Type::Code::E5M2: return float_to_e5m2_bits(value);
+  case Type::Code::Float:
+    if (type.bits == 16)
+      return float_to_f16_bits(value);
+    break;
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("no narrow float bits for ", type);
+}
+
+float narrow_bits_to_float(Type type, uint16_t bits) {
+  switch (type.code) {
+  case Type::Code::BFloat: return bf16_bits_to_float(bits);
+  case Type::Code::E4M3: return e4m3_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::E5M2: return e5m2_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::Float:
+    if (type.bits == 16)
+      return f16_bits_to_float(bits);
+    break;
+  case Type::Code::Int:
+  case Type::Code::UInt:
+  case Type::Code::Bool: break;
+  }
+  internal_error("no narrow float bits for ", type);
+}
 
 float float_to_tf32(float value) {
   uint32_t bits = bits_of(value);

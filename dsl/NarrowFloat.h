@@ -8,6 +8,8 @@
 // ties to even; a NaN stays a NaN (quiet, sign kept), an infinity stays an
 // infinity, and an f32 too large for f16 becomes an infinity.
 
+#include "dsl/Type.h"
+
 #include <cstdint>
 
 namespace coalesce {
@@ -36,6 +38,11 @@ float e5m2_bits_to_float(uint8_t bits);
 /// subnormal or zero below 2^-14); magnitudes of 57344 and more,
 /// infinities included, saturate to +-57344; a NaN becomes 0x7F.
 uint8_t float_to_e5m2_bits(float value);
+
+/// The bits of the bf16, f16, e4m3 or e5m2 (`type`) nearest to `value`,
+/// by the functions above; and back, exactly.
+uint16_t float_to_narrow_bits(Type type, float value);
+float narrow_bits_to_float(Type type, uint16_t bits);
 
 /// f32 rounded to tf32 as the tensor cores' cvt.rna.tf32.f32 rounds it: 10
 /// mantissa bits kept, to nearest, ties away from zero; infinities and NaNs

@@ -12,30 +12,6 @@
 namespace coalesce {
 
 namespace {
-uint16_t narrow(Type type, float value) {
-  switch (type.code) {
-  case Type::Code::BFloat: return float_to_bf16_bits(value);
-  case Type::Code::E4M3: return float_to_e4m3_bits(value);
-  case Type::Code::E5M2: return float_to_e5m2_bits(value);
-  case Type::Code::Float: return float_to_f16_bits(value);
-  case Type::Code::Int:
-  case Type::Code::UInt:
-  case Type::Code::Bool: break;
-  }
-  internal_error("a Buffer of ", type, " has no bits to narrow to");
-}
-float widen(Type type, uint16_t bits) {
-  switch (type.code) {
-  case Type::Code::BFloat: return bf16_bits_to_float(bits);
-  case Type::Code::E4M3: return e4m3_bits_to_float(static_cast<uint8_t>(bits));
-  case Type::Code::E5M2: return e5m2_bits_to_float(static_cast<uint8_t>(bits));
-  case Type::Code::Float: return f16_bits_to_float(bits);
-  case Type::Code::Int:
-  case Type::Code::UInt:
-  case Type::Code::Bool: break;
-  }
-  internal_error("a Buffer of ", type, " has no bits to widen");
-}
 bool holdable(Type type) {
   return type == Float(32) || type == BFloat(16) || type == Float(16) || type.is_fp8();
 }
@@ -90,16 +66,16 @@ const std::vector<float> &Buffer::f32_values(const char *what) const {
 }
 
 float Buffer::get(size_t index) const {
-  return is_f32() ? values_[index] : widen(type_, type_.bits == 8 ? bytes_[index] : bits_[index]);
+  return is_f32() ? values_[index] : narrow_bits_to_float(type_, type_.bits == 8 ? bytes_[index] : bits_[index]);
 }
 
 void Buffer::set(size_t index, float value) {
   if (is_f32())
     values_[index] = value;
   else if (type_.bits == 8)
-    bytes_[index] = static_cast<uint8_t>(narrow(type_, value));
+    bytes_[index] = static_cast<uint8_t>(float_to_narrow_bits(type_, value));
   else
-    bits_[index] = narrow(type_, value);
+    bits_[index] = float_to_narrow_bits(type_, value);
 }
 
 void Buffer::fill_random(uint32_t seed) {

@@ -12,9 +12,18 @@ namespace coalesce {
 
 namespace {
 
+// Whether loop `name` belongs to `func`'s update.
+bool in_update(const std::string &name, const std::string &func) { return name.rfind(stage_prefix(func, 1), 0) == 0; }
+
 bool is_update_root(const Stmt &s, const std::string &func) {
   const auto *loop = s.as<For>();
-  return loop && loop->name.rfind(stage_prefix(func, 1), 0) == 0;
+  return loop && in_update(loop->name, func);
+}
+
+[[noreturn]] void not_computed_together(const std::string &first, const std::string &second) {
+  user_error("in schedule for '", second, "': fuse_reduction_with('", first, "'): '", first, "' and '", second,
+             "' must be computed at the same loop of one consumer, one right after the other (fuse_epilogue or "
+             "compute_at with the same loop, nothing computed between them)");
 }
 
 bool is_init(const Stmt &s, const std::string &func) {
@@ -189,11 +198,7 @@ private:
     return IRMutator::visit(op, self);
   }
 
-  [[noreturn]] void not_adjacent() const {
-    user_error("in schedule for '", second_, "': fuse_reduction_with('", first_, "'): '", first_, "' and '", second_,
-               "' must be computed at the same loop of one consumer, one right after the other (fuse_epilogue or "
-               "compute_at with the same loop, nothing computed between them)");
-  }
+  [[noreturn]] void not_adjacent() const { not_computed_together(first_, second_); }
 };
 
 // The rules that hold before any nest is looked at.
@@ -230,30 +235,24 @@ Stmt fuse_reduction_nests(const Stmt &s, const Environment &env) {
     const FuncContents *other = env.find(func.schedule.fused_reduction_with);
     check_schedules(env, func, other);
     // Whichever update comes first in the nest moves into the second's place.
-    bool func_first = false;
-    struct Order : IRVisitor {
+    struct FirstUpdate : IRVisitor {
       const std::string &a, &b;
       std::string seen;
-      Order(const std::string &x, const std::string &y) : a(x), b(y) {}
+      FirstUpdate(const std::string &x, const std::string &y) : a(x), b(y) {}
       using IRVisitor::visit;
       void visit(const For *op) override {
-        if (seen.empty() && (is_update_root(op, a) || is_update_root(op, b)))
-          seen = is_update_root(op, a) ? a : b;
+        if (seen.empty() && (in_update(op->name, a) || in_update(op->name, b)))
+          seen = in_update(op->name, a) ? a : b;
         IRVisitor::visit(op);
       }
-      static bool is_update_root(const For *op, const std::string &f) {
-        return op->name.rfind(stage_prefix(f, 1), 0) == 0;
-      }
-    } order(func.name, other->name);
-    order.visit_stmt(result);
-    func_first = order.seen == func.name;
-    Place place(func_first ? func.name : other->name, func_first ? other->name : func.name);
+    } first_update(func.name, other->name);
+    first_update.visit_stmt(result);
+    const std::string &first = first_update.seen == func.name ? func.name : other->name;
+    const std::string &second = first == func.name ? other->name : func.name;
+    Place place(first, second);
     result = place.mutate(result);
     if (!place.done)
-      user_error("in schedule for '", func.name, "': fuse_reduction_with('", other->name, "'): '", func.name, "' and '",
-                 other->name,
-                 "' must be computed at the same loop of one consumer, one right after the other "
-                 "(fuse_epilogue or compute_at with the same loop, nothing computed between them)");
+      not_computed_together(first, second);
   }
   return result;
 }
