@@ -64,24 +64,12 @@ uint16_t float_to_f16_bits(float value) {
   } else {
     uint32_t odd = (bits >> 13) & 1u;
     bits += ((15u - 127u) << 23) + 0xFFFu + odd; // rebias, and round to nearest even
-    out = bits >> 13; // a carry past 30 exponent values gives 0x7C00, infinity
+    out = bits >> 13;                            // a carry past 30 exponent values gives 0x7C00, infinity
   }
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
 namespace {
-// An 8-bit float format: its mantissa bits, exponent bias, largest finite
-// value (as f32 bits and as its code) and the NaN code.
-struct Fp8Format {
-  uint32_t mantissa_bits;
-  uint32_t bias;
-  uint32_t max_finite_f32;
-  uint8_t max_finite;
-  uint8_t nan;
-};
-constexpr Fp8Format kE4M3{3, 7, (135u << 23) | 0x600000u, 0x7E, 0x7F}; // 448 = 1.75 * 2^8
-constexpr Fp8Format kE5M2{2, 15, (142u << 23) | 0x600000u, 0x7B, 0x7F}; // 57344 = 1.75 * 2^15
-
 // As float_to_f16_bits, with saturation instead of infinities.
 uint8_t float_to_fp8_bits(float value, const Fp8Format &f) {
   uint32_t bits = bits_of(value);
@@ -117,40 +105,48 @@ float e4m3_bits_to_float(uint8_t bits) {
   return float_of(bits_of(magnitude) | sign);
 }
 
-uint8_t float_to_e4m3_bits(float value) { return float_to_fp8_bits(value, kE4M3); }
+uint8_t float_to_e4m3_bits(float value) { return float_to_fp8_bits(value, kE4M3Format); }
 
 float e5m2_bits_to_float(uint8_t bits) { return f16_bits_to_float(static_cast<uint16_t>(bits << 8)); }
 
-uint8_t float_to_e5m2_bits(float value) { return float_to_fp8_bits(value, kE5M2); }
+uint8_t float_to_e5m2_bits(float value) { return float_to_fp8_bits(value, kE5M2Format); }
 
 uint16_t float_to_narrow_bits(Type type, float value) {
   switch (type.code) {
-  case Type::Code::BFloat: return float_to_bf16_bits(value);
-  case Type::Code::E4M3: return float_to_e4m3_bits(value);
-  case Type::Code::E5M2: return float_to_e5m2_bits(value);
+  case Type::Code::BFloat:
+    return float_to_bf16_bits(value);
+  case Type::Code::E4M3:
+    return float_to_e4m3_bits(value);
+  case Type::Code::E5M2:
+    return float_to_e5m2_bits(value);
   case Type::Code::Float:
     if (type.bits == 16)
       return float_to_f16_bits(value);
     break;
   case Type::Code::Int:
   case Type::Code::UInt:
-  case Type::Code::Bool: break;
+  case Type::Code::Bool:
+    break;
   }
   internal_error("no narrow float bits for ", type);
 }
 
 float narrow_bits_to_float(Type type, uint16_t bits) {
   switch (type.code) {
-  case Type::Code::BFloat: return bf16_bits_to_float(bits);
-  case Type::Code::E4M3: return e4m3_bits_to_float(static_cast<uint8_t>(bits));
-  case Type::Code::E5M2: return e5m2_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::BFloat:
+    return bf16_bits_to_float(bits);
+  case Type::Code::E4M3:
+    return e4m3_bits_to_float(static_cast<uint8_t>(bits));
+  case Type::Code::E5M2:
+    return e5m2_bits_to_float(static_cast<uint8_t>(bits));
   case Type::Code::Float:
     if (type.bits == 16)
       return f16_bits_to_float(bits);
     break;
   case Type::Code::Int:
   case Type::Code::UInt:
-  case Type::Code::Bool: break;
+  case Type::Code::Bool:
+    break;
   }
   internal_error("no narrow float bits for ", type);
 }

@@ -39,6 +39,19 @@ float e5m2_bits_to_float(uint8_t bits);
 /// infinities included, saturate to +-57344; a NaN becomes 0x7F.
 uint8_t float_to_e5m2_bits(float value);
 
+/// An 8-bit float format, as both the runtime's and the generated code's
+/// narrowing read it: its mantissa bits, exponent bias, largest finite
+/// value (as f32 bits and as its code) and the NaN code.
+struct Fp8Format {
+  uint32_t mantissa_bits;
+  uint32_t bias;
+  uint32_t max_finite_f32;
+  uint8_t max_finite;
+  uint8_t nan;
+};
+inline constexpr Fp8Format kE4M3Format{3, 7, (135u << 23) | 0x600000u, 0x7E, 0x7F};  // 448 = 1.75 * 2^8
+inline constexpr Fp8Format kE5M2Format{2, 15, (142u << 23) | 0x600000u, 0x7B, 0x7F}; // 57344 = 1.75 * 2^15
+
 /// The bits of the bf16, f16, e4m3 or e5m2 (`type`) nearest to `value`,
 /// by the functions above; and back, exactly.
 uint16_t float_to_narrow_bits(Type type, float value);
