@@ -77,11 +77,8 @@ llvm::Type *CodeGenLLVM::llvm_type_of(Type type) const {
   case Type::Code::UInt: return llvm::Type::getIntNTy(context_, type.bits);
   case Type::Code::E4M3:
   case Type::Code::E5M2:
-    // The GPU's FP8 conversions and MMAs are not built yet; the host
-    // converts with integer operations (HostFloatConversions.h).
-    if (!narrow_floats_as_bits())
-      user_error(type, " values on a GPU target: the 8-bit floats (Float8E4M3(), Float8E5M2()) run on the CPU only "
-                 "so far; their GPU conversions and tensor-core instructions are not built");
+    // Their bits on every target: LLVM has no 8-bit float type; emit_widen
+    // and emit_narrow convert them.
     return llvm::Type::getInt8Ty(context_);
   case Type::Code::BFloat:
     COALESCE_INTERNAL_ASSERT(type.bits == 16, "no LLVM type for ", type);

@@ -47,7 +47,8 @@ public:
                                 const std::vector<llvm::Type *> &trailing = {});
 
   /// The LLVM type of a Coalesce scalar type (a bf16/f16 is `bfloat`/`half`,
-  /// or i16 bits where the target says narrow_floats_as_bits()).
+  /// or i16 bits where the target says narrow_floats_as_bits(); an 8-bit
+  /// float is always its i8 bits).
   llvm::Type *llvm_type_of(Type type) const;
 
 protected:
@@ -60,10 +61,12 @@ protected:
   /// True if bf16/f16 values are i16 bits in this target's code, converted
   /// by emit_widen/emit_narrow (the host), rather than `bfloat`/`half`.
   virtual bool narrow_floats_as_bits() const { return false; }
-  /// A bf16/f16 value (`from`) as an exact f32. The base: fpext.
+  /// A bf16/f16/e4m3/e5m2 value (`from`) as an exact f32. The base: fpext
+  /// (the targets convert the 8-bit floats' bits themselves).
   virtual llvm::Value *emit_widen(Type from, llvm::Value *value);
-  /// An f32 value rounded to the nearest bf16/f16 (`to`), ties to even. The
-  /// base: fptrunc (the NVPTX backend's cvt.rn.bf16.f32 / cvt.rn.f16.f32).
+  /// An f32 value rounded to the nearest bf16/f16/e4m3/e5m2 (`to`), ties to
+  /// even (saturating for the 8-bit floats). The base: fptrunc (the NVPTX
+  /// backend's cvt.rn.bf16.f32 / cvt.rn.f16.f32).
   virtual llvm::Value *emit_narrow(Type to, llvm::Value *value);
 
   /// A GPU index intrinsic (thread_id, block_id). The base has none: on the

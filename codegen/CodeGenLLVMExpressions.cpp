@@ -20,7 +20,7 @@ void CodeGenLLVM::visit(const IntImm *op) {
 }
 
 void CodeGenLLVM::visit(const FloatImm *op) {
-  if (op->type.is_narrow_float() && narrow_floats_as_bits()) {
+  if (op->type.is_fp8() || (op->type.is_narrow_float() && narrow_floats_as_bits())) {
     float value = static_cast<float>(op->value);
     value_ = llvm::ConstantInt::get(llvm_type_of(op->type), float_to_narrow_bits(op->type, value));
     return;

@@ -34,6 +34,8 @@ llvm::Intrinsic::ID warp_mma_intrinsic(MmaKind kind) {
   case MmaKind::BF16_wgmma_m64k16:
   case MmaKind::F16_wgmma_m64k16:
   case MmaKind::TF32_wgmma_m64k8:
+  case MmaKind::E4M3_wgmma_m64k32:
+  case MmaKind::E5M2_wgmma_m64k32:
   case MmaKind::None: break;
   }
   internal_error("no warp MMA intrinsic for ", mma_kind_name(kind));
@@ -87,6 +89,41 @@ public:
   }
 
 protected:
+  // The 8-bit floats are their bits (i8) on the GPU as on the host; PTX
+  // converts them in pairs (sm_89 and later), a value in the pair's low
+  // half: e4m3 / e5m2 -> f16 exactly, then f16 -> f32 exactly.
+  llvm::Value *emit_widen(Type from, llvm::Value *value) override {
+    if (!from.is_fp8())
+      return CodeGenLLVM::emit_widen(from, value);
+    std::string text = str_cat("cvt.rn.f16x2.", fp8_ptx_name(from), "x2 $0, $1;");
+    llvm::Value *pair = pure_ptx(text, "=r,h", builder_->getInt32Ty(),
+                                 {builder_->CreateZExt(value, builder_->getInt16Ty())});
+    llvm::Value *half = builder_->CreateBitCast(builder_->CreateTrunc(pair, builder_->getInt16Ty()),
+                                                builder_->getHalfTy());
+    return builder_->CreateFPExt(half, builder_->getFloatTy());
+  }
+  // f32 -> e4m3 / e5m2, to nearest even, saturating, NaN to 0x7F (as
+  // dsl/NarrowFloat.h's float_to_e4m3_bits): the second source is the
+  // pair's low byte.
+  llvm::Value *emit_narrow(Type to, llvm::Value *value) override {
+    if (!to.is_fp8())
+      return CodeGenLLVM::emit_narrow(to, value);
+    std::string text = str_cat("cvt.rn.satfinite.", fp8_ptx_name(to), "x2.f32 $0, $1, $2;");
+    llvm::Value *pair = pure_ptx(text, "=h,f,f", builder_->getInt16Ty(),
+                                 {llvm::ConstantFP::get(builder_->getFloatTy(), 0.0), value});
+    return builder_->CreateTrunc(pair, builder_->getInt8Ty());
+  }
+  static const char *fp8_ptx_name(Type type) { return type.code == Type::Code::E4M3 ? "e4m3" : "e5m2"; }
+  // A PTX instruction without side effects, computing one value.
+  llvm::Value *pure_ptx(const std::string &text, const std::string &constraints, llvm::Type *result,
+                        const std::vector<llvm::Value *> &args) {
+    std::vector<llvm::Type *> types;
+    for (llvm::Value *arg : args)
+      types.push_back(arg->getType());
+    auto *type = llvm::FunctionType::get(result, types, false);
+    return builder_->CreateCall(type, llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/false), args);
+  }
+
   llvm::FunctionCallee math_function(Intrinsic math, Type type) override {
     if (type != Float(32))
       internal_error("GPU math function '", intrinsic_name(math), "' of ", type, ": only f32 is supported");
@@ -339,11 +376,12 @@ protected:
       constraints += "=f,";
     }
     // scale-d p (accumulate), scale-a and scale-b 1; the 16-bit forms also
-    // take the transpose flags, which tf32 does not have (both operands are
-    // K-major: tensorize_mma and the staging made them so).
+    // take the transpose flags, which tf32 and the 8-bit floats do not have
+    // (both operands are K-major: tensorize_mma and the staging made them so).
     text += str_cat("}, $", count, ", $", count + 1, ", p, 1, 1");
-    if (mma_rounds_to_tf32(op->kind))
-      COALESCE_INTERNAL_ASSERT(!op->a.mn_major && !op->b.mn_major, "a tf32 warpgroup MMA with an MN-major operand");
+    if (warpgroup_mma_reads_b_k_major(op->kind))
+      COALESCE_INTERNAL_ASSERT(!op->a.mn_major && !op->b.mn_major, "a ", mma_kind_name(op->kind),
+                               " with an MN-major operand");
     else
       text += str_cat(", ", op->a.mn_major ? 1 : 0, ", ", op->b.mn_major ? 1 : 0);
     text += ";\n}";
@@ -753,7 +791,13 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
   struct Finder : IRVisitor {
     const WarpMma *found = nullptr;
     const TensorCopy *copy = nullptr;
+    const Cast *fp8 = nullptr; // a conversion to or from an 8-bit float
     using IRVisitor::visit;
+    void visit(const Cast *op) override {
+      if (!fp8 && (op->type.is_fp8() || op->value.type().is_fp8()))
+        fp8 = op;
+      IRVisitor::visit(op);
+    }
     void visit(const WarpMma *op) override {
       if (is_warpgroup_mma(op->kind) && !found)
         found = op;
@@ -774,6 +818,10 @@ void check_target_instructions(const GpuProgram &program, const GpuTarget &targe
       user_error("kernel '", kernel.name, "' copies '", finder.copy->input, "' with the TMA (TmaCopies), "
                  "which this compiler targets on sm_90a only; the target is ", target.sm(),
                  ": compile for sm_90a, or stage with cp.async copies (AsyncCopies)");
+    if (finder.fp8 && !target.has_fp8_conversions())
+      user_error("kernel '", kernel.name, "' converts ", finder.fp8->value.type(), " values to ", finder.fp8->type,
+                 ", which PTX does on sm_89 and later only; the target is ", target.sm(),
+                 ": compile for sm_89, sm_90 or sm_90a");
     if (kernel.cluster_blocks() > 1 && !target.has_clusters())
       user_error("kernel '", kernel.name, "' runs its blocks in clusters of ", kernel.cluster_blocks(),
                  " (gpu_cluster), which this compiler targets on sm_90a only; the target is ", target.sm(),

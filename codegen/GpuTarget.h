@@ -41,6 +41,9 @@ public:
   bool has_warpgroup_mma() const;
   bool has_tma() const;
   bool has_clusters() const;
+  /// Whether PTX converts to and from the 8-bit floats here (cvt ...
+  /// e4m3x2 / e5m2x2: sm_89 and later).
+  bool has_fp8_conversions() const;
   /// Hopper (sm_90, sm_90a): 32-bit shared-memory addresses pay there.
   bool is_hopper() const;
 

@@ -28,7 +28,8 @@ namespace coalesce {
 /// * B (k x 8), executed by one warp. The warpgroup-level ones (wgmma,
 /// sm_90a only): D (64 x N, f32) += A (64 x k) * B (k x N), executed by the
 /// 4 warps of a warpgroup together, with A and B read from shared memory
-/// (k = 16 for bf16/f16, 8 for tf32).
+/// (k = 16 for bf16/f16, 8 for tf32, 32 for the 8-bit floats, which read
+/// both operands K-major).
 enum class MmaKind : uint8_t {
   None,
   BF16_m16n8k16, ///< bf16 operands, f32 accumulator
@@ -37,6 +38,8 @@ enum class MmaKind : uint8_t {
   BF16_wgmma_m64k16, ///< warpgroup: bf16 operands in shared memory, f32 accumulator
   F16_wgmma_m64k16,  ///< warpgroup: f16 operands in shared memory, f32 accumulator
   TF32_wgmma_m64k8,  ///< warpgroup: f32 operands rounded to tf32, both K-major in shared memory
+  E4M3_wgmma_m64k32, ///< warpgroup: e4m3 operands, both K-major in shared memory, f32 accumulator
+  E5M2_wgmma_m64k32, ///< warpgroup: e5m2 operands, both K-major in shared memory, f32 accumulator
 };
 
 /// Which dimension of an operand is contiguous in shared memory: its k
@@ -58,7 +61,7 @@ struct MmaInstruction {
   /// K-major only (tf32, which has no transpose flag, so the compiler stores
   /// a K x N B transposed; a B stored N x K, W(j, k), is K-major already).
   OperandMajor b_major;
-  const char *ptx_type;  ///< the operands' type in the PTX instruction: "bf16", "f16", "tf32"
+  const char *ptx_type;  ///< the operands' type in the PTX instruction: "bf16", "f16", "tf32", "e4m3", "e5m2"
 };
 /// The table's row of `kind` (not MmaKind::None).
 const MmaInstruction &mma_instruction(MmaKind kind);
@@ -70,7 +73,7 @@ MmaKind mma_kind_for(Type operand, bool warpgroup);
 const char *mma_kind_name(MmaKind kind);
 int mma_m(MmaKind kind); ///< rows of one warp's part of the instruction's tile (16)
 int mma_n(MmaKind kind); ///< columns of one fragment (8)
-int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32)
+int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32, 32 for e4m3/e5m2): 32 bytes of each operand row
 /// Whether the instruction is a warpgroup MMA (4 warps, operands in shared).
 bool is_warpgroup_mma(MmaKind kind);
 /// Whether the instruction multiplies f32 operands rounded to tf32.

@@ -14,6 +14,10 @@ const MmaInstruction &mma_instruction(MmaKind kind) {
   static const MmaInstruction bf16_group{"bf16 wgmma", BFloat(16), false, true, 16, 8, 16, OperandMajor::MN, "bf16"};
   static const MmaInstruction f16_group{"f16 wgmma", Float(16), false, true, 16, 8, 16, OperandMajor::MN, "f16"};
   static const MmaInstruction tf32_group{"tf32 wgmma", Float(32), true, true, 16, 8, 8, OperandMajor::K, "tf32"};
+  // The 8-bit floats: wgmma only (sm_90a has no mma.sync for them), both
+  // operands K-major (no transpose flag).
+  static const MmaInstruction e4m3_group{"e4m3 wgmma", Float8E4M3(), false, true, 16, 8, 32, OperandMajor::K, "e4m3"};
+  static const MmaInstruction e5m2_group{"e5m2 wgmma", Float8E5M2(), false, true, 16, 8, 32, OperandMajor::K, "e5m2"};
   switch (kind) {
   case MmaKind::BF16_m16n8k16: return bf16;
   case MmaKind::F16_m16n8k16: return f16;
@@ -21,6 +25,8 @@ const MmaInstruction &mma_instruction(MmaKind kind) {
   case MmaKind::BF16_wgmma_m64k16: return bf16_group;
   case MmaKind::F16_wgmma_m64k16: return f16_group;
   case MmaKind::TF32_wgmma_m64k8: return tf32_group;
+  case MmaKind::E4M3_wgmma_m64k32: return e4m3_group;
+  case MmaKind::E5M2_wgmma_m64k32: return e5m2_group;
   case MmaKind::None: break;
   }
   internal_error("mma_instruction of MmaKind::None (no MMA)");
@@ -28,13 +34,15 @@ const MmaInstruction &mma_instruction(MmaKind kind) {
 
 MmaKind mma_kind_for(Type operand, bool warpgroup) {
   for (MmaKind kind : {MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8, MmaKind::BF16_wgmma_m64k16,
-                       MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8}) {
+                       MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8, MmaKind::E4M3_wgmma_m64k32,
+                       MmaKind::E5M2_wgmma_m64k32}) {
     const MmaInstruction &instruction = mma_instruction(kind);
     if (instruction.operand == operand && instruction.warpgroup == warpgroup)
       return kind;
   }
   user_error("no ", warpgroup ? "warpgroup" : "warp", " MMA reads operands of type ", operand,
-             "; the tensor cores take bf16, f16, or f32 rounded to tf32");
+             "; the tensor cores take bf16, f16, or f32 rounded to tf32",
+             operand.is_fp8() ? "; e4m3 and e5m2 only at the warpgroup level (Hopper's wgmma)" : "");
 }
 
 const char *mma_kind_name(MmaKind kind) { return kind == MmaKind::None ? "none" : mma_instruction(kind).name; }

@@ -181,8 +181,8 @@ Stage &Stage::mma(const RVar &k, const RVar &ko, const RVar &kk, int k_step) {
     int depth = mma_k(layout.kind);
     // A warpgroup MMA reads its operands from 128-byte swizzled shared
     // tiles: the staged k extent must be whole 128-byte rows of A (64
-    // 16-bit or 32 f32 elements).
-    int row_elements = mma_rounds_to_tf32(layout.kind) ? 32 : 64;
+    // 16-bit, 32 f32 or 128 8-bit elements).
+    int row_elements = 128 / mma_instruction(layout.kind).operand.bytes();
     if (is_warpgroup_mma(layout.kind) && (k_step <= 0 || k_step % row_elements))
       user_error("in schedule for ", describe(), ": mma with k step ", k_step, "; ", mma_kind_name(layout.kind),
                  " reads A from 128-byte swizzled rows of ", row_elements,

@@ -25,6 +25,9 @@ CUtensorMapDataType data_type(Type type) {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (type == Float(32))
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  // The TMA moves bytes: an 8-bit float is copied as its bits.
+  if (type.is_fp8())
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   user_error("the TMA copies no ", type, " input");
 }
 

@@ -83,16 +83,20 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
     reject(str_cat("does not read its inputs as A(", i, ", ", k, ") and B(", k, ", ", j, ") or W(", j, ", ", k, ")"));
   const Call *a = is_a(x) && is_b(y) ? x : y, *b = a == x ? y : x;
   for (const Call *operand : {a, b}) {
-    if (operand->type.is_fp8())
-      user_error(c.where(), mma_kind_name(kind), " multiplies ", operand_type(kind), " values, but input '",
-                 operand->name, "' is ", operand->type, ", and no tensor-core instruction for ", operand->type,
-                 " is built yet (FP8 runs on the CPU only so far): schedule it without mma()");
     if (operand->type != operand_type(kind))
       user_error(c.where(), mma_kind_name(kind), " multiplies ", operand_type(kind), " values, but input '",
                  operand->name, "' is ", operand->type, "; declare it as ", operand_type(kind),
                  " or choose the instruction for ", operand->type,
-                 operand->type == Float(32) ? " (tf32 m16n8k8, which rounds the inputs to tf32)" : "");
+                 operand->type == Float(32)  ? " (tf32 m16n8k8, which rounds the inputs to tf32)"
+                 : operand->type.is_fp8() ? str_cat(" (", operand->type, " wgmma, a warpgroup MMA)")
+                                          : "");
   }
+  // The 8-bit instructions read B K-major, and no copy of ours transposes
+  // 8-bit elements: B must be stored N x K, as FP8 weights are.
+  if (operand_type(kind).is_fp8() && b_k_dim(b) != 1)
+    user_error(c.where(), mma_kind_name(kind), " reads both operands K-major, but '", b->name, "' is read as ",
+               b->name, "(", k, ", ", j, "), stored K x N; store it N x K and read it as ", b->name, "(", j, ", ", k,
+               ") (nn.Linear's weight layout)");
   return MmaOperands{a->name, b->name, b_k_dim(b)};
 }
 

@@ -295,8 +295,8 @@ private:
       tile.shared_extents.push_back(tile.region.extent[d]);
     tile.shared_extents.back() += tile.layout.padding;
     if (warpgroup_mma_) {
-      // check_mma made sure the tile can be swizzled: 2-D, 16-bit (or f32
-      // for tf32), rows of whole atoms, no padding or transposition. A B
+      // check_mma made sure the tile can be swizzled: 2-D, of the
+      // instruction's operand type (16-bit, f32 for tf32, 8-bit), rows of whole atoms, no padding or transposition. A B
       // that the instruction reads K-major but that is stored K x N is
       // stored transposed: its rows run along n. An N x K one (W(j, k))
       // is staged as it lies, K-major, like A.
@@ -305,7 +305,7 @@ private:
       tile.swizzle_row_dim = mma_staged_transposed(mma_kind_, mma_operands_, request.input) ? 1 : 0;
       tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
       int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
-      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == (tile.round_to_tf32 ? 4 : 2) &&
+      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == mma_instruction(mma_kind_).operand.bytes() &&
                                    extent[columns] % tile.swizzle_row() == 0 && extent[rows] % 8 == 0 &&
                                    !tile.layout.padding && !tile.layout.transposed,
                                "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");

@@ -161,7 +161,7 @@ Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const
 // 16-byte vectors, so every vector starts 16-byte aligned in shared memory.
 static int vector_width(const StagedTile &tile) {
   int bytes = tile.input->type.bytes();
-  if (!zero_fills(tile.copies) || tile.layout.transposed || tile.swizzle_row_dim != 0 || (bytes != 2 && bytes != 4))
+  if (!zero_fills(tile.copies) || tile.layout.transposed || tile.swizzle_row_dim != 0 || 16 % bytes != 0)
     return 1;
   int vector = 16 / bytes;
   if (tile.region.extent.back() % vector || tile.shared_extents.back() % vector)

@@ -198,7 +198,7 @@ private:
     // [column blocks][rows][W] when staged once per step.
     size_t dims = found != allocations_.end() ? found->second->extents.size() : 0;
     COALESCE_INTERNAL_ASSERT(found != allocations_.end() && found->second->memory == MemoryType::Shared &&
-                                 (dims == 3 || dims == 4) && (load->type.bytes() == 2 || load->type.bytes() == 4),
+                                 (dims == 3 || dims == 4) && 128 % load->type.bytes() == 0,
                              "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
     auto rows = as_const_int(found->second->extents[dims - 2]);
     COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");

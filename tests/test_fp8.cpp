@@ -4,12 +4,15 @@
 // every code widened and narrowed back, the host JIT's inline conversions
 // bit for bit against the runtime's, Buffers of 1-byte elements, a GEMM with
 // FP8 inputs, per-row and per-column scales, bias and GELU and a bf16 output
-// against the double reference at a ragged shape and the K = 1 / K = 3 pair,
-// and the refusals: a GPU target (not built yet) and the tensor cores.
+// against the double reference at a ragged shape and the K = 1 / K = 3 pair;
+// on GPU targets, PTX's conversions (sm_89 and later; Ampere refused) and
+// the 16-bit tensor-core instructions' refusal of FP8 operands
+// (tests/test_wgmma_fp8.cpp runs the 8-bit warpgroup MMA).
 
 #include "ErrorCapture.h"
 #include "FloatConversions.h"
 #include "WarpgroupGemms.h"
+#include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 #include "runtime/Coalesce.h"
 
@@ -295,12 +298,36 @@ TEST_CASE("a GEMM of FP8 inputs with per-row and per-column scales, bias and GEL
     }
 }
 
-TEST_CASE("FP8 on a GPU target and on the tensor cores is refused, naming what is missing") {
-  ScaledGemm g(Float8E4M3(), Float8E4M3());
-  Pipeline pipeline(g.out);
-  CHECK_HAS(user_error_of([&] { pipeline.ptx(); }), "e4m3 values on a GPU target");
-  CHECK_HAS(user_error_of([&] { pipeline.ptx(); }), "run on the CPU only so far");
-  // The tensor cores: no FP8 instruction is in the table yet.
+TEST_CASE("FP8 on a GPU target: the loads widen and the stores narrow with PTX's conversions, through ptxas") {
+  // The FFMA GEMM above reads FP8 in its inner loop: e4m3 / e5m2 pairs to
+  // f16 pairs, then f32.
+  for (auto [a, b] : {std::pair{Float8E4M3(), Float8E4M3()}, std::pair{Float8E5M2(), Float8E4M3()}}) {
+    INFO(a, " x ", b);
+    ScaledGemm g(a, b);
+    Pipeline pipeline(g.out);
+    const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+    CHECK_HAS(ptx, str_cat("cvt.rn.f16x2.", a, "x2"));
+    CHECK_HAS(ptx, "cvt.rn.f16x2.e4m3x2");
+    if (ptxas_available())
+      CHECK(pipeline.assemble(parse_gpu_target("sm_90a")).kernels.size() == 1);
+    // Ampere has no such conversions.
+    CHECK_HAS(user_error_of([&] { Pipeline(g.out).ptx(parse_gpu_target("sm_86")); }),
+              str_cat("converts ", a, " values to f32, which PTX does on sm_89 and later only; the target is sm_86"));
+    CHECK(Pipeline(g.out).ptx(parse_gpu_target("sm_89")).find("cvt.rn.f16x2.e4m3x2") != std::string::npos);
+  }
+  // An FP8 output: f32 to e4m3 / e5m2, saturating, in the pair's low byte.
+  for (Type type : {Float8E4M3(), Float8E5M2()}) {
+    INFO(type);
+    Param n("n");
+    Input x("x", Float(32), {n});
+    Var i("i"), bi("bi"), ti("ti");
+    Func out("out");
+    out(i) = cast(type, x(i) * 2.0f);
+    out.split(i, bi, ti, 128).gpu_blocks({bi}).gpu_threads({ti});
+    Pipeline pipeline(out);
+    CHECK_HAS(pipeline.ptx(parse_gpu_target("sm_90a")), str_cat("cvt.rn.satfinite.", type, "x2.f32"));
+  }
+  // The tensor cores: the 16-bit instructions name the 8-bit one.
   for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::BF16_m16n8k16}) {
     INFO(mma_kind_name(kind));
     MmaTiling t = default_mma_tiling(kind, 4096, 4096, GpuTarget().sm_count());
@@ -308,6 +335,6 @@ TEST_CASE("FP8 on a GPU target and on the tensor cores is refused, naming what i
                 examples::Gemm g = testing::mma_scheduled(t, examples::Epilogue::BiasGelu, Float8E4M3(), BFloat(16));
                 Pipeline(g.out).loop_nest();
               }),
-              "no tensor-core instruction for e4m3 is built yet");
+              "choose the instruction for e4m3 (e4m3 wgmma, a warpgroup MMA)");
   }
 }

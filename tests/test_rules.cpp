@@ -193,7 +193,8 @@ static_assert(!std::is_aggregate_v<GpuTarget>);
 
 TEST_CASE("the MMA instruction table: each kind is found from its operand type and level, and names its facts") {
   const MmaKind kinds[] = {MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8,
-                           MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8};
+                           MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8,
+                           MmaKind::E4M3_wgmma_m64k32, MmaKind::E5M2_wgmma_m64k32};
   std::set<std::string> names;
   for (MmaKind kind : kinds) {
     const MmaInstruction &instruction = mma_instruction(kind);
@@ -203,11 +204,14 @@ TEST_CASE("the MMA instruction table: each kind is found from its operand type a
     CHECK(std::string(mma_kind_name(kind)) == instruction.name);
     CHECK(is_warpgroup_mma(kind) == (std::string(instruction.name).find("wgmma") != std::string::npos));
     CHECK(mma_rounds_to_tf32(kind) == (instruction.operand == Float(32)));
-    CHECK(mma_k(kind) == (instruction.rounds_to_tf32 ? 8 : 16));
+    // 32 bytes of each operand row per instruction.
+    CHECK(mma_k(kind) * instruction.operand.bytes() == 32);
     CHECK(std::string(instruction.ptx_type) ==
-          (instruction.rounds_to_tf32 ? "tf32" : instruction.operand == BFloat(16) ? "bf16" : "f16"));
-    // tf32's warpgroup MMA has no transpose flag: its B is read K-major.
-    CHECK(warpgroup_mma_reads_b_k_major(kind) == (kind == MmaKind::TF32_wgmma_m64k8));
+          (instruction.rounds_to_tf32 ? std::string("tf32") : instruction.operand.str()));
+    // tf32's and the 8-bit floats' warpgroup MMAs have no transpose flag:
+    // their B is read K-major.
+    CHECK(warpgroup_mma_reads_b_k_major(kind) ==
+          (kind == MmaKind::TF32_wgmma_m64k8 || instruction.operand.is_fp8()));
   }
   CHECK(std::string(mma_kind_name(MmaKind::None)) == "none");
   CHECK_FALSE(is_warpgroup_mma(MmaKind::None));

@@ -18,7 +18,8 @@
 // tf32, bf16, f16 (the tensor-core schedule, bias + GELU): MmaCheck.cpp;
 // on a B stored N x K (nn.Linear's weight, W(j, k)): KMajorCheck.cpp;
 // epilogues with a residual, or scales and a second matrix (bf16):
-// EpilogueCheck.cpp.
+// EpilogueCheck.cpp; with bf16, the 8-bit floats (conversions bit for bit,
+// FFMA and warpgroup-MMA FP8 GEMMs): Fp8Check.cpp.
 // Every precision: reductions split across blocks (split_k) at the five
 // split-K shapes, deterministic mode bit-reproducible across two launches,
 // and the K = 1 / K = 3 pair: SplitKCheck.cpp.
@@ -34,8 +35,8 @@
 // --sanitizer-case runs the tuned fp32 default once at 131x133x67, the
 // bf16 tensor-core schedule once at the same ragged shape, and a 3-way
 // split-K (fp32 and bf16, each combine mode) there, the warpgroup
-// variants and default tilings (MmaCheck.h) and B stored N x K
-// (KMajorCheck.h), each on buffers of exactly the right size, for
+// variants and default tilings (MmaCheck.h), B stored N x K
+// (KMajorCheck.h) and the FP8 warpgroup MMA (Fp8Check.h), each on buffers of exactly the right size, for
 // compute-sanitizer. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
@@ -43,6 +44,7 @@
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/EpilogueCheck.h"
+#include "bench/gpu_check/Fp8Check.h"
 #include "bench/gpu_check/KMajorCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
@@ -352,6 +354,7 @@ int sanitizer_case() {
   gpu_check::mma_sanitizer_case();
   gpu_check::split_k_sanitizer_case();
   gpu_check::k_major_b_sanitizer_case();
+  gpu_check::fp8_sanitizer_case();
   return gpu_check::all_passed() ? 0 : 1;
 }
 
@@ -461,8 +464,10 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       if (full || p != bench::Precision::F16)
         gpu_check::check_reduction_start(p);
       gpu_check::check_k_major_b(p);
-      if (p == bench::Precision::BF16)
+      if (p == bench::Precision::BF16) {
         gpu_check::check_extra_epilogues();
+        gpu_check::check_fp8();
+      }
     }
     gpu_check::check_split_k(p, full);
   }

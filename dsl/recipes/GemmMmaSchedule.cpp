@@ -153,7 +153,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     const Tile &filling = first_filling(wide_tiles, M, N, sm_count);
     const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count) : filling;
     MmaTiling tiling = tiling_of(pick, kind);
-    tiling.k_step = tf32 ? 32 : 64;
+    tiling.k_step = 128 / mma_instruction(kind).operand.bytes(); // one 128-byte swizzled row
     // The 128 x 256 tile of a 16-bit output through shared memory (66 KiB
     // beside three stages; the 128 x 128 tiles' two blocks per SM leave no
     // room): the fragment layout's direct stores fill a quarter of each
@@ -220,8 +220,8 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
     t.tma_padded_copies = true;
     return;
   }
-  // 16-bit operands: 8 elements per 16 bytes.
-  const int64_t per_16_bytes = 8;
+  // 16-bit operands: 8 elements per 16 bytes; 8-bit: 16.
+  const int64_t per_16_bytes = 16 / mma_instruction(t.kind).operand.bytes();
   auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
   if (ragged(K) || ragged(N))
     t.tma_padded_copies = true;

@@ -21,8 +21,10 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
                             [&](const Argument &a) { return a.name == map.input && a.is_buffer(); });
     COALESCE_INTERNAL_ASSERT(arg != spec.program.args.end() && arg->extents.size() == 2 && map.box.size() == 2,
                              "tensor map of '", map.input, "' without a 2-D input argument");
+    // As runtime/TensorMaps.cpp's data_type: an 8-bit float as its bits.
     std::string data_type = arg->type == BFloat(16)  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                             : arg->type == Float(16) ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
+                            : arg->type.is_fp8()     ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"
                                                      : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
     std::string v = str_cat("map", k, "_", m, "_");
     // The device pointer: the caller's buffer, or the launcher's part of

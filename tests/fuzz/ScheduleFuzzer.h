@@ -555,7 +555,7 @@ private:
         MmaKind kind = one_of(std::vector<MmaKind>{MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16,
                                                    MmaKind::TF32_m16n8k8, MmaKind::BF16_wgmma_m64k16,
                                                    MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8,
-                                                   MmaKind::None});
+                                                   MmaKind::E4M3_wgmma_m64k32, MmaKind::None});
         int wm = one_of(std::vector<int>{16, 32, 8, 64}), wn = one_of(std::vector<int>{8, 16, 32, 12, 64});
         log << "mma_tile " << a.name << " " << b.name << " " << mma_kind_name(kind) << " " << wm << "x" << wn;
         st.mma_tile(Var(a.name), Var(b.name), kind, wm, wn, Var(fresh()), Var(fresh()), Var(fresh()), Var(fresh()),
