@@ -1,0 +1,357 @@
+// coalesce-bench-fp8: the FP8 linear layer, out = bf16(gelu(acc(i, j) *
+// a_scale(i) * w_scale(j) + bias(j))) with acc(i, j) = sum_k A(i, k) W(j, k)
+// over e4m3 A (M x K) and W (N x K), on Hopper's e4m3 warpgroup MMA
+// (default_mma_tiling), against cuBLASLt's e4m3 GEMM of the same layout
+// with a bf16 output and no epilogue: tensor-wise and row-wise scales, with
+// and without its fast accumulation. Every variant is checked first (its
+// output poisoned, then 16 rows spread over it against a double reference
+// on the host), then timed under the benchmark's protocol (runtime/
+// GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA events, the
+// L2 flushed before each, the median). Google Benchmark's flags pass
+// through (--benchmark_out=fp8.json).
+
+#include "bench/reference/CublasFp8.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuExecutable.h"
+#include "runtime/GpuTiming.h"
+#include "runtime/Version.h"
+
+#include <benchmark/benchmark.h>
+#include <llvm/Support/CommandLine.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+enum class Variant { CublasTensor, CublasTensorFast, CublasRow, CublasRowFast, CoalesceFused };
+constexpr Variant kVariants[] = {Variant::CublasTensor, Variant::CublasTensorFast, Variant::CublasRow,
+                                 Variant::CublasRowFast, Variant::CoalesceFused};
+
+const char *variant_name(Variant v) {
+  switch (v) {
+  case Variant::CublasTensor:
+    return "cublaslt_fp8_tensor_scales";
+  case Variant::CublasTensorFast:
+    return "cublaslt_fp8_tensor_scales_fast_accum";
+  case Variant::CublasRow:
+    return "cublaslt_fp8_row_scales";
+  case Variant::CublasRowFast:
+    return "cublaslt_fp8_row_scales_fast_accum";
+  case Variant::CoalesceFused:
+    return "coalesce_fp8_fused";
+  }
+  return "";
+}
+
+// The layer as algorithm + schedule.
+struct Layer {
+  Param M{"M"}, N{"N"}, K{"K"};
+  Input A{"A", Float8E4M3(), {M, K}}, W{"W", Float8E4M3(), {N, K}};
+  Input a_scale{"a_scale", Float(32), {M}}, w_scale{"w_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
+  Var i{"i"}, j{"j"};
+  RDom k{0, K, "k"};
+  Func acc{"acc"}, out{"out"};
+  MmaTiling tiling;
+  Layer(const Shape &s, int sm_count) {
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * W(j, k);
+    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)));
+    tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, s.M, s.N, s.K, sm_count);
+    schedule_gemm_mma(out, acc, A, W, i, j, k, tiling);
+  }
+};
+
+// One shape's data on the host and the device, and the compiled layer.
+struct Problem {
+  Shape s;
+  Buffer A, W, a_scale, w_scale, bias, tensor_scales;
+  gpu::DeviceBuffer A_dev, W_dev, a_scale_dev, w_scale_dev, bias_dev, tensor_scales_dev, out_dev;
+  std::unique_ptr<Layer> layer;
+  std::unique_ptr<Pipeline> pipeline;
+  /// The 16 checked rows, and their exact sums (row n, column c at n * N + c).
+  std::vector<int> rows;
+  std::vector<double> sums;
+  Problem(const Shape &shape, int sm_count)
+      : s(shape), A({s.M, s.K}, Float8E4M3()), W({s.N, s.K}, Float8E4M3()), a_scale({s.M}), w_scale({s.N}), bias({s.N}),
+        tensor_scales({2}) {
+    A.fill_random(31);
+    W.fill_random(32);
+    bias.fill_random(33);
+    for (int r = 0; r < s.M; ++r)
+      a_scale.set(size_t(r), 0.5f + 0.01f * float(r % 7));
+    for (int c = 0; c < s.N; ++c)
+      w_scale.set(size_t(c), 2.0f - 0.02f * float(c % 5));
+    tensor_scales.set(0, 0.5f);
+    tensor_scales.set(1, 2.0f);
+    auto upload = [](const Buffer &b) {
+      gpu::DeviceBuffer d(b.size_in_bytes());
+      d.upload(b.raw_data(), b.size_in_bytes());
+      return d;
+    };
+    A_dev = upload(A);
+    W_dev = upload(W);
+    a_scale_dev = upload(a_scale);
+    w_scale_dev = upload(w_scale);
+    bias_dev = upload(bias);
+    tensor_scales_dev = upload(tensor_scales);
+    out_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
+    layer = std::make_unique<Layer>(s, sm_count);
+    pipeline = std::make_unique<Pipeline>(layer->out);
+    // The products of FP8 values are exact in double, and so are their sums
+    // at these K; the same for every variant.
+    std::vector<float> w(size_t(s.N) * s.K), a(s.K);
+    for (size_t e = 0; e < w.size(); ++e)
+      w[e] = W.get(e);
+    for (int n = 0; n < 16; ++n) {
+      int r = int((int64_t(n) * (s.M - 1)) / 15);
+      rows.push_back(r);
+      for (int x = 0; x < s.K; ++x)
+        a[size_t(x)] = A.at(r, x);
+      for (int c = 0; c < s.N; ++c) {
+        double sum = 0;
+        const float *w_row = &w[size_t(c) * s.K];
+        for (int x = 0; x < s.K; ++x)
+          sum += double(a[size_t(x)]) * w_row[x];
+        sums.push_back(sum);
+      }
+    }
+  }
+};
+
+struct Bench {
+  gpu::DeviceBuffer flush;
+  std::unique_ptr<Problem> problem;
+  std::map<std::string, double> cublas_ms; // by shape and variant
+};
+Bench *g_bench = nullptr;
+
+Problem &problem_for(const Shape &s) {
+  if (!g_bench->problem || g_bench->problem->s.name() != s.name()) {
+    g_bench->problem.reset();
+    g_bench->problem = std::make_unique<Problem>(s, gpu::Device::get().sm_count());
+  }
+  return *g_bench->problem;
+}
+
+// ||got - want|| / ||want|| over 16 rows spread over the output; `fused`:
+// the layer's epilogue, else cuBLASLt's scaled product.
+double sampled_error(Problem &d, Variant v, size_t *not_finite) {
+  const Shape &s = d.s;
+  Buffer out({s.M, s.N}, BFloat(16));
+  d.out_dev.download(out.raw_data(), out.size_in_bytes());
+  bool row = v == Variant::CublasRow || v == Variant::CublasRowFast || v == Variant::CoalesceFused;
+  double error = 0, norm = 0;
+  for (int n = 0; n < 16; ++n) {
+    int r = d.rows[size_t(n)];
+    for (int c = 0; c < s.N; ++c) {
+      double sum = d.sums[size_t(n) * s.N + c];
+      double scale = row ? double(d.a_scale.get(size_t(r))) * d.w_scale.get(size_t(c))
+                         : double(d.tensor_scales.get(0)) * d.tensor_scales.get(1);
+      double want = sum * scale;
+      if (v == Variant::CoalesceFused) {
+        want += d.bias.get(size_t(c));
+        want = 0.5 * want * (1.0 + std::erf(want / std::sqrt(2.0)));
+      }
+      double got = out.at(r, c);
+      if (!std::isfinite(got)) {
+        ++*not_finite;
+        continue;
+      }
+      error += (got - want) * (got - want);
+      norm += want * want;
+    }
+  }
+  return std::sqrt(error / std::max(norm, 1e-30));
+}
+
+void run_benchmark(benchmark::State &state, Shape s, Variant v) {
+  const std::string what = std::string(variant_name(v)) + " " + s.name();
+  try {
+    Problem &d = problem_for(s);
+    const void *A = d.A_dev.as<void>(), *W = d.W_dev.as<void>();
+    void *out = d.out_dev.as<void>();
+    const float *tensor_a = d.tensor_scales_dev.as<float>(), *tensor_w = tensor_a + 1;
+    const float *row_a = d.a_scale_dev.as<float>(), *row_w = d.w_scale_dev.as<float>();
+    std::function<void()> run;
+    using reference::Fp8Scales;
+    switch (v) {
+    case Variant::CublasTensor:
+    case Variant::CublasTensorFast:
+      run = [=] {
+        reference::lt_fp8_gemm(Fp8Scales::Tensor, v == Variant::CublasTensorFast, s.M, s.N, s.K, A, W, tensor_a,
+                               tensor_w, out);
+      };
+      break;
+    case Variant::CublasRow:
+    case Variant::CublasRowFast:
+      run = [=] {
+        reference::lt_fp8_gemm(Fp8Scales::Row, v == Variant::CublasRowFast, s.M, s.N, s.K, A, W, row_a, row_w, out);
+      };
+      break;
+    case Variant::CoalesceFused: {
+      const GpuExecutable &exe = d.pipeline->gpu_executable(target_for_current_device());
+      std::map<std::string, CUdeviceptr> by_name{{"A", d.A_dev.ptr()},
+                                                 {"W", d.W_dev.ptr()},
+                                                 {"a_scale", d.a_scale_dev.ptr()},
+                                                 {"w_scale", d.w_scale_dev.ptr()},
+                                                 {"bias", d.bias_dev.ptr()},
+                                                 {"out", d.out_dev.ptr()}};
+      std::vector<CUdeviceptr> pointers;
+      for (const Argument &arg : exe.program().args)
+        pointers.push_back(by_name.count(arg.name) ? by_name[arg.name] : 0); // workspaces: the executable's own
+      std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
+      run = [&exe, pointers, params] { exe.launch(pointers, params); };
+      break;
+    }
+    }
+    // 1. Correctness, before any timing.
+    d.out_dev.fill_bytes(0xFF);
+    run();
+    gpu::synchronize();
+    size_t not_finite = 0;
+    double error = sampled_error(d, v, &not_finite);
+    const double tolerance = 4e-3; // the bf16 output's rounding, twice (2^-8)
+    if (not_finite || !(error <= tolerance)) {
+      std::string failure = what + ": relative error " + std::to_string(error) + " (tolerance " +
+                            std::to_string(tolerance) + "), " + std::to_string(not_finite) + " elements not finite";
+      std::fprintf(stderr, "coalesce-bench-fp8: CHECK FAILED: %s\n", failure.c_str());
+      state.SkipWithError(failure.c_str());
+      return;
+    }
+    // 2. Warm-up and timed runs; one benchmark iteration holds them all.
+    GpuTiming t;
+    for (auto _ : state) {
+      t = time_gpu_runs(run, g_bench->flush, benchmark_timing());
+      state.SetIterationTime(t.median_ms * 1e-3);
+    }
+    state.counters["M"] = s.M;
+    state.counters["N"] = s.N;
+    state.counters["K"] = s.K;
+    state.counters["median_ms"] = t.median_ms;
+    state.counters["min_ms"] = t.min_ms;
+    state.counters["max_ms"] = t.max_ms;
+    state.counters["TFLOPs"] = 2.0 * s.M * s.N * double(s.K) / (t.median_ms * 1e-3) / 1e12;
+    state.counters["rel_error"] = error;
+    if (v != Variant::CoalesceFused) {
+      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t.median_ms;
+    } else {
+      // Time ratios, as coalesce-bench's: above 1, slower than cuBLASLt.
+      for (Variant c : kVariants)
+        if (auto it = g_bench->cublas_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->cublas_ms.end())
+          state.counters[std::string("ratio_vs_") + variant_name(c)] = t.median_ms / it->second;
+      state.SetLabel(d.layer->tiling.str());
+    }
+  } catch (const std::exception &error) {
+    std::string message = what + ": " + error.what();
+    std::fprintf(stderr, "coalesce-bench-fp8: ERROR: %s\n", message.c_str());
+    state.SkipWithError(message.c_str());
+  }
+}
+
+std::optional<std::vector<Shape>> parse_shapes(const std::string &list, std::string *error) {
+  std::vector<Shape> shapes;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (item.empty())
+      continue;
+    Shape s{};
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
+        s.K % 16) {
+      *error = "bad shape '" + item + "': expected MxNxK, each at least 1, K a multiple of 16 (the TMA's rows)";
+      return std::nullopt;
+    }
+    shapes.push_back(s);
+  }
+  if (shapes.empty()) {
+    *error = "no shapes given";
+    return std::nullopt;
+  }
+  return shapes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("coalesce-bench-fp8 options");
+  cl::opt<std::string> shapes_flag("shapes", cl::desc("comma-separated MxNxK shapes (K a multiple of 16)"),
+                                   cl::value_desc("list"), cl::init("4096x4096x4096,8192x8192x8192,8192x11008x4096"),
+                                   cl::cat(category));
+  cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
+                                        cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  print_version_as("coalesce-bench-fp8");
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "the FP8 linear layer (e4m3 warpgroup MMA, scales, bias, GELU) "
+                                   "against cuBLASLt's FP8 GEMM.\n"))
+    return 2;
+  std::string error;
+  std::optional<std::vector<Shape>> shapes = parse_shapes(shapes_flag, &error);
+  if (!shapes) {
+    std::fprintf(stderr, "coalesce-bench-fp8: %s\n", error.c_str());
+    return 2;
+  }
+  std::vector<char *> rest = {argv[0]};
+  for (std::string &flag : benchmark_flags)
+    rest.push_back(flag.data());
+  int rest_argc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data()))
+    return 2;
+  std::string why_no_gpu;
+  if (!gpu::gpu_available(&why_no_gpu)) {
+    std::printf("coalesce-bench-fp8: no GPU (%s): nothing measured\n", why_no_gpu.c_str());
+    return 0;
+  }
+  if (!target_for_current_device().has_warpgroup_mma()) {
+    std::printf("coalesce-bench-fp8: the GPU's target is %s; the e4m3 warpgroup MMA needs sm_90a: nothing measured\n",
+                target_for_current_device().sm().c_str());
+    return 0;
+  }
+  try {
+    gpu::Device &device = gpu::Device::get();
+    Bench bench;
+    bench.flush = make_l2_flush_buffer();
+    g_bench = &bench;
+    benchmark::AddCustomContext("gpu", device.name());
+    benchmark::AddCustomContext("protocol", "poisoned output, 16 rows vs a double reference (tolerance 4e-3), "
+                                            ">=300 ms warm-up, 30..200 timed runs between CUDA events, L2 flushed "
+                                            "before each; time = median");
+    for (const Shape &s : *shapes)
+      for (Variant v : kVariants)
+        benchmark::RegisterBenchmark((std::string("e4m3/") + variant_name(v) + "/" + s.name()).c_str(), run_benchmark,
+                                     s, v)
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    g_bench->problem.reset();
+    g_bench = nullptr;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "coalesce-bench-fp8: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
