@@ -14,6 +14,7 @@
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
+#include "examples/Fp8Linear.h"
 #include "runtime/Coalesce.h"
 
 #include <doctest/doctest.h>
@@ -107,62 +108,17 @@ std::vector<float> probes() {
   return values;
 }
 
-// out(i, j) = gelu(acc(i, j) * a_scale(i) * b_scale(j) + bias(j)), acc the
-// f32 sum of FP8 products, the output bf16: an FP8 linear layer's epilogue.
-struct ScaledGemm {
-  Param M{"M"}, N{"N"}, K{"K"};
-  Input A, B, a_scale{"a_scale", Float(32), {M}}, b_scale{"b_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
-  Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
-  Func acc{"acc"}, out{"out"};
-  ScaledGemm(Type a, Type b) : A("A", a, {M, K}), B("B", b, {K, N}) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * B(k, j);
-    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * b_scale(j) + bias(j)));
-    // 32 x 32 tiles of 16 x 16 threads holding 2 x 2 sums, K in steps of 8
-    // with both inputs staged in shared memory (1-byte elements there too).
-    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
-    RVar ko("ko"), ki("ki");
-    out.tile(i, j, bi, bj, ii, jj, 32, 32)
-        .gpu_blocks({bi, bj})
-        .register_block(ii, jj, ti, tj, ri, rj, 2, 2)
-        .gpu_threads({ti, tj});
-    out.fuse_epilogue(acc, bj);
-    acc.update()
-        .split(k, ko, ki, 8)
-        .reorder({ko, ti, tj, ki, ri, rj})
-        .unroll(ki)
-        .stage_in_shared(A, ko)
-        .stage_in_shared(B, ko);
-  }
-};
+// The FP8 linear layer (examples/Fp8Linear.h) on its FFMA schedule.
+examples::Fp8Linear ffma_layer(Type a, Type w) {
+  examples::Fp8Linear g(a, w);
+  g.schedule_ffma();
+  return g;
+}
 
-double scaled_gemm_error(Type a_type, Type b_type, int M, int N, int K) {
-  ScaledGemm g(a_type, b_type);
-  Buffer A({M, K}, a_type), B({K, N}, b_type), a_scale({M}), b_scale({N}), bias({N}), out({M, N}, BFloat(16));
-  A.fill_random(1);
-  B.fill_random(2);
-  bias.fill_random(3);
-  for (int r = 0; r < M; ++r)
-    a_scale.set(r, 0.5f + 0.01f * static_cast<float>(r % 7));
-  for (int c = 0; c < N; ++c)
-    b_scale.set(c, 2.0f - 0.02f * static_cast<float>(c % 5));
-  Pipeline(g.out).realize_on_cpu(
-      {{"A", A}, {"B", B}, {"a_scale", a_scale}, {"b_scale", b_scale}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}},
-      out);
-  double error = 0, norm = 0;
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c) {
-      double sum = 0;
-      for (int x = 0; x < K; ++x) // the FP8 values widen exactly
-        sum += static_cast<double>(A.get(static_cast<size_t>(r) * K + x)) * B.get(static_cast<size_t>(x) * N + c);
-      double pre = sum * a_scale.get(r) * b_scale.get(c) + bias.get(c);
-      double expected = 0.5 * pre * (1.0 + std::erf(pre / std::sqrt(2.0)));
-      double got = out.get(static_cast<size_t>(r) * N + c);
-      error += (got - expected) * (got - expected);
-      norm += expected * expected;
-    }
-  return std::sqrt(error / std::max(norm, 1e-30));
+double scaled_gemm_error(Type a_type, Type w_type, int M, int N, int K) {
+  Pipeline pipeline(ffma_layer(a_type, w_type).out);
+  return examples::fp8_linear_error(a_type, w_type, M, N, K,
+                                    [&](const Arguments &args, Buffer &out) { pipeline.realize_on_cpu(args, out); });
 }
 
 } // namespace
@@ -303,7 +259,7 @@ TEST_CASE("FP8 on a GPU target: the loads widen and the stores narrow with PTX's
   // f16 pairs, then f32.
   for (auto [a, b] : {std::pair{Float8E4M3(), Float8E4M3()}, std::pair{Float8E5M2(), Float8E4M3()}}) {
     INFO(a, " x ", b);
-    ScaledGemm g(a, b);
+    examples::Fp8Linear g = ffma_layer(a, b);
     Pipeline pipeline(g.out);
     const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
     CHECK_HAS(ptx, str_cat("cvt.rn.f16x2.", a, "x2"));

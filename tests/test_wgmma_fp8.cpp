@@ -11,6 +11,7 @@
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Fp8Linear.h"
 #include "runtime/Coalesce.h"
 
 #include <doctest/doctest.h>
@@ -24,19 +25,12 @@ using coalesce::testing::user_error_of;
 
 namespace {
 
-struct Fp8Linear {
-  Param M{"M"}, N{"N"}, K{"K"};
-  Input A, W, a_scale{"a_scale", Float(32), {M}}, w_scale{"w_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
-  Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
-  Func acc{"acc"}, out{"out"};
-  Fp8Linear(Type a, Type w, const MmaTiling &t) : A("A", a, {M, K}), W("W", w, {N, K}) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * W(j, k);
-    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)));
-    schedule_gemm_mma(out, acc, A, W, i, j, k, t);
-  }
-};
+// The layer (examples/Fp8Linear.h) on the warpgroup MMA with tiling `t`.
+examples::Fp8Linear layer(Type a, Type w, const MmaTiling &t) {
+  examples::Fp8Linear g(a, w);
+  g.schedule_mma(t);
+  return g;
+}
 
 MmaTiling one_tile(MmaKind kind, bool padded) {
   MmaTiling t = testing::one_tile_tma_tiling(kind);
@@ -44,36 +38,11 @@ MmaTiling one_tile(MmaKind kind, bool padded) {
   return t;
 }
 
-// ||ours - reference|| / ||reference||, the FP8 values widened exactly.
+// ||ours - reference|| / ||reference|| on the CPU.
 double linear_error(Type type, const MmaTiling &t, int M, int N, int K) {
-  Fp8Linear g(type, type, t);
-  Buffer A({M, K}, type), W({N, K}, type), a_scale({M}), w_scale({N}), bias({N}), out({M, N}, BFloat(16));
-  A.fill_random(11);
-  W.fill_random(12);
-  bias.fill_random(13);
-  for (int r = 0; r < M; ++r)
-    a_scale.set(r, 0.5f + 0.01f * static_cast<float>(r % 7));
-  for (int c = 0; c < N; ++c)
-    w_scale.set(c, 2.0f - 0.02f * static_cast<float>(c % 5));
-  out.poison();
-  Pipeline(g.out).realize_on_cpu(
-      {{"A", A}, {"W", W}, {"a_scale", a_scale}, {"w_scale", w_scale}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}},
-      out);
-  double error = 0, norm = 0;
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c) {
-      double sum = 0;
-      for (int x = 0; x < K; ++x)
-        sum += double(A.at(r, x)) * double(W.at(c, x));
-      double pre = sum * a_scale.get(size_t(r)) * w_scale.get(size_t(c)) + bias.get(size_t(c));
-      double expected = 0.5 * pre * (1.0 + std::erf(pre / std::sqrt(2.0)));
-      double got = out.at(r, c);
-      if (!std::isfinite(got))
-        return INFINITY;
-      error += (got - expected) * (got - expected);
-      norm += expected * expected;
-    }
-  return std::sqrt(error / std::max(norm, 1e-30));
+  Pipeline pipeline(layer(type, type, t).out);
+  return examples::fp8_linear_error(type, type, M, N, K,
+                                    [&](const Arguments &args, Buffer &out) { pipeline.realize_on_cpu(args, out); });
 }
 
 constexpr std::array<MmaKind, 2> kKinds = {MmaKind::E4M3_wgmma_m64k32, MmaKind::E5M2_wgmma_m64k32};
@@ -128,19 +97,19 @@ TEST_CASE("the FP8 warpgroup MMA refuses a B stored K x N and operands of anothe
   CHECK_HAS(message, "store it N x K");
   // An e5m2 W under the e4m3 instruction.
   message = user_error_of([&] {
-    Fp8Linear g(Float8E4M3(), Float8E5M2(), t);
+    examples::Fp8Linear g = layer(Float8E4M3(), Float8E5M2(), t);
     Pipeline(g.out).loop_nest();
   });
   CHECK_HAS(message, "e4m3 wgmma multiplies e4m3 values, but input 'W' is e5m2");
   // The 16-bit instruction on FP8 inputs points at the 8-bit one.
   message = user_error_of([&] {
-    Fp8Linear g(Float8E4M3(), Float8E4M3(), testing::one_tile_tma_tiling(MmaKind::BF16_wgmma_m64k16));
+    examples::Fp8Linear g = layer(Float8E4M3(), Float8E4M3(), testing::one_tile_tma_tiling(MmaKind::BF16_wgmma_m64k16));
     Pipeline(g.out).loop_nest();
   });
   CHECK_HAS(message, "choose the instruction for e4m3 (e4m3 wgmma, a warpgroup MMA)");
   // A k step of 64 is half a swizzled row of 8-bit elements.
   t.k_step = 64;
-  message = user_error_of([&] { Fp8Linear g(Float8E4M3(), Float8E4M3(), t); });
+  message = user_error_of([&] { layer(Float8E4M3(), Float8E4M3(), t); });
   CHECK_HAS(message, "128-byte swizzled rows of 128 elements");
 }
 
@@ -158,7 +127,7 @@ TEST_CASE("FP8 warpgroup MMA kernels assemble for sm_90a without spills, seriali
     REQUIRE(padded.tma_padded_copies);
     for (const MmaTiling &t : {wide, padded}) {
       INFO(t.str());
-      Fp8Linear g(mma_instruction(kind).operand, mma_instruction(kind).operand, t);
+      examples::Fp8Linear g = layer(mma_instruction(kind).operand, mma_instruction(kind).operand, t);
       Pipeline pipeline(g.out);
       const std::string &ptx = pipeline.ptx(target);
       const char *type = mma_instruction(kind).ptx_type;

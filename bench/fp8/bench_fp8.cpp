@@ -12,6 +12,7 @@
 
 #include "bench/reference/CublasFp8.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Fp8Linear.h"
 #include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuExecutable.h"
@@ -59,21 +60,12 @@ const char *variant_name(Variant v) {
   return "";
 }
 
-// The layer as algorithm + schedule.
-struct Layer {
-  Param M{"M"}, N{"N"}, K{"K"};
-  Input A{"A", Float8E4M3(), {M, K}}, W{"W", Float8E4M3(), {N, K}};
-  Input a_scale{"a_scale", Float(32), {M}}, w_scale{"w_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
-  Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
-  Func acc{"acc"}, out{"out"};
+// The layer (examples/Fp8Linear.h) with the library's tiling for the shape.
+struct Layer : examples::Fp8Linear {
   MmaTiling tiling;
-  Layer(const Shape &s, int sm_count) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * W(j, k);
-    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)));
+  Layer(const Shape &s, int sm_count) : Fp8Linear(Float8E4M3(), Float8E4M3()) {
     tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, s.M, s.N, s.K, sm_count);
-    schedule_gemm_mma(out, acc, A, W, i, j, k, tiling);
+    schedule_mma(tiling);
   }
 };
 

@@ -4,6 +4,7 @@
 #include "dsl/Error.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Fp8Linear.h"
 #include "runtime/Coalesce.h"
 #include "runtime/GpuDevice.h"
 
@@ -97,46 +98,18 @@ void check_narrowing(Type type) {
   record(str_cat("narrow f32 -> ", type), "probes", "runtime, bit for bit", o);
 }
 
-// out = bf16(gelu(acc * a_scale(i) * w_scale(j) + bias(j))), acc(i, j) +=
-// A(i, k) * W(j, k), FP8 A and W; `t` null: the FFMA schedule.
-struct Fp8Linear {
-  Param M{"M"}, N{"N"}, K{"K"};
-  Input A, W, a_scale{"a_scale", Float(32), {M}}, w_scale{"w_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
-  Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
-  Func acc{"acc"}, out{"out"};
-  Fp8Linear(Type type, const MmaTiling *t) : A("A", type, {M, K}), W("W", type, {N, K}) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * W(j, k);
-    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)));
-    if (t) {
-      schedule_gemm_mma(out, acc, A, W, i, j, k, *t);
-      return;
-    }
-    Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
-    RVar ko("ko"), ki("ki");
-    out.tile(i, j, bi, bj, ii, jj, 32, 32)
-        .gpu_blocks({bi, bj})
-        .register_block(ii, jj, ti, tj, ri, rj, 2, 2)
-        .gpu_threads({ti, tj});
-    out.fuse_epilogue(acc, bj);
-    acc.update()
-        .split(k, ko, ki, 8)
-        .reorder({ko, ti, tj, ki, ri, rj})
-        .unroll(ki)
-        .stage_in_shared(A, ko)
-        .stage_in_shared(W, ko);
-  }
-};
-
 void check_linear(Type type, const std::string &form, std::optional<MmaTiling> tiling,
                   const std::vector<Shape> &shapes) {
   const std::string name = str_cat("fp8 ", form, " ", type, " (scales, bias_gelu, bf16 out)");
-  std::optional<Fp8Linear> g;
+  std::optional<examples::Fp8Linear> g;
   std::optional<Pipeline> pipeline;
   std::string failure;
   try {
-    g.emplace(type, tiling ? &*tiling : nullptr);
+    g.emplace(type, type);
+    if (tiling)
+      g->schedule_mma(*tiling);
+    else
+      g->schedule_ffma();
     pipeline.emplace(g->out);
   } catch (const std::exception &error) {
     failure = error.what();
@@ -147,42 +120,10 @@ void check_linear(Type type, const std::string &form, std::optional<MmaTiling> t
     o.detail = tiling ? tiling->str() : "FFMA, 32 x 32 tiles";
     if (pipeline) {
       try {
-        Buffer A({s.M, s.K}, type), W({s.N, s.K}, type), a_scale({s.M}), w_scale({s.N}), bias({s.N});
-        Buffer out({s.M, s.N}, BFloat(16));
-        A.fill_random(21 + uint32_t(s.K));
-        W.fill_random(22 + uint32_t(s.K));
-        bias.fill_random(23);
-        for (int r = 0; r < s.M; ++r)
-          a_scale.set(size_t(r), 0.5f + 0.01f * float(r % 7));
-        for (int c = 0; c < s.N; ++c)
-          w_scale.set(size_t(c), 2.0f - 0.02f * float(c % 5));
-        out.poison();
-        pipeline->realize_on_gpu({{"A", A},
-                                  {"W", W},
-                                  {"a_scale", a_scale},
-                                  {"w_scale", w_scale},
-                                  {"bias", bias},
-                                  {"M", s.M},
-                                  {"N", s.N},
-                                  {"K", s.K}},
-                                 out);
-        double error = 0, norm = 0;
-        for (int r = 0; r < s.M; ++r)
-          for (int c = 0; c < s.N; ++c) {
-            double sum = 0;
-            for (int x = 0; x < s.K; ++x)
-              sum += double(A.at(r, x)) * double(W.at(c, x));
-            double pre = sum * a_scale.get(size_t(r)) * w_scale.get(size_t(c)) + bias.get(size_t(c));
-            double want = 0.5 * pre * (1.0 + std::erf(pre / std::sqrt(2.0)));
-            double got = out.at(r, c);
-            if (!std::isfinite(got)) {
-              ++o.not_finite;
-              continue;
-            }
-            error += (got - want) * (got - want);
-            norm += want * want;
-          }
-        o.error = std::sqrt(error / std::max(norm, 1e-30));
+        o.error = examples::fp8_linear_error(type, type, s.M, s.N, s.K, [&](const Arguments &args, Buffer &out) {
+          pipeline->realize_on_gpu(args, out);
+        });
+        o.not_finite = std::isfinite(o.error) ? 0 : 1; // an element not finite (or unwritten)
         // The products are exact and their f32 sums nearly; the bf16 output
         // rounds each element once (2^-9 relative).
         o.tolerance = 4e-3;
