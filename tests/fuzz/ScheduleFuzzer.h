@@ -121,7 +121,7 @@ private:
   void build(std::ostream &log) {
     kind_ = chance(25) ? 0 : 1;
     int t = pick(10);
-    in_type_ = t < 6 ? Float(32) : t < 8 ? BFloat(16) : Float(16);
+    in_type_ = t < 6 ? Float(32) : t < 8 ? BFloat(16) : t < 9 ? Float(16) : Float8E4M3();
     out_type_ = chance(80) ? Float(32) : in_type_;
     epilogue_ = pick(4);
     mid_ = kind_ == 1 && chance(20);
@@ -357,7 +357,9 @@ private:
     if (in_type_ != Float(32) && chance(60)) {
       // Hopper's warpgroup MMA: 64 x N per warpgroup, k steps of 64, with
       // some tiles it refuses (32 rows, 32 columns, k step 32).
-      kind = in_type_ == BFloat(16) ? MmaKind::BF16_wgmma_m64k16 : MmaKind::F16_wgmma_m64k16;
+      kind = in_type_ == BFloat(16)  ? MmaKind::BF16_wgmma_m64k16
+             : in_type_ == Float(16) ? MmaKind::F16_wgmma_m64k16
+                                     : MmaKind::E4M3_wgmma_m64k32; // refused: B is read B(k, j)
       block_m = one_of(std::vector<int>{64, 128, 128, 32});
       block_n = one_of(std::vector<int>{64, 128, 128});
       warp_m = chance(90) ? 64 : 32;
@@ -632,7 +634,11 @@ private:
     p.realize_on_cpu(args, out);
     // The reference, in double, from the values the buffers hold.
     bool tf32 = has_mma_ && in_type_ == Float(32);
-    double tol = out_type_ == Float(32) ? (tf32 ? 2e-3 : 1e-4) : out_type_ == BFloat(16) ? 1e-2 : 2e-3;
+    // An 8-bit output keeps 3 mantissa bits (e4m3): 2^-4 relative.
+    double tol = out_type_ == Float(32)    ? (tf32 ? 2e-3 : 1e-4)
+                 : out_type_ == BFloat(16) ? 1e-2
+                 : out_type_.is_fp8()      ? 7e-2
+                                           : 2e-3;
     for (int i = 0; i < M_; ++i)
       for (int j = 0; j < N_; ++j) {
         double expected, scale;
