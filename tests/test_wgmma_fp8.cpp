@@ -141,3 +141,22 @@ TEST_CASE("FP8 warpgroup MMA kernels assemble for sm_90a without spills, seriali
     }
   }
 }
+
+TEST_CASE("the FP8 warpgroup MMA with cp.async copies runs on the CPU and is refused on GPU targets until verified") {
+  MmaTiling t = testing::one_tile_tma_tiling(MmaKind::E4M3_wgmma_m64k32);
+  t.tma = false;
+  examples::Fp8Linear g = layer(Float8E4M3(), Float8E4M3(), t);
+  Pipeline pipeline(g.out);
+  // 16 one-byte elements per vector copy where the rows allow, else one at a time.
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{131, 136, 272}, {131, 133, 67}, {67, 45, 1}, {67, 45, 3}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    CHECK(examples::fp8_linear_error(Float8E4M3(), Float8E4M3(), M, N, K, [&](const Arguments &args, Buffer &out) {
+            pipeline.realize_on_cpu(args, out);
+          }) < 4e-3);
+  }
+  std::string message = user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); });
+  CHECK_HAS(message, "e4m3 wgmma with 'A' staged by every thread's cp.async copies has not been run on a GPU yet");
+  CHECK_HAS(message, "COALESCE_ALLOW_UNVERIFIED=1");
+}

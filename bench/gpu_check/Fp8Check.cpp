@@ -159,6 +159,15 @@ void check_fp8() {
     // Any K through padded copies, the K = 1 / K = 3 pair.
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}})
       check_linear(type, "wgmma+tma+padded", wgmma_tiling(type, s, true), {s});
+    // Every thread's cp.async copies (16 one-byte elements per vector, or
+    // one at a time), which the library refuses on GPU targets until this
+    // case has passed (COALESCE_ALLOW_UNVERIFIED, set by main).
+    for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {131, 136, 272}}) {
+      MmaTiling t = wgmma_tiling(type, s, false);
+      t.tma = false;
+      t.tma_padded_copies = false;
+      check_linear(type, "wgmma (cp.async)", t, {s});
+    }
   }
 }
 
