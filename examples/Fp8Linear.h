@@ -40,8 +40,9 @@ struct Fp8Linear {
   }
 
   /// 32 x 32 tiles of 16 x 16 threads holding 2 x 2 sums, K in steps of 8
-  /// with both inputs staged in shared memory (1-byte elements there too).
-  Fp8Linear &schedule_ffma() {
+  /// with both inputs staged in shared memory (1-byte elements there too),
+  /// by `copies` (one buffer, or a cp.async pipeline).
+  Fp8Linear &schedule_ffma(const TileCopies &copies = OneBuffer{}) {
     Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
     RVar ko("ko"), ki("ki");
     out.tile(i, j, bi, bj, ii, jj, 32, 32)
@@ -53,8 +54,8 @@ struct Fp8Linear {
         .split(k, ko, ki, 8)
         .reorder({ko, ti, tj, ki, ri, rj})
         .unroll(ki)
-        .stage_in_shared(A, ko)
-        .stage_in_shared(W, ko);
+        .stage_in_shared(A, ko, SharedLayout{}, copies)
+        .stage_in_shared(W, ko, SharedLayout{}, copies);
     return *this;
   }
 };

@@ -217,16 +217,23 @@ void refuse_unverified_gpu_kernels(const Environment &env) {
       user_error("in schedule for '", func.name, "': fuse_reduction_with('", func.schedule.fused_reduction_with,
                  "') runs on the CPU only so far: its GPU kernels have not been checked on a GPU yet (unverified)",
                  how);
-    for (const StageSchedule &stage : func.schedule.stages) {
-      if (!is_warpgroup_mma(stage.mma.kind) || !mma_instruction(stage.mma.kind).operand.is_fp8())
-        continue;
-      for (const SharedStaging &staged : stage.staged_inputs)
-        if (!std::holds_alternative<TmaCopies>(staged.copies))
-          user_error("in schedule for '", func.name, "': ", mma_kind_name(stage.mma.kind), " with '", staged.input,
-                     "' staged by every thread's cp.async copies has not been run on a GPU yet (unverified): "
-                     "stage it with TmaCopies, as the default tiling does",
-                     how);
-    }
+    // 8-bit inputs: run on the GPU staged by the TMA (the warpgroup MMA's
+    // default) or in one buffer (the FFMA schedules' default), not yet
+    // through registers or cp.async copies (16 one-byte elements per vector).
+    for (const StageSchedule &stage : func.schedule.stages)
+      for (const SharedStaging &staged : stage.staged_inputs) {
+        auto input = env.inputs.find(staged.input);
+        if (input == env.inputs.end() || !input->second->type.is_fp8() ||
+            std::holds_alternative<TmaCopies>(staged.copies) || std::holds_alternative<OneBuffer>(staged.copies))
+          continue;
+        user_error("in schedule for '", func.name, "': the ", input->second->type, " input '", staged.input,
+                   "' staged by ",
+                   std::holds_alternative<AsyncCopies>(staged.copies) ? "every thread's cp.async copies (AsyncCopies)"
+                                                                      : "registers (RegisterDoubleBuffer)",
+                   " has not been run on a GPU yet (unverified): stage it with TmaCopies (the warpgroup MMA's "
+                   "default) or one buffer (OneBuffer)",
+                   how);
+      }
   }
 }
 

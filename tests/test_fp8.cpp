@@ -294,3 +294,19 @@ TEST_CASE("FP8 on a GPU target: the loads widen and the stores narrow with PTX's
               "choose the instruction for e4m3 (e4m3 wgmma, a warpgroup MMA)");
   }
 }
+
+TEST_CASE("FP8 inputs in a cp.async pipeline: right on the CPU, refused on GPU targets until verified") {
+  examples::Fp8Linear g(Float8E4M3(), Float8E4M3());
+  g.schedule_ffma(AsyncCopies{3, true});
+  Pipeline pipeline(g.out);
+  // K = 64: whole 16-byte vectors of 1-byte elements; 37: element copies.
+  for (int K : {37, 64, 1, 3}) {
+    CAPTURE(K);
+    CHECK(examples::fp8_linear_error(Float8E4M3(), Float8E4M3(), 67, 48, K, [&](const Arguments &args, Buffer &out) {
+            pipeline.realize_on_cpu(args, out);
+          }) < 4e-3);
+  }
+  std::string message = user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); });
+  CHECK_HAS(message, "the e4m3 input 'A' staged by every thread's cp.async copies (AsyncCopies) has not been run on "
+                     "a GPU yet (unverified)");
+}

@@ -98,8 +98,9 @@ void check_narrowing(Type type) {
   record(str_cat("narrow f32 -> ", type), "probes", "runtime, bit for bit", o);
 }
 
-void check_linear(Type type, const std::string &form, std::optional<MmaTiling> tiling,
-                  const std::vector<Shape> &shapes) {
+// `tiling` null: the FFMA schedule with `ffma_copies`.
+void check_linear(Type type, const std::string &form, std::optional<MmaTiling> tiling, const std::vector<Shape> &shapes,
+                  const TileCopies &ffma_copies = OneBuffer{}) {
   const std::string name = str_cat("fp8 ", form, " ", type, " (scales, bias_gelu, bf16 out)");
   std::optional<examples::Fp8Linear> g;
   std::optional<Pipeline> pipeline;
@@ -109,7 +110,7 @@ void check_linear(Type type, const std::string &form, std::optional<MmaTiling> t
     if (tiling)
       g->schedule_mma(*tiling);
     else
-      g->schedule_ffma();
+      g->schedule_ffma(ffma_copies);
     pipeline.emplace(g->out);
   } catch (const std::exception &error) {
     failure = error.what();
@@ -150,6 +151,10 @@ void check_fp8() {
     check_widening(type);
     check_narrowing(type);
     check_linear(type, "ffma", std::nullopt, {{67, 45, 37}, {67, 45, 1}, {67, 45, 3}});
+    // A cp.async pipeline of 1-byte elements (refused on GPU targets until
+    // this case has passed).
+    check_linear(type, "ffma (cp.async)", std::nullopt, {{67, 45, 37}, {67, 48, 64}, {67, 45, 1}, {67, 45, 3}},
+                 AsyncCopies{3, true});
     if (!target_for_current_device().has_warpgroup_mma())
       continue;
     // Rows the TMA reads (K % 16 == 0), partial tiles; the default tiling
@@ -159,6 +164,13 @@ void check_fp8() {
     // Any K through padded copies, the K = 1 / K = 3 pair.
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}})
       check_linear(type, "wgmma+tma+padded", wgmma_tiling(type, s, true), {s});
+    // The TMA's kernel at a K whose rows it cannot read (K % 16 != 0)
+    // without padded copies: its in-kernel cp.async branch.
+    for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 3}}) {
+      MmaTiling t = wgmma_tiling(type, {131, 136, 272}, false);
+      t.tma_padded_copies = false;
+      check_linear(type, "wgmma+tma, cp.async branch", t, {s});
+    }
     // Every thread's cp.async copies (16 one-byte elements per vector, or
     // one at a time), which the library refuses on GPU targets until this
     // case has passed (COALESCE_ALLOW_UNVERIFIED, set by main).
