@@ -52,6 +52,20 @@ inline bool check_on_cpu(Pipeline &pipeline, Epilogue e, int M, int N, int K) {
   return check_against(pipeline, data, M, N, K, e, reference(data, M, N, K, e), "vs double reference");
 }
 
+/// A 16-bit output against its double reference: ||got - want|| / ||want||
+/// within twice the bf16 rounding (the f32 sums add far less) and every
+/// element written; prints one line ("MxNxK[, what]: ...") and says whether
+/// it matched.
+inline bool bf16_output_matches(int M, int N, int K, const Buffer &got, const Buffer &want, const char *what = nullptr) {
+  const double tolerance = 1.0 / 256;
+  double error = relative_error(got, want);
+  size_t unwritten = count_nan(got);
+  bool ok = error < tolerance && unwritten == 0;
+  std::printf("%dx%dx%d%s%s: relative error %.3g (tolerance %.3g), unwritten %zu -> %s\n", M, N, K, what ? ", " : "",
+              what ? what : "", error, tolerance, unwritten, ok ? "ok" : "MISMATCH");
+  return ok;
+}
+
 /// Runs a lesson body, turning an exception into a message and exit code 1.
 template <typename Body> int run_lesson(Body body) {
   try {

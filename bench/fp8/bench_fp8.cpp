@@ -10,6 +10,7 @@
 // L2 flushed before each, the median). Google Benchmark's flags pass
 // through (--benchmark_out=fp8.json).
 
+#include "bench/common/Precisions.h"
 #include "bench/reference/CublasFp8.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/Fp8Linear.h"
@@ -258,13 +259,7 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
 
 std::optional<std::vector<Shape>> parse_shapes(const std::string &list, std::string *error) {
   std::vector<Shape> shapes;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    if (item.empty())
-      continue;
+  for (const std::string &item : bench::split_list(list)) {
     Shape s{};
     char tail = 0;
     if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
