@@ -479,7 +479,7 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
 
 int main(int argc, char **argv) {
   // This is what verifies the kernels the library refuses on GPU targets
-  // until they have run on a GPU (scheduler/Lower.cpp,
+  // until they have run on a GPU (scheduler/RefuseUnverifiedKernels.cpp,
   // refuse_unverified_gpu_kernels): it compiles them.
   setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
   // The flags, through llvm::cl as coalesce-aot's and coalesce-main's.
