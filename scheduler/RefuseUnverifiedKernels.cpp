@@ -21,21 +21,18 @@ void refuse_unverified_gpu_kernels(const Environment &env) {
       user_error("in schedule for '", func.name, "': fuse_reduction_with('", func.schedule.fused_reduction_with,
                  "') runs on the CPU only so far: its GPU kernels have not been checked on a GPU yet (unverified)",
                  how);
-    // 8-bit inputs: run on the GPU staged by the TMA (the warpgroup MMA's
-    // default) or in one buffer (the FFMA schedules' default), not yet
-    // through registers or cp.async copies (16 one-byte elements per vector).
+    // 8-bit inputs have run on the GPU staged by the TMA, by cp.async copies
+    // and in one buffer (coalesce-gpu-check's FP8 cases), not yet through
+    // registers.
     for (const StageSchedule &stage : func.schedule.stages)
       for (const SharedStaging &staged : stage.staged_inputs) {
         auto input = env.inputs.find(staged.input);
         if (input == env.inputs.end() || !input->second->type.is_fp8() ||
-            std::holds_alternative<TmaCopies>(staged.copies) || std::holds_alternative<OneBuffer>(staged.copies))
+            !std::holds_alternative<RegisterDoubleBuffer>(staged.copies))
           continue;
         user_error("in schedule for '", func.name, "': the ", input->second->type, " input '", staged.input,
-                   "' staged by ",
-                   std::holds_alternative<AsyncCopies>(staged.copies) ? "every thread's cp.async copies (AsyncCopies)"
-                                                                      : "registers (RegisterDoubleBuffer)",
-                   " has not been run on a GPU yet (unverified): stage it with TmaCopies (the warpgroup MMA's "
-                   "default) or one buffer (OneBuffer)",
+                   "' staged by registers (RegisterDoubleBuffer) has not been run on a GPU yet (unverified): stage "
+                   "it with TmaCopies (the warpgroup MMA's default), AsyncCopies or one buffer (OneBuffer)",
                    how);
       }
   }

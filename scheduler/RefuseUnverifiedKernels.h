@@ -11,7 +11,7 @@ namespace coalesce {
 
 /// A UserError naming the Func, the form and the opt-in for each form not
 /// yet run on a GPU: fused reductions (fuse_reduction_with), and 8-bit
-/// inputs staged by cp.async copies or through registers.
+/// inputs staged through registers.
 void refuse_unverified_gpu_kernels(const Environment &env);
 
 } // namespace coalesce

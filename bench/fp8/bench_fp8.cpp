@@ -70,6 +70,9 @@ struct Layer : examples::Fp8Linear {
   }
 };
 
+// Where W's tensor-wise scale sits in the scales' buffer (16 bytes in).
+constexpr int kTensorScaleW = 4;
+
 // One shape's data on the host and the device, and the compiled layer.
 struct Problem {
   Shape s;
@@ -82,7 +85,7 @@ struct Problem {
   std::vector<double> sums;
   Problem(const Shape &shape, int sm_count)
       : s(shape), A({s.M, s.K}, Float8E4M3()), W({s.N, s.K}, Float8E4M3()), a_scale({s.M}), w_scale({s.N}), bias({s.N}),
-        tensor_scales({2}) {
+        tensor_scales({8}) {
     A.fill_random(31);
     W.fill_random(32);
     bias.fill_random(33);
@@ -90,8 +93,10 @@ struct Problem {
       a_scale.set(size_t(r), 0.5f + 0.01f * float(r % 7));
     for (int c = 0; c < s.N; ++c)
       w_scale.set(size_t(c), 2.0f - 0.02f * float(c % 5));
+    // A's scale at 0, W's at 4: cuBLASLt wants each scale pointer 16-byte
+    // aligned (it answers NOT_SUPPORTED otherwise).
     tensor_scales.set(0, 0.5f);
-    tensor_scales.set(1, 2.0f);
+    tensor_scales.set(kTensorScaleW, 2.0f);
     auto upload = [](const Buffer &b) {
       gpu::DeviceBuffer d(b.size_in_bytes());
       d.upload(b.raw_data(), b.size_in_bytes());
@@ -155,7 +160,7 @@ double sampled_error(Problem &d, Variant v, size_t *not_finite) {
     for (int c = 0; c < s.N; ++c) {
       double sum = d.sums[size_t(n) * s.N + c];
       double scale = row ? double(d.a_scale.get(size_t(r))) * d.w_scale.get(size_t(c))
-                         : double(d.tensor_scales.get(0)) * d.tensor_scales.get(1);
+                         : double(d.tensor_scales.get(0)) * d.tensor_scales.get(kTensorScaleW);
       double want = sum * scale;
       if (v == Variant::CoalesceFused) {
         want += d.bias.get(size_t(c));
@@ -179,7 +184,7 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
     Problem &d = problem_for(s);
     const void *A = d.A_dev.as<void>(), *W = d.W_dev.as<void>();
     void *out = d.out_dev.as<void>();
-    const float *tensor_a = d.tensor_scales_dev.as<float>(), *tensor_w = tensor_a + 1;
+    const float *tensor_a = d.tensor_scales_dev.as<float>(), *tensor_w = tensor_a + kTensorScaleW;
     const float *row_a = d.a_scale_dev.as<float>(), *row_w = d.w_scale_dev.as<float>();
     std::function<void()> run;
     using reference::Fp8Scales;

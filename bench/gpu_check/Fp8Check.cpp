@@ -151,10 +151,14 @@ void check_fp8() {
     check_widening(type);
     check_narrowing(type);
     check_linear(type, "ffma", std::nullopt, {{67, 45, 37}, {67, 45, 1}, {67, 45, 3}});
-    // A cp.async pipeline of 1-byte elements (refused on GPU targets until
-    // this case has passed).
+    // A cp.async pipeline of 1-byte elements.
     check_linear(type, "ffma (cp.async)", std::nullopt, {{67, 45, 37}, {67, 48, 64}, {67, 45, 1}, {67, 45, 3}},
                  AsyncCopies{3, true});
+    // Tiles staged through registers, which the library refuses on GPU
+    // targets until this case has passed (COALESCE_ALLOW_UNVERIFIED, set by
+    // main).
+    check_linear(type, "ffma (registers)", std::nullopt, {{67, 45, 37}, {67, 48, 64}, {67, 45, 1}, {67, 45, 3}},
+                 RegisterDoubleBuffer{true});
     if (!target_for_current_device().has_warpgroup_mma())
       continue;
     // Rows the TMA reads (K % 16 == 0), partial tiles; the default tiling
@@ -172,8 +176,7 @@ void check_fp8() {
       check_linear(type, "wgmma+tma, cp.async branch", t, {s});
     }
     // Every thread's cp.async copies (16 one-byte elements per vector, or
-    // one at a time), which the library refuses on GPU targets until this
-    // case has passed (COALESCE_ALLOW_UNVERIFIED, set by main).
+    // one at a time).
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {131, 136, 272}}) {
       MmaTiling t = wgmma_tiling(type, s, false);
       t.tma = false;
