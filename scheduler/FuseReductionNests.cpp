@@ -213,8 +213,6 @@ void check_schedules(const Environment &env, const FuncContents &second, const F
     if (f->updates.size() != 1)
       fail("'" + f->name + "' has " + std::to_string(f->updates.size()) + " updates; fused reductions have one each");
     const StageSchedule &update = f->schedule.stages.at(1);
-    if (!update.staged_inputs.empty())
-      fail("'" + f->name + "' stages inputs in shared memory (stage_in_shared), which fused reductions do not do yet");
     if (update.mma.kind != MmaKind::None)
       fail("'" + f->name + "' maps onto tensor cores (mma), which fused reductions do not do yet");
     for (const FuncContents &consumer : env.funcs)

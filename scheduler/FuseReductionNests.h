@@ -22,9 +22,10 @@
 // at one site (only the second Func's allocation and init between them);
 // neither reads the other; their loop nests match loop for loop (the same
 // splits, order and kinds over the same reduction domain: a split of one but
-// not the other is refused at the first loop that differs); neither stages
-// inputs (stage_in_shared), maps onto tensor cores (mma) or is split across
-// blocks (split_k): not built for fused reductions yet.
+// not the other is refused at the first loop that differs); neither maps
+// onto tensor cores (mma) or is split across blocks (split_k): not built
+// for fused reductions yet. Inputs either stages (stage_in_shared) are
+// staged later, at the merged loops: an input both stage is copied once.
 
 #include "scheduler/Environment.h"
 

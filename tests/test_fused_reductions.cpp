@@ -4,7 +4,8 @@
 // reductions'), the numbers against a double reference at a ragged shape and
 // K = 0 / 1 / 3, and the refusals, naming both Funcs: loops that differ (a
 // split of one only, or by another factor), Funcs not computed together,
-// staging, the Func itself, and a GPU target.
+// the Func itself, and a GPU target; staged inputs: one copy of A for both
+// sums, in each pipeline, and inputs staged unlike at the shared loop refused.
 
 #include "ErrorCapture.h"
 #include "runtime/Coalesce.h"
@@ -101,6 +102,32 @@ TEST_CASE("the fusion may be named from either Func, with loops unsplit") {
   CHECK(error(s, 35, 33, 5) < 1e-5);
 }
 
+TEST_CASE("fused reductions staged in shared memory: A copied once for both sums, in every pipeline") {
+  std::vector<std::pair<const char *, TileCopies>> pipelines = {
+      {"one buffer", OneBuffer{}}, {"registers", RegisterDoubleBuffer{true}}, {"cp.async", AsyncCopies{3, true}}};
+  for (const auto &[name, copies] : pipelines) {
+    CAPTURE(name);
+    SwiGlu s;
+    s.split_both(8);
+    s.g.update().stage_in_shared(s.A, s.ko, SharedLayout{}, copies).stage_in_shared(s.Wg, s.ko, SharedLayout{}, copies);
+    s.u.update().stage_in_shared(s.A, s.ko, SharedLayout{}, copies).stage_in_shared(s.Wu, s.ko, SharedLayout{}, copies);
+    s.u.fuse_reduction_with(s.g);
+    std::string nest = Pipeline(s.out).loop_nest();
+    INFO(nest);
+    // One shared tile per input, A's read by both updates.
+    CHECK(occurrences(nest, "allocate A_shared") == 1);
+    CHECK(occurrences(nest, "allocate Wg_shared") == 1);
+    CHECK(occurrences(nest, "allocate Wu_shared") == 1);
+    CHECK(occurrences(nest, "A(") == 0);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 75, 37}, {35, 33, 0}, {35, 33, 1}, {35, 33, 3}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error(s, M, N, K) < 1e-5);
+    }
+  }
+}
+
 TEST_CASE("fused reductions are refused, naming both Funcs, where the result or the loops would differ") {
   {
     SwiGlu s; // a split of one update only
@@ -124,11 +151,24 @@ TEST_CASE("fused reductions are refused, naming both Funcs, where the result or 
               "'g' and 'u' must be computed at the same loop of one consumer");
   }
   {
-    SwiGlu s; // staged inputs: not built for fused reductions
+    SwiGlu s; // one copy of A serves both sums: staged alike
     s.split_both(8);
-    s.g.update().stage_in_shared(s.A, s.ko);
+    s.g.update().stage_in_shared(s.A, s.ko, SharedLayout{true, 1});
+    s.u.update().stage_in_shared(s.A, s.ko);
     s.u.fuse_reduction_with(s.g);
-    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }), "'g' stages inputs in shared memory");
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }),
+              "in schedule for 'u' (update 0): 'A' is staged at 'ko', where 'g' (update 0), whose reduction runs "
+              "in the same fused nest, stages it too, with another layout or pipeline");
+  }
+  {
+    SwiGlu s; // one loop, one pipeline
+    s.split_both(8);
+    s.g.update().stage_in_shared(s.A, s.ko, SharedLayout{}, AsyncCopies{3});
+    s.u.update().stage_in_shared(s.Wu, s.ko);
+    s.u.fuse_reduction_with(s.g);
+    CHECK_HAS(user_error_of([&] { Pipeline(s.out).loop_nest(); }),
+              "'Wu' is staged at 'ko' with one buffer (OneBuffer), but 'g' (update 0), whose reduction runs in the "
+              "same fused nest, stages 'A' there with 3 stages of cp.async copies (AsyncCopies)");
   }
   {
     SwiGlu s;

@@ -19,7 +19,9 @@
 // on a B stored N x K (nn.Linear's weight, W(j, k)): KMajorCheck.cpp;
 // epilogues with a residual, or scales and a second matrix (bf16):
 // EpilogueCheck.cpp; with bf16, the 8-bit floats (conversions bit for bit,
-// FFMA and warpgroup-MMA FP8 GEMMs): Fp8Check.cpp.
+// FFMA and warpgroup-MMA FP8 GEMMs): Fp8Check.cpp; with bf16, two
+// reductions fused into one nest (a SwiGLU's, unstaged and staged):
+// SwiGluCheck.cpp.
 // Every precision: reductions split across blocks (split_k) at the five
 // split-K shapes, deterministic mode bit-reproducible across two launches,
 // and the K = 1 / K = 3 pair: SplitKCheck.cpp.
@@ -45,6 +47,7 @@
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/Fp8Check.h"
+#include "bench/gpu_check/SwiGluCheck.h"
 #include "bench/gpu_check/KMajorCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
@@ -467,6 +470,7 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
       if (p == bench::Precision::BF16) {
         gpu_check::check_extra_epilogues();
         gpu_check::check_fp8();
+        gpu_check::check_fused_reductions();
       }
     }
     gpu_check::check_split_k(p, full);

@@ -1,0 +1,12 @@
+#pragma once
+
+namespace coalesce::gpu_check {
+
+/// Two reductions fused into one nest (fuse_reduction_with: a SwiGLU's gate
+/// and up projections, examples/SwiGlu.h) on the FFMA path, unstaged and
+/// with x, Wg and Wu staged in each pipeline (x copied once for both
+/// sums), f32 and bf16 inputs, at ragged shapes and the K = 1 / K = 3 pair,
+/// against the double reference on every element.
+void check_fused_reductions();
+
+} // namespace coalesce::gpu_check
