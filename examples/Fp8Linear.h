@@ -1,14 +1,19 @@
 #pragma once
-// The FP8 linear layer as the tests, the GPU check and the FP8 benchmark
-// write it (lesson 10 spells the same algorithm out):
+// The FP8 linear layer as the tests, the GPU check, the FP8 benchmark and
+// coalesce-aot's gemm (--dtype=e4m3|e5m2) write it (lesson 10 spells the
+// same algorithm out):
 //
 //   acc(i, j) = sum over k of A(i, k) * W(j, k)        A: M x K, W: N x K, 8-bit floats
 //   out(i, j) = bf16(gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)))
 //
 // a_scale per row of A, w_scale per row of W (output channel), bias per
 // column, all f32; the products of the widened 8-bit values are exact in
-// f32 and summed in f32. Two schedules: the warpgroup MMA's
-// (schedule_gemm_mma with a tiling for an 8-bit kind) and a small FFMA one.
+// f32 and summed in f32. The scales apply to the whole sum, before the bias
+// and the activation. Fp8LinearForm varies the epilogue (scales per tensor
+// or none, no bias, another activation or output type) and the names and
+// sizes, for coalesce-aot; its defaults are the layer above. Two schedules:
+// the warpgroup MMA's (schedule_gemm_mma with a tiling for an 8-bit kind)
+// and a small FFMA one.
 
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/Coalesce.h"
@@ -16,21 +21,48 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 
 namespace coalesce::examples {
 
+/// What multiplies the f32 sum: nothing; one f32 per tensor (one-element
+/// inputs a_scale[1] and w_scale[1], read at 0, as cuBLASLt's scale
+/// pointers); or a_scale[M] per row of A and w_scale[N] per row of W.
+enum class Fp8Scales { None, Tensor, Row };
+
+/// The layer's epilogue, names and sizes; the defaults are the layer above.
+struct Fp8LinearForm {
+  Expr M, N, K; ///< the sizes (constants, say); undefined: Params named "M", "N", "K"
+  std::string a_name = "A", w_name = "W", a_scale_name = "a_scale", w_scale_name = "w_scale";
+  Fp8Scales scales = Fp8Scales::Row;
+  bool bias = true;
+  std::string activation = "gelu"; ///< a name dsl/Activations.h's activation() takes ("identity": none)
+  Type out_type = BFloat(16);
+};
+
 struct Fp8Linear {
-  Param M{"M"}, N{"N"}, K{"K"};
-  Input A, W, a_scale{"a_scale", Float(32), {M}}, w_scale{"w_scale", Float(32), {N}}, bias{"bias", Float(32), {N}};
+  Expr M, N, K;
+  Input A, W, a_scale, w_scale, bias;
   Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
+  RDom k;
   Func acc{"acc"}, out{"out"};
 
   /// The algorithm, A of type `a` and W of type `w` (e4m3 or e5m2), unscheduled.
-  Fp8Linear(Type a, Type w) : A("A", a, {M, K}), W("W", w, {N, K}) {
+  Fp8Linear(Type a, Type w, const Fp8LinearForm &form = {})
+      : M(size(form.M, "M")), N(size(form.N, "N")), K(size(form.K, "K")), A(form.a_name, a, {M, K}),
+        W(form.w_name, w, {N, K}), a_scale(form.a_scale_name, Float(32), {per_tensor(form) ? Expr(1) : M}),
+        w_scale(form.w_scale_name, Float(32), {per_tensor(form) ? Expr(1) : N}), bias("bias", Float(32), {N}),
+        k(0, K, "k") {
     acc(i, j) = 0.0f;
     acc(i, j) += A(i, k) * W(j, k);
-    out(i, j) = cast(BFloat(16), gelu(acc(i, j) * a_scale(i) * w_scale(j) + bias(j)));
+    Expr sum = acc(i, j);
+    if (form.scales == Fp8Scales::Row)
+      sum = sum * a_scale(i) * w_scale(j);
+    else if (form.scales == Fp8Scales::Tensor)
+      sum = sum * a_scale(0) * w_scale(0);
+    if (form.bias)
+      sum = sum + bias(j);
+    out(i, j) = cast(form.out_type, activation(form.activation, sum));
   }
 
   /// The tensor-core schedule (an 8-bit warpgroup kind in `t`).
@@ -58,6 +90,10 @@ struct Fp8Linear {
         .stage_in_shared(W, ko, SharedLayout{}, copies);
     return *this;
   }
+
+private:
+  static Expr size(const Expr &given, const char *name) { return given.defined() ? given : Expr(Param(name)); }
+  static bool per_tensor(const Fp8LinearForm &form) { return form.scales == Fp8Scales::Tensor; }
 };
 
 /// The layer's inputs at M x N x K (fixed seeds; A and W uniform in

@@ -169,38 +169,48 @@ std::string upper_case(std::string text) {
 }
 
 /// The C type of a device pointer to elements of `type`: CUdeviceptr for
-/// f32; for a 16-bit float, a typedef of CUdeviceptr named after what it
-/// points to (declared in the header by element_typedefs()).
+/// f32; for a 16-bit or 8-bit float, a typedef of CUdeviceptr named after
+/// what it points to (declared in the header by element_typedefs()).
 std::string device_pointer_type(Type type) {
   if (type == BFloat(16))
     return "coalesce_bf16_deviceptr";
   if (type == Float(16))
     return "coalesce_f16_deviceptr";
+  if (type == Float8E4M3())
+    return "coalesce_e4m3_deviceptr";
+  if (type == Float8E5M2())
+    return "coalesce_e5m2_deviceptr";
   if (type != Float(32))
-    user_error("buffer of element type ", type, ": a launcher passes f32, bf16 and f16 buffers only");
+    user_error("buffer of element type ", type, ": a launcher passes f32, bf16, f16, e4m3 and e5m2 buffers only");
   return "CUdeviceptr";
 }
 
-/// The typedefs for the 16-bit buffers among `args`, guarded so that two
-/// generated headers can be included together.
+/// The typedefs for the narrow buffers among `args`, each guarded so that
+/// two generated headers can be included together.
 std::string element_typedefs(const std::vector<LauncherArg> &args) {
-  bool bf16 = false, f16 = false;
-  for (const LauncherArg &arg : args)
-    if (arg.is_buffer()) {
-      bf16 |= arg.buffer->type == BFloat(16);
-      f16 |= arg.buffer->type == Float(16);
-    }
+  struct Typedef {
+    Type type;
+    const char *what; ///< the comment above it
+  };
+  const Typedef typedefs[] = {
+      {BFloat(16), "bfloat16 elements: 2 bytes each, the upper half of an\n/// IEEE f32 (a uint16_t on the host)"},
+      {Float(16), "IEEE half (f16) elements: 2 bytes each (a uint16_t on\n/// the host)"},
+      {Float8E4M3(), "FP8 E4M3 (E4M3FN: 4 exponent bits, 3 mantissa bits, no\n/// infinities) elements: 1 byte each, "
+                     "sizes and strides in bytes equal to\n/// element counts (a uint8_t on the host)"},
+      {Float8E5M2(), "FP8 E5M2 (5 exponent bits, 2 mantissa bits) elements:\n/// 1 byte each, sizes and strides in "
+                     "bytes equal to element counts\n/// (a uint8_t on the host)"},
+  };
   std::string text;
-  if (bf16)
-    text += "/// Device memory holding bfloat16 elements: 2 bytes each, the upper half of an\n"
-            "/// IEEE f32 (a uint16_t on the host). A CUdeviceptr, named for what it holds.\n"
-            "#ifndef COALESCE_AOT_BF16_DEVICEPTR\n#define COALESCE_AOT_BF16_DEVICEPTR\n"
-            "typedef CUdeviceptr coalesce_bf16_deviceptr;\n#endif\n\n";
-  if (f16)
-    text += "/// Device memory holding IEEE half (f16) elements: 2 bytes each (a uint16_t on\n"
-            "/// the host). A CUdeviceptr, named for what it holds.\n"
-            "#ifndef COALESCE_AOT_F16_DEVICEPTR\n#define COALESCE_AOT_F16_DEVICEPTR\n"
-            "typedef CUdeviceptr coalesce_f16_deviceptr;\n#endif\n\n";
+  for (const Typedef &t : typedefs) {
+    bool used = std::any_of(args.begin(), args.end(),
+                            [&](const LauncherArg &arg) { return arg.is_buffer() && arg.buffer->type == t.type; });
+    if (!used)
+      continue;
+    std::string name = device_pointer_type(t.type);
+    std::string guard = "COALESCE_AOT_" + upper_case(name.substr(std::string("coalesce_").size()));
+    text += "/// Device memory holding " + std::string(t.what) + ". A CUdeviceptr, named for what it holds.\n" +
+            "#ifndef " + guard + "\n#define " + guard + "\ntypedef CUdeviceptr " + name + ";\n#endif\n\n";
+  }
   return text;
 }
 

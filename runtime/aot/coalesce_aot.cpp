@@ -1,27 +1,31 @@
 // coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
 // `gemm`: out = activation(A B + bias) [+ residual], row-major, B stored K x N
 // or (--b=nk, on tensor cores) N x K; A and B f32, tf32 (f32
-// data on tf32 tensor cores), bf16 or f16 (--dtype), out f32, bf16 or f16
+// data on tf32 tensor cores), bf16, f16, or e4m3 / e5m2 with --scales
+// (--dtype; the FP8 ones in GemmFp8.h), out f32, bf16 or f16
 // (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
 // its schedules are dsl/recipes/GemmSchedule (FFMA, for f32) and
-// dsl/recipes/GemmMmaSchedule (warp MMA, for tf32, bf16 and f16).
+// dsl/recipes/GemmMmaSchedule (warp or warpgroup MMA, for the others).
 //
 //   coalesce-aot --name=gemm_bias_gelu --output-dir=generated
 //   coalesce-aot --bias=false --activation=relu --K=4096 --name=gemm_relu --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=generated
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --b=nk --residual --name=linear_residual --output-dir=generated
+//   COALESCE_ALLOW_UNVERIFIED=1 coalesce-aot --dtype=e4m3 --b=nk --scales=row --name=fp8 --output-dir=generated
 //   coalesce-aot --emit=loops
 
-#include "dsl/recipes/GemmSchedule.h"
-#include "runtime/aot/Generator.h"
 #include "dsl/Activations.h"
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/Limits.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
+#include "examples/Fp8Linear.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
+#include "runtime/aot/GemmFp8.h"
+#include "runtime/aot/Generator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -38,14 +42,33 @@ const std::vector<std::pair<std::string, Type>> kElementTypes = {
     {"f32", Float(32)}, {"bf16", BFloat(16)}, {"f16", Float(16)}};
 
 /// What A and B hold and which instruction multiplies them: f32 on FFMA;
-/// f32 rounded to tf32, bf16 or f16 on warp MMA (tensor cores).
-enum class InputType { F32, TF32, BF16, F16 };
+/// f32 rounded to tf32, bf16 or f16 on warp MMA (tensor cores); e4m3 or
+/// e5m2 on the warpgroup MMA.
+enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
 const std::vector<std::pair<std::string, InputType>> kInputTypes = {
-    {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16}, {"f16", InputType::F16}};
+    {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16},
+    {"f16", InputType::F16}, {"e4m3", InputType::E4M3}, {"e5m2", InputType::E5M2}};
 
 Type element_type(InputType t) {
-  return t == InputType::BF16 ? BFloat(16) : t == InputType::F16 ? Float(16) : Float(32);
+  switch (t) {
+  case InputType::BF16:
+    return BFloat(16);
+  case InputType::F16:
+    return Float(16);
+  case InputType::E4M3:
+    return Float8E4M3();
+  case InputType::E5M2:
+    return Float8E5M2();
+  case InputType::F32:
+  case InputType::TF32:
+    break;
+  }
+  return Float(32);
 }
+
+/// What multiplies an FP8 GEMM's sum (examples::Fp8Scales).
+const std::vector<std::pair<std::string, examples::Fp8Scales>> kScales = {
+    {"none", examples::Fp8Scales::None}, {"tensor", examples::Fp8Scales::Tensor}, {"row", examples::Fp8Scales::Row}};
 
 /// Which tensor-core instructions: the warp's mma.sync (sm_80 and later) or
 /// Hopper's warpgroup wgmma (sm_90a; tf32, bf16 and f16); auto: what the
@@ -98,9 +121,16 @@ public:
   EnumParam<InputType> dtype{this, "dtype", InputType::F32, kInputTypes,
                              "A and B and how they are multiplied: f32 (FFMA); tf32 (f32 data, each "
                              "value rounded to tf32, 10 mantissa bits, nearest, ties away, on tensor "
-                             "cores); bf16 (bfloat16) or f16 (IEEE half) on tensor cores. The sum is f32 "
-                             "whatever it is, and tensor cores sum each k step in their own order; the "
+                             "cores); bf16 (bfloat16) or f16 (IEEE half) on tensor cores; e4m3 or e5m2 "
+                             "(8-bit floats, one byte each, B stored N x K: --b=nk) on Hopper's warpgroup "
+                             "MMA (sm_90a), not yet run on a GPU (COALESCE_ALLOW_UNVERIFIED=1). The sum is "
+                             "f32 whatever it is, and tensor cores sum each k step in their own order; the "
                              "bias is always f32"};
+  EnumParam<examples::Fp8Scales> scales{
+      this, "scales", examples::Fp8Scales::None, kScales,
+      "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
+      "scale_b, one f32 each in device memory, as cuBLASLt's scale pointers); row (scale_a[M], one f32 per row "
+      "of A, and scale_b[N], one per row of B, i.e. per column of out)"};
   EnumParam<Type> out_dtype{this, "out-dtype", Float(32), kElementTypes,
                             "the element type of out: f32; bf16 or f16 (the f32 result rounded to "
                             "nearest even)"};
@@ -129,17 +159,22 @@ public:
                                      {{"deterministic", SplitKMode::Deterministic}, {"atomic", SplitKMode::Atomic}},
                                      "how the slices are added: deterministic (in slice order, the same bits on "
                                      "every run) or atomic (float atomics, faster, the order of arrival)"};
-  GeneratorParam<int> k_step{this, "k-step", 0,
-                             "elements of K staged in shared memory per step; 0: 8 for f32, the "
+  GeneratorParam<int> k_step{this,
+                             "k-step",
+                             0,
+                             "elements of K staged in shared memory per step, at most 64 (128 for e4m3 and "
+                             "e5m2, the one k step they take: a 128-byte swizzled row); 0: 8 for f32, the "
                              "tensor-core tiling's choice otherwise",
-                             0, 64};
+                             0,
+                             128};
   GeneratorParam<int> warp_m{this, "warp-m", 0,
                              "tensor cores: rows of out per warp; 0: chosen with the tile", 0, 256};
   GeneratorParam<int> warp_n{this, "warp-n", 0, "tensor cores: columns of out per warp; 0: chosen with the tile",
                              0, 256};
   EnumParam<MmaFamily> mma{this, "mma", MmaFamily::Auto, kMmaFamilies,
                            "tensor cores: warp (mma.sync, sm_80 and later), warpgroup (Hopper's wgmma, "
-                           "sm_90a only, tf32, bf16 and f16; warp-m x warp-n is then the 64 x N tile of a "
+                           "sm_90a only, tf32, bf16, f16, e4m3 and e5m2; warp-m x warp-n is then the 64 x N "
+                           "tile of a "
                            "warpgroup of 4 warps), or auto (the default): what the benchmark runs for the "
                            "target, warpgroup on sm_90a and warp elsewhere"};
 
@@ -307,6 +342,114 @@ public:
     return outcome.best;
   }
 
+  bool fp8() const { return dtype == InputType::E4M3 || dtype == InputType::E5M2; }
+
+  /// The tensor-core tiling for `kind`: the library's default for the shape,
+  /// with every knob the flags set.
+  MmaTiling mma_tiling(MmaKind kind) const {
+    const MmaFamily family = mma_family();
+    MmaTiling tiling =
+        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
+    if (tile_m > 0)
+      tiling.block_m = tile_m;
+    if (tile_n > 0)
+      tiling.block_n = tile_n;
+    if (warp_m > 0)
+      tiling.warp_m = warp_m;
+    if (warp_n > 0)
+      tiling.warp_n = warp_n;
+    if (k_step > 0)
+      tiling.k_step = k_step;
+    if (stages == 1)
+      user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
+    if (stages > 0)
+      tiling.stages = stages;
+    if (min_blocks_per_sm >= 0)
+      tiling.min_blocks_per_sm = min_blocks_per_sm;
+    if (!async_copy)
+      user_error("--async-copy=false: the tensor-core schedules copy A and B with cp.async only; leave the "
+                 "flag out, or use --dtype=f32");
+    if (!double_buffered && stages > 2)
+      user_error("--stages=", static_cast<int>(stages),
+                 " with --double-buffered=false: a single buffer holds one K step; leave --stages out, or keep "
+                 "double buffering");
+    tiling.double_buffered = double_buffered;
+    if (!double_buffered)
+      tiling.stages = 2; // one buffer: no deeper pipeline
+    if (a_padding >= 0)
+      tiling.a_padding = a_padding;
+    if (b_padding >= 0)
+      tiling.b_padding = b_padding;
+    tiling.block_group_rows = block_groups;
+    tiling.persistent_blocks = persistent_blocks;
+    tiling.tma = tma && family == MmaFamily::Warpgroup;
+    if (producer_warps > 0 && !tiling.uses_tma())
+      user_error("--producer-warps=", static_cast<int>(producer_warps),
+                 ": producer warps issue the TMA's copies, which this kernel does not use (they need "
+                 "--mma=warpgroup, 3 or more stages and --tma); leave the flag out");
+    tiling.producer_warps = producer_warps;
+    if (producer_registers > 0 && producer_warps != 4)
+      user_error("--producer-registers=", static_cast<int>(producer_registers),
+                 ": registers are reallocated per warpgroup, so it takes --producer-warps=4");
+    tiling.producer_registers = producer_registers;
+    if (tma_padded_copies && !tiling.uses_tma())
+      user_error("--tma-padded-copies: the padded copies are what the TMA reads, and this kernel does not use it "
+                 "(it needs --mma=warpgroup, 3 or more stages and --tma); leave the flag out");
+    if (dtype == InputType::TF32 && tiling.uses_tma() && tma_padded_copies.is_set() && !tma_padded_copies)
+      user_error("--tma-padded-copies=false with --dtype=tf32 and the TMA's copies: the tf32 warpgroup MMA reads "
+                 "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
+                 "use --tma=false (every thread's cp.async copies)");
+    tiling.tma_padded_copies = tma_padded_copies;
+    if (cluster_blocks > 0 && (cluster_blocks == 1 || !tiling.uses_tma()))
+      user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies of B, ",
+                 cluster_blocks == 1
+                     ? "and a cluster has 2 to 8 blocks"
+                     : "which this kernel does not use (it needs --mma=warpgroup, 3 or more stages and --tma)",
+                 "; leave the flag out");
+    tiling.cluster_blocks = cluster_blocks;
+    // Sizes fixed when generating whose rows the TMA cannot read: padded
+    // copies (sizes given at run time keep the in-kernel cp.async branch).
+    use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
+    tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
+    tiling.split_k_mode = split_k_mode;
+    return tiling;
+  }
+
+  /// e4m3 or e5m2: the FP8 linear layer (examples/Fp8Linear.h) with this
+  /// generator's names, sizes and epilogue, on the warpgroup MMA.
+  Func build_fp8() {
+    Fp8GemmFlags flags;
+    flags.dtype = dtype.value_text();
+    flags.target = target();
+    flags.b_nk = b_layout == GemmBLayout::NK;
+    flags.b_given = b_layout.is_set();
+    flags.warp_mma = mma == MmaFamily::Warp;
+    flags.k_step = k_step;
+    flags.residual = residual;
+    flags.tuning = autotune || !tuning_db.value().empty();
+    check_fp8_gemm_flags(flags);
+    if (!std::string(warp_layout).empty())
+      user_error("--warp-layout=", std::string(warp_layout),
+                 " arranges the FFMA schedule's threads; the warpgroup schedule's warps are its warp tiles "
+                 "(--warp-m, --warp-n): leave it out for e4m3 and e5m2");
+    examples::Fp8LinearForm form;
+    form.M = M;
+    form.N = N;
+    form.K = K;
+    form.w_name = "B";
+    form.a_scale_name = "scale_a";
+    form.w_scale_name = "scale_b";
+    form.scales = scales;
+    form.bias = bias;
+    form.activation = activation == Activation::None ? "identity" : activation.value_text();
+    form.out_type = out_dtype;
+    examples::Fp8Linear layer(element_type(dtype), element_type(dtype), form);
+    layer.schedule_mma(mma_tiling(mma_kind_for(element_type(dtype), true)));
+    // Last, so that every flag above is checked without the opt-in.
+    refuse_unverified_fp8_launcher(dtype.value_text());
+    return layer.out;
+  }
+
   Func build() override {
     // A buffer the launcher would refuse on every call (over 2^30 elements)
     // is refused here, before anything is generated.
@@ -318,6 +461,14 @@ public:
         user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
                    sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
+    if (fp8())
+      return build_fp8();
+    if (scales != examples::Fp8Scales::None)
+      user_error("--scales=", scales.value_text(), " scales the sum of 8-bit float inputs: it takes --dtype=e4m3 or ",
+                 "e5m2, not --dtype=", dtype.value_text());
+    if (k_step > 64)
+      user_error("--k-step=", static_cast<int>(k_step), ": at most 64 for --dtype=", dtype.value_text(),
+                 " (128, one 128-byte swizzled row, is for e4m3 and e5m2)");
     // B stored N x K runs on the tensor-core paths, which the GPU check
     // covers with it; the FFMA schedules have not been checked on a GPU so.
     const bool b_nk = b_layout == GemmBLayout::NK;
@@ -358,68 +509,7 @@ public:
       user_error("--warp-layout=", std::string(warp_layout), " arranges the FFMA schedule's threads; the tensor-core "
                  "schedule's warps are its warp tiles (--warp-m, --warp-n): leave it out for tf32, bf16 and f16");
     if (dtype != InputType::F32) {
-      MmaTiling tiling = default_mma_tiling(mma_kind(dtype, family), M.fixed() ? M.value() : 0,
-                                            N.fixed() ? N.value() : 0, multiprocessors());
-      if (tile_m > 0)
-        tiling.block_m = tile_m;
-      if (tile_n > 0)
-        tiling.block_n = tile_n;
-      if (warp_m > 0)
-        tiling.warp_m = warp_m;
-      if (warp_n > 0)
-        tiling.warp_n = warp_n;
-      if (k_step > 0)
-        tiling.k_step = k_step;
-      if (stages == 1)
-        user_error("--stages=1: a pipeline has 2 to 8 stages (0: the tiling's choice)");
-      if (stages > 0)
-        tiling.stages = stages;
-      if (min_blocks_per_sm >= 0)
-        tiling.min_blocks_per_sm = min_blocks_per_sm;
-      if (!async_copy)
-        user_error("--async-copy=false: the tensor-core schedules copy A and B with cp.async only; leave the "
-                   "flag out, or use --dtype=f32");
-      if (!double_buffered && stages > 2)
-        user_error("--stages=", static_cast<int>(stages), " with --double-buffered=false: a single buffer holds "
-                   "one K step; leave --stages out, or keep double buffering");
-      tiling.double_buffered = double_buffered;
-      if (!double_buffered)
-        tiling.stages = 2; // one buffer: no deeper pipeline
-      if (a_padding >= 0)
-        tiling.a_padding = a_padding;
-      if (b_padding >= 0)
-        tiling.b_padding = b_padding;
-      tiling.block_group_rows = block_groups;
-      tiling.persistent_blocks = persistent_blocks;
-      tiling.tma = tma && family == MmaFamily::Warpgroup;
-      if (producer_warps > 0 && !tiling.uses_tma())
-        user_error("--producer-warps=", static_cast<int>(producer_warps), ": producer warps issue the TMA's copies, "
-                   "which this kernel does not use (they need --mma=warpgroup, 3 or more stages and --tma); leave the "
-                   "flag out");
-      tiling.producer_warps = producer_warps;
-      if (producer_registers > 0 && producer_warps != 4)
-        user_error("--producer-registers=", static_cast<int>(producer_registers), ": registers are reallocated per "
-                   "warpgroup, so it takes --producer-warps=4");
-      tiling.producer_registers = producer_registers;
-      if (tma_padded_copies && !tiling.uses_tma())
-        user_error("--tma-padded-copies: the padded copies are what the TMA reads, and this kernel does not use it "
-                   "(it needs --mma=warpgroup, 3 or more stages and --tma); leave the flag out");
-      if (dtype == InputType::TF32 && tiling.uses_tma() && tma_padded_copies.is_set() && !tma_padded_copies)
-        user_error("--tma-padded-copies=false with --dtype=tf32 and the TMA's copies: the tf32 warpgroup MMA reads "
-                   "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
-                   "use --tma=false (every thread's cp.async copies)");
-      tiling.tma_padded_copies = tma_padded_copies;
-      if (cluster_blocks > 0 && (cluster_blocks == 1 || !tiling.uses_tma()))
-        user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies of B, ",
-                   cluster_blocks == 1 ? "and a cluster has 2 to 8 blocks" : "which this kernel does not use (it "
-                   "needs --mma=warpgroup, 3 or more stages and --tma)", "; leave the flag out");
-      tiling.cluster_blocks = cluster_blocks;
-      // Sizes fixed when generating whose rows the TMA cannot read: padded
-      // copies (sizes given at run time keep the in-kernel cp.async branch).
-      use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
-      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
-      tiling.split_k_mode = split_k_mode;
-      schedule_gemm_mma(out, acc, A, B, i, j, k, tiling);
+      schedule_gemm_mma(out, acc, A, B, i, j, k, mma_tiling(mma_kind(dtype, family)));
       return out;
     }
     // The FFMA schedule: the library's shape-aware tiling (one knob struct,
@@ -475,4 +565,5 @@ public:
 
 COALESCE_REGISTER_GENERATOR(coalesce::GemmGenerator, "gemm",
                             "GEMM with an optional bias and activation: out = activation(A B + "
-                            "bias), row-major; A and B f32, tf32, bf16 or f16, out f32, bf16 or f16");
+                            "bias), row-major; A and B f32, tf32, bf16, f16, e4m3 or e5m2 (with --scales), out f32, "
+                            "bf16 or f16");

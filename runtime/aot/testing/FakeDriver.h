@@ -15,7 +15,9 @@
 
 namespace fake {
 
-int scalar_count = 2; // the launcher's run-time sizes, after its 4 buffers
+int buffer_count = 4; // the kernel's buffers, first among its parameters
+int scalar_count = 2; // the launcher's run-time sizes, after its buffers
+int map_count = 0;    // the tensor maps the kernel takes after them
 CUcontext current = reinterpret_cast<CUcontext>(uintptr_t(0x100));
 CUresult load_result = CUDA_SUCCESS;
 std::atomic<int> loads{0};
@@ -33,8 +35,9 @@ struct Launch {
   unsigned block[3] = {0, 0, 0};
   unsigned shared = 0;
   CUstream stream = nullptr;
-  CUdeviceptr buffers[4] = {0, 0, 0, 0};
-  int32_t scalars[3] = {0, 0, 0};
+  CUdeviceptr buffers[8] = {};
+  int32_t scalars[4] = {};
+  uint64_t maps[4] = {}; // the tag cuTensorMapEncodeTiled left in each map passed (0: a zeroed map)
 } last;
 
 const CUlibrary kLibrary = reinterpret_cast<CUlibrary>(uintptr_t(0x200));
@@ -90,19 +93,31 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction kernel, unsigned int grid_x, unsigned
   launch.block[0] = block_x, launch.block[1] = block_y, launch.block[2] = block_z;
   launch.shared = shared;
   launch.stream = stream;
-  for (int b = 0; b < 4; ++b)
+  for (int b = 0; b < fake::buffer_count; ++b)
     launch.buffers[b] = *static_cast<CUdeviceptr *>(params[b]);
   for (int s = 0; s < fake::scalar_count; ++s)
-    launch.scalars[s] = *static_cast<int32_t *>(params[4 + s]);
+    launch.scalars[s] = *static_cast<int32_t *>(params[fake::buffer_count + s]);
+  for (int m = 0; m < fake::map_count; ++m)
+    std::memcpy(&launch.maps[m], params[fake::buffer_count + fake::scalar_count + m], sizeof(uint64_t));
   std::lock_guard<std::mutex> lock(fake::mutex);
   fake::last = launch;
   return CUDA_SUCCESS;
 }
 
 // What a launcher for sm_90a (dynamic shared memory, the TMA's tensor maps)
-// calls besides: accepted, the tensor maps counted.
+// calls besides: accepted, the tensor maps counted and recorded.
 namespace fake {
 std::atomic<int> tensor_maps{0};
+/// What one cuTensorMapEncodeTiled call asked for (rank 2, as launchers encode).
+struct TensorMapCall {
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  cuuint32_t rank = 0;
+  CUdeviceptr address = 0;
+  cuuint64_t dims[2] = {}, strides[1] = {};
+  cuuint32_t box[2] = {}, element_strides[2] = {};
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+};
+std::vector<TensorMapCall> tensor_map_calls; // guarded by mutex
 } // namespace fake
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
@@ -112,12 +127,29 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 
 CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute, int, CUkernel, CUdevice) { return CUDA_SUCCESS; }
 
-CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                        const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
-                                        CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                        CUtensorMapFloatOOBfill) {
+// Leaves in the map a tag, 1 + the call's index, that the launch reads back
+// (Launch::maps): which encoded map each kernel parameter carries.
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                        const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                        const cuuint32_t *element_strides, CUtensorMapInterleave,
+                                        CUtensorMapSwizzle swizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
   std::memset(map, 0, sizeof(*map));
   ++fake::tensor_maps;
+  fake::TensorMapCall call;
+  call.type = type;
+  call.rank = rank;
+  call.address = reinterpret_cast<CUdeviceptr>(address);
+  for (cuuint32_t d = 0; d < 2 && d < rank; ++d) {
+    call.dims[d] = dims[d];
+    call.box[d] = box[d];
+    call.element_strides[d] = element_strides[d];
+  }
+  call.strides[0] = rank > 1 ? strides[0] : 0;
+  call.swizzle = swizzle;
+  std::lock_guard<std::mutex> lock(fake::mutex);
+  fake::tensor_map_calls.push_back(call);
+  const uint64_t tag = fake::tensor_map_calls.size();
+  std::memcpy(map, &tag, sizeof(tag));
   return CUDA_SUCCESS;
 }
 
