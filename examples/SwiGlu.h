@@ -10,6 +10,7 @@
 // fuse_reduction_with, so each x(i, k) is read once for both; the epilogue
 // after both sums are complete.
 
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/Coalesce.h"
 
 #include <algorithm>
@@ -55,6 +56,13 @@ struct SwiGlu {
       u.update().stage_in_shared(x, ko, SharedLayout{}, *copies).stage_in_shared(Wu, ko, SharedLayout{}, *copies);
     }
     u.fuse_reduction_with(g);
+    return *this;
+  }
+
+  /// On tensor cores (an MMA tiling for `in`): one tile of x feeds both
+  /// sums' instructions, both accumulators in registers.
+  SwiGlu &schedule_mma(const MmaTiling &t) {
+    schedule_fused_gemms_mma(y, g, Wg, u, Wu, x, i, j, k, t);
     return *this;
   }
 };

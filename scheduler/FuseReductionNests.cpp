@@ -212,13 +212,18 @@ void check_schedules(const Environment &env, const FuncContents &second, const F
   for (const FuncContents *f : {&second, first}) {
     if (f->updates.size() != 1)
       fail("'" + f->name + "' has " + std::to_string(f->updates.size()) + " updates; fused reductions have one each");
-    const StageSchedule &update = f->schedule.stages.at(1);
-    if (update.mma.kind != MmaKind::None)
-      fail("'" + f->name + "' maps onto tensor cores (mma), which fused reductions do not do yet");
     for (const FuncContents &consumer : env.funcs)
       if (consumer.schedule.split_k.requested() && consumer.schedule.split_k.producer == f->name)
         fail("'" + f->name + "' is split across blocks (split_k), which fused reductions are not yet");
   }
+  // One instruction for both sums: their updates are one nest, whose
+  // k steps and fragments are the instruction's.
+  MmaKind a = second.schedule.stages.at(1).mma.kind, b = first->schedule.stages.at(1).mma.kind;
+  if (a != b)
+    fail("'" + name + "' " +
+         (a == MmaKind::None ? std::string("runs on FFMA") : "maps onto " + std::string(mma_kind_name(a))) + " but '" +
+         other + "' " + (b == MmaKind::None ? std::string("runs on FFMA") : "onto " + std::string(mma_kind_name(b))) +
+         "; fused reductions share their loops, so map both onto the same instruction (mma) or neither");
   if (first->schedule.fused_reduction_with == name)
     fail("'" + other + "' also fuses with '" + name + "'; name the fusion once");
 }

@@ -10,8 +10,7 @@
 namespace coalesce {
 
 /// A UserError naming the Func, the form and the opt-in for each form not
-/// yet run on a GPU: fused reductions (fuse_reduction_with), and 8-bit
-/// inputs staged through registers.
+/// yet run on a GPU: fused reductions (fuse_reduction_with) on tensor cores.
 void refuse_unverified_gpu_kernels(const Environment &env);
 
 } // namespace coalesce

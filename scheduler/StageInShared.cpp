@@ -8,15 +8,15 @@
 #include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
-#include "scheduler/StagedTile.h"
 #include "scheduler/StageWithTma.h"
+#include "scheduler/StagedTile.h"
 #include "scheduler/Substitute.h"
 
 #include <algorithm>
-#include <regex>
 #include <functional>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 
 namespace coalesce {
@@ -162,7 +162,7 @@ private:
 class StageAtLoop : public IRMutator {
 public:
   StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, MmaKind mma_kind, MmaOperands mma_operands)
+              const std::string &stage, MmaKind mma_kind, std::vector<MmaOperands> mma_operands)
       : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), mma_kind_(mma_kind),
         warpgroup_mma_(is_warpgroup_mma(mma_kind)), mma_operands_(std::move(mma_operands)) {}
   bool found = false;
@@ -172,11 +172,12 @@ private:
   const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
   std::vector<SharedStaging> requests_;
   const Environment &env_;
-  const std::string stage_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const std::string stage_;  // a copy: a caller may pass a temporary, and a reference would dangle
   const MmaKind mma_kind_;   // the instruction of the stage's reduction (None: no MMA)
   const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
-  // The stage's MMA operands (warpgroup MMAs only; else empty names).
-  const MmaOperands mma_operands_;
+  // The MMA operands of the stage, or of each fused reduction staging here
+  // (warpgroup MMAs only; else none).
+  const std::vector<MmaOperands> mma_operands_;
 
   // A persistent block's tile loop. Where a pipeline inside it runs across
   // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
@@ -302,7 +303,10 @@ private:
       // is staged as it lies, K-major, like A.
       const std::vector<int64_t> &extent = tile.region.extent;
       tile.swizzled = true;
-      tile.swizzle_row_dim = mma_staged_transposed(mma_kind_, mma_operands_, request.input) ? 1 : 0;
+      bool transposed = std::any_of(mma_operands_.begin(), mma_operands_.end(), [&](const MmaOperands &operands) {
+        return mma_staged_transposed(mma_kind_, operands, request.input);
+      });
+      tile.swizzle_row_dim = transposed ? 1 : 0;
       tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
       int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
       COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == mma_instruction(mma_kind_).operand.bytes() &&
@@ -344,13 +348,13 @@ private:
     const TileCopies &shared_copies = tiles.front().copies;
     bool double_buffered = tile_buffers(shared_copies) > 1;
     if (double_buffered && op->for_kind != ForKind::Serial)
-      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_),
-                 "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
+      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_), "', which is ",
+                 for_kind_name(op->for_kind), "; double buffering needs a serial loop");
 
     int stages = tile_buffers(shared_copies);
     for (const StagedTile &tile : tiles)
-      COALESCE_INTERNAL_ASSERT(same_pipeline(tile.copies, shared_copies), "the inputs staged at '", loop_short_name(loop_),
-                               "' name different pipelines");
+      COALESCE_INTERNAL_ASSERT(same_pipeline(tile.copies, shared_copies), "the inputs staged at '",
+                               loop_short_name(loop_), "' name different pipelines");
     if (stages > 2)
       return pipeline(op, scan, tiles, stages);
 
@@ -369,7 +373,8 @@ private:
       std::string prefix = tile.buffer + ".";
       if (!double_buffered) {
         copies.push_back(per_thread_copy(tile, scan, prefix, [&](const std::vector<Expr> &c, const Expr &) {
-          return Store::make(tile.buffer, shared_indices(tile, c, which), stored_value(tile, source_value(tile, c, {})));
+          return Store::make(tile.buffer, shared_indices(tile, c, which),
+                             stored_value(tile, source_value(tile, c, {})));
         }));
         continue;
       }
@@ -389,11 +394,11 @@ private:
         // A 2-byte element has no predicated asynchronous copy on the GPU
         // (its copy selects after reading): branch around the read.
         Expr zero = Cast::make(tile.input->type, Expr(0.0f));
-        return IfThenElse::make(copy->args[1],
-                                Store::make(tile.buffer, shared_indices(tile, c, 0),
-                                            Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type,
-                                                                 {copy->args[0]})),
-                                Store::make(tile.buffer, shared_indices(tile, c, 0), zero));
+        return IfThenElse::make(
+            copy->args[1],
+            Store::make(tile.buffer, shared_indices(tile, c, 0),
+                        Call::make_intrinsic(Intrinsic::AsyncLoad, tile.input->type, {copy->args[0]})),
+            Store::make(tile.buffer, shared_indices(tile, c, 0), zero));
       }));
       if (!std::holds_alternative<RegisterDoubleBuffer>(tile.copies)) {
         // Straight into the other buffer: it was last read before the
@@ -406,8 +411,9 @@ private:
         return Store::make(fetch, fetch_indices(scan, prefix + "fetch.", e), source_value(tile, c, next));
       }));
       stores.push_back(per_thread_copy(tile, scan, prefix + "store.", [&](const std::vector<Expr> &c, const Expr &e) {
-        return Store::make(tile.buffer, shared_indices(tile, c, next_which),
-                           stored_value(tile, Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e))));
+        return Store::make(
+            tile.buffer, shared_indices(tile, c, next_which),
+            stored_value(tile, Load::make(tile.input->type, fetch, fetch_indices(scan, prefix + "store.", e))));
       }));
     }
     Expr has_next = loop_var + 1 < op->min + op->extent;
@@ -418,12 +424,12 @@ private:
       // previous iteration's barrier).
       Stmt wait = Evaluate::make(Call::make_intrinsic(Intrinsic::AsyncWait, Int(32), {}));
       Stmt rounded_next = round_landed_tiles(tiles, scan, "round_next", next_which, false);
-      new_body = Block::make({copies.empty() ? Stmt()
-                                             : Block::make({Block::make(copies), publish_fence(tiles), Barrier::make()}),
-                              IfThenElse::make(has_next, Block::make(fetches)), body,
-                              stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)),
-                              wait, rounded_next.defined() ? IfThenElse::make(has_next, rounded_next) : Stmt(),
-                              publish_fence(tiles), Barrier::make()});
+      new_body = Block::make(
+          {copies.empty() ? Stmt() : Block::make({Block::make(copies), publish_fence(tiles), Barrier::make()}),
+           IfThenElse::make(has_next, Block::make(fetches)), body,
+           stores.empty() ? Stmt() : IfThenElse::make(has_next, Block::make(stores)), wait,
+           rounded_next.defined() ? IfThenElse::make(has_next, rounded_next) : Stmt(), publish_fence(tiles),
+           Barrier::make()});
     } else {
       new_body = Block::make({Block::make(copies), publish_fence(tiles), Barrier::make(), body, Barrier::make()});
     }
@@ -470,8 +476,8 @@ private:
         for (const std::string &name : scan.thread_loops)
           fetch_extents.push_back(scan.loops.at(name).extent);
         fetch_extents.push_back(static_cast<int>(elements_per_thread(tile, scan)));
-        result = Allocate::make(fetch_buffer_name(tile.input->name), tile.input->type, MemoryType::Register, fetch_extents,
-                                result, tile.input->name);
+        result = Allocate::make(fetch_buffer_name(tile.input->name), tile.input->type, MemoryType::Register,
+                                fetch_extents, result, tile.input->name);
       }
       std::vector<Expr> extents;
       if (double_buffered)
@@ -534,11 +540,11 @@ private:
       prologue.push_back(intrinsic(Intrinsic::AsyncCommit));
     }
     Expr ahead = simplify(loop_var + ahead_tiles);
-    Stmt step = Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(ahead_tiles - 1)}),
-                             round_landed_tiles(tiles, scan, "round", which, true), publish_fence(tiles),
-                             Barrier::make(),
-                             IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
-                             intrinsic(Intrinsic::AsyncCommit), body});
+    Stmt step =
+        Block::make({intrinsic(Intrinsic::AsyncWaitGroup, {Expr(ahead_tiles - 1)}),
+                     round_landed_tiles(tiles, scan, "round", which, true), publish_fence(tiles), Barrier::make(),
+                     IfThenElse::make(ahead < end, issue_copies(tiles, scan, op, ahead, "next", stages)),
+                     intrinsic(Intrinsic::AsyncCommit), body});
     Stmt loop = For::make(op->name, op->min, op->extent, op->for_kind, step, op->gpu_dim, op->reduction_of, op->role);
     if (ahead_tiles < stages - 1) {
       // Warpgroup MMAs left in flight across the back edge: the first step
@@ -546,10 +552,9 @@ private:
       // the accumulators defined by MMAs. (Reached also from their
       // initialization, ptxas serializes every MMA: C7515.)
       Stmt first = substitute({{op->name, op->min}}, step);
-      loop = IfThenElse::make(0 < op->extent,
-                              Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
-                                                            op->for_kind, step, op->gpu_dim, op->reduction_of,
-                                                            op->role)}));
+      loop = IfThenElse::make(
+          0 < op->extent, Block::make({first, For::make(op->name, simplify(op->min + 1), simplify(op->extent - 1),
+                                                        op->for_kind, step, op->gpu_dim, op->reduction_of, op->role)}));
     }
     Stmt result = Block::make({Block::make(prologue), loop,
                                // Nothing is left in flight after the loop
@@ -596,16 +601,20 @@ private:
     if (p.producer_registers > 0) {
       // What the pipeline cannot reallocate around (the count the MMA
       // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
-      const std::string refused = str_cat("in schedule for ", stage_, ": the TMA copies staged at '",
-                                          loop_short_name(op->name), "' reallocate registers "
-                                          "(ProducerWarps::registers), ");
+      const std::string refused =
+          str_cat("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
+                  "' reallocate registers "
+                  "(ProducerWarps::registers), ");
       if (env_.output().schedule.split_k.requested())
-        user_error(refused, "so the producer warps leave the kernel after their copies, but split_k's last block "
+        user_error(refused,
+                   "so the producer warps leave the kernel after their copies, but split_k's last block "
                    "combines the slices behind barriers of the whole block; reallocate no registers with split_k");
       if (env_.output().schedule.persistent_blocks > 0 && !steps_before.defined())
-        user_error(refused, "so the producer warps leave the kernel after their copies, but on this persistent grid "
+        user_error(refused,
+                   "so the producer warps leave the kernel after their copies, but on this persistent grid "
                    "(gpu_persistent_blocks) the pipeline cannot run across the block's tiles (the bounds of '",
-                   loop_short_name(op->name), "' depend on the tile, not only on parameters), and the block's next "
+                   loop_short_name(op->name),
+                   "' depend on the tile, not only on parameters), and the block's next "
                    "tile needs them again; reallocate no registers, or a reduction whose bounds are the same "
                    "for every tile");
       if (p.blocks_per_sm < 1)
@@ -678,9 +687,8 @@ private:
                "copies must start each row at a multiple of 16 bytes (", per_16_bytes, " ", staged.input->type,
                " elements) along the contiguous dimension of '", tile.source, "', but the tile staged at '",
                loop_short_name(loop_), "' starts at ", with_short_loop_names(start),
-               ", which is not provably one (a reduction starting at a column that is not a multiple of ",
-               per_16_bytes, "?): start the reduction at a multiple of ", per_16_bytes,
-               ", or stage it with AsyncCopies");
+               ", which is not provably one (a reduction starting at a column that is not a multiple of ", per_16_bytes,
+               "?): start the reduction at a multiple of ", per_16_bytes, ", or stage it with AsyncCopies");
   }
 
   // The blocks of a cluster that share `staged`'s tile (TmaCopies::
@@ -693,9 +701,14 @@ private:
     std::string cluster_loop = cluster_loop_name(env_.output());
     for (size_t d = 0; d < staged.region.min.size(); ++d)
       if (expr_uses_var(staged.region.min[d], cluster_loop))
-        user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with TmaCopies::multicast, "
-                   "but its tile starts at ", readable(staged.region.min[d]), " in dimension ", d, ", which depends "
-                   "on '", output.cluster_var, "', along which the blocks of a cluster lie (gpu_cluster), so each "
+        user_error("in schedule for ", stage_, ": '", staged.input->name,
+                   "' is staged with TmaCopies::multicast, "
+                   "but its tile starts at ",
+                   readable(staged.region.min[d]), " in dimension ", d,
+                   ", which depends "
+                   "on '",
+                   output.cluster_var,
+                   "', along which the blocks of a cluster lie (gpu_cluster), so each "
                    "block needs a tile of its own; multicast an input whose tile does not depend on '",
                    output.cluster_var, "', or cluster the blocks along another block loop");
     return output.cluster_blocks;
@@ -785,6 +798,7 @@ struct StagingLoop {
   const FuncContents *func;
   size_t stage;
   std::vector<SharedStaging> requests;
+  std::vector<const FuncContents *> fused; // the other stages staging here (fused reductions)
 };
 
 // A request at a loop that another stage's requests also stage at: fused
@@ -797,8 +811,9 @@ void merge_request(StagingLoop &at, const FuncContents &func, size_t stage, cons
     if (staged.input == request.input) {
       if (staged.layout.transposed != request.layout.transposed || staged.layout.padding != request.layout.padding ||
           !same_pipeline(staged.copies, request.copies))
-        user_error("in schedule for ", there, ": '", request.input, "' is staged at '", request.at_loop,
-                   "', where ", here, ", whose reduction runs in the same fused nest, stages it too, with another "
+        user_error("in schedule for ", there, ": '", request.input, "' is staged at '", request.at_loop, "', where ",
+                   here,
+                   ", whose reduction runs in the same fused nest, stages it too, with another "
                    "layout or pipeline; one copy serves both, so stage it alike in both");
       return;
     }
@@ -809,6 +824,8 @@ void merge_request(StagingLoop &at, const FuncContents &func, size_t stage, cons
                  "; the inputs staged at one loop share its copies and barriers, so they need the same pipeline");
   }
   at.requests.push_back(request);
+  if (std::find(at.fused.begin(), at.fused.end(), &func) == at.fused.end())
+    at.fused.push_back(&func);
 }
 
 } // namespace
@@ -827,7 +844,7 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
         auto at = std::find_if(staging_loops.begin(), staging_loops.end(),
                                [&](const StagingLoop &l) { return l.loop == loop; });
         if (at == staging_loops.end())
-          staging_loops.push_back(StagingLoop{loop, &func, stage, {staged}});
+          staging_loops.push_back(StagingLoop{loop, &func, stage, {staged}, {}});
         else if (at->func == &func)
           at->requests.push_back(staged); // all inputs staged at one loop share its copies and barriers
         else
@@ -837,7 +854,12 @@ Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
   for (const StagingLoop &at : staging_loops) {
     const FuncContents &func = *at.func;
     MmaKind kind = func.schedule.stages[at.stage].mma.kind;
-    MmaOperands operands = is_warpgroup_mma(kind) ? mma_operands(func, at.stage) : MmaOperands{};
+    std::vector<MmaOperands> operands;
+    if (is_warpgroup_mma(kind)) {
+      operands.push_back(mma_operands(func, at.stage));
+      for (const FuncContents *other : at.fused)
+        operands.push_back(mma_operands(*other, at.stage));
+    }
     StageAtLoop pass(at.loop, at.requests, env, stage_description(func, at.stage), kind, operands);
     result = pass.mutate(result);
     COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", at.loop, "' not found");

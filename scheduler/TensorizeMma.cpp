@@ -69,7 +69,7 @@ public:
 private:
   using IRMutator::visit;
   std::vector<MmaStage> stages_;
-  std::map<std::string, Expr> lets_; // every let around the current node
+  std::map<std::string, Expr> lets_;                    // every let around the current node
   std::map<std::string, const Allocate *> allocations_; // every allocation seen, by name
 
   Stmt visit(const LetStmt *op, const Stmt &self) override {
@@ -202,9 +202,9 @@ private:
                              "a warpgroup MMA operand is not a swizzled shared tile: ", operand);
     auto rows = as_const_int(found->second->extents[dims - 2]);
     COALESCE_INTERNAL_ASSERT(rows, "swizzled tile '", load->buffer, "' without constant rows");
-    COALESCE_INTERNAL_ASSERT(expr_uses_var(load->indices[dims - 2], kMmaStep) == mn_major,
-                             "warpgroup MMA operand ", operand, " is described ", mn_major ? "MN" : "K",
-                             "-major, but its tile's rows run along ", mn_major ? "m or n" : "k");
+    COALESCE_INTERNAL_ASSERT(expr_uses_var(load->indices[dims - 2], kMmaStep) == mn_major, "warpgroup MMA operand ",
+                             operand, " is described ", mn_major ? "MN" : "K", "-major, but its tile's rows run along ",
+                             mn_major ? "m or n" : "k");
     MmaSharedOperand result;
     result.mn_major = mn_major;
     result.stride_bytes = 1024;
@@ -231,10 +231,11 @@ private:
     Stmt s = frag_i;
     size_t level = 0;
     const Store *store = nullptr;
-    while (!store) {
+    const Block *fused = nullptr; // fused reductions' updates (fuse_reduction_with): one store each
+    while (!store && !fused) {
       if (const auto *loop = s.as<For>()) {
-        COALESCE_INTERNAL_ASSERT(level < expected.size() && loop->name == expected[level] &&
-                                     is_const(loop->min, 0) && as_const_int(loop->extent) == extents[level],
+        COALESCE_INTERNAL_ASSERT(level < expected.size() && loop->name == expected[level] && is_const(loop->min, 0) &&
+                                     as_const_int(loop->extent) == extents[level],
                                  "unexpected loop '", loop->name, "' in the MMA nest");
         ++level;
         s = loop->body;
@@ -246,12 +247,39 @@ private:
         // zero past the end, so the overhanging products add 0.
         COALESCE_INTERNAL_ASSERT(!guard->else_case.defined(), "MMA nest with an else branch");
         s = guard->then_case;
+      } else if ((fused = s.as<Block>())) {
+        COALESCE_INTERNAL_ASSERT(level == expected.size(), "fused MMA updates above the instruction's loops: ", s);
       } else {
         store = s.as<Store>();
         COALESCE_INTERNAL_ASSERT(store, "the MMA nest holds something other than one store: ", s);
       }
     }
     COALESCE_INTERNAL_ASSERT(level == expected.size(), "MMA nest without its three loops");
+    if (fused) {
+      // One instruction per sum, each with its own operands, on the loops
+      // (named after the first update) that both share.
+      std::vector<Stmt> instructions;
+      for (const Stmt &update : fused->stmts) {
+        const auto *sum = update.as<Store>();
+        COALESCE_INTERNAL_ASSERT(sum, "fused MMA updates hold something other than stores: ", update);
+        auto owner = std::find_if(stages_.begin(), stages_.end(),
+                                  [&](const MmaStage &candidate) { return candidate.func->name == sum->buffer; });
+        COALESCE_INTERNAL_ASSERT(owner != stages_.end(), "fused MMA update of '", sum->buffer, "' without its stage");
+        instructions.push_back(instruction(sum, stage, owner->operands, lets));
+      }
+      return Block::make(instructions);
+    }
+    return instruction(store, stage, stage.operands, lets);
+  }
+
+  // The instruction computing `store` (acc = acc + a * b) over the loops
+  // of `stage`, reading `operands`.
+  Stmt instruction(const Store *store, const MmaStage &stage, const MmaOperands &operands,
+                   const std::map<std::string, Expr> &lets) {
+    const StageSchedule &schedule = stage.func->schedule.stages[stage.index];
+    const MmaLayout &layout = schedule.mma_layout;
+    MmaKind kind = schedule.mma.kind;
+    bool group = is_warpgroup_mma(kind);
     const auto *add = store->value.as<Add>();
     const auto *mul = add ? add->b.as<Mul>() : nullptr;
     COALESCE_INTERNAL_ASSERT(mul && add->a.as<Load>(), "MMA store is not acc + a * b: ", store->value);
@@ -280,9 +308,9 @@ private:
     }
     auto operand_value = [&](const Expr &e) { return simplify(substitute(operand, expand(e, lets))); };
     Expr x = operand_value(mul->a), y = operand_value(mul->b);
-    Expr a = reads(x, stage.operands.a, allocations_) ? x : y, b = a.same_as(x) ? y : x;
-    COALESCE_INTERNAL_ASSERT(reads(a, stage.operands.a, allocations_) && reads(b, stage.operands.b, allocations_),
-                             "MMA operands do not read '", stage.operands.a, "' and '", stage.operands.b, "'");
+    Expr a = reads(x, operands.a, allocations_) ? x : y, b = a.same_as(x) ? y : x;
+    COALESCE_INTERNAL_ASSERT(reads(a, operands.a, allocations_) && reads(b, operands.b, allocations_),
+                             "MMA operands do not read '", operands.a, "' and '", operands.b, "'");
     if (mma_rounds_to_tf32(kind)) {
       // The instruction sees its f32 operands rounded to tf32; so does the
       // host, which runs this statement as written.
@@ -301,9 +329,7 @@ private:
       // B is MN-major where it is stored K x N and staged as it lies.
       return WarpMma::make_warpgroup(
           kind, warp, lane, layout.warp_n, shared_operand(a, false),
-          shared_operand(b, !stage.operands.b_k_contiguous() &&
-                                !mma_staged_transposed(kind, stage.operands, stage.operands.b)),
-          update);
+          shared_operand(b, !operands.b_k_contiguous() && !mma_staged_transposed(kind, operands, operands.b)), update);
     return WarpMma::make(kind, lane, update);
   }
 };

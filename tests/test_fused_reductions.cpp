@@ -8,6 +8,8 @@
 // sums, in each pipeline, and inputs staged unlike at the shared loop refused.
 
 #include "ErrorCapture.h"
+#include "WarpgroupGemms.h"
+#include "examples/SwiGlu.h"
 #include "runtime/Coalesce.h"
 
 #include "TextCount.h"
@@ -16,6 +18,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,23 @@ using coalesce::testing::occurrences;
 using coalesce::testing::user_error_of;
 
 namespace {
+
+// Two 64 x 128 warpgroups on a 128 x 128 tile: both sums' accumulators, 128
+// per thread, fit beside the kernel (the 128 x 256 default's 256 do not).
+MmaTiling fused_wgmma_tiling() {
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 132);
+  t.block_m = t.block_n = 128;
+  t.warp_m = 64;
+  t.warp_n = 128;
+  t.stages = 4;
+  t.min_blocks_per_sm = 1;
+  return t;
+}
+
+// One GEMM with the same tiling, for its instruction count.
+examples::Gemm single_gemm(const MmaTiling &t) {
+  return coalesce::testing::mma_scheduled(t, examples::Epilogue::None, BFloat(16), BFloat(16));
+}
 
 struct SwiGlu {
   Param M{"M"}, N{"N"}, K{"K"};
@@ -175,8 +195,70 @@ TEST_CASE("fused reductions are refused, naming both Funcs, where the result or 
     CHECK_HAS(user_error_of([&] { s.u.fuse_reduction_with(s.u); }), "names the Func itself");
   }
   {
-    SwiGlu s; // checked on the CPU only so far
+    examples::SwiGlu s(BFloat(16), BFloat(16)); // g on tensor cores, u on FFMA
+    schedule_gemm_mma(s.y, s.g, s.x, s.Wg, s.i, s.j, s.k, fused_wgmma_tiling());
+    s.y.fuse_epilogue(s.u, Var("bj"));
     s.u.fuse_reduction_with(s.g);
-    CHECK_HAS(user_error_of([&] { Pipeline(s.out).ptx(); }), "runs on the CPU only so far");
+    CHECK_HAS(user_error_of([&] { Pipeline(s.y).loop_nest(); }),
+              "fuse_reduction_with('g'): 'u' runs on FFMA but 'g' onto bf16 wgmma; fused reductions share their loops, "
+              "so map both onto the same instruction (mma) or neither");
+  }
+}
+
+TEST_CASE("fused reductions on FFMA compile for GPUs; on tensor cores, refused there until verified") {
+  SwiGlu s; // run on the H200 by coalesce-gpu-check (SwiGluCheck)
+  s.split_both(8);
+  s.u.fuse_reduction_with(s.g);
+  CHECK(occurrences(Pipeline(s.out).ptx(), "fma.rn.f32") > 0);
+
+  examples::SwiGlu mma(BFloat(16), BFloat(16));
+  mma.schedule_mma(fused_wgmma_tiling());
+  std::string message = user_error_of([&] { Pipeline(mma.y).ptx(parse_gpu_target("sm_90a")); });
+  CHECK_HAS(message, "in schedule for 'u': fuse_reduction_with('g') on tensor cores (bf16 wgmma) has not been run on "
+                     "a GPU yet (unverified)");
+  CHECK_HAS(message, "COALESCE_ALLOW_UNVERIFIED=1");
+}
+
+TEST_CASE("fused reductions on tensor cores: one tile of x feeds both sums' instructions") {
+  struct Form {
+    const char *name;
+    MmaTiling tiling;
+    const char *instruction; // in the printed nest
+  };
+  MmaTiling warp = default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, 132);
+  for (const Form &form :
+       {Form{"warp MMA", warp, "warp_mma"}, Form{"warpgroup MMA, TMA", fused_wgmma_tiling(), "warpgroup_mma"}}) {
+    const std::string name = form.name;
+    INFO(name);
+    examples::SwiGlu s(BFloat(16), BFloat(16));
+    s.schedule_mma(form.tiling);
+    Pipeline pipeline(s.y);
+    std::string nest = pipeline.loop_nest();
+    INFO(nest);
+    CHECK(occurrences(nest, "allocate x_shared") == 1);
+    CHECK(occurrences(nest, "allocate Wg_shared") == 1);
+    CHECK(occurrences(nest, "allocate Wu_shared") == 1);
+    // Each instruction of the unfused GEMM's nest, twice: once per sum.
+    examples::Gemm one = single_gemm(form.tiling);
+    CHECK(occurrences(nest, form.instruction) == 2 * occurrences(Pipeline(one.out).loop_nest(), form.instruction));
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
+             {131, 136, 272}, {67, 64, 64}, {70, 75, 37}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(examples::swiglu_error(BFloat(16), BFloat(16), M, N, K,
+                                   [&](const Arguments &args, Buffer &y) { pipeline.realize_on_cpu(args, y); }) < 4e-3);
+    }
+    setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
+    PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
+    unsetenv("COALESCE_ALLOW_UNVERIFIED");
+    REQUIRE(!assembled.kernels.empty());
+    const std::string report = name + ": " + std::to_string(assembled.kernels.front().registers) + " registers" +
+                               (assembled.kernels.front().spills() ? ", spills" : "");
+    MESSAGE(report);
+    // The warpgroup tile keeps 128 accumulators per thread; the warp
+    // MMA's 64 x 64 warp tiles too, at the register limit.
+    if (name != "warp MMA")
+      CHECK(assembled.kernels.front().spills() == 0);
   }
 }

@@ -2,6 +2,7 @@
 
 #include "bench/gpu_check/Report.h"
 #include "examples/SwiGlu.h"
+#include "runtime/GpuDevice.h"
 
 #include <cmath>
 #include <cstdio>
@@ -19,25 +20,32 @@ struct Shape {
   std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 };
 
-void check_swiglu(Type in, Type out, const std::string &form, const std::optional<TileCopies> &copies) {
+// FFMA with `copies` (none: unstaged), or the MMA `tiling`.
+void check_swiglu(Type in, Type out, const std::string &form, const std::optional<TileCopies> &copies,
+                  const std::optional<MmaTiling> &tiling = std::nullopt) {
   const std::string name = str_cat("swiglu ", form, " ", in, " in, ", out, " out");
   std::optional<examples::SwiGlu> s;
   std::optional<Pipeline> pipeline;
   std::string failure;
   try {
     s.emplace(in, out);
-    s->schedule_ffma(copies);
+    if (tiling)
+      s->schedule_mma(*tiling);
+    else
+      s->schedule_ffma(copies);
     pipeline.emplace(s->y);
   } catch (const std::exception &error) {
     failure = error.what();
   }
   // Partial tiles and a K that is no multiple of the step; K = 0 (no
   // products: silu(0) * 0), and the K = 1 / K = 3 pair.
-  for (const Shape &shape :
-       std::vector<Shape>{{70, 75, 37}, {131, 133, 67}, {64, 64, 64}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}}) {
+  std::vector<Shape> shapes = {{70, 75, 37}, {131, 133, 67}, {64, 64, 64}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}};
+  if (tiling) // whole 128 x 128 tiles and several k steps, rows the TMA reads
+    shapes.insert(shapes.end(), {{131, 136, 272}, {1000, 1048, 1024}});
+  for (const Shape &shape : shapes) {
     Outcome o;
     o.failure = failure;
-    o.detail = "FFMA, 32 x 32 tiles, both k loops in one nest";
+    o.detail = tiling ? tiling->str() : "FFMA, 32 x 32 tiles, both k loops in one nest";
     if (pipeline) {
       try {
         o.error = examples::swiglu_error(in, out, shape.M, shape.N, shape.K,
@@ -66,6 +74,25 @@ void check_fused_reductions() {
   for (const auto &[form, copies] : forms) {
     check_swiglu(Float(32), Float(32), form, copies);
     check_swiglu(BFloat(16), BFloat(16), form, copies);
+  }
+  // Tensor cores: one tile of x feeds both sums' instructions (refused on
+  // GPU targets until these cases have passed; COALESCE_ALLOW_UNVERIFIED,
+  // set by main). The warp MMA's default tiling; the warpgroup MMA on
+  // 128 x 128 tiles (both accumulators, 128 per thread, in registers), the
+  // TMA reading the inputs, or copies of them with padded rows.
+  check_swiglu(BFloat(16), BFloat(16), "mma", std::nullopt,
+               default_mma_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, target_for_current_device().sm_count()));
+  if (!target_for_current_device().has_warpgroup_mma())
+    return;
+  for (bool padded : {false, true}) {
+    MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count());
+    t.block_m = t.block_n = 128;
+    t.warp_m = 64;
+    t.warp_n = 128;
+    t.stages = 4;
+    t.min_blocks_per_sm = 1;
+    t.tma_padded_copies = padded;
+    check_swiglu(BFloat(16), BFloat(16), padded ? "wgmma+tma+padded" : "wgmma+tma", std::nullopt, t);
   }
 }
 

@@ -10,28 +10,28 @@
 namespace coalesce {
 
 std::string MmaTiling::str() const {
-  return str_cat(mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
-                 is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
-                 stages > 2 ? str_cat(", ", stages, " stages") : double_buffered ? std::string(", double buffered") : "",
-                 min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
-                 groups_blocks() ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
-                 persistent_blocks ? str_cat(", a persistent grid of ", persistent_blocks, " blocks") : std::string(),
-                 uses_tma() ? ", TMA copies" : "",
-                 uses_tma() && producer_warps ? str_cat(" issued by ", producer_warps, " producer warp",
-                                                        producer_warps > 1 ? "s" : "")
-                                              : std::string(),
-                 uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers")
-                                                  : std::string(),
-                 uses_tma() && cluster_blocks > 1
-                     ? str_cat(", clusters of ", cluster_blocks, " block rows sharing B's tiles")
-                     : std::string(),
-                 uses_tma() && tma_padded_copies
-                     ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
-                                                 : ", from copies of A and B with padded rows")
-                     : "",
-                 tile_stores == TileStores::ThroughShared ? ", tiles stored through shared memory" : "",
-                 split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
-                             : std::string());
+  return str_cat(
+      mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
+      is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
+      stages > 2        ? str_cat(", ", stages, " stages")
+      : double_buffered ? std::string(", double buffered")
+                        : "",
+      min_blocks_per_sm ? str_cat(", ", min_blocks_per_sm, " blocks per SM") : std::string(),
+      groups_blocks() ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
+      persistent_blocks ? str_cat(", a persistent grid of ", persistent_blocks, " blocks") : std::string(),
+      uses_tma() ? ", TMA copies" : "",
+      uses_tma() && producer_warps
+          ? str_cat(" issued by ", producer_warps, " producer warp", producer_warps > 1 ? "s" : "")
+          : std::string(),
+      uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers") : std::string(),
+      uses_tma() && cluster_blocks > 1 ? str_cat(", clusters of ", cluster_blocks, " block rows sharing B's tiles")
+                                       : std::string(),
+      uses_tma() && tma_padded_copies
+          ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
+                                      : ", from copies of A and B with padded rows")
+          : "",
+      tile_stores == TileStores::ThroughShared ? ", tiles stored through shared memory" : "",
+      split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")") : std::string());
 }
 
 namespace {
@@ -59,8 +59,7 @@ int64_t tile_count(const Tile &t, int64_t M, int64_t N) {
 // multiprocessor made 1024^3's tile 128 x 64, 0.0156 -> 0.0162 ms. So
 // 128 x 128 (two per SM) is no default's now: 128 x 256 fills nine in ten
 // SMs wherever it would fill nine in ten of twice as many slots.
-template <size_t Count>
-const Tile &first_filling(const Tile (&tiles)[Count], int64_t M, int64_t N, int sm_count) {
+template <size_t Count> const Tile &first_filling(const Tile (&tiles)[Count], int64_t M, int64_t N, int sm_count) {
   for (const Tile &t : tiles) {
     if (t.block_m > 64 && M > 0 && M <= 64)
       continue;
@@ -147,8 +146,10 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     // keeps six stages in flight: H200, bf16 64 x 11008 x 4096 0.0488 ->
     // 0.0367 ms, 128 x 4096 x 16384 0.0781 -> 0.0682, 16 x 4096 x 4096
     // 0.0316 -> 0.0274 (with the split below) against three.
-    static const Tile wide_tiles[] = {{128, 256, 64, 256, 1, 4, true}, {128, 128, 64, 128, 2, 3, false},
-                                      {128, 64, 64, 64, 2, 3, false},   {128, 64, 64, 64, 1, 4, true},
+    static const Tile wide_tiles[] = {{128, 256, 64, 256, 1, 4, true},
+                                      {128, 128, 64, 128, 2, 3, false},
+                                      {128, 64, 64, 64, 2, 3, false},
+                                      {128, 64, 64, 64, 1, 4, true},
                                       {64, 64, 64, 64, 2, 6, false}};
     const Tile &filling = first_filling(wide_tiles, M, N, sm_count);
     const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count) : filling;
@@ -227,15 +228,14 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
     t.tma_padded_copies = true;
 }
 
-void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
-                       const RDom &k, const MmaTiling &t) {
+namespace {
+
+// out's tile per block, laid out in warp tiles, and the block-level knobs.
+void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
   out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n)
       .gpu_blocks({bi, bj})
       .mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
-  out.fuse_epilogue(acc, bj);
-  if (t.split_k > 1)
-    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   if (t.groups_blocks())
@@ -247,6 +247,10 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   // Blocks of one block column read the same tiles of B.
   if (t.uses_tma() && t.cluster_blocks > 1)
     out.gpu_cluster(bi, t.cluster_blocks);
+}
+
+// acc's reduction on the instruction, A and B staged for it.
+void schedule_mma_sum(Func acc, const Input &A, const Input &B, const RDom &k, const MmaTiling &t) {
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
   // elements of padding per row, the 32 lanes of one read hit 32 banks. A
   // warpgroup MMA's swizzled layout is the compiler's.
@@ -274,6 +278,30 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
       .allow_reassociation()
       .stage_in_shared(A, ko, a_layout, a_copies)
       .stage_in_shared(B, ko, b_layout, b_copies);
+}
+
+} // namespace
+
+void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
+                       const MmaTiling &t) {
+  schedule_output_tile(out, i, j, t);
+  out.fuse_epilogue(acc, Var("bj"));
+  if (t.split_k > 1)
+    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
+  schedule_mma_sum(acc, A, B, k, t);
+}
+
+void schedule_fused_gemms_mma(Func out, Func first, const Input &B_first, Func second, const Input &B_second,
+                              const Input &A, const Var &i, const Var &j, const RDom &k, const MmaTiling &t) {
+  if (t.split_k > 1)
+    user_error("schedule_fused_gemms_mma: a tiling with split_k ", t.split_k,
+               "; fused reductions are not split across blocks yet, so use split_k = 1");
+  schedule_output_tile(out, i, j, t);
+  out.fuse_epilogue(first, Var("bj"));
+  out.fuse_epilogue(second, Var("bj"));
+  schedule_mma_sum(first, A, B_first, k, t);
+  schedule_mma_sum(second, A, B_second, k, t);
+  second.fuse_reduction_with(first);
 }
 
 } // namespace coalesce

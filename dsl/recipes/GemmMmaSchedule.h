@@ -27,7 +27,7 @@ struct MmaTiling {
   int min_blocks_per_sm = 2;        ///< ask ptxas to fit this many blocks per SM (0: no cap)
   /// gpu_block_groups (0: blocks row by row), where groups_blocks().
   int block_group_rows = 0;
-  int persistent_blocks = 0;        ///< gpu_persistent_blocks (0: a block per tile)
+  int persistent_blocks = 0; ///< gpu_persistent_blocks (0: a block per tile)
   /// Warpgroup MMAs: copy the tiles with the TMA (TmaCopies)
   /// instead of cp.async where the pipeline has 3 or more stages
   /// (default_mma_tiling's choice for warpgroup MMAs).
@@ -112,7 +112,17 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 /// exact): AsyncCopies of `stages` tiles, TmaCopies where uses_tma(), one
 /// buffer without double_buffered. The epilogue runs once, on the
 /// accumulator fragments.
-void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j,
-                       const RDom &k, const MmaTiling &tiling);
+void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
+                       const MmaTiling &tiling);
+
+/// Two sums over the same A on one tile, as a SwiGLU's gate and up
+/// projections (first = A B_first^T, second = A B_second^T): out scheduled
+/// as by schedule_gemm_mma, both sums computed on its tile with the same
+/// instruction and staging, their update loops merged (second
+/// .fuse_reduction_with(first)), so each tile of A is copied once and feeds
+/// both instructions; the epilogue runs once, after both sums. Without
+/// split_k (not built for fused reductions).
+void schedule_fused_gemms_mma(Func out, Func first, const Input &B_first, Func second, const Input &B_second,
+                              const Input &A, const Var &i, const Var &j, const RDom &k, const MmaTiling &t);
 
 } // namespace coalesce
