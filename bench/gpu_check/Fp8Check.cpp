@@ -154,9 +154,7 @@ void check_fp8() {
     // A cp.async pipeline of 1-byte elements.
     check_linear(type, "ffma (cp.async)", std::nullopt, {{67, 45, 37}, {67, 48, 64}, {67, 45, 1}, {67, 45, 3}},
                  AsyncCopies{3, true});
-    // Tiles staged through registers, which the library refuses on GPU
-    // targets until this case has passed (COALESCE_ALLOW_UNVERIFIED, set by
-    // main).
+    // Tiles staged through registers.
     check_linear(type, "ffma (registers)", std::nullopt, {{67, 45, 37}, {67, 48, 64}, {67, 45, 1}, {67, 45, 3}},
                  RegisterDoubleBuffer{true});
     if (!target_for_current_device().has_warpgroup_mma())

@@ -75,9 +75,7 @@ void check_fused_reductions() {
     check_swiglu(Float(32), Float(32), form, copies);
     check_swiglu(BFloat(16), BFloat(16), form, copies);
   }
-  // Tensor cores: one tile of x feeds both sums' instructions (refused on
-  // GPU targets until these cases have passed; COALESCE_ALLOW_UNVERIFIED,
-  // set by main). The warp MMA's default tiling; the warpgroup MMA on
+  // Tensor cores: one tile of x feeds both sums' instructions. The warp MMA's default tiling; the warpgroup MMA on
   // 128 x 128 tiles (both accumulators, 128 per thread, in registers), the
   // TMA reading the inputs, or copies of them with padded rows.
   check_swiglu(BFloat(16), BFloat(16), "mma", std::nullopt,

@@ -482,10 +482,6 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // This is what verifies the kernels the library refuses on GPU targets
-  // until they have run on a GPU (scheduler/RefuseUnverifiedKernels.cpp,
-  // refuse_unverified_gpu_kernels): it compiles them.
-  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
   // The flags, through llvm::cl as coalesce-aot's and coalesce-main's.
   namespace cl = llvm::cl;
   cl::OptionCategory category("coalesce-gpu-check options");

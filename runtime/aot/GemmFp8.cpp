@@ -42,14 +42,4 @@ void check_fp8_gemm_flags(const Fp8GemmFlags &flags) {
                ": leave them out (the FP8 tiling is the library's default for the shape, or the knob flags')");
 }
 
-void refuse_unverified_fp8_launcher(const std::string &dtype) {
-  const char *allowed = std::getenv("COALESCE_ALLOW_UNVERIFIED");
-  if (allowed && std::string(allowed) == "1")
-    return;
-  user_error("--dtype=", dtype,
-             ": the FP8 launcher is unverified on a GPU: its kernels and tensor maps have not been run on one yet; "
-             "COALESCE_ALLOW_UNVERIFIED=1 generates it anyway (then check its results on the GPU, as "
-             "runtime/aot/README.md says)");
-}
-
 } // namespace coalesce

@@ -35,9 +35,5 @@ struct Fp8GemmFlags {
 /// database or the autotuner.
 void check_fp8_gemm_flags(const Fp8GemmFlags &flags);
 
-/// A UserError unless COALESCE_ALLOW_UNVERIFIED=1 (the library's opt-in for
-/// GPU kernels not yet run on a GPU, scheduler/RefuseUnverifiedKernels.h):
-/// the FP8 launcher has not been run on one.
-void refuse_unverified_fp8_launcher(const std::string &dtype);
 
 } // namespace coalesce

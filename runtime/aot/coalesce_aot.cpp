@@ -12,7 +12,7 @@
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --name=gemm_bf16 --output-dir=generated
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --b=nk --residual --name=linear_residual --output-dir=generated
-//   COALESCE_ALLOW_UNVERIFIED=1 coalesce-aot --dtype=e4m3 --b=nk --scales=row --name=fp8 --output-dir=generated
+//   coalesce-aot --dtype=e4m3 --b=nk --scales=row --name=fp8 --output-dir=generated
 //   coalesce-aot --emit=loops
 
 #include "dsl/Activations.h"
@@ -123,7 +123,7 @@ public:
                              "value rounded to tf32, 10 mantissa bits, nearest, ties away, on tensor "
                              "cores); bf16 (bfloat16) or f16 (IEEE half) on tensor cores; e4m3 or e5m2 "
                              "(8-bit floats, one byte each, B stored N x K: --b=nk) on Hopper's warpgroup "
-                             "MMA (sm_90a), not yet run on a GPU (COALESCE_ALLOW_UNVERIFIED=1). The sum is "
+                             "MMA (sm_90a), whose accumulator keeps fewer bits than f32. The sum is "
                              "f32 whatever it is, and tensor cores sum each k step in their own order; the "
                              "bias is always f32"};
   EnumParam<examples::Fp8Scales> scales{
@@ -445,8 +445,6 @@ public:
     form.out_type = out_dtype;
     examples::Fp8Linear layer(element_type(dtype), element_type(dtype), form);
     layer.schedule_mma(mma_tiling(mma_kind_for(element_type(dtype), true)));
-    // Last, so that every flag above is checked without the opt-in.
-    refuse_unverified_fp8_launcher(dtype.value_text());
     return layer.out;
   }
 

@@ -6,8 +6,8 @@
 // scales were generated (--scales=row: scale_a[M], scale_b[N]; tensor: one
 // f32 each). Generate it with
 //
-//   COALESCE_ALLOW_UNVERIFIED=1 coalesce-aot --name=gemm_bias_gelu --dtype=e4m3 --b=nk --scales=row
-//                                            --out-dtype=bf16 --bias=true --activation=gelu --output-dir=DIR
+//   coalesce-aot --name=gemm_bias_gelu --dtype=e4m3 --b=nk --scales=row
+//                --out-dtype=bf16 --bias=true --activation=gelu --output-dir=DIR
 //
 // For each shape it fills A and B with values every 8-bit format holds
 // exactly, runs the launcher, and compares a few hundred sampled outputs (the
@@ -44,7 +44,13 @@ const bool kRowScales = false;
 #else
 const bool kRowScales = true;
 #endif
-const double kTolerance = 1.0 / 256; // twice bf16's rounding of the output
+// Over the samples, ||out - reference|| / ||reference||: the bf16 output's
+// rounding (2^-9 relative) and the FP8 warpgroup MMA's accumulator, which
+// keeps fewer bits than f32 (as cuBLASLt's fast accumulation: 2.1e-3 at
+// K = 4096 on the H200), so single elements near a cancelling sum stray
+// further; each element within kElementTolerance of max(|reference|, 1).
+const double kTolerance = 1.0 / 256;
+const double kElementTolerance = 1.0 / 32;
 
 /// Exits with the driver's description of `status` unless it is success.
 void check(CUresult status, const char *what) {
@@ -156,7 +162,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   std::mt19937 pick(4);
   for (int s = 0; s < 300; ++s)
     samples.emplace_back(int(pick() % unsigned(M)), int(pick() % unsigned(N)));
-  double max_error = 0;
+  double max_error = 0, error_norm = 0, reference_norm = 0;
   int bad = 0;
   for (auto [i, j] : samples) {
     double sum = 0; // products of these values are exact, and so are their sums
@@ -164,13 +170,20 @@ bool run_shape(int M, int N, int K, CUstream stream) {
       sum += a[size_t(i) * K + k] * b[size_t(j) * K + k];
     double scaled = sum * scale_a[kRowScales ? i : 0] * scale_b[kRowScales ? j : 0];
     double want = gelu(scaled + bias[j]), got = float_of_bf16(out[size_t(i) * N + j]);
+    error_norm += (got - want) * (got - want);
+    reference_norm += want * want;
     double error = std::fabs(got - want) / std::max(std::fabs(want), 1.0);
-    if (!(error <= kTolerance)) { // also catches NaN
+    if (!(error <= kElementTolerance)) { // also catches NaN
       if (++bad <= 5)
         std::printf("  out[%d][%d] = %.7g, want %.7g\n", i, j, got, want);
       error = std::isnan(error) ? INFINITY : error;
     }
     max_error = std::max(max_error, error);
+  }
+  double norm_error = std::sqrt(error_norm / std::max(reference_norm, 1e-30));
+  if (!(norm_error <= kTolerance)) {
+    std::printf("  ||out - reference|| / ||reference|| = %.3g over the samples, above %.3g\n", norm_error, kTolerance);
+    ++bad;
   }
 
   CUevent start, stop;
@@ -187,8 +200,8 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   cuEventDestroy(start);
   cuEventDestroy(stop);
   double per_launch_ms = ms / launches, tflops = 2.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
-  std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, max rel error %.2e, %8.4f ms, %6.2f TFLOP/s  %s\n", M, N, K,
-              samples.size(), max_error, per_launch_ms, tflops, bad ? "MISMATCH" : "ok");
+  std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, rel error %.2e (max per element %.2e), %8.4f ms, %6.2f TFLOP/s  %s\n",
+              M, N, K, samples.size(), norm_error, max_error, per_launch_ms, tflops, bad ? "MISMATCH" : "ok");
   return bad == 0;
 }
 

@@ -1,8 +1,8 @@
 // Checks two FP8 launchers without a GPU, with the stand-in driver of
 // FakeDriver.h. tests/test_aot_fp8.cpp compiles it with the launchers that
-//   COALESCE_ALLOW_UNVERIFIED=1 coalesce-aot --name=gemm_fp8 --dtype=e4m3 --b=nk --scales=row --out-dtype=bf16
-//   COALESCE_ALLOW_UNVERIFIED=1 coalesce-aot --name=gemm_fp8_tensor --dtype=e5m2 --b=nk --scales=tensor
-//                                            --bias=false --activation=relu --out-dtype=f32 --K=256
+//   coalesce-aot --name=gemm_fp8 --dtype=e4m3 --b=nk --scales=row --out-dtype=bf16
+//   coalesce-aot --name=gemm_fp8_tensor --dtype=e5m2 --b=nk --scales=tensor
+//                --bias=false --activation=relu --out-dtype=f32 --K=256
 // write, runs it, and expects exit status 0. What it checks is what FP8
 // changes in a launcher: buffers of one byte per element (sizes and overlaps
 // in bytes), the f32 scales checked like the bias, and the TMA's tensor maps
