@@ -75,20 +75,17 @@ void check_fused_reductions() {
     check_swiglu(Float(32), Float(32), form, copies);
     check_swiglu(BFloat(16), BFloat(16), form, copies);
   }
-  // Tensor cores: one tile of x feeds both sums' instructions. The warp MMA's default tiling; the warpgroup MMA on
+  // Tensor cores: one tile of x feeds both sums' instructions. The warp
+  // MMA's default tiling; the warpgroup MMA on default_fused_gemms_tiling's
   // 128 x 128 tiles (both accumulators, 128 per thread, in registers), the
   // TMA reading the inputs, or copies of them with padded rows.
   check_swiglu(BFloat(16), BFloat(16), "mma", std::nullopt,
-               default_mma_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, target_for_current_device().sm_count()));
+               default_fused_gemms_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, target_for_current_device().sm_count()));
   if (!target_for_current_device().has_warpgroup_mma())
     return;
   for (bool padded : {false, true}) {
-    MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count());
-    t.block_m = t.block_n = 128;
-    t.warp_m = 64;
-    t.warp_n = 128;
-    t.stages = 4;
-    t.min_blocks_per_sm = 1;
+    MmaTiling t =
+        default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count());
     t.tma_padded_copies = padded;
     check_swiglu(BFloat(16), BFloat(16), padded ? "wgmma+tma+padded" : "wgmma+tma", std::nullopt, t);
   }

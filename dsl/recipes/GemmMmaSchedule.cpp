@@ -291,6 +291,23 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   schedule_mma_sum(acc, A, B, k, t);
 }
 
+MmaTiling default_fused_gemms_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
+  MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
+  t.split_k = 1;
+  if (!is_warpgroup_mma(kind))
+    return t;
+  t.block_m = t.block_n = 128;
+  t.warp_m = 64;
+  t.warp_n = 128;
+  t.stages = 4;
+  t.min_blocks_per_sm = 1;
+  // As default_mma_tiling's 16-bit tiles: through shared memory where the
+  // rows may be whole 16-byte vectors (schedule_output_tile keeps it for
+  // 16-bit outputs only).
+  t.tile_stores = N <= 0 || N % 8 == 0 ? TileStores::ThroughShared : TileStores::Direct;
+  return t;
+}
+
 void schedule_fused_gemms_mma(Func out, Func first, const Input &B_first, Func second, const Input &B_second,
                               const Input &A, const Var &i, const Var &j, const RDom &k, const MmaTiling &t) {
   if (t.split_k > 1)
