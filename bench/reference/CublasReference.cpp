@@ -24,6 +24,8 @@ namespace detail {
 cudaError_t launch_bias_gelu(int M, int N, const float *c, const float *bias, float *out);
 cudaError_t launch_bias_gelu_bf16(int M, int N, const void *c, const float *bias, void *out);
 cudaError_t launch_bias_gelu_f16(int M, int N, const void *c, const float *bias, void *out);
+cudaError_t launch_silu_mul_bf16(int64_t total, const void *g, const void *u, void *out);
+cudaError_t launch_silu_mul_f16(int64_t total, const void *g, const void *u, void *out);
 } // namespace detail
 
 
@@ -226,6 +228,22 @@ void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void
   case Precision::F16:
     check(detail::launch_bias_gelu_f16(M, N, C, bias, out), "launching the f16 bias+GELU kernel");
     return;
+  }
+}
+
+void silu_mul(Precision p, int M, int N, const void *g, const void *u, void *out) {
+  check_args("silu_mul", M, N, 1, {g, u, out});
+  const int64_t total = int64_t(M) * N;
+  switch (p) {
+  case Precision::BF16:
+    check(detail::launch_silu_mul_bf16(total, g, u, out), "launching the bf16 silu * mul kernel");
+    return;
+  case Precision::F16:
+    check(detail::launch_silu_mul_f16(total, g, u, out), "launching the f16 silu * mul kernel");
+    return;
+  case Precision::FP32:
+  case Precision::TF32:
+    user_error("reference::silu_mul: ", precision_name(p), " is not built (bf16 and f16 only)");
   }
 }
 

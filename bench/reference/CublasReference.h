@@ -82,6 +82,11 @@ void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *
 /// arithmetic in f32 (exact erf GELU), rounded once to the output type.
 void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void *out);
 
+/// out[i][j] = silu(g[i][j]) * u[i][j] (silu(x) = x / (1 + exp(-x))), all M x N
+/// in p's type (bf16 or f16 only), the arithmetic in f32, rounded once:
+/// SwiGLU's activation as a kernel of its own, after two GEMMs.
+void silu_mul(Precision p, int M, int N, const void *g, const void *u, void *out);
+
 /// The unfused chain in p's types: gemm into C_tmp (output type), then
 /// bias_gelu into out. C_tmp holds M x N output elements; out may equal C_tmp.
 void chain(Precision p, int M, int N, int K, const void *A, const void *B, const float *bias, void *C_tmp,

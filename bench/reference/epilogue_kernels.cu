@@ -120,4 +120,49 @@ cudaError_t launch_bias_gelu_f16(int M, int N, const void *c, const float *bias,
   return launch_narrow<__half>(M, N, c, bias, out);
 }
 
+namespace {
+
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/// out = silu(g) * u, eight 16-bit elements per step (16-byte vectors).
+template <typename T>
+__global__ void silu_mul_vec8(int64_t total8, const uint4 *g, const uint4 *u, uint4 *out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total8; i += int64_t(gridDim.x) * blockDim.x) {
+    uint4 gv = g[i], uv = u[i], result;
+    const T *a = reinterpret_cast<const T *>(&gv), *b = reinterpret_cast<const T *>(&uv);
+    T *r = reinterpret_cast<T *>(&result);
+    for (int e = 0; e < 8; ++e)
+      r[e] = narrow<T>(silu(widen(a[e])) * widen(b[e]));
+    out[i] = result;
+  }
+}
+
+template <typename T> __global__ void silu_mul_scalar(int64_t total, const T *g, const T *u, T *out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = narrow<T>(silu(widen(g[i])) * widen(u[i]));
+}
+
+template <typename T> cudaError_t launch_silu_mul(int64_t total, const void *g, const void *u, void *out) {
+  constexpr int kThreads = 256;
+  if (total % 8 == 0 && aligned16(g) && aligned16(u) && aligned16(out))
+    silu_mul_vec8<T><<<grid_for(total / 8, kThreads), kThreads>>>(total / 8, static_cast<const uint4 *>(g),
+                                                                    static_cast<const uint4 *>(u),
+                                                                    static_cast<uint4 *>(out));
+  else
+    silu_mul_scalar<T><<<grid_for(total, kThreads), kThreads>>>(total, static_cast<const T *>(g),
+                                                               static_cast<const T *>(u), static_cast<T *>(out));
+  return cudaGetLastError();
+}
+
+} // namespace
+
+/// out = silu(g) * u over `total` bf16 / f16 elements, in f32 (exact exp),
+/// rounded once; SwiGLU's activation after two separate GEMMs.
+cudaError_t launch_silu_mul_bf16(int64_t total, const void *g, const void *u, void *out) {
+  return launch_silu_mul<__nv_bfloat16>(total, g, u, out);
+}
+cudaError_t launch_silu_mul_f16(int64_t total, const void *g, const void *u, void *out) {
+  return launch_silu_mul<__half>(total, g, u, out);
+}
+
 } // namespace coalesce::reference::detail

@@ -1,0 +1,316 @@
+// coalesce-bench-swiglu: a SwiGLU MLP's gate and up projections,
+// y = bf16(silu(x Wg^T) * (x Wu^T)), x M x K and Wg, Wu N x K in bf16, as
+// one kernel (examples/SwiGlu.h: both sums on one tile, each k step's tile
+// of x feeding both sums' warpgroup MMAs, default_fused_gemms_tiling)
+// against cuBLAS: one GEMM over the concatenated [Wg; Wu] alone (M x 2N,
+// bf16 out, no activation: what the fused kernel must beat for the
+// activation and the shared x to cost nothing), and the chain of two GEMMs
+// and a silu * mul kernel. Wg and Wu are the two halves of one [Wg; Wu]
+// buffer, so every variant reads the same memory. Each variant is checked
+// first (its output poisoned, then 16 rows spread over it against a double
+// reference on the host), then timed under the benchmark's protocol
+// (runtime/GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA
+// events, the L2 flushed before each, the median). Google Benchmark's flags
+// pass through (--benchmark_out=swiglu.json).
+
+#include "bench/common/Precisions.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/SwiGlu.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuExecutable.h"
+#include "runtime/GpuTiming.h"
+#include "runtime/Version.h"
+
+#include <benchmark/benchmark.h>
+#include <llvm/Support/CommandLine.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+enum class Variant { CublasConcatenated, CublasChain, CoalesceFused };
+constexpr Variant kVariants[] = {Variant::CublasConcatenated, Variant::CublasChain, Variant::CoalesceFused};
+
+const char *variant_name(Variant v) {
+  switch (v) {
+  case Variant::CublasConcatenated:
+    return "cublas_gemm_over_wg_wu";
+  case Variant::CublasChain:
+    return "cublas_chain";
+  case Variant::CoalesceFused:
+    return "coalesce_swiglu_fused";
+  }
+  return "";
+}
+
+// One shape's data on the host and the device, and the compiled layer.
+struct Problem {
+  Shape s;
+  Buffer x, W; // W = [Wg; Wu], 2N x K
+  gpu::DeviceBuffer x_dev, W_dev, out_dev, g_dev, u_dev;
+  MmaTiling tiling;
+  std::unique_ptr<examples::SwiGlu> layer;
+  std::unique_ptr<Pipeline> pipeline;
+  /// The 16 checked rows, and their exact sums over [Wg; Wu] (row n,
+  /// column c < 2N at n * 2N + c).
+  std::vector<int> rows;
+  std::vector<double> sums;
+  Problem(const Shape &shape, int sm_count) : s(shape), x({s.M, s.K}, BFloat(16)), W({2 * s.N, s.K}, BFloat(16)) {
+    x.fill_random(41);
+    W.fill_random(42);
+    auto upload = [](const Buffer &b) {
+      gpu::DeviceBuffer d(b.size_in_bytes());
+      d.upload(b.raw_data(), b.size_in_bytes());
+      return d;
+    };
+    x_dev = upload(x);
+    W_dev = upload(W);
+    out_dev = gpu::DeviceBuffer(size_t(s.M) * 2 * s.N * 2);
+    g_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
+    u_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
+    tiling = default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, s.M, s.N, sm_count);
+    layer = std::make_unique<examples::SwiGlu>(BFloat(16), BFloat(16));
+    layer->schedule_mma(tiling);
+    pipeline = std::make_unique<Pipeline>(layer->y);
+    // Products of bf16 values are exact in double, and so are their sums here.
+    std::vector<float> w(size_t(2) * s.N * s.K), a(s.K);
+    for (size_t e = 0; e < w.size(); ++e)
+      w[e] = W.get(e);
+    for (int n = 0; n < 16; ++n) {
+      int r = int((int64_t(n) * (s.M - 1)) / 15);
+      rows.push_back(r);
+      for (int k = 0; k < s.K; ++k)
+        a[size_t(k)] = x.at(r, k);
+      for (int c = 0; c < 2 * s.N; ++c) {
+        double sum = 0;
+        const float *w_row = &w[size_t(c) * s.K];
+        for (int k = 0; k < s.K; ++k)
+          sum += double(a[size_t(k)]) * w_row[k];
+        sums.push_back(sum);
+      }
+    }
+  }
+};
+
+struct Bench {
+  gpu::DeviceBuffer flush;
+  std::unique_ptr<Problem> problem;
+  std::map<std::string, double> cublas_ms; // by shape and variant
+};
+Bench *g_bench = nullptr;
+
+Problem &problem_for(const Shape &s) {
+  if (!g_bench->problem || g_bench->problem->s.name() != s.name()) {
+    g_bench->problem.reset();
+    g_bench->problem = std::make_unique<Problem>(s, gpu::Device::get().sm_count());
+  }
+  return *g_bench->problem;
+}
+
+// ||got - want|| / ||want|| over the 16 rows: the M x 2N product for the
+// GEMM over [Wg; Wu], else silu(g) * u (M x N).
+double sampled_error(Problem &d, Variant v, size_t *not_finite) {
+  const Shape &s = d.s;
+  const int columns = v == Variant::CublasConcatenated ? 2 * s.N : s.N;
+  Buffer out({s.M, columns}, BFloat(16));
+  d.out_dev.download(out.raw_data(), out.size_in_bytes());
+  double error = 0, norm = 0;
+  for (int n = 0; n < 16; ++n) {
+    const double *sum = &d.sums[size_t(n) * 2 * s.N];
+    for (int c = 0; c < columns; ++c) {
+      double want = v == Variant::CublasConcatenated ? sum[c] : sum[c] / (1.0 + std::exp(-sum[c])) * sum[s.N + c];
+      double got = out.at(d.rows[size_t(n)], c);
+      if (!std::isfinite(got)) {
+        ++*not_finite;
+        continue;
+      }
+      error += (got - want) * (got - want);
+      norm += want * want;
+    }
+  }
+  return std::sqrt(error / std::max(norm, 1e-30));
+}
+
+void run_benchmark(benchmark::State &state, Shape s, Variant v) {
+  const std::string what = std::string(variant_name(v)) + " " + s.name();
+  try {
+    Problem &d = problem_for(s);
+    const char *x = d.x_dev.as<char>(), *W = d.W_dev.as<char>();
+    const char *Wu = W + size_t(s.N) * s.K * 2; // the second half of [Wg; Wu]
+    void *out = d.out_dev.as<void>(), *g = d.g_dev.as<void>(), *u = d.u_dev.as<void>();
+    using reference::Precision;
+    std::function<void()> run;
+    switch (v) {
+    case Variant::CublasConcatenated:
+      run = [=] { reference::gemm(Precision::BF16, s.M, 2 * s.N, s.K, x, W, out, false, /*b_nk=*/true); };
+      break;
+    case Variant::CublasChain:
+      run = [=] {
+        reference::gemm(Precision::BF16, s.M, s.N, s.K, x, W, g, false, /*b_nk=*/true);
+        reference::gemm(Precision::BF16, s.M, s.N, s.K, x, Wu, u, false, /*b_nk=*/true);
+        reference::silu_mul(Precision::BF16, s.M, s.N, g, u, out);
+      };
+      break;
+    case Variant::CoalesceFused: {
+      const GpuExecutable &exe = d.pipeline->gpu_executable(target_for_current_device());
+      std::map<std::string, CUdeviceptr> by_name{{"x", d.x_dev.ptr()},
+                                                 {"Wg", d.W_dev.ptr()},
+                                                 {"Wu", d.W_dev.ptr() + size_t(s.N) * s.K * 2},
+                                                 {"y", d.out_dev.ptr()}};
+      std::vector<CUdeviceptr> pointers;
+      for (const Argument &arg : exe.program().args)
+        pointers.push_back(by_name.count(arg.name) ? by_name[arg.name] : 0); // workspaces: the executable's own
+      std::map<std::string, int64_t> params{{"M", s.M}, {"N", s.N}, {"K", s.K}};
+      run = [&exe, pointers, params] { exe.launch(pointers, params); };
+      break;
+    }
+    }
+    // 1. Correctness, before any timing.
+    d.out_dev.fill_bytes(0xFF);
+    run();
+    gpu::synchronize();
+    size_t not_finite = 0;
+    double error = sampled_error(d, v, &not_finite);
+    const double tolerance = 4e-3; // the bf16 outputs' rounding (2^-9 each), with room
+    if (not_finite || !(error <= tolerance)) {
+      std::string failure = what + ": relative error " + std::to_string(error) + " (tolerance " +
+                            std::to_string(tolerance) + "), " + std::to_string(not_finite) + " elements not finite";
+      std::fprintf(stderr, "coalesce-bench-swiglu: CHECK FAILED: %s\n", failure.c_str());
+      state.SkipWithError(failure.c_str());
+      return;
+    }
+    // 2. Warm-up and timed runs; one benchmark iteration holds them all.
+    GpuTiming t;
+    for (auto _ : state) {
+      t = time_gpu_runs(run, g_bench->flush, benchmark_timing());
+      state.SetIterationTime(t.median_ms * 1e-3);
+    }
+    state.counters["M"] = s.M;
+    state.counters["N"] = s.N;
+    state.counters["K"] = s.K;
+    state.counters["median_ms"] = t.median_ms;
+    state.counters["min_ms"] = t.min_ms;
+    state.counters["max_ms"] = t.max_ms;
+    // Both products' flops, for every variant.
+    state.counters["TFLOPs"] = 4.0 * s.M * s.N * double(s.K) / (t.median_ms * 1e-3) / 1e12;
+    state.counters["rel_error"] = error;
+    if (v != Variant::CoalesceFused) {
+      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t.median_ms;
+    } else {
+      // Time ratios, as coalesce-bench's: above 1, slower than cuBLAS.
+      for (Variant c : kVariants)
+        if (auto it = g_bench->cublas_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->cublas_ms.end())
+          state.counters[std::string("ratio_vs_") + variant_name(c)] = t.median_ms / it->second;
+      state.SetLabel(d.tiling.str());
+    }
+  } catch (const std::exception &error) {
+    std::string message = what + ": " + error.what();
+    std::fprintf(stderr, "coalesce-bench-swiglu: ERROR: %s\n", message.c_str());
+    state.SkipWithError(message.c_str());
+  }
+}
+
+std::optional<std::vector<Shape>> parse_shapes(const std::string &list, std::string *error) {
+  std::vector<Shape> shapes;
+  for (const std::string &item : bench::split_list(list)) {
+    Shape s{};
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
+        s.K % 8 || s.N % 8) {
+      *error = "bad shape '" + item +
+               "': expected MxNxK, each at least 1, N and K multiples of 8 (16-byte rows, as cuBLAS's fast paths and "
+               "the TMA read them; Wu starts N rows into [Wg; Wu])";
+      return std::nullopt;
+    }
+    shapes.push_back(s);
+  }
+  if (shapes.empty()) {
+    *error = "no shapes given";
+    return std::nullopt;
+  }
+  return shapes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("coalesce-bench-swiglu options");
+  cl::opt<std::string> shapes_flag("shapes", cl::desc("comma-separated MxNxK shapes (N and K multiples of 8)"),
+                                   cl::value_desc("list"), cl::init("4096x11008x4096,2048x28672x8192"),
+                                   cl::cat(category));
+  cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
+                                        cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  print_version_as("coalesce-bench-swiglu");
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "a SwiGLU MLP's gate and up projections fused in one kernel (bf16 warpgroup MMA) "
+                                   "against cuBLAS's GEMM over [Wg; Wu] and its chain.\n"))
+    return 2;
+  std::string error;
+  std::optional<std::vector<Shape>> shapes = parse_shapes(shapes_flag, &error);
+  if (!shapes) {
+    std::fprintf(stderr, "coalesce-bench-swiglu: %s\n", error.c_str());
+    return 2;
+  }
+  std::vector<char *> rest = {argv[0]};
+  for (std::string &flag : benchmark_flags)
+    rest.push_back(flag.data());
+  int rest_argc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data()))
+    return 2;
+  std::string why_no_gpu;
+  if (!gpu::gpu_available(&why_no_gpu)) {
+    std::printf("coalesce-bench-swiglu: no GPU (%s): nothing measured\n", why_no_gpu.c_str());
+    return 0;
+  }
+  if (!target_for_current_device().has_warpgroup_mma()) {
+    std::printf("coalesce-bench-swiglu: the GPU's target is %s; the fused kernel's warpgroup MMA needs sm_90a: "
+                "nothing measured\n",
+                target_for_current_device().sm().c_str());
+    return 0;
+  }
+  try {
+    gpu::Device &device = gpu::Device::get();
+    Bench bench;
+    bench.flush = make_l2_flush_buffer();
+    g_bench = &bench;
+    benchmark::AddCustomContext("gpu", device.name());
+    benchmark::AddCustomContext("protocol", "poisoned output, 16 rows vs a double reference (tolerance 4e-3), "
+                                            ">=300 ms warm-up, 30..200 timed runs between CUDA events, L2 flushed "
+                                            "before each; time = median");
+    for (const Shape &s : *shapes)
+      for (Variant v : kVariants)
+        benchmark::RegisterBenchmark((std::string("bf16/") + variant_name(v) + "/" + s.name()).c_str(), run_benchmark,
+                                     s, v)
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    g_bench->problem.reset();
+    g_bench = nullptr;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "coalesce-bench-swiglu: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
