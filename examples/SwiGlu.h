@@ -8,7 +8,9 @@
 //
 // Both sums computed on y's tile, their update loops merged by
 // fuse_reduction_with, so each x(i, k) is read once for both; the epilogue
-// after both sums are complete.
+// after both sums are complete. The same algorithm for the tests, the GPU
+// check and coalesce-aot's gemm --epilogue=swiglu, which gives the sizes
+// (SwiGluSizes) where they are fixed when generating.
 
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/Coalesce.h"
@@ -20,15 +22,23 @@
 
 namespace coalesce::examples {
 
+/// The sizes (constants, say); an undefined one is a Param named "M", "N"
+/// or "K", passed at run time.
+struct SwiGluSizes {
+  Expr M, N, K;
+};
+
 struct SwiGlu {
-  Param M{"M"}, N{"N"}, K{"K"};
+  Expr M, N, K;
   Input x, Wg, Wu;
   Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
+  RDom k;
   Func g{"g"}, u{"u"}, y{"y"};
 
   /// The algorithm, inputs of type `in`, y of type `out`, unscheduled.
-  SwiGlu(Type in, Type out) : x("x", in, {M, K}), Wg("Wg", in, {N, K}), Wu("Wu", in, {N, K}) {
+  SwiGlu(Type in, Type out, const SwiGluSizes &sizes = {})
+      : M(size(sizes.M, "M")), N(size(sizes.N, "N")), K(size(sizes.K, "K")), x("x", in, {M, K}), Wg("Wg", in, {N, K}),
+        Wu("Wu", in, {N, K}), k(0, K, "k") {
     g(i, j) = 0.0f;
     g(i, j) += x(i, k) * Wg(j, k);
     u(i, j) = 0.0f;
@@ -59,12 +69,16 @@ struct SwiGlu {
     return *this;
   }
 
-  /// On tensor cores (an MMA tiling for `in`): one tile of x feeds both
-  /// sums' instructions, both accumulators in registers.
+  /// On tensor cores (an MMA tiling for `in`; on the warpgroup MMA,
+  /// default_fused_gemms_tiling's): one tile of x feeds both sums'
+  /// instructions, both accumulators in registers.
   SwiGlu &schedule_mma(const MmaTiling &t) {
     schedule_fused_gemms_mma(y, g, Wg, u, Wu, x, i, j, k, t);
     return *this;
   }
+
+private:
+  static Expr size(const Expr &given, const char *name) { return given.defined() ? given : Expr(Param(name)); }
 };
 
 /// The inputs at M x N x K (fixed seeds, uniform in [-1, 1)) of type `in`,

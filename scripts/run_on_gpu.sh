@@ -28,9 +28,11 @@
 #              MMA on sm_90a; bf16 on the warp MMA (--mma=warp); bf16 and tf32
 #              with --mma=warpgroup, once more with the cubin embedded (--cubin), and f32 and bf16
 #              with split-K at the five split-K shapes; e4m3 with row scales
-#              and e5m2 with tensor scales, B stored N x K, bf16 out); the
-#              standalone runtime/aot/example_app is built against each with
-#              cmake and g++ (no LLVM) and run (fp8_main.cpp for the FP8 ones)
+#              and e5m2 with tensor scales, B stored N x K, bf16 out; a bf16
+#              SwiGLU, --epilogue=swiglu); the standalone
+#              runtime/aot/example_app is built against each with cmake and
+#              g++ (no LLVM) and run (fp8_main.cpp for the FP8 ones,
+#              swiglu_main.cpp for the SwiGLU)
 #   main       coalesce-main (the main job: 4096^3 against cuBLAS of the same precision)
 #   bench      only with --bench, if bench/run_benchmarks.sh exists
 #
@@ -248,11 +250,13 @@ else
   # bf16-cubin: the same with ptxas's cubin embedded, which the driver loads;
   # f32-splitk and bf16-splitk: launchers with K split 8 and 4 ways (the
   # caller's workspace), run at the five skinny and deep split-K shapes;
-  # e4m3 and e5m2-tensor: FP8 launchers (row and tensor scales).
+  # e4m3 and e5m2-tensor: FP8 launchers (row and tensor scales);
+  # swiglu: y = silu(x Wg^T) * (x Wu^T), bf16 (--epilogue=swiglu).
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
-  variants="f32 tf32 bf16 f16 bf16-warp bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk e4m3 e5m2-tensor"
+  variants="f32 tf32 bf16 f16 bf16-warp bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk e4m3 e5m2-tensor swiglu"
   for variant in $variants; do
-    dtype=${variant%%-*} extra_flags="" split=OFF scales=row
+    dtype=${variant%%-*} extra_flags="" split=OFF scales=row epilogue=gemm
+    gen_flags="--name=gemm_bias_gelu --bias=true --activation=gelu"
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;
       *-warp) extra_flags=--mma=warp ;;
@@ -261,17 +265,18 @@ else
       bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;
       e4m3) extra_flags="--b=nk --scales=row" ;;
       e5m2-tensor) extra_flags="--b=nk --scales=tensor" scales=tensor ;;
+      swiglu) dtype=bf16 epilogue=swiglu gen_flags="--name=swiglu --epilogue=swiglu" ;;
     esac
     case $dtype in bf16 | f16) out_dtype=$dtype ;; e4m3 | e5m2) out_dtype=bf16 ;; *) out_dtype=f32 ;; esac
     gen=$work/aot-generated-$variant app=$work/aot-app-$variant
     mkdir -p "$gen"
     rc=0
     echo "=== $variant" >>"$aot_log"
-    run_logged "$aot_log" "$bin/coalesce-aot" --name=gemm_bias_gelu --bias=true --activation=gelu \
+    run_logged "$aot_log" "$bin/coalesce-aot" $gen_flags \
       --dtype=$dtype --out-dtype=$out_dtype $extra_flags --output-dir="$gen" || rc=$?
     [ $rc = 0 ] && { run_logged "$aot_log" cmake -S runtime/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
       -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCOALESCE_EXAMPLE_SCALES=$scales \
-      -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
+      -DCOALESCE_EXAMPLE_EPILOGUE=$epilogue -DCUDAToolkit_ROOT="$cuda" || rc=$?; }
     [ $rc = 0 ] && { run_logged "$aot_log" cmake --build "$app" -j"$(nproc)" || rc=$?; }
     llvm_note=""
     if [ $rc = 0 ]; then

@@ -29,17 +29,10 @@ using coalesce::testing::user_error_of;
 
 namespace {
 
-// Two 64 x 128 warpgroups on a 128 x 128 tile: both sums' accumulators, 128
-// per thread, fit beside the kernel (the 128 x 256 default's 256 do not).
-MmaTiling fused_wgmma_tiling() {
-  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 132);
-  t.block_m = t.block_n = 128;
-  t.warp_m = 64;
-  t.warp_n = 128;
-  t.stages = 4;
-  t.min_blocks_per_sm = 1;
-  return t;
-}
+// The library's fused tiling (two 64 x 128 warpgroups on a 128 x 128 tile:
+// both sums' accumulators, 128 per thread, fit beside the kernel), as
+// coalesce-aot's --epilogue=swiglu takes it.
+MmaTiling fused_wgmma_tiling() { return default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 132); }
 
 // One GEMM with the same tiling, for its instruction count.
 examples::Gemm single_gemm(const MmaTiling &t) {

@@ -149,6 +149,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
       if (request.cubin)
         spec.cubin = std::move(assembled.cubin);
     }
+    spec.inputs = generator.input_order();
     for (const SizeParam *size : generator.sizes())
       spec.sizes.push_back({size->name(), size->help(),
                             size->fixed() ? std::optional<int>(size->value()) : std::nullopt});

@@ -212,6 +212,18 @@ public:
   /// The size parameters, in declaration order: the launcher takes them in
   /// this order, after the buffers.
   std::vector<const SizeParam *> sizes() const;
+  /// The launcher's input buffers, first these (by name, in this order),
+  /// then any others in the pipeline's order (by name); asked after
+  /// build(). Empty (the default): the pipeline's order.
+  virtual std::vector<std::string> input_order() const { return {}; }
+  /// Whether `param` matters to what build() makes with the values the
+  /// flags set (a flag of another form of the generator may not): the
+  /// command line that regenerates the output, in its header, leaves out
+  /// those that do not, so that it never gives a flag the form refuses.
+  virtual bool uses_param(const GeneratorParamBase &param) const {
+    (void)param;
+    return true;
+  }
   /// The parameter called `name`, or nullptr.
   GeneratorParamBase *find_param(const std::string &name) const;
 

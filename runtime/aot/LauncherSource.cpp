@@ -82,10 +82,31 @@ void check_argument_name(const std::string &name, const std::string &what) {
                "'CU' or 'INT', and does not end in '_' or '_t'");
 }
 
+const LauncherArg *find_arg(const std::vector<LauncherArg> &args, const std::string &name) {
+  for (const LauncherArg &arg : args)
+    if (arg.name == name)
+      return &arg;
+  return nullptr;
+}
+
 std::vector<LauncherArg> launcher_args(const LauncherSpec &spec) {
   std::vector<LauncherArg> args;
+  auto is_input = [](const Argument &arg) { return arg.is_buffer() && !arg.is_workspace && !arg.is_output; };
+  // The inputs the generator orders first, then the others and the output
+  // in the program's order (the kernels' parameters keep it).
+  for (const std::string &name : spec.inputs) {
+    auto input = std::find_if(spec.program.args.begin(), spec.program.args.end(),
+                              [&](const Argument &arg) { return is_input(arg) && arg.name == name; });
+    if (input == spec.program.args.end())
+      user_error("the generator orders the launcher's inputs with '", name,
+                 "', which is no input of the pipeline; order only the inputs it reads");
+    if (find_arg(args, name) == nullptr) {
+      check_argument_name(name, "input");
+      args.push_back({name, &*input, {}});
+    }
+  }
   for (const Argument &arg : spec.program.args)
-    if (arg.is_buffer() && !arg.is_workspace) {
+    if (arg.is_buffer() && !arg.is_workspace && find_arg(args, arg.name) == nullptr) {
       check_argument_name(arg.name, arg.is_output ? "output Func" : "input");
       args.push_back({arg.name, &arg, {}});
     }
@@ -112,13 +133,6 @@ std::vector<LauncherArg> launcher_args(const LauncherSpec &spec) {
         user_error("two arguments of the launcher are called '", args[a].name,
                    "': rename the input, Func or size");
   return args;
-}
-
-const LauncherArg *find_arg(const std::vector<LauncherArg> &args, const std::string &name) {
-  for (const LauncherArg &arg : args)
-    if (arg.name == name)
-      return &arg;
-  return nullptr;
 }
 
 /// "[M][K]"

@@ -36,6 +36,10 @@ struct LauncherSpec {
   /// The launcher's size arguments in order; scalars of the program not
   /// listed are appended in the program's order.
   std::vector<LauncherSize> sizes;
+  /// The launcher's input buffers in order (Generator::input_order); inputs
+  /// not listed follow in the program's order. A name that is no input of
+  /// the program is a UserError.
+  std::vector<std::string> inputs;
 };
 
 /// NAME.h: the launcher's declaration, documented (buffers, shapes,

@@ -138,7 +138,7 @@ std::string command_line(const std::string &tool, const std::string &libraries, 
   std::string line = tool + libraries + " --generator=" + generator_name + " --name=" + name +
                      " --target=" + target + (cubin ? " --cubin" : "");
   for (const GeneratorParamBase *param : generator.params())
-    if (!param->value_text().empty())
+    if (!param->value_text().empty() && generator.uses_param(*param))
       line += " --" + param->name() + "=" + param->value_text();
   return line;
 }

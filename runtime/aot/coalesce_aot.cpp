@@ -3,7 +3,9 @@
 // or (--b=nk, on tensor cores) N x K; A and B f32, tf32 (f32
 // data on tf32 tensor cores), bf16, f16, or e4m3 / e5m2 with --scales
 // (--dtype; the FP8 ones in GemmFp8.h), out f32, bf16 or f16
-// (--out-dtype), the bias and all arithmetic f32. Its main is aot_main.cpp;
+// (--out-dtype), the bias and all arithmetic f32. With --epilogue=swiglu it
+// is instead a SwiGLU MLP's gate and up projections, y = silu(x Wg^T) *
+// (x Wu^T) (GemmSwiGlu.h). Its main is aot_main.cpp;
 // its schedules are dsl/recipes/GemmSchedule (FFMA, for f32) and
 // dsl/recipes/GemmMmaSchedule (warp or warpgroup MMA, for the others).
 //
@@ -13,6 +15,7 @@
 //   coalesce-aot --dtype=tf32 --name=gemm_tf32 --output-dir=generated
 //   coalesce-aot --dtype=bf16 --out-dtype=bf16 --b=nk --residual --name=linear_residual --output-dir=generated
 //   coalesce-aot --dtype=e4m3 --b=nk --scales=row --name=fp8 --output-dir=generated
+//   coalesce-aot --epilogue=swiglu --dtype=bf16 --out-dtype=bf16 --name=swiglu --output-dir=generated
 //   coalesce-aot --emit=loops
 
 #include "dsl/Activations.h"
@@ -22,9 +25,11 @@
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
 #include "examples/Fp8Linear.h"
+#include "examples/SwiGlu.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
 #include "runtime/aot/GemmFp8.h"
+#include "runtime/aot/GemmSwiGlu.h"
 #include "runtime/aot/Generator.h"
 
 #include <algorithm>
@@ -36,6 +41,10 @@ namespace coalesce {
 namespace {
 
 enum class Activation { None, Relu, Gelu, GeluTanh, Sigmoid, Silu };
+
+/// What the kernel computes: one GEMM with its epilogue (--bias,
+/// --activation, ...), or a SwiGLU's two GEMMs over one x (GemmSwiGlu.h).
+enum class Algorithm { Gemm, SwiGlu };
 
 /// The element types a buffer of the generated launcher can have.
 const std::vector<std::pair<std::string, Type>> kElementTypes = {
@@ -92,9 +101,18 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
 /// bf16/f16 output is the finished f32 value rounded to nearest even.
 class GemmGenerator : public Generator {
 public:
-  SizeParam M{this, "M", "rows of A and of out"};
-  SizeParam N{this, "N", "columns of B and of out; elements of bias"};
-  SizeParam K{this, "K", "columns of A and rows of B (the reduction)"};
+  SizeParam M{this, "M", "rows of A and of out (swiglu: of x and y)"};
+  SizeParam N{this, "N", "columns of B and of out; elements of bias (swiglu: rows of Wg and Wu, columns of y)"};
+  SizeParam K{this, "K", "columns of A and rows of B, the reduction (swiglu: columns of x, Wg and Wu)"};
+  EnumParam<Algorithm> epilogue{
+      this,
+      "epilogue",
+      Algorithm::Gemm,
+      {{"gemm", Algorithm::Gemm}, {"swiglu", Algorithm::SwiGlu}},
+      "what the kernel computes: gemm, out = activation(A B + bias) [+ residual] (the flags below); swiglu, a "
+      "SwiGLU MLP's gate and up projections in one kernel, y = out-dtype(silu(x Wg^T) * (x Wu^T)), x M x K, Wg "
+      "and Wu N x K (nn.Linear's weights), the launcher taking x, Wg, Wu, y: --dtype=bf16 or f16, sm_90a's "
+      "warpgroup MMA on 128 x 128 tiles, without --bias, --activation, --residual, --scales, --split-k or tuning"};
   GeneratorParam<bool> bias{this, "bias", true,
                             "add bias[j] to column j of the product, before the activation"};
   GeneratorParam<bool> residual{this, "residual", false,
@@ -347,9 +365,13 @@ public:
   /// The tensor-core tiling for `kind`: the library's default for the shape,
   /// with every knob the flags set.
   MmaTiling mma_tiling(MmaKind kind) const {
+    return with_knob_flags(
+        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors()));
+  }
+
+  /// `tiling` with every knob the flags set.
+  MmaTiling with_knob_flags(MmaTiling tiling) const {
     const MmaFamily family = mma_family();
-    MmaTiling tiling =
-        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
     if (tile_m > 0)
       tiling.block_m = tile_m;
     if (tile_n > 0)
@@ -448,17 +470,71 @@ public:
     return layer.out;
   }
 
+  /// --epilogue=swiglu: examples/SwiGlu.h's algorithm with this generator's
+  /// sizes, on the warpgroup MMA with default_fused_gemms_tiling and the
+  /// knob flags.
+  Func build_swiglu() {
+    SwiGluGemmFlags flags;
+    flags.dtype = dtype.value_text();
+    flags.dtype_given = dtype.is_set();
+    flags.target = target();
+    flags.warp_mma = mma == MmaFamily::Warp;
+    flags.b_kn = b_layout.is_set() && b_layout == GemmBLayout::KN;
+    flags.split_k = split_k;
+    flags.split_k_mode = split_k_mode.is_set();
+    flags.bias = bias.is_set();
+    flags.activation = activation.is_set() ? activation.value_text() : "";
+    flags.residual = residual.is_set();
+    flags.scales = scales.is_set() ? scales.value_text() : "";
+    flags.tuning = autotune || !tuning_db.value().empty();
+    check_swiglu_gemm_flags(flags);
+    if (!std::string(warp_layout).empty())
+      user_error("--warp-layout=", std::string(warp_layout),
+                 " arranges the FFMA schedule's threads; the warpgroup schedule's warps are its warp tiles "
+                 "(--warp-m, --warp-n): leave it out for --epilogue=swiglu");
+    examples::SwiGlu swiglu(element_type(dtype), out_dtype, examples::SwiGluSizes{M, N, K});
+    const MmaKind kind = mma_kind_for(element_type(dtype), true);
+    swiglu.schedule_mma(with_knob_flags(
+        default_fused_gemms_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors())));
+    return swiglu.y;
+  }
+
+  /// The launcher takes the SwiGLU's inputs as the formula reads them.
+  std::vector<std::string> input_order() const override {
+    if (epilogue == Algorithm::SwiGlu)
+      return {"x", "Wg", "Wu"};
+    return {};
+  }
+
+  /// The flags of the single GEMM's epilogue, layout, split and tuning,
+  /// which the SwiGLU refuses when given (check_swiglu_gemm_flags), and of
+  /// the FFMA schedule, which it does not have.
+  std::vector<const GeneratorParamBase *> gemm_only_params() const {
+    return {&bias,    &residual,     &b_layout,    &activation, &scales,
+            &split_k, &split_k_mode, &tuning_db,   &autotune,   &autotune_candidates,
+            &reg_m,   &reg_n,        &warp_layout, &async_copy};
+  }
+
+  /// A SwiGLU's regenerating command line leaves out the single GEMM's flags.
+  bool uses_param(const GeneratorParamBase &param) const override {
+    const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
+    return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
+  }
+
   Func build() override {
     // A buffer the launcher would refuse on every call (over 2^30 elements)
     // is refused here, before anything is generated.
+    const bool swiglu = epilogue == Algorithm::SwiGlu;
     const std::pair<const char *, std::pair<SizeParam *, SizeParam *>> buffers[] = {
-        {"A", {&M, &K}}, {"B", {&K, &N}}, {"out", {&M, &N}}};
+        {swiglu ? "x" : "A", {&M, &K}}, {swiglu ? "Wg" : "B", {&K, &N}}, {swiglu ? "y" : "out", {&M, &N}}};
     for (const auto &[buffer, sizes] : buffers)
       if (sizes.first->fixed() && sizes.second->fixed() &&
           int64_t{sizes.first->value()} * sizes.second->value() > kMaxExtent)
         user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
                    sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
+    if (swiglu)
+      return build_swiglu();
     if (fp8())
       return build_fp8();
     if (scales != examples::Fp8Scales::None)
@@ -564,4 +640,4 @@ public:
 COALESCE_REGISTER_GENERATOR(coalesce::GemmGenerator, "gemm",
                             "GEMM with an optional bias and activation: out = activation(A B + "
                             "bias), row-major; A and B f32, tf32, bf16, f16, e4m3 or e5m2 (with --scales), out f32, "
-                            "bf16 or f16");
+                            "bf16 or f16; or (--epilogue=swiglu) a SwiGLU, y = silu(x Wg^T) * (x Wu^T)");
