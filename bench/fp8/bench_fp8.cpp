@@ -10,36 +10,21 @@
 // L2 flushed before each, the median). Google Benchmark's flags pass
 // through (--benchmark_out=fp8.json).
 
-#include "bench/common/Precisions.h"
+#include "bench/common/LayerBench.h"
 #include "bench/reference/CublasFp8.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/Fp8Linear.h"
-#include "runtime/Coalesce.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/GpuExecutable.h"
-#include "runtime/GpuTiming.h"
-#include "runtime/Version.h"
-
-#include <benchmark/benchmark.h>
-#include <llvm/Support/CommandLine.h>
 
 #include <cmath>
-#include <cstdio>
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 
 using namespace coalesce;
 
 namespace {
 
-struct Shape {
-  int M, N, K;
-  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
-};
+using Shape = bench::LayerShape;
 
 enum class Variant { CublasTensor, CublasTensorFast, CublasRow, CublasRowFast, CoalesceFused };
 constexpr Variant kVariants[] = {Variant::CublasTensor, Variant::CublasTensorFast, Variant::CublasRow,
@@ -218,41 +203,21 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
       break;
     }
     }
-    // 1. Correctness, before any timing.
+    // Checked, then timed.
     d.out_dev.fill_bytes(0xFF);
-    run();
-    gpu::synchronize();
-    size_t not_finite = 0;
-    double error = sampled_error(d, v, &not_finite);
-    const double tolerance = 4e-3; // the bf16 output's rounding, twice (2^-8)
-    if (not_finite || !(error <= tolerance)) {
-      std::string failure = what + ": relative error " + std::to_string(error) + " (tolerance " +
-                            std::to_string(tolerance) + "), " + std::to_string(not_finite) + " elements not finite";
-      std::fprintf(stderr, "coalesce-bench-fp8: CHECK FAILED: %s\n", failure.c_str());
-      state.SkipWithError(failure.c_str());
+    std::optional<GpuTiming> t = bench::check_then_time(
+        state, "coalesce-bench-fp8", what, s, 2.0 * s.M * s.N * double(s.K),
+        /*tolerance=*/4e-3, // the bf16 output's rounding, twice (2^-8)
+        run, [&](size_t *not_finite) { return sampled_error(d, v, not_finite); }, g_bench->flush);
+    if (!t)
       return;
-    }
-    // 2. Warm-up and timed runs; one benchmark iteration holds them all.
-    GpuTiming t;
-    for (auto _ : state) {
-      t = time_gpu_runs(run, g_bench->flush, benchmark_timing());
-      state.SetIterationTime(t.median_ms * 1e-3);
-    }
-    state.counters["M"] = s.M;
-    state.counters["N"] = s.N;
-    state.counters["K"] = s.K;
-    state.counters["median_ms"] = t.median_ms;
-    state.counters["min_ms"] = t.min_ms;
-    state.counters["max_ms"] = t.max_ms;
-    state.counters["TFLOPs"] = 2.0 * s.M * s.N * double(s.K) / (t.median_ms * 1e-3) / 1e12;
-    state.counters["rel_error"] = error;
     if (v != Variant::CoalesceFused) {
-      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t.median_ms;
+      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
     } else {
       // Time ratios, as coalesce-bench's: above 1, slower than cuBLASLt.
       for (Variant c : kVariants)
         if (auto it = g_bench->cublas_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->cublas_ms.end())
-          state.counters[std::string("ratio_vs_") + variant_name(c)] = t.median_ms / it->second;
+          state.counters[std::string("ratio_vs_") + variant_name(c)] = t->median_ms / it->second;
       state.SetLabel(d.layer->tiling.str());
     }
   } catch (const std::exception &error) {
@@ -262,88 +227,31 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
   }
 }
 
-std::optional<std::vector<Shape>> parse_shapes(const std::string &list, std::string *error) {
-  std::vector<Shape> shapes;
-  for (const std::string &item : bench::split_list(list)) {
-    Shape s{};
-    char tail = 0;
-    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
-        s.K % 16) {
-      *error = "bad shape '" + item + "': expected MxNxK, each at least 1, K a multiple of 16 (the TMA's rows)";
-      return std::nullopt;
-    }
-    shapes.push_back(s);
-  }
-  if (shapes.empty()) {
-    *error = "no shapes given";
-    return std::nullopt;
-  }
-  return shapes;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  namespace cl = llvm::cl;
-  cl::OptionCategory category("coalesce-bench-fp8 options");
-  cl::opt<std::string> shapes_flag("shapes", cl::desc("comma-separated MxNxK shapes (K a multiple of 16)"),
-                                   cl::value_desc("list"), cl::init("4096x4096x4096,8192x8192x8192,8192x11008x4096"),
-                                   cl::cat(category));
-  cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
-                                        cl::cat(category));
-  cl::HideUnrelatedOptions(category);
-  print_version_as("coalesce-bench-fp8");
-  if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "the FP8 linear layer (e4m3 warpgroup MMA, scales, bias, GELU) "
-                                   "against cuBLASLt's FP8 GEMM.\n"))
-    return 2;
-  std::string error;
-  std::optional<std::vector<Shape>> shapes = parse_shapes(shapes_flag, &error);
-  if (!shapes) {
-    std::fprintf(stderr, "coalesce-bench-fp8: %s\n", error.c_str());
-    return 2;
-  }
-  std::vector<char *> rest = {argv[0]};
-  for (std::string &flag : benchmark_flags)
-    rest.push_back(flag.data());
-  int rest_argc = static_cast<int>(rest.size());
-  rest.push_back(nullptr);
-  benchmark::Initialize(&rest_argc, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data()))
-    return 2;
-  std::string why_no_gpu;
-  if (!gpu::gpu_available(&why_no_gpu)) {
-    std::printf("coalesce-bench-fp8: no GPU (%s): nothing measured\n", why_no_gpu.c_str());
-    return 0;
-  }
-  if (!target_for_current_device().has_warpgroup_mma()) {
-    std::printf("coalesce-bench-fp8: the GPU's target is %s; the e4m3 warpgroup MMA needs sm_90a: nothing measured\n",
-                target_for_current_device().sm().c_str());
-    return 0;
-  }
-  try {
-    gpu::Device &device = gpu::Device::get();
-    Bench bench;
-    bench.flush = make_l2_flush_buffer();
-    g_bench = &bench;
-    benchmark::AddCustomContext("gpu", device.name());
-    benchmark::AddCustomContext("protocol", "poisoned output, 16 rows vs a double reference (tolerance 4e-3), "
-                                            ">=300 ms warm-up, 30..200 timed runs between CUDA events, L2 flushed "
-                                            "before each; time = median");
-    for (const Shape &s : *shapes)
-      for (Variant v : kVariants)
-        benchmark::RegisterBenchmark((std::string("e4m3/") + variant_name(v) + "/" + s.name()).c_str(), run_benchmark,
-                                     s, v)
-            ->UseManualTime()
-            ->Iterations(1)
-            ->Unit(benchmark::kMillisecond);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    g_bench->problem.reset();
-    g_bench = nullptr;
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "coalesce-bench-fp8: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  Bench bench;
+  g_bench = &bench;
+  bench::LayerBenchProgram program{"coalesce-bench-fp8",
+                                   "the FP8 linear layer (e4m3 warpgroup MMA, scales, bias, GELU) against cuBLASLt's "
+                                   "FP8 GEMM.\n",
+                                   "4096x4096x4096,8192x8192x8192,8192x11008x4096",
+                                   "comma-separated MxNxK shapes (K a multiple of 16)",
+                                   1,
+                                   16,
+                                   "K a multiple of 16 (the TMA's rows)",
+                                   "the e4m3 warpgroup MMA"};
+  return bench::layer_bench_main(
+      argc, argv, program,
+      [&](const std::vector<Shape> &shapes) {
+        bench.flush = make_l2_flush_buffer();
+        for (const Shape &s : shapes)
+          for (Variant v : kVariants)
+            benchmark::RegisterBenchmark((std::string("e4m3/") + variant_name(v) + "/" + s.name()).c_str(),
+                                         run_benchmark, s, v)
+                ->UseManualTime()
+                ->Iterations(1)
+                ->Unit(benchmark::kMillisecond);
+      },
+      [&] { bench.problem.reset(); });
 }

@@ -13,36 +13,21 @@
 // events, the L2 flushed before each, the median). Google Benchmark's flags
 // pass through (--benchmark_out=swiglu.json).
 
-#include "bench/common/Precisions.h"
+#include "bench/common/LayerBench.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/SwiGlu.h"
-#include "runtime/Coalesce.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/GpuExecutable.h"
-#include "runtime/GpuTiming.h"
-#include "runtime/Version.h"
-
-#include <benchmark/benchmark.h>
-#include <llvm/Support/CommandLine.h>
 
 #include <cmath>
-#include <cstdio>
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 
 using namespace coalesce;
 
 namespace {
 
-struct Shape {
-  int M, N, K;
-  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
-};
+using Shape = bench::LayerShape;
 
 enum class Variant { CublasConcatenated, CublasChain, CoalesceFused };
 constexpr Variant kVariants[] = {Variant::CublasConcatenated, Variant::CublasChain, Variant::CoalesceFused};
@@ -62,7 +47,7 @@ const char *variant_name(Variant v) {
 // One shape's data on the host and the device, and the compiled layer.
 struct Problem {
   Shape s;
-  Buffer x, W; // W = [Wg; Wu], 2N x K
+  Buffer x, W;                                                 // W = [Wg; Wu], 2N x K
   gpu::DeviceBuffer x_dev, W_dev, gu_dev, y_dev, g_dev, u_dev; // gu: M x 2N, the rest M x N
   MmaTiling tiling;
   std::unique_ptr<examples::SwiGlu> layer;
@@ -182,43 +167,21 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
       break;
     }
     }
-    // 1. Correctness, before any timing.
+    // Checked, then timed; both products' flops for every variant.
     d.gu_dev.fill_bytes(0xFF);
     d.y_dev.fill_bytes(0xFF);
-    run();
-    gpu::synchronize();
-    size_t not_finite = 0;
-    double error = sampled_error(d, v, &not_finite);
-    const double tolerance = 4e-3; // the bf16 outputs' rounding (2^-9 each), with room
-    if (not_finite || !(error <= tolerance)) {
-      std::string failure = what + ": relative error " + std::to_string(error) + " (tolerance " +
-                            std::to_string(tolerance) + "), " + std::to_string(not_finite) + " elements not finite";
-      std::fprintf(stderr, "coalesce-bench-swiglu: CHECK FAILED: %s\n", failure.c_str());
-      state.SkipWithError(failure.c_str());
+    std::optional<GpuTiming> t = bench::check_then_time(
+        state, "coalesce-bench-swiglu", what, s, 4.0 * s.M * s.N * double(s.K), /*tolerance=*/4e-3, run,
+        [&](size_t *not_finite) { return sampled_error(d, v, not_finite); }, g_bench->flush);
+    if (!t)
       return;
-    }
-    // 2. Warm-up and timed runs; one benchmark iteration holds them all.
-    GpuTiming t;
-    for (auto _ : state) {
-      t = time_gpu_runs(run, g_bench->flush, benchmark_timing());
-      state.SetIterationTime(t.median_ms * 1e-3);
-    }
-    state.counters["M"] = s.M;
-    state.counters["N"] = s.N;
-    state.counters["K"] = s.K;
-    state.counters["median_ms"] = t.median_ms;
-    state.counters["min_ms"] = t.min_ms;
-    state.counters["max_ms"] = t.max_ms;
-    // Both products' flops, for every variant.
-    state.counters["TFLOPs"] = 4.0 * s.M * s.N * double(s.K) / (t.median_ms * 1e-3) / 1e12;
-    state.counters["rel_error"] = error;
     if (v != Variant::CoalesceFused) {
-      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t.median_ms;
+      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
     } else {
       // Time ratios, as coalesce-bench's: above 1, slower than cuBLAS.
       for (Variant c : kVariants)
         if (auto it = g_bench->cublas_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->cublas_ms.end())
-          state.counters[std::string("ratio_vs_") + variant_name(c)] = t.median_ms / it->second;
+          state.counters[std::string("ratio_vs_") + variant_name(c)] = t->median_ms / it->second;
       state.SetLabel(d.tiling.str());
     }
   } catch (const std::exception &error) {
@@ -228,91 +191,33 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
   }
 }
 
-std::optional<std::vector<Shape>> parse_shapes(const std::string &list, std::string *error) {
-  std::vector<Shape> shapes;
-  for (const std::string &item : bench::split_list(list)) {
-    Shape s{};
-    char tail = 0;
-    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
-        s.K % 8 || s.N % 8) {
-      *error = "bad shape '" + item +
-               "': expected MxNxK, each at least 1, N and K multiples of 8 (16-byte rows, as cuBLAS's fast paths and "
-               "the TMA read them; Wu starts N rows into [Wg; Wu])";
-      return std::nullopt;
-    }
-    shapes.push_back(s);
-  }
-  if (shapes.empty()) {
-    *error = "no shapes given";
-    return std::nullopt;
-  }
-  return shapes;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  namespace cl = llvm::cl;
-  cl::OptionCategory category("coalesce-bench-swiglu options");
-  cl::opt<std::string> shapes_flag("shapes", cl::desc("comma-separated MxNxK shapes (N and K multiples of 8)"),
-                                   cl::value_desc("list"), cl::init("4096x11008x4096,2048x28672x8192"),
-                                   cl::cat(category));
-  cl::list<std::string> benchmark_flags(cl::Sink, cl::desc("Google Benchmark's --benchmark_* flags"),
-                                        cl::cat(category));
-  cl::HideUnrelatedOptions(category);
-  print_version_as("coalesce-bench-swiglu");
-  if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "a SwiGLU MLP's gate and up projections fused in one kernel (bf16 warpgroup MMA) "
-                                   "against cuBLAS's GEMM over [Wg; Wu] and its chain.\n"))
-    return 2;
-  std::string error;
-  std::optional<std::vector<Shape>> shapes = parse_shapes(shapes_flag, &error);
-  if (!shapes) {
-    std::fprintf(stderr, "coalesce-bench-swiglu: %s\n", error.c_str());
-    return 2;
-  }
-  std::vector<char *> rest = {argv[0]};
-  for (std::string &flag : benchmark_flags)
-    rest.push_back(flag.data());
-  int rest_argc = static_cast<int>(rest.size());
-  rest.push_back(nullptr);
-  benchmark::Initialize(&rest_argc, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data()))
-    return 2;
-  std::string why_no_gpu;
-  if (!gpu::gpu_available(&why_no_gpu)) {
-    std::printf("coalesce-bench-swiglu: no GPU (%s): nothing measured\n", why_no_gpu.c_str());
-    return 0;
-  }
-  if (!target_for_current_device().has_warpgroup_mma()) {
-    std::printf("coalesce-bench-swiglu: the GPU's target is %s; the fused kernel's warpgroup MMA needs sm_90a: "
-                "nothing measured\n",
-                target_for_current_device().sm().c_str());
-    return 0;
-  }
-  try {
-    gpu::Device &device = gpu::Device::get();
-    Bench bench;
-    bench.flush = make_l2_flush_buffer();
-    g_bench = &bench;
-    benchmark::AddCustomContext("gpu", device.name());
-    benchmark::AddCustomContext("protocol", "poisoned output, 16 rows vs a double reference (tolerance 4e-3), "
-                                            ">=300 ms warm-up, 30..200 timed runs between CUDA events, L2 flushed "
-                                            "before each; time = median");
-    for (const Shape &s : *shapes)
-      for (Variant v : kVariants)
-        benchmark::RegisterBenchmark((std::string("bf16/") + variant_name(v) + "/" + s.name()).c_str(), run_benchmark,
-                                     s, v)
-            ->UseManualTime()
-            ->Iterations(1)
-            ->Unit(benchmark::kMillisecond);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    g_bench->problem.reset();
-    g_bench = nullptr;
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "coalesce-bench-swiglu: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  Bench bench;
+  g_bench = &bench;
+  bench::LayerBenchProgram program{
+      "coalesce-bench-swiglu",
+      "a SwiGLU MLP's gate and up projections fused in one kernel (bf16 warpgroup MMA) against cuBLAS's GEMM over "
+      "[Wg; Wu] and its chain.\n",
+      "4096x11008x4096,2048x28672x8192",
+      "comma-separated MxNxK shapes (N and K multiples of 8)",
+      8,
+      8,
+      "N and K multiples of 8 (16-byte rows, as cuBLAS's fast paths and the TMA read them; Wu starts N rows into "
+      "[Wg; Wu])",
+      "the fused kernel's warpgroup MMA"};
+  return bench::layer_bench_main(
+      argc, argv, program,
+      [&](const std::vector<Shape> &shapes) {
+        bench.flush = make_l2_flush_buffer();
+        for (const Shape &s : shapes)
+          for (Variant v : kVariants)
+            benchmark::RegisterBenchmark((std::string("bf16/") + variant_name(v) + "/" + s.name()).c_str(),
+                                         run_benchmark, s, v)
+                ->UseManualTime()
+                ->Iterations(1)
+                ->Unit(benchmark::kMillisecond);
+      },
+      [&] { bench.problem.reset(); });
 }
