@@ -89,6 +89,9 @@ void check_fused_reductions() {
     t.tma_padded_copies = padded;
     check_swiglu(BFloat(16), BFloat(16), padded ? "wgmma+tma+padded" : "wgmma+tma", std::nullopt, t);
   }
+  // f16 inputs with an f32 output (coalesce-aot --epilogue=swiglu's other form).
+  check_swiglu(Float(16), Float(32), "wgmma+tma", std::nullopt,
+               default_fused_gemms_tiling(MmaKind::F16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count()));
 }
 
 } // namespace coalesce::gpu_check

@@ -6,9 +6,9 @@ namespace coalesce::gpu_check {
 /// and up projections, examples/SwiGlu.h) on the FFMA path, unstaged and
 /// with x, Wg and Wu staged in each pipeline (x copied once for both
 /// sums), f32 and bf16 inputs; on the warp MMA and the warpgroup MMA
-/// (TMA, and padded copies), one tile of x feeding both sums'
-/// instructions; at ragged shapes and the K = 1 / K = 3 pair, against the
-/// double reference on every element.
+/// (TMA, and padded copies; bf16, and f16 in with f32 out), one tile of x
+/// feeding both sums' instructions; at ragged shapes and the K = 1 / K = 3
+/// pair, against the double reference on every element.
 void check_fused_reductions();
 
 } // namespace coalesce::gpu_check
