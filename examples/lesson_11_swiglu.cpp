@@ -15,8 +15,10 @@
 // shape and at K = 1 and K = 3; the same schedule, and staged forms of it,
 // run on the GPU (coalesce-gpu-check checks them on the H200). On tensor
 // cores, schedule_fused_gemms_mma (dsl/recipes/GemmMmaSchedule.h) feeds
-// each tile of x to both sums' instructions.
+// each tile of x to both sums' instructions; the lesson checks that
+// schedule on the CPU too.
 
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/LessonSupport.h"
 
 using namespace coalesce;
@@ -29,7 +31,11 @@ struct SwiGlu {
   Func y;
 };
 
-SwiGlu swiglu() {
+// FFMA: the schedule spelled out below. Tensor cores: Hopper's warpgroup
+// MMA, one tile of x feeding one instruction per sum.
+enum class Engine { Ffma, TensorCores };
+
+SwiGlu swiglu(Engine engine) {
   Param M("M"), N("N"), K("K");
   SwiGlu s{Input("x", BFloat(16), {M, K}), Input("Wg", BFloat(16), {N, K}), Input("Wu", BFloat(16), {N, K}),
            Func("y")};
@@ -43,6 +49,14 @@ SwiGlu swiglu() {
   u(i, j) += s.x(i, k) * s.Wu(j, k);
   s.y(i, j) = cast(BFloat(16), silu(g(i, j)) * u(i, j));
 
+  if (engine == Engine::TensorCores) {
+    // Both sums on 128 x 128 tiles of two 64 x 128 warpgroups (128
+    // accumulators per thread for the pair), x, Wg and Wu copied by the
+    // TMA, u.fuse_reduction_with(g) included.
+    schedule_fused_gemms_mma(s.y, g, s.Wg, u, s.Wu, s.x, i, j, k,
+                             default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 11008, 132));
+    return s;
+  }
   // 32 x 32 tiles, 16 x 16 threads with 2 x 2 outputs each; both sums on
   // the tile, their k loops split and ordered alike, then merged.
   s.y.tile(i, j, bi, bj, ii, jj, 32, 32).gpu_blocks({bi, bj}).register_block(ii, jj, ti, tj, ri, rj, 2, 2).gpu_threads(
@@ -84,12 +98,19 @@ const int kShapes[][3] = {{70, 75, 37}, {67, 45, 1}, {67, 45, 3}};
 
 int main() {
   return run_lesson([] {
-    SwiGlu s = swiglu();
+    SwiGlu s = swiglu(Engine::Ffma);
     Pipeline pipeline(s.y);
     print_loop_nest("y = silu(x Wg^T) * (x Wu^T), both reductions in one k loop", pipeline);
     bool ok = true;
     for (const auto &shape : kShapes)
       ok &= check(pipeline, shape[0], shape[1], shape[2]);
+    // The same algorithm on tensor cores, run here on the CPU (the
+    // statement the GPU runs, with the instructions' per-step order).
+    std::cout << "---- on tensor cores: schedule_fused_gemms_mma ----\n";
+    SwiGlu on_tensor_cores = swiglu(Engine::TensorCores);
+    Pipeline mma(on_tensor_cores.y);
+    for (const auto &shape : kShapes)
+      ok &= check(mma, shape[0], shape[1], shape[2]);
     return ok;
   });
 }
