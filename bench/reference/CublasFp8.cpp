@@ -2,6 +2,8 @@
 
 #include "bench/reference/CublasFp8.h"
 
+#include "bench/reference/CublasCheck.h"
+
 #include "dsl/Error.h"
 
 #include <cublasLt.h>
@@ -15,10 +17,7 @@ namespace coalesce::reference {
 
 namespace {
 
-void check(cublasStatus_t status, const char *call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    user_error(call, " failed: ", cublasGetStatusName(status), " (", cublasGetStatusString(status), ")");
-}
+using detail::check;
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
 

@@ -9,6 +9,8 @@
 
 #include "bench/reference/CublasReference.h"
 
+#include "bench/reference/CublasCheck.h"
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -31,15 +33,7 @@ cudaError_t launch_silu_mul_f16(int64_t total, const void *g, const void *u, voi
 
 namespace {
 
-void check(cublasStatus_t status, const char *call) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    user_error(call, " failed: ", cublasGetStatusName(status), " (", cublasGetStatusString(status), ")");
-}
-
-void check(cudaError_t status, const char *call) {
-  if (status != cudaSuccess)
-    user_error(call, " failed: ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ")");
-}
+using detail::check;
 
 void check_args(const char *fn, int M, int N, int K, std::initializer_list<const void *> pointers) {
   if (M < 1 || N < 1 || K < 1)
