@@ -109,10 +109,14 @@ private:
   bool must_reject_ = false;
   int M_ = 0, N_ = 0, K_ = 0;
   std::unique_ptr<Param> pM_, pN_, pK_;
-  std::unique_ptr<Input> A_, B_, bias_;
+  std::unique_ptr<Input> A_, B_, bias_, B2_;
   std::unique_ptr<Var> i_, j_;
   std::unique_ptr<RDom> k_;
   std::unique_ptr<Func> acc_, mid_f_, out_;
+  // A second sum over the same A, u = A B2, multiplying the epilogue (a
+  // SwiGLU's shape); sometimes scheduled as acc is and fused with it
+  // (fuse_reduction_with).
+  std::unique_ptr<Func> u_;
   std::vector<Func> funcs_;
   bool has_mma_ = false;
 
@@ -178,6 +182,14 @@ private:
         biased = (*mid_f_)(i, j);
       }
       Expr v = epilogue_ == 0 ? relu(biased) : epilogue_ == 1 ? gelu(biased) : epilogue_ == 2 ? biased : gelu_tanh(biased);
+      if (!cycle && chance(20)) {
+        B2_ = std::make_unique<Input>(name("B2"), in_type_, std::vector<Expr>{*pK_, *pN_});
+        u_ = std::make_unique<Func>(name("u"));
+        (*u_)(i, j) = 0.0f;
+        (*u_)(i, j) += (*A_)(i, *k_) * (*B2_)(*k_, j);
+        v = v * (*u_)(i, j);
+        log << "u += A*B2 (" << B2_->name() << ", " << u_->name() << "); out = epilogue * u\n";
+      }
       (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
       log << "acc += A*B" << (post_stage_ ? "; acc = acc*0.5 + 1" : "") << (mid_ ? "; mid = acc + bias" : "")
           << "; out = epilogue " << epilogue_ << "\n";
@@ -595,6 +607,35 @@ private:
     int n = pick(5);
     for (int m = 0; m < n; ++m)
       random_primitive(log);
+    maybe_fuse_second_sum(log);
+  }
+
+  // u scheduled as acc is (its schedule copied, B2 staged where B is),
+  // mostly; then fused with acc, mostly. Whatever the rules refuse ends in
+  // a UserError.
+  void maybe_fuse_second_sum(std::ostream &log) {
+    if (!u_)
+      return;
+    if (chance(75)) {
+      FuncSchedule mirrored = acc_->contents()->schedule;
+      mirrored.fused_reduction_with.clear();
+      // u has one update: acc's second (post_stage_) has no stage in u.
+      mirrored.stages.resize(u_->contents()->schedule.stages.size());
+      for (StageSchedule &stage : mirrored.stages)
+        for (SharedStaging &staged : stage.staged_inputs)
+          if (staged.input == B_->name())
+            staged.input = B2_->name();
+      u_->contents()->schedule = mirrored;
+      log << "u scheduled as acc\n";
+    }
+    if (chance(85)) {
+      bool first = chance(50);
+      log << (first ? "u.fuse_reduction_with(acc)\n" : "acc.fuse_reduction_with(u)\n");
+      if (first)
+        u_->fuse_reduction_with(*acc_);
+      else
+        acc_->fuse_reduction_with(*u_);
+    }
   }
 
   // -------------------------------------------------------------- oracle
@@ -625,11 +666,14 @@ private:
     Buffer A(kind_ == 0 ? std::vector<int>{M_, N_} : std::vector<int>{M_, K_}, in_type_), bias({N_}),
         out({M_, N_}, out_type_);
     Buffer B(kind_ == 0 ? std::vector<int>{1, 1} : std::vector<int>{K_, N_}, in_type_);
-    fill(A, 1), fill(B, 2), fill(bias, 3);
+    Buffer B2(u_ ? std::vector<int>{K_, N_} : std::vector<int>{1, 1}, in_type_);
+    fill(A, 1), fill(B, 2), fill(bias, 3), fill(B2, 4);
     Arguments args{{A_->name(), A}, {bias_->name(), bias}, {pM_->name(), M_}, {pN_->name(), N_}};
     if (kind_ == 1) {
       args.emplace(B_->name(), B);
       args.emplace(pK_->name(), K_);
+      if (u_)
+        args.emplace(B2_->name(), B2);
     }
     p.realize_on_cpu(args, out);
     // The reference, in double, from the values the buffers hold.
@@ -655,6 +699,15 @@ private:
             sum = sum * 0.5 + 1.0, abs_sum = abs_sum * 0.5 + 1.0;
           expected = act(epilogue_, sum + bias.get(j));
           scale = abs_sum + std::fabs(bias.get(j)) + 1;
+          if (u_) {
+            double second = 0, abs_second = 0;
+            for (int k = 0; k < K_; ++k) {
+              double term = double(A.get(static_cast<size_t>(i) * K_ + k)) * B2.get(static_cast<size_t>(k) * N_ + j);
+              second += term, abs_second += std::fabs(term);
+            }
+            expected *= second;
+            scale *= abs_second + 1;
+          }
         }
         double got = out.get(static_cast<size_t>(i) * N_ + j);
         if (!(std::fabs(got - expected) <= tol * scale)) {
