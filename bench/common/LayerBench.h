@@ -51,6 +51,42 @@ inline std::optional<std::vector<LayerShape>> parse_layer_shapes(const std::stri
   return shapes;
 }
 
+/// `b`'s bytes in a device buffer of its size.
+inline gpu::DeviceBuffer upload(const Buffer &b) {
+  gpu::DeviceBuffer d(b.size_in_bytes());
+  d.upload(b.raw_data(), b.size_in_bytes());
+  return d;
+}
+
+/// The rows a variant is checked on (16, spread from the first to the
+/// last) and their exact sums A(r, :) . W(c, :) for every row c of W (N x K,
+/// as nn.Linear's weight): row n, column c at n * W's rows + c. Products of
+/// 16- and 8-bit floats are exact in double, and so are their sums at the
+/// benchmarks' K.
+struct SampledSums {
+  std::vector<int> rows;
+  std::vector<double> sums;
+  SampledSums(const Buffer &A, const Buffer &W) {
+    const int M = A.shape()[0], K = A.shape()[1], N = W.shape()[0];
+    std::vector<float> w(size_t(N) * K), a(static_cast<size_t>(K));
+    for (size_t e = 0; e < w.size(); ++e)
+      w[e] = W.get(e);
+    for (int n = 0; n < 16; ++n) {
+      int r = int((int64_t(n) * (M - 1)) / 15);
+      rows.push_back(r);
+      for (int k = 0; k < K; ++k)
+        a[size_t(k)] = A.at(r, k);
+      for (int c = 0; c < N; ++c) {
+        double sum = 0;
+        const float *w_row = &w[size_t(c) * K];
+        for (int k = 0; k < K; ++k)
+          sum += double(a[size_t(k)]) * w_row[k];
+        sums.push_back(sum);
+      }
+    }
+  }
+};
+
 /// One variant's benchmark body: `run` once into the output the caller
 /// poisoned, `sampled_error` (||got - want|| / ||want|| over the checked
 /// rows, counting elements not finite) within `tolerance`, else the

@@ -65,9 +65,8 @@ struct Problem {
   gpu::DeviceBuffer A_dev, W_dev, a_scale_dev, w_scale_dev, bias_dev, tensor_scales_dev, out_dev;
   std::unique_ptr<Layer> layer;
   std::unique_ptr<Pipeline> pipeline;
-  /// The 16 checked rows, and their exact sums (row n, column c at n * N + c).
-  std::vector<int> rows;
-  std::vector<double> sums;
+  /// The checked rows and their exact sums (over every row of W).
+  std::optional<bench::SampledSums> exact;
   Problem(const Shape &shape, int sm_count)
       : s(shape), A({s.M, s.K}, Float8E4M3()), W({s.N, s.K}, Float8E4M3()), a_scale({s.M}), w_scale({s.N}), bias({s.N}),
         tensor_scales({8}) {
@@ -82,38 +81,16 @@ struct Problem {
     // aligned (it answers NOT_SUPPORTED otherwise).
     tensor_scales.set(0, 0.5f);
     tensor_scales.set(kTensorScaleW, 2.0f);
-    auto upload = [](const Buffer &b) {
-      gpu::DeviceBuffer d(b.size_in_bytes());
-      d.upload(b.raw_data(), b.size_in_bytes());
-      return d;
-    };
-    A_dev = upload(A);
-    W_dev = upload(W);
-    a_scale_dev = upload(a_scale);
-    w_scale_dev = upload(w_scale);
-    bias_dev = upload(bias);
-    tensor_scales_dev = upload(tensor_scales);
+    A_dev = bench::upload(A);
+    W_dev = bench::upload(W);
+    a_scale_dev = bench::upload(a_scale);
+    w_scale_dev = bench::upload(w_scale);
+    bias_dev = bench::upload(bias);
+    tensor_scales_dev = bench::upload(tensor_scales);
     out_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
     layer = std::make_unique<Layer>(s, sm_count);
+    exact.emplace(A, W);
     pipeline = std::make_unique<Pipeline>(layer->out);
-    // The products of FP8 values are exact in double, and so are their sums
-    // at these K; the same for every variant.
-    std::vector<float> w(size_t(s.N) * s.K), a(s.K);
-    for (size_t e = 0; e < w.size(); ++e)
-      w[e] = W.get(e);
-    for (int n = 0; n < 16; ++n) {
-      int r = int((int64_t(n) * (s.M - 1)) / 15);
-      rows.push_back(r);
-      for (int x = 0; x < s.K; ++x)
-        a[size_t(x)] = A.at(r, x);
-      for (int c = 0; c < s.N; ++c) {
-        double sum = 0;
-        const float *w_row = &w[size_t(c) * s.K];
-        for (int x = 0; x < s.K; ++x)
-          sum += double(a[size_t(x)]) * w_row[x];
-        sums.push_back(sum);
-      }
-    }
   }
 };
 
@@ -141,9 +118,9 @@ double sampled_error(Problem &d, Variant v, size_t *not_finite) {
   bool row = v == Variant::CublasRow || v == Variant::CublasRowFast || v == Variant::CoalesceFused;
   double error = 0, norm = 0;
   for (int n = 0; n < 16; ++n) {
-    int r = d.rows[size_t(n)];
+    int r = d.exact->rows[size_t(n)];
     for (int c = 0; c < s.N; ++c) {
-      double sum = d.sums[size_t(n) * s.N + c];
+      double sum = d.exact->sums[size_t(n) * s.N + c];
       double scale = row ? double(d.a_scale.get(size_t(r))) * d.w_scale.get(size_t(c))
                          : double(d.tensor_scales.get(0)) * d.tensor_scales.get(kTensorScaleW);
       double want = sum * scale;

@@ -52,20 +52,13 @@ struct Problem {
   MmaTiling tiling;
   std::unique_ptr<examples::SwiGlu> layer;
   std::unique_ptr<Pipeline> pipeline;
-  /// The 16 checked rows, and their exact sums over [Wg; Wu] (row n,
-  /// column c < 2N at n * 2N + c).
-  std::vector<int> rows;
-  std::vector<double> sums;
+  /// The checked rows and their exact sums (over every row of W).
+  std::optional<bench::SampledSums> exact;
   Problem(const Shape &shape, int sm_count) : s(shape), x({s.M, s.K}, BFloat(16)), W({2 * s.N, s.K}, BFloat(16)) {
     x.fill_random(41);
     W.fill_random(42);
-    auto upload = [](const Buffer &b) {
-      gpu::DeviceBuffer d(b.size_in_bytes());
-      d.upload(b.raw_data(), b.size_in_bytes());
-      return d;
-    };
-    x_dev = upload(x);
-    W_dev = upload(W);
+    x_dev = bench::upload(x);
+    W_dev = bench::upload(W);
     gu_dev = gpu::DeviceBuffer(size_t(s.M) * 2 * s.N * 2);
     y_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
     g_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
@@ -73,24 +66,8 @@ struct Problem {
     tiling = default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, s.M, s.N, sm_count);
     layer = std::make_unique<examples::SwiGlu>(BFloat(16), BFloat(16));
     layer->schedule_mma(tiling);
+    exact.emplace(x, W);
     pipeline = std::make_unique<Pipeline>(layer->y);
-    // Products of bf16 values are exact in double, and so are their sums here.
-    std::vector<float> w(size_t(2) * s.N * s.K), a(s.K);
-    for (size_t e = 0; e < w.size(); ++e)
-      w[e] = W.get(e);
-    for (int n = 0; n < 16; ++n) {
-      int r = int((int64_t(n) * (s.M - 1)) / 15);
-      rows.push_back(r);
-      for (int k = 0; k < s.K; ++k)
-        a[size_t(k)] = x.at(r, k);
-      for (int c = 0; c < 2 * s.N; ++c) {
-        double sum = 0;
-        const float *w_row = &w[size_t(c) * s.K];
-        for (int k = 0; k < s.K; ++k)
-          sum += double(a[size_t(k)]) * w_row[k];
-        sums.push_back(sum);
-      }
-    }
   }
 };
 
@@ -118,10 +95,10 @@ double sampled_error(Problem &d, Variant v, size_t *not_finite) {
   (v == Variant::CublasConcatenated ? d.gu_dev : d.y_dev).download(out.raw_data(), out.size_in_bytes());
   double error = 0, norm = 0;
   for (int n = 0; n < 16; ++n) {
-    const double *sum = &d.sums[size_t(n) * 2 * s.N];
+    const double *sum = &d.exact->sums[size_t(n) * 2 * s.N];
     for (int c = 0; c < columns; ++c) {
       double want = v == Variant::CublasConcatenated ? sum[c] : sum[c] / (1.0 + std::exp(-sum[c])) * sum[s.N + c];
-      double got = out.at(d.rows[size_t(n)], c);
+      double got = out.at(d.exact->rows[size_t(n)], c);
       if (!std::isfinite(got)) {
         ++*not_finite;
         continue;
