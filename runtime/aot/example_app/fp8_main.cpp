@@ -19,6 +19,7 @@
 //   example_app            # a set of shapes, square and ragged
 //   example_app M N K      # one shape
 
+#include "AppSupport.h"
 #include "gemm_bias_gelu.h"
 
 #include <algorithm>
@@ -29,6 +30,8 @@
 #include <cstring>
 #include <random>
 #include <vector>
+
+using namespace example_app;
 
 namespace {
 
@@ -52,32 +55,6 @@ const bool kRowScales = true;
 const double kTolerance = 1.0 / 256;
 const double kElementTolerance = 1.0 / 32;
 
-/// Exits with the driver's description of `status` unless it is success.
-void check(CUresult status, const char *what) {
-  if (status == CUDA_SUCCESS)
-    return;
-  const char *name = "?";
-  cuGetErrorName(status, &name);
-  std::fprintf(stderr, "%s failed: %s\n", what, name);
-  std::exit(2);
-}
-
-/// A device buffer of `bytes` bytes, freed at scope exit.
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t size) : bytes(std::max<size_t>(size, 1)) {
-    check(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
-  }
-  ~DeviceBuffer() { cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  void upload(const void *data, size_t size) {
-    if (size)
-      check(cuMemcpyHtoD(ptr, data, size), "cuMemcpyHtoD");
-  }
-  CUdeviceptr ptr = 0;
-  size_t bytes;
-};
-
 /// Random 8-bit values, each +-(1 + f/4) 2^e with f in 0..3 and e in -4..0,
 /// or 0: two mantissa bits, so that e4m3 and e5m2 both hold them exactly.
 /// `values` gets what each byte of `bits` means.
@@ -95,13 +72,6 @@ void random_fp8(size_t count, unsigned seed, std::vector<uint8_t> &bits, std::ve
     bits[n] = uint8_t(sign << 7 | unsigned(kBias - int(e)) << kMantissaBits | f << (kMantissaBits - 2));
     values[n] = (sign ? -1.0 : 1.0) * (1 + f / 4.0) * std::ldexp(1.0, -int(e));
   }
-}
-
-float float_of_bf16(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float x;
-  std::memcpy(&x, &wide, 4);
-  return x;
 }
 
 double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -144,7 +114,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
 #if defined(GEMM_BIAS_GELU_TAKES_WORKSPACE)
   workspace_bytes = gemm_bias_gelu_workspace_bytes(M, N, K);
 #endif
-  DeviceBuffer workspace(workspace_bytes);
+  DeviceBuffer workspace(std::max<size_t>(workspace_bytes, 1));
   check(cuMemsetD8(workspace.ptr, 0, workspace.bytes), "cuMemsetD8");
   auto run = [&] {
     return launch(a_dev.ptr, b_dev.ptr, bias_dev.ptr, scale_a_dev.ptr, scale_b_dev.ptr, out_dev.ptr, M, N, K,
@@ -186,20 +156,8 @@ bool run_shape(int M, int N, int K, CUstream stream) {
     ++bad;
   }
 
-  CUevent start, stop;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  const int launches = 20;
-  check(cuEventRecord(start, stream), "cuEventRecord");
-  for (int r = 0; r < launches; ++r)
-    check(run(), "gemm_bias_gelu");
-  check(cuEventRecord(stop, stream), "cuEventRecord");
-  check(cuEventSynchronize(stop), "the timed kernels");
-  float ms = 0;
-  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
-  double per_launch_ms = ms / launches, tflops = 2.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
+  double per_launch_ms = ms_per_launch(run, stream, "gemm_bias_gelu"),
+         tflops = 2.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
   std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, rel error %.2e (max per element %.2e), %8.4f ms, %6.2f TFLOP/s  %s\n",
               M, N, K, samples.size(), norm_error, max_error, per_launch_ms, tflops, bad ? "MISMATCH" : "ok");
   return bad == 0;
@@ -217,15 +175,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s [M N K]\n", argv[0]);
     return 2;
   }
-  check(cuInit(0), "cuInit");
-  CUdevice device;
-  check(cuDeviceGet(&device, 0), "cuDeviceGet");
-  char name[256] = {0};
-  check(cuDeviceGetName(name, sizeof(name), device), "cuDeviceGetName");
-  CUcontext context;
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  std::printf("device: %s; %s A and B (B stored N x K), %s scales, bf16 out\n", name, kTypeName,
+  const OpenDevice gpu = open_device();
+  std::printf("device: %s; %s A and B (B stored N x K), %s scales, bf16 out\n", gpu.name.c_str(), kTypeName,
               kRowScales ? "row" : "tensor");
   if (gemm_bias_gelu_load() != CUDA_SUCCESS) {
     std::fprintf(stderr, "%s\n", gemm_bias_gelu_error_message());
@@ -242,7 +193,7 @@ int main(int argc, char **argv) {
   for (const std::vector<int> &shape : shapes)
     all_ok &= run_shape(shape[0], shape[1], shape[2], stream);
   cuStreamDestroy(stream);
-  cuDevicePrimaryCtxRelease(device);
+  cuDevicePrimaryCtxRelease(gpu.device);
   std::printf("%s\n", all_ok ? "all shapes match the reference" : "MISMATCH");
   return all_ok ? 0 : 1;
 }

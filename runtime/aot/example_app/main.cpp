@@ -17,6 +17,7 @@
 //   example_app            # a set of shapes, square and ragged
 //   example_app M N K      # one shape
 
+#include "AppSupport.h"
 #include "gemm_bias_gelu.h"
 
 #include <algorithm>
@@ -28,6 +29,8 @@
 
 #include <cstdint>
 #include <cstring>
+
+using namespace example_app;
 
 namespace {
 
@@ -99,28 +102,6 @@ float from_element(Element e) {
 #endif
 }
 
-/// Exits with the driver's description of `status` unless it is success.
-void check(CUresult status, const char *what) {
-  if (status == CUDA_SUCCESS)
-    return;
-  const char *name = "?";
-  cuGetErrorName(status, &name);
-  std::fprintf(stderr, "%s failed: %s\n", what, name);
-  std::exit(2);
-}
-
-/// A device buffer of `count` elements of `size` bytes, freed at scope exit.
-struct DeviceBuffer {
-  DeviceBuffer(size_t count, size_t size) : bytes(count * size) {
-    check(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
-  }
-  ~DeviceBuffer() { cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  CUdeviceptr ptr = 0;
-  size_t bytes;
-};
-
 /// Multiples of 1/256 in (-1, 1): exact in f32, tf32, bf16 and f16.
 std::vector<float> random_grid(size_t count, unsigned seed) {
   std::mt19937 engine(seed);
@@ -162,8 +143,8 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   std::vector<float> a = random_grid(size_t(M) * K, 1), b = random_grid(size_t(K) * N, 2),
                      bias = random_floats(N, 3);
   std::vector<Element> a_elements = to_elements(a), b_elements = to_elements(b), out_elements(size_t(M) * N);
-  DeviceBuffer a_dev(a.size(), sizeof(Element)), b_dev(b.size(), sizeof(Element)),
-      bias_dev(bias.size(), sizeof(float)), out_dev(out_elements.size(), sizeof(Element));
+  DeviceBuffer a_dev(a.size() * sizeof(Element)), b_dev(b.size() * sizeof(Element)),
+      bias_dev(bias.size() * sizeof(float)), out_dev(out_elements.size() * sizeof(Element));
   check(cuMemcpyHtoD(a_dev.ptr, a_elements.data(), a_dev.bytes), "cuMemcpyHtoD");
   check(cuMemcpyHtoD(b_dev.ptr, b_elements.data(), b_dev.bytes), "cuMemcpyHtoD");
   check(cuMemcpyHtoD(bias_dev.ptr, bias.data(), bias_dev.bytes), "cuMemcpyHtoD");
@@ -178,7 +159,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   // copies: tf32 on the warpgroup MMA) says so in its header. The caller's,
   // zeroed once, as large as the launcher says; every launch leaves it
   // zeroed (split_k's) or rewrites it whole before reading it (the copies).
-  DeviceBuffer workspace(std::max<size_t>(gemm_bias_gelu_workspace_bytes(M, N, K), 1), 1);
+  DeviceBuffer workspace(std::max<size_t>(gemm_bias_gelu_workspace_bytes(M, N, K), 1));
   check(cuMemsetD8(workspace.ptr, 0, workspace.bytes), "cuMemsetD8");
   auto launch = [&] {
     return gemm_bias_gelu(a_dev.ptr, b_dev.ptr, bias_dev.ptr, out_dev.ptr, M, N, K, workspace.ptr, stream);
@@ -217,20 +198,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   }
 
   // Time: the mean of 20 launches after a warm-up.
-  CUevent start, stop;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  const int launches = 20;
-  check(cuEventRecord(start, stream), "cuEventRecord");
-  for (int r = 0; r < launches; ++r)
-    check(launch(), "gemm_bias_gelu");
-  check(cuEventRecord(stop, stream), "cuEventRecord");
-  check(cuEventSynchronize(stop), "the timed kernels");
-  float ms = 0;
-  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
-  double per_launch_ms = ms / launches;
+  double per_launch_ms = ms_per_launch(launch, stream, "gemm_bias_gelu");
   double tflops = 2.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
 
   std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, max rel error %.2e, %8.4f ms, %6.2f TFLOP/s  %s\n",
@@ -250,15 +218,8 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  check(cuInit(0), "cuInit");
-  CUdevice device;
-  check(cuDeviceGet(&device, 0), "cuDeviceGet");
-  char name[256] = {0};
-  check(cuDeviceGetName(name, sizeof(name), device), "cuDeviceGetName");
-  CUcontext context;
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  std::printf("device: %s; %s\n", name, kTypeName);
+  const OpenDevice gpu = open_device();
+  std::printf("device: %s; %s\n", gpu.name.c_str(), kTypeName);
 
   // Load (JIT-compile) the module up front, and show how errors read.
   if (gemm_bias_gelu_load() != CUDA_SUCCESS) {
@@ -280,7 +241,7 @@ int main(int argc, char **argv) {
   for (const std::vector<int> &shape : shapes)
     all_ok &= run_shape(shape[0], shape[1], shape[2], stream);
   cuStreamDestroy(stream);
-  cuDevicePrimaryCtxRelease(device);
+  cuDevicePrimaryCtxRelease(gpu.device);
   std::printf("%s\n", all_ok ? "all shapes match the reference" : "MISMATCH");
   return all_ok ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 //   example_app            # a set of shapes, square and ragged
 //   example_app M N K      # one shape
 
+#include "AppSupport.h"
 #include "swiglu.h"
 
 #include <algorithm>
@@ -26,42 +27,11 @@
 #include <random>
 #include <vector>
 
+using namespace example_app;
+
 namespace {
 
 const double kTolerance = 1.0 / 256;
-
-/// Exits with the driver's description of `status` unless it is success.
-void check(CUresult status, const char *what) {
-  if (status == CUDA_SUCCESS)
-    return;
-  const char *name = "?";
-  cuGetErrorName(status, &name);
-  std::fprintf(stderr, "%s failed: %s\n", what, name);
-  std::exit(2);
-}
-
-/// A device buffer of `bytes` bytes, freed at scope exit.
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t size) : bytes(std::max<size_t>(size, 1)) {
-    check(cuMemAlloc(&ptr, bytes), "cuMemAlloc");
-  }
-  ~DeviceBuffer() { cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  void upload(const void *data, size_t size) {
-    if (size)
-      check(cuMemcpyHtoD(ptr, data, size), "cuMemcpyHtoD");
-  }
-  CUdeviceptr ptr = 0;
-  size_t bytes;
-};
-
-float float_of_bf16(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float x;
-  std::memcpy(&x, &wide, 4);
-  return x;
-}
 
 /// `count` bf16 values uniform in [-1, 1) (truncated to bf16: exact), as
 /// bits and as the values they mean.
@@ -105,7 +75,7 @@ bool run_shape(int M, int N, int K, CUstream stream) {
 #if defined(SWIGLU_TAKES_WORKSPACE)
   workspace_bytes = swiglu_workspace_bytes(M, N, K);
 #endif
-  DeviceBuffer workspace(workspace_bytes);
+  DeviceBuffer workspace(std::max<size_t>(workspace_bytes, 1));
   check(cuMemsetD8(workspace.ptr, 0, workspace.bytes), "cuMemsetD8");
   auto run = [&] { return launch(x_dev.ptr, g_dev.ptr, u_dev.ptr, y_dev.ptr, M, N, K, workspace.ptr, stream); };
   if (run() != CUDA_SUCCESS) {
@@ -138,21 +108,8 @@ bool run_shape(int M, int N, int K, CUstream stream) {
   double norm_error = std::sqrt(error_norm / std::max(reference_norm, 1e-30));
   bool ok = norm_error <= kTolerance; // also false for NaN
 
-  CUevent start, stop;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  const int launches = 20;
-  check(cuEventRecord(start, stream), "cuEventRecord");
-  for (int r = 0; r < launches; ++r)
-    check(run(), "swiglu");
-  check(cuEventRecord(stop, stream), "cuEventRecord");
-  check(cuEventSynchronize(stop), "the timed kernels");
-  float ms = 0;
-  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
   // Two GEMMs of 2 M N K flops each.
-  double per_launch_ms = ms / launches, tflops = 4.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
+  double per_launch_ms = ms_per_launch(run, stream, "swiglu"), tflops = 4.0 * M * N * K / (per_launch_ms * 1e-3) / 1e12;
   std::printf("M=%-5d N=%-5d K=%-5d %3zu samples, rel error %.2e, %8.4f ms, %6.2f TFLOP/s  %s\n", M, N, K,
               samples.size(), norm_error, per_launch_ms, tflops, ok ? "ok" : "MISMATCH");
   return ok;
@@ -171,15 +128,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s [M N K]\n", argv[0]);
     return 2;
   }
-  check(cuInit(0), "cuInit");
-  CUdevice device;
-  check(cuDeviceGet(&device, 0), "cuDeviceGet");
-  char name[256] = {0};
-  check(cuDeviceGetName(name, sizeof(name), device), "cuDeviceGetName");
-  CUcontext context;
-  check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  std::printf("device: %s; SwiGLU, bf16 x, Wg, Wu (N x K) and y\n", name);
+  const OpenDevice gpu = open_device();
+  std::printf("device: %s; SwiGLU, bf16 x, Wg, Wu (N x K) and y\n", gpu.name.c_str());
   if (swiglu_load() != CUDA_SUCCESS) {
     std::fprintf(stderr, "%s\n", swiglu_error_message());
     return 2;
@@ -195,7 +145,7 @@ int main(int argc, char **argv) {
   for (const std::vector<int> &shape : shapes)
     all_ok &= run_shape(shape[0], shape[1], shape[2], stream);
   cuStreamDestroy(stream);
-  cuDevicePrimaryCtxRelease(device);
+  cuDevicePrimaryCtxRelease(gpu.device);
   std::printf("%s\n", all_ok ? "all shapes match the reference" : "MISMATCH");
   return all_ok ? 0 : 1;
 }
