@@ -21,8 +21,9 @@
 #   synccheck  compute-sanitizer --tool synccheck on coalesce-gpu-check --sanitizer-case
 #              (the sanitizer case: the fp32 default, a ragged bf16
 #              tensor-core GEMM (and on sm_90a the bf16 and tf32 warpgroup
-#              MMAs), and split-K GEMMs in fp32 and bf16 in both combine
-#              modes, once each)
+#              MMAs), split-K GEMMs in fp32 and bf16 in both combine
+#              modes, B stored N x K, the FP8 warpgroup MMA and the fused
+#              SwiGLU, once each)
 #   aot        coalesce-aot generates a fused gemm + bias + GELU launcher per
 #              input type (f32, tf32, bf16, f16: --mma=auto, the warpgroup
 #              MMA on sm_90a; bf16 on the warp MMA (--mma=warp); bf16 and tf32
@@ -255,7 +256,7 @@ else
   splitk_shapes="16 4096 4096;64 11008 4096;128 4096 16384;512 512 32768;256 256 65536"
   variants="f32 tf32 bf16 f16 bf16-warp bf16-wgmma tf32-wgmma bf16-cubin f32-splitk bf16-splitk e4m3 e5m2-tensor swiglu"
   for variant in $variants; do
-    dtype=${variant%%-*} extra_flags="" split=OFF scales=row allow=COALESCE_ALLOW_UNVERIFIED=0 epilogue=gemm
+    dtype=${variant%%-*} extra_flags="" split=OFF scales=row epilogue=gemm
     gen_flags="--name=gemm_bias_gelu --bias=true --activation=gelu"
     case $variant in
       *-wgmma) extra_flags=--mma=warpgroup ;;
@@ -265,14 +266,14 @@ else
       bf16-splitk) extra_flags="--split-k=4 --mma=warpgroup" split=ON ;;
       e4m3) extra_flags="--b=nk --scales=row" ;;
       e5m2-tensor) extra_flags="--b=nk --scales=tensor" scales=tensor ;;
-      swiglu) dtype=bf16 epilogue=swiglu gen_flags="--name=swiglu --epilogue=swiglu" allow=COALESCE_ALLOW_UNVERIFIED=1 ;;
+      swiglu) dtype=bf16 epilogue=swiglu gen_flags="--name=swiglu --epilogue=swiglu" ;;
     esac
     case $dtype in bf16 | f16) out_dtype=$dtype ;; e4m3 | e5m2) out_dtype=bf16 ;; *) out_dtype=f32 ;; esac
     gen=$work/aot-generated-$variant app=$work/aot-app-$variant
     mkdir -p "$gen"
     rc=0
     echo "=== $variant" >>"$aot_log"
-    run_logged "$aot_log" env "$allow" "$bin/coalesce-aot" $gen_flags \
+    run_logged "$aot_log" "$bin/coalesce-aot" $gen_flags \
       --dtype=$dtype --out-dtype=$out_dtype $extra_flags --output-dir="$gen" || rc=$?
     [ $rc = 0 ] && { run_logged "$aot_log" cmake -S runtime/aot/example_app -B "$app" -DCMAKE_BUILD_TYPE=Release \
       -DCOALESCE_GENERATED_DIR="$gen" -DCOALESCE_EXAMPLE_DTYPE=$dtype -DCOALESCE_EXAMPLE_SCALES=$scales \

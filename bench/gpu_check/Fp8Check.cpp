@@ -190,6 +190,11 @@ void fp8_sanitizer_case() {
   const Shape ragged{131, 133, 67}, tma{131, 136, 272};
   check_linear(Float8E4M3(), "wgmma+tma", wgmma_tiling(Float8E4M3(), tma, false), {tma});
   check_linear(Float8E4M3(), "wgmma+tma+padded", wgmma_tiling(Float8E4M3(), ragged, true), {ragged});
+  // Every thread's cp.async copies of one-byte elements (no TMA).
+  MmaTiling copies = wgmma_tiling(Float8E4M3(), ragged, false);
+  copies.tma = false;
+  copies.tma_padded_copies = false;
+  check_linear(Float8E4M3(), "wgmma (cp.async)", copies, {ragged});
 }
 
 } // namespace coalesce::gpu_check

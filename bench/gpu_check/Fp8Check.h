@@ -10,8 +10,8 @@ namespace coalesce::gpu_check {
 /// TMA's copies and padded copies, at ragged shapes and the K = 1 / K = 3
 /// pair, against the double reference on every row.
 void check_fp8();
-/// One run of the FP8 warpgroup MMA with padded copies at a ragged shape,
-/// for compute-sanitizer.
+/// The FP8 warpgroup MMA once each through the TMA, with padded copies
+/// and with every thread's cp.async, for compute-sanitizer.
 void fp8_sanitizer_case();
 
 } // namespace coalesce::gpu_check

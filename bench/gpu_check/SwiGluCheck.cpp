@@ -20,9 +20,15 @@ struct Shape {
   std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 };
 
-// FFMA with `copies` (none: unstaged), or the MMA `tiling`.
+// Partial tiles and a K that is no multiple of the step; K = 0 (no
+// products: silu(0) * 0), and the K = 1 / K = 3 pair.
+std::vector<Shape> ragged_shapes() {
+  return {{70, 75, 37}, {131, 133, 67}, {64, 64, 64}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}};
+}
+
+// FFMA with `copies` (none: unstaged), or the MMA `tiling`, at `shapes`.
 void check_swiglu(Type in, Type out, const std::string &form, const std::optional<TileCopies> &copies,
-                  const std::optional<MmaTiling> &tiling = std::nullopt) {
+                  const std::optional<MmaTiling> &tiling, const std::vector<Shape> &shapes) {
   const std::string name = str_cat("swiglu ", form, " ", in, " in, ", out, " out");
   std::optional<examples::SwiGlu> s;
   std::optional<Pipeline> pipeline;
@@ -37,11 +43,6 @@ void check_swiglu(Type in, Type out, const std::string &form, const std::optiona
   } catch (const std::exception &error) {
     failure = error.what();
   }
-  // Partial tiles and a K that is no multiple of the step; K = 0 (no
-  // products: silu(0) * 0), and the K = 1 / K = 3 pair.
-  std::vector<Shape> shapes = {{70, 75, 37}, {131, 133, 67}, {64, 64, 64}, {67, 45, 0}, {67, 45, 1}, {67, 45, 3}};
-  if (tiling) // whole 128 x 128 tiles and several k steps, rows the TMA reads
-    shapes.insert(shapes.end(), {{131, 136, 272}, {1000, 1048, 1024}});
   for (const Shape &shape : shapes) {
     Outcome o;
     o.failure = failure;
@@ -60,6 +61,20 @@ void check_swiglu(Type in, Type out, const std::string &form, const std::optiona
     }
     record(name, shape.str(), "double (all rows)", o);
   }
+}
+
+void check_swiglu(Type in, Type out, const std::string &form, const std::optional<TileCopies> &copies,
+                  const std::optional<MmaTiling> &tiling = std::nullopt) {
+  std::vector<Shape> shapes = ragged_shapes();
+  if (tiling) // whole 128 x 128 tiles and several k steps, rows the TMA reads
+    shapes.insert(shapes.end(), {{131, 136, 272}, {1000, 1048, 1024}});
+  check_swiglu(in, out, form, copies, tiling, shapes);
+}
+
+MmaTiling warpgroup_tiling(MmaKind kind, bool padded) {
+  MmaTiling t = default_fused_gemms_tiling(kind, 4096, 4096, target_for_current_device().sm_count());
+  t.tma_padded_copies = padded;
+  return t;
 }
 
 } // namespace
@@ -83,15 +98,22 @@ void check_fused_reductions() {
                default_fused_gemms_tiling(MmaKind::BF16_m16n8k16, 1024, 1024, target_for_current_device().sm_count()));
   if (!target_for_current_device().has_warpgroup_mma())
     return;
-  for (bool padded : {false, true}) {
-    MmaTiling t =
-        default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count());
-    t.tma_padded_copies = padded;
-    check_swiglu(BFloat(16), BFloat(16), padded ? "wgmma+tma+padded" : "wgmma+tma", std::nullopt, t);
-  }
+  for (bool padded : {false, true})
+    check_swiglu(BFloat(16), BFloat(16), padded ? "wgmma+tma+padded" : "wgmma+tma", std::nullopt,
+                 warpgroup_tiling(MmaKind::BF16_wgmma_m64k16, padded));
   // f16 inputs with an f32 output (coalesce-aot --epilogue=swiglu's other form).
-  check_swiglu(Float(16), Float(32), "wgmma+tma", std::nullopt,
-               default_fused_gemms_tiling(MmaKind::F16_wgmma_m64k16, 4096, 4096, target_for_current_device().sm_count()));
+  check_swiglu(Float(16), Float(32), "wgmma+tma", std::nullopt, warpgroup_tiling(MmaKind::F16_wgmma_m64k16, false));
+}
+
+void swiglu_sanitizer_case() {
+  if (!target_for_current_device().has_warpgroup_mma())
+    return;
+  // Both sums' copies through the TMA (rows of 136 elements, 16-byte
+  // multiples), and through the padded copies at a ragged shape.
+  check_swiglu(BFloat(16), BFloat(16), "wgmma+tma", std::nullopt, warpgroup_tiling(MmaKind::BF16_wgmma_m64k16, false),
+               {{131, 136, 272}});
+  check_swiglu(BFloat(16), BFloat(16), "wgmma+tma+padded", std::nullopt,
+               warpgroup_tiling(MmaKind::BF16_wgmma_m64k16, true), {{131, 133, 67}});
 }
 
 } // namespace coalesce::gpu_check

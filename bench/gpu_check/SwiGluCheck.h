@@ -10,5 +10,8 @@ namespace coalesce::gpu_check {
 /// feeding both sums' instructions; at ragged shapes and the K = 1 / K = 3
 /// pair, against the double reference on every element.
 void check_fused_reductions();
+/// The fused SwiGLU's warpgroup kernel once through the TMA and once with
+/// padded copies, for compute-sanitizer.
+void swiglu_sanitizer_case();
 
 } // namespace coalesce::gpu_check

@@ -38,8 +38,10 @@
 // bf16 tensor-core schedule once at the same ragged shape, and a 3-way
 // split-K (fp32 and bf16, each combine mode) there, the warpgroup
 // variants and default tilings (MmaCheck.h), B stored N x K
-// (KMajorCheck.h) and the FP8 warpgroup MMA (Fp8Check.h), each on buffers of exactly the right size, for
-// compute-sanitizer. Exit status: 0 when every
+// (KMajorCheck.h), the FP8 warpgroup MMA (Fp8Check.h) and the fused SwiGLU (SwiGluCheck.h), each on
+// buffers of exactly the right size, for
+// compute-sanitizer; --sanitizer-cases=fp8,swiglu (say) runs only those
+// groups. Exit status: 0 when every
 // check passed, 1 when one failed, 2 for a bad command line.
 
 #include "bench/common/GemmPointers.h"
@@ -333,12 +335,10 @@ void check(Pipelines &pipelines, const Candidate &c, const Shape &s, DeviceData 
   }
 }
 
-int sanitizer_case() {
+// The tuned fp32 default (bias + GELU) once at the sanitizer shape.
+void fp32_sanitizer_case() {
   const Shape s = kSanitizerShape;
   Candidate c{"default", Epilogue::BiasGelu, std::nullopt};
-  std::printf("coalesce-gpu-check --sanitizer-case: the tuned fp32 default and the bf16 tensor-core schedule "
-              "(bias + GELU) once each at %s, exact-size buffers\n",
-              s.str().c_str());
   DeviceData data;
   data.a = random_pool(s.mk(), 1);
   data.b = random_pool(s.kn(), 2);
@@ -354,10 +354,50 @@ int sanitizer_case() {
   Pipelines pipelines;
   DoubleSums sums = double_sums(data, s);
   check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
-  gpu_check::mma_sanitizer_case();
-  gpu_check::split_k_sanitizer_case();
-  gpu_check::k_major_b_sanitizer_case();
-  gpu_check::fp8_sanitizer_case();
+}
+
+// The groups of kernels --sanitizer-case runs, by the names
+// --sanitizer-cases takes.
+const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
+  static const std::vector<std::pair<std::string, void (*)()>> groups = {
+      {"fp32", fp32_sanitizer_case},
+      {"mma", gpu_check::mma_sanitizer_case},
+      {"split-k", gpu_check::split_k_sanitizer_case},
+      {"k-major", gpu_check::k_major_b_sanitizer_case},
+      {"fp8", gpu_check::fp8_sanitizer_case},
+      {"swiglu", gpu_check::swiglu_sanitizer_case}};
+  return groups;
+}
+
+// The groups named in `list` (comma-separated; empty: all of them), or
+// nothing with `error` set when a name is not a group.
+std::optional<std::vector<void (*)()>> parse_sanitizer_groups(const std::string &list, std::string *error) {
+  std::vector<void (*)()> chosen;
+  if (list.empty()) {
+    for (const auto &[name, run] : sanitizer_groups())
+      chosen.push_back(run);
+    return chosen;
+  }
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  llvm::StringRef(list).split(names, ',');
+  for (llvm::StringRef name : names) {
+    auto group = std::find_if(sanitizer_groups().begin(), sanitizer_groups().end(),
+                              [&](const auto &g) { return g.first == name.trim(); });
+    if (group == sanitizer_groups().end()) {
+      *error = "--sanitizer-cases: '" + name.trim().str() + "' is no group; the groups are";
+      for (const auto &g : sanitizer_groups())
+        *error += " " + g.first;
+      return std::nullopt;
+    }
+    chosen.push_back(group->second);
+  }
+  return chosen;
+}
+
+int sanitizer_case(const std::vector<void (*)()> &groups) {
+  std::printf("coalesce-gpu-check --sanitizer-case: each group's kernels once at a ragged shape, exact-size buffers\n");
+  for (void (*run)() : groups)
+    run();
   return gpu_check::all_passed() ? 0 : 1;
 }
 
@@ -494,9 +534,15 @@ int main(int argc, char **argv) {
                                       "shapes (the default run checks a subset in a few minutes)"),
                      cl::cat(category));
   // cl::desc keeps a reference: the text must outlive the parse.
-  const std::string sanitizer_help = "run the tuned fp32 default, the bf16 tensor-core schedules and a split-K GEMM "
-                                     "once each at " + kSanitizerShape.str() + ", for compute-sanitizer";
+  const std::string sanitizer_help = "run the tuned fp32 default, the tensor-core schedules, split-K, FP8 and the "
+                                     "fused SwiGLU once each at a ragged shape (" + kSanitizerShape.str() +
+                                     " and near it), for compute-sanitizer";
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
+  cl::opt<std::string> sanitizer_cases(
+      "sanitizer-cases",
+      cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, split-k, k-major, fp8, swiglu; "
+               "default: all)"),
+      cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
@@ -511,6 +557,16 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "coalesce-gpu-check: --full and --sanitizer-case exclude each other; give one\n");
     return 2;
   }
+  std::string group_error;
+  std::optional<std::vector<void (*)()>> groups = parse_sanitizer_groups(sanitizer_cases, &group_error);
+  if (!groups) {
+    std::fprintf(stderr, "coalesce-gpu-check: %s\n", group_error.c_str());
+    return 2;
+  }
+  if (!sanitizer_cases.empty() && !sanitizer) {
+    std::fprintf(stderr, "coalesce-gpu-check: --sanitizer-cases goes with --sanitizer-case\n");
+    return 2;
+  }
   std::string precision_error;
   std::vector<bench::Precision> precisions = bench::parse_precisions(precisions_flag, &precision_error);
   if (precisions.empty()) {
@@ -523,7 +579,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    return sanitizer ? sanitizer_case() : full_check(full, precisions);
+    return sanitizer ? sanitizer_case(*groups) : full_check(full, precisions);
   } catch (const std::exception &error) {
     std::fprintf(stderr, "coalesce-gpu-check: error: %s\n", error.what());
   }

@@ -2,7 +2,6 @@
 
 #include "dsl/Error.h"
 
-#include <cstdlib>
 
 namespace coalesce {
 
@@ -44,16 +43,6 @@ void check_swiglu_gemm_flags(const SwiGluGemmFlags &flags) {
     user_error("--tuning-db and --autotune with ", swiglu,
                ": they tune single GEMMs; the SwiGLU's tiling is default_fused_gemms_tiling's (or the knob flags'): "
                "leave them out");
-}
-
-void refuse_unverified_swiglu_launcher() {
-  const char *allowed = std::getenv("COALESCE_ALLOW_UNVERIFIED");
-  if (allowed && std::string(allowed) == "1")
-    return;
-  user_error("--epilogue=swiglu: the SwiGLU launcher is unverified on a GPU: its kernel (bf16) has passed "
-             "coalesce-gpu-check on the H200, but the launcher around it and the f16 form have not run on one yet; "
-             "COALESCE_ALLOW_UNVERIFIED=1 generates it anyway (then check its results on the GPU: "
-             "scripts/run_on_gpu.sh --steps=aot)");
 }
 
 } // namespace coalesce

@@ -36,11 +36,4 @@ struct SwiGluGemmFlags {
 /// autotuner.
 void check_swiglu_gemm_flags(const SwiGluGemmFlags &flags);
 
-/// A UserError unless COALESCE_ALLOW_UNVERIFIED=1: the SwiGLU's kernel (bf16)
-/// has passed coalesce-gpu-check on the H200, but the launcher around it
-/// (its argument order, tensor maps, size checks) and the f16 form have not
-/// run on a GPU yet. scripts/run_on_gpu.sh's aot step runs it with the
-/// opt-in; once that passes, this goes.
-void refuse_unverified_swiglu_launcher();
-
 } // namespace coalesce

@@ -496,8 +496,6 @@ public:
     const MmaKind kind = mma_kind_for(element_type(dtype), true);
     swiglu.schedule_mma(with_knob_flags(
         default_fused_gemms_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors())));
-    // Last, so that every flag above is checked without the opt-in.
-    refuse_unverified_swiglu_launcher();
     return swiglu.y;
   }
 
