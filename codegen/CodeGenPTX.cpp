@@ -55,7 +55,6 @@ public:
       check_kernel_name(kernel_symbol(kernel.name));
       kernel_ = &kernel;
       dynamic_shared_ = nullptr;
-      dynamic_offset_ = 0;
       // The tensor maps follow the arguments, each a 128-byte CUtensorMap
       // passed by value in the parameter space (grid constant: the TMA
       // reads it there; without the attribute LLVM would copy it to local
@@ -629,8 +628,9 @@ protected:
     case MemoryType::Shared: {
       if (dynamic_shared_bytes(*kernel_) > 0) {
         // Dynamic shared memory: one extern array per kernel, each tile at
-        // the next 16-byte aligned offset (the kernel's shared_bytes, which
-        // the launch passes, is the sum of its tiles, rounded the same way).
+        // its offset (scheduler/SharedTileLayout.h: tiles that never live
+        // side by side share bytes; the kernel's shared_bytes, which the
+        // launch passes, is the layout's end).
         if (!dynamic_shared_) {
           auto *type = llvm::ArrayType::get(builder_->getInt8Ty(), 0);
           dynamic_shared_ = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::ExternalLinkage,
@@ -638,14 +638,14 @@ protected:
                                                      llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
           dynamic_shared_->setAlignment(llvm::Align(kernel_->shared_alignment));
         }
+        auto offset = kernel_->shared_offsets.find(op->name);
+        COALESCE_INTERNAL_ASSERT(offset != kernel_->shared_offsets.end(), "kernel '", kernel_->name,
+                                 "' has no offset for its shared tile '", op->name, "'");
         int64_t bytes = elements * std::max(1, op->type.bytes());
-        llvm::Value *tile = builder_->CreateConstInBoundsGEP1_64(builder_->getInt8Ty(), dynamic_shared_,
-                                                                 static_cast<uint64_t>(dynamic_offset_));
-        int64_t align = kernel_->shared_alignment;
-        dynamic_offset_ += (bytes + align - 1) / align * align;
-        COALESCE_INTERNAL_ASSERT(dynamic_offset_ <= kernel_->shared_bytes, "kernel '", kernel_->name,
-                                 "' has more shared tiles than its ", kernel_->shared_bytes, " bytes");
-        return tile;
+        COALESCE_INTERNAL_ASSERT(offset->second + bytes <= kernel_->shared_bytes, "kernel '", kernel_->name,
+                                 "' has a shared tile '", op->name, "' past its ", kernel_->shared_bytes, " bytes");
+        return builder_->CreateConstInBoundsGEP1_64(builder_->getInt8Ty(), dynamic_shared_,
+                                                    static_cast<uint64_t>(offset->second));
       }
       // Static shared memory: one array per allocation, named after the
       // kernel so two kernels' tiles never share a symbol.
@@ -744,7 +744,6 @@ private:
   bool pending_wgmma_fence_ = false; ///< a wgmma_fence waits for the next MMA's instruction block
   llvm::GlobalVariable *arrival_flag_ = nullptr; ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
-  int64_t dynamic_offset_ = 0;                     ///< where its next tile starts
 };
 
 /// Emits, verifies and (when asked) links libdevice into and optimizes the

@@ -4,6 +4,8 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/LoweredFunc.h"
+#include "scheduler/SharedTileLayout.h"
 
 #include <algorithm>
 #include <map>
@@ -33,6 +35,7 @@ private:
   std::vector<const For *> gpu_loops_; // enclosing block and thread loops
   std::set<std::string> thread_vars_;
   int64_t shared_bytes_ = 0;
+  Stmt kernel_body_; // the kernel's outermost block loop's body
   int64_t largest_bytes_ = 0;
   std::string largest_shared_;
   const For *largest_site_ = nullptr; // the loop the largest buffer is staged at
@@ -91,6 +94,14 @@ private:
 
   void end_kernel() {
     check_accumulator_registers();
+    // Where the tiles are one dynamic array, those that never live side by
+    // side share bytes (SharedTileLayout.h), as the kernel will lay them out.
+    if (kernel_body_.defined()) {
+      SharedTileLayout layout = lay_out_shared_tiles(kernel_body_, sm90a_only_ ? 1024 : 16);
+      if (layout.unshared_bytes > kStaticSharedLimit)
+        shared_bytes_ -= layout.unshared_bytes - layout.bytes;
+    }
+    kernel_body_ = Stmt();
     kernel_threads_ = reallocated_registers_ = 0;
     register_elements_.clear();
     accumulators_.clear();
@@ -183,6 +194,8 @@ private:
                              : "; use smaller thread tiles or give each thread a larger register block");
       thread_vars_.insert(op->name);
     }
+    if (new_kernel)
+      kernel_body_ = op->body;
     gpu_loops_.push_back(op);
     IRVisitor::visit(op);
     gpu_loops_.pop_back();

@@ -4,6 +4,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/SharedTileLayout.h"
 #include "scheduler/SplitWarpRoles.h"
 
 #include <map>
@@ -247,6 +248,12 @@ GpuKernel make_kernel(const Stmt &nest, const std::string &name) {
   kernel.block = scan.block;
   kernel.shared_bytes = scan.shared_bytes;
   kernel.shared_alignment = scan.shared_alignment;
+  kernel.dynamic_shared = scan.shared_bytes > kStaticSharedLimit;
+  if (kernel.dynamic_shared) {
+    SharedTileLayout layout = lay_out_shared_tiles(nest, scan.shared_alignment);
+    kernel.shared_offsets = layout.offsets;
+    kernel.shared_bytes -= static_cast<int>(layout.unshared_bytes - layout.bytes);
+  }
   body = FuseThreads(scan).mutate(body);
   COALESCE_INTERNAL_ASSERT(scan.producer_threads.size() <= 1, "producer warps in more than one GPU dimension");
   for (const auto &[dim, threads] : scan.producer_threads)

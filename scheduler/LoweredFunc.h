@@ -6,6 +6,8 @@
 #include "dsl/IR.h"
 
 #include <array>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,13 @@ struct GpuKernel {
   std::array<int, 3> block{{1, 1, 1}}; ///< threads per dimension
   int threads() const { return block[0] * block[1] * block[2]; }
   int shared_bytes = 0;
+  /// Whether the tiles are one dynamic array (their sum, each aligned, is
+  /// over kStaticSharedLimit): then each starts at its offset below, and
+  /// tiles that never live side by side share bytes (SharedTileLayout.h),
+  /// so that shared_bytes is their layout's end; else each is a static
+  /// array of its own.
+  bool dynamic_shared = false;
+  std::map<std::string, int64_t> shared_offsets;
   /// Where each shared tile starts, in bytes: 16 (vector copies), or 1024
   /// in a kernel with warpgroup MMAs, whose swizzled tiles must start at an
   /// atom of the 128-byte swizzle (the matrix descriptors' base offset 0).
@@ -108,7 +117,7 @@ constexpr int kStaticSharedLimit = 48 * 1024;
 /// The dynamic shared memory `kernel` is launched with: all of it when it
 /// needs more than the static limit, else none (its tiles are static).
 inline int dynamic_shared_bytes(const GpuKernel &kernel) {
-  return kernel.shared_bytes > kStaticSharedLimit ? kernel.shared_bytes : 0;
+  return kernel.dynamic_shared ? kernel.shared_bytes : 0;
 }
 
 /// A pipeline lowered for the GPU up to thread fusion: the serial loop nest

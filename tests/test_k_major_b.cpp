@@ -139,7 +139,7 @@ TEST_CASE("the warpgroup MMA describes W's tiles K-major and the TMA copies W's 
   Pipeline p(linear(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma).out);
   std::string nest = p.loop_nest();
   // 128 x 256 tiles: W's tile is 256 rows of n, k along them, as A's.
-  CHECK_HAS(nest, "allocate W_shared[3][1][256][64] bf16 in shared");
+  CHECK_HAS(nest, "allocate W_shared[4][1][256][64] bf16 in shared");
   CHECK_HAS(nest, "tensor_copy W[bj*256, 0] box 256x64");
   CHECK_HAS(nest, "B: leading 16 B, stride 1024 B");
   CHECK_LACKS(nest, "mn-major");

@@ -91,6 +91,8 @@ TEST_CASE("a persistent warpgroup kernel assembles cleanly") {
   }
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.persistent_blocks = GpuTarget().sm_count();
+  fit_output_tile_beside_stages(t); // the tile loop keeps the slots live beside the output tile: three stages
+  CHECK(t.stages == 3);
   Gemm g = coalesce::testing::bf16_scheduled(t);
   coalesce::testing::check_assembled_cleanly(Pipeline(g.out).assemble(parse_gpu_target("sm_90a")));
 }

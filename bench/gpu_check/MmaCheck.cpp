@@ -419,6 +419,7 @@ void check_mma(Precision p, bool full) {
         // registers each, too few for the MMAs' accumulators: one block.
         if (producers == 4)
           tiling.min_blocks_per_sm = 1;
+        fit_output_tile_beside_stages(tiling);
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true, &tiling);
       }
       MmaTiling wide = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
@@ -464,6 +465,7 @@ void check_mma(Precision p, bool full) {
     {
       MmaTiling persistent = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       persistent.persistent_blocks = gpu::Device::get().sm_count();
+      fit_output_tile_beside_stages(persistent);
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &persistent);
       for (const Shape &s : kSmallKShapes)
@@ -508,6 +510,7 @@ void check_mma(Precision p, bool full) {
         clustered.cluster_blocks = blocks;
         clustered.producer_warps = producers;
         clustered.producer_registers = registers;
+        fit_output_tile_beside_stages(clustered);
         for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
           check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &clustered);
         for (const Shape &s : kSmallKShapes)

@@ -155,21 +155,17 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count) : filling;
     MmaTiling tiling = tiling_of(pick, kind);
     tiling.k_step = 128 / mma_instruction(kind).operand.bytes(); // one 128-byte swizzled row
-    // The 128 x 256 tile of a 16-bit output through shared memory (66 KiB
-    // beside three stages; the 128 x 128 tiles' two blocks per SM leave no
-    // room): the fragment layout's direct stores fill a quarter of each
-    // sector. On the H200 (coalesce-main, bf16, one session): 4096^3
-    // 0.249 -> 0.230 ms, 8192^3 1.878 -> 1.792, 8192 x 11008 x 4096 1.443
-    // -> 1.309; three stages with direct stores 0.256 at 4096^3.
+    // The 128 x 256 tile of a 16-bit output through shared memory (the
+    // 128 x 128 tiles' two blocks per SM leave no room): the fragment
+    // layout's direct stores fill a quarter of each sector. On the H200
+    // (coalesce-main, bf16, one session): 4096^3 0.249 -> 0.230 ms, 8192^3
+    // 1.878 -> 1.792, 8192 x 11008 x 4096 1.443 -> 1.309. Its 66 KiB take
+    // the bytes of the pipeline's slots once the main loop is done
+    // (SharedTileLayout.h), so the four stages stay.
     // Not where N is known to leave rows of other than 16-byte multiples:
-    // no tile is stored through shared memory there, and the fourth stage
-    // fits (H200, bf16 4093 x 4091 x 4097: 0.334 ms at four stages, 0.346
-    // at three, 0.372 at three with the unused tile compiled in).
-    if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0)) {
+    // no tile is stored through shared memory there.
+    if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0))
       tiling.tile_stores = TileStores::ThroughShared;
-      if (tiling.block_n == 256)
-        tiling.stages = 3;
-    }
     tiling.a_padding = tiling.b_padding = 0;
     // Blocks in groups of 8 block rows, so that a wave's tiles of A and B
     // stay in L2. On the H200 (coalesce-main, bf16, one session), against
@@ -226,6 +222,20 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
   auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
   if (ragged(K) || ragged(N))
     t.tma_padded_copies = true;
+}
+
+void fit_output_tile_beside_stages(MmaTiling &t) {
+  const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
+  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::ThroughShared || shares_slots)
+    return;
+  // Each in 1024-byte units, as the kernel lays them out: the stages' A
+  // and B tiles, the output tile's rows padded by 16 bytes, the barriers.
+  auto kib = [](int64_t bytes) { return (bytes + 1023) / 1024; };
+  const int64_t element = mma_instruction(t.kind).operand.bytes();
+  const int64_t stage = kib(int64_t{t.block_m} * t.k_step * element) + kib(int64_t{t.block_n} * t.k_step * element);
+  const int64_t tile = kib(int64_t{t.block_m} * (t.block_n * 2 + 16)); // a 16-bit output's rows
+  while (t.stages > 2 && t.stages * stage + tile + 2 > 227)
+    --t.stages;
 }
 
 namespace {

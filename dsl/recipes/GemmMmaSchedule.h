@@ -105,6 +105,18 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
 /// entry) needs before it runs at this one.
 void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 
+/// An output tile stored through shared memory (TileStores::ThroughShared)
+/// takes the bytes of the pipeline's slots once the main loop is done,
+/// but only in a block that is done with its slots before the epilogue
+/// and meets its other warps at barriers of the whole block (no
+/// persistent tile loop, no producer warps, no cluster:
+/// scheduler/SharedTileLayout.h). Otherwise the tile needs bytes of its
+/// own: for a warpgroup tiling whose stages and tile would not fit in 227
+/// KiB together, this takes stages away until they do (the 128 x 256
+/// default's 66 KiB tile fits beside three 48 KiB stages, not four).
+/// What a tiling needs after those knobs are set on it.
+void fit_output_tile_beside_stages(MmaTiling &t);
+
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it
 /// (fuse_epilogue), its reduction mapped by mma() in steps of k_step, A and

@@ -429,6 +429,8 @@ public:
                      : "which this kernel does not use (it needs --mma=warpgroup, 3 or more stages and --tma)",
                  "; leave the flag out");
     tiling.cluster_blocks = cluster_blocks;
+    if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
+      fit_output_tile_beside_stages(tiling);
     // Sizes fixed when generating whose rows the TMA cannot read: padded
     // copies (sizes given at run time keep the in-kernel cp.async branch).
     use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
