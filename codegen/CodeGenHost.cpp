@@ -80,6 +80,7 @@ protected:
     case Intrinsic::Abs:
       return llvm::Intrinsic::getOrInsertDeclaration(&module_, llvm::Intrinsic::fabs, {f32});
     case Intrinsic::Erf: libm = "erff"; break;
+    case Intrinsic::Erfc: libm = "erfcf"; break;
     case Intrinsic::Exp: libm = "expf"; break;
     case Intrinsic::Tanh: libm = "tanhf"; break;
     default: break; // not math: reported below

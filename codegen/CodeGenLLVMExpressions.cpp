@@ -313,6 +313,7 @@ void CodeGenLLVM::visit(const Call *op) {
     return;
   case Intrinsic::Exp:
   case Intrinsic::Erf:
+  case Intrinsic::Erfc:
   case Intrinsic::Tanh:
   case Intrinsic::Sqrt:
   case Intrinsic::Abs: {

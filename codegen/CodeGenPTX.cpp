@@ -128,11 +128,12 @@ protected:
   llvm::FunctionCallee math_function(Intrinsic math, Type type) override {
     if (type != Float(32))
       internal_error("GPU math function '", intrinsic_name(math), "' of ", type, ": only f32 is supported");
-    // libdevice's f32 names, linked in after emission; erf's own
-    // straight-line form (codegen/GpuErf.h).
+    // libdevice's f32 names, linked in after emission; erf's and erfc's
+    // own straight-line forms (codegen/GpuErf.h).
     const char *libdevice = nullptr;
     switch (math) {
     case Intrinsic::Erf: return gpu_erf_function(module_);
+    case Intrinsic::Erfc: return gpu_erfc_function(module_);
     case Intrinsic::Exp: libdevice = "__nv_expf"; break;
     case Intrinsic::Tanh: libdevice = "__nv_tanhf"; break;
     case Intrinsic::Sqrt: libdevice = "__nv_sqrtf"; break;

@@ -52,4 +52,39 @@ llvm::Function *gpu_erf_function(llvm::Module &module) {
   return erf;
 }
 
+llvm::Function *gpu_erfc_function(llvm::Module &module) {
+  const char *name = "coalesce.erfcf";
+  if (llvm::Function *existing = module.getFunction(name))
+    return existing;
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *f32 = llvm::Type::getFloatTy(context);
+  llvm::Function *erfc = llvm::Function::Create(llvm::FunctionType::get(f32, {f32}, false),
+                                                llvm::GlobalValue::InternalLinkage, name, module);
+  erfc->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", erfc));
+  auto constant = [&](double value) { return llvm::ConstantFP::get(f32, value); };
+  auto fma = [&](llvm::Value *x, llvm::Value *y, llvm::Value *z) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {f32}, {x, y, z});
+  };
+  // P(t), highest degree first.
+  constexpr double kP[] = {0.17087277,  -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+                           -0.18628806, 0.09678418,  0.37409196, 1.00002368,  -1.26551223};
+  llvm::Value *x = erfc->getArg(0);
+  llvm::Value *z = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  // +inf: t = 0 and 2^-inf = 0; NaN stays NaN through every step.
+  llvm::Value *t = b.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_f, llvm::ArrayRef<llvm::Type *>{},
+                                     llvm::ArrayRef<llvm::Value *>{fma(z, constant(0.5), constant(1.0))});
+  llvm::Value *poly = constant(kP[0]);
+  for (size_t i = 1; i < std::size(kP); ++i)
+    poly = fma(poly, t, constant(kP[i]));
+  llvm::Value *exponent = fma(b.CreateFNeg(z), z, poly);
+  llvm::Value *power = b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz, {f32},
+                                         {b.CreateFMul(exponent, constant(1.4426950408889634))});
+  llvm::Value *tail = b.CreateFMul(t, power); // erfc(|x|)
+  // Ordered: a NaN takes 2 - NaN, which is NaN.
+  llvm::Value *non_negative = b.CreateFCmpOGE(x, constant(0.0));
+  b.CreateRet(b.CreateSelect(non_negative, tail, b.CreateFSub(constant(2.0), tail)));
+  return erfc;
+}
+
 } // namespace coalesce

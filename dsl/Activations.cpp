@@ -26,7 +26,7 @@ Expr relu(const Expr &input) {
 Expr gelu(const Expr &input) {
   check_float(input, "gelu");
   Expr x = widen_narrow_float(input);
-  return make_const(x.type(), 0.5) * x * (make_one(x.type()) + erf(x * make_const(x.type(), 0.70710678118654752)));
+  return make_const(x.type(), 0.5) * x * erfc(x * make_const(x.type(), -0.70710678118654752));
 }
 
 Expr gelu_tanh(const Expr &input) {

@@ -11,7 +11,9 @@ namespace coalesce {
 /// max(x, 0), with NaN propagated: relu(NaN) is NaN, as in PyTorch (float max
 /// and min keep NaN on every target).
 Expr relu(const Expr &x);
-/// The exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), as PyTorch's default.
+/// The exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), as PyTorch's
+/// default, computed as 0.5 x erfc(-x / sqrt(2)): the same function, without
+/// 1 + erf's cancellation for negative x (its tail keeps its precision).
 Expr gelu(const Expr &x);
 /// The tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Expr gelu_tanh(const Expr &x);

@@ -117,6 +117,7 @@ Expr float_intrinsic(Intrinsic intrinsic, Expr x) {
 
 Expr exp(Expr x) { return float_intrinsic(Intrinsic::Exp, std::move(x)); }
 Expr erf(Expr x) { return float_intrinsic(Intrinsic::Erf, std::move(x)); }
+Expr erfc(Expr x) { return float_intrinsic(Intrinsic::Erfc, std::move(x)); }
 Expr tanh(Expr x) { return float_intrinsic(Intrinsic::Tanh, std::move(x)); }
 Expr sqrt(Expr x) { return float_intrinsic(Intrinsic::Sqrt, std::move(x)); }
 Expr abs(Expr x) { return float_intrinsic(Intrinsic::Abs, std::move(x)); }

@@ -38,6 +38,7 @@ Expr cast(Type type, Expr value);
 Expr widen_narrow_float(Expr value);
 Expr exp(Expr x);
 Expr erf(Expr x);
+Expr erfc(Expr x); ///< 1 - erf(x), without the cancellation where erf(x) nears 1
 Expr tanh(Expr x);
 Expr sqrt(Expr x);
 Expr abs(Expr x);

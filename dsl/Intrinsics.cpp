@@ -39,6 +39,7 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   switch (intrinsic) {
   case Intrinsic::Exp:
   case Intrinsic::Erf:
+  case Intrinsic::Erfc:
   case Intrinsic::Tanh:
   case Intrinsic::Sqrt:
   case Intrinsic::Abs:

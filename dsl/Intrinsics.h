@@ -21,6 +21,7 @@ enum class IntrinsicResult : uint8_t {
   /* f32 math, from the algorithm (dsl/IROperator.h, dsl/Activations.cpp) */                        \
   X(Exp, "exp", 1, 1, SameAsArg0)                                                                  \
   X(Erf, "erf", 1, 1, SameAsArg0)                                                                  \
+  X(Erfc, "erfc", 1, 1, SameAsArg0)                                                                \
   X(Tanh, "tanh", 1, 1, SameAsArg0)                                                                \
   X(Sqrt, "sqrt", 1, 1, SameAsArg0)                                                                \
   X(Abs, "abs", 1, 1, SameAsArg0)                                                                  \

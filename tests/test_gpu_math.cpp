@@ -1,5 +1,6 @@
-// erf on the GPU is straight-line code (codegen/GpuErf.h): a thread's
-// unrolled erfs share no branch, so ptxas can interleave their FMA chains.
+// erf and erfc on the GPU are straight-line code (codegen/GpuErf.h): a thread's
+// unrolled erfs (and gelu's erfcs) share no branch, so ptxas can interleave
+// their FMA chains.
 // Its accuracy is checked on the GPU (coalesce-gpu-check's math functions:
 // at most 2 ulp over four million inputs); the host's erf is the C
 // library's.
@@ -40,4 +41,20 @@ TEST_CASE("erf on the GPU adds no branch per element") {
   // branches once per call.
   CHECK(occurrences(two, "bra") == occurrences(one, "bra"));
   CHECK(occurrences(two, "call") == 0);
+}
+
+TEST_CASE("erfc on the GPU adds no branch per element, and gelu takes it") {
+  const std::string one = ptx_of([](Expr v) { return erfc(v); });
+  const std::string two = ptx_of([](Expr v) { return erfc(v) + erfc(v * 3.0f); });
+  INFO("two erfcs per element:\n", two);
+  CHECK(occurrences(two, "ex2.approx") >= 16);
+  CHECK(occurrences(two, "rcp.approx") >= 16);
+  CHECK(occurrences(two, "bra") == occurrences(one, "bra"));
+  CHECK(occurrences(two, "call") == 0);
+  // gelu = 0.5 x erfc(-x / sqrt(2)): as many reciprocals and 2^x as one
+  // erfc per element.
+  const std::string gelus = ptx_of([](Expr v) { return gelu(v); });
+  CHECK(occurrences(gelus, "rcp.approx") == occurrences(one, "rcp.approx"));
+  CHECK(occurrences(gelus, "ex2.approx") == occurrences(one, "ex2.approx"));
+  CHECK(occurrences(gelus, "call") == 0);
 }

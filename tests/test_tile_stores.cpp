@@ -86,7 +86,7 @@ TEST_CASE("every block with aligned rows goes through the shared tile, storing o
   // inside the output where rows are aligned, and the elements inside it,
   // in a loop, where they are not. partition_full_tiles's guarded copy is
   // gone: no direct store of the output remains.
-  CHECK(occurrences(nest, "erf(") == 1);
+  CHECK(occurrences(nest, "erfc(") == 1);
   CHECK(occurrences(nest, "out_tile[i - bi*64, j - bj*64] = ") == 1);
   CHECK(occurrences(nest, "out[i, j] = ") == 0);
   CHECK(occurrences(nest, "    let aligned = N % 8 == 0\n") == 1);

@@ -135,6 +135,16 @@ void check_math_functions() {
   const std::vector<float> inputs = sweep(size_t{1} << 22);
   const MathFunction functions[] = {
       {"erf", [](Expr v) { return erf(v); }, [](double v) { return std::erf(v); }, 2},
+      // erfc's straight-line form (codegen/GpuErf.h): relative to the
+      // value, which 2^x's own error (ex2.approx) and the rounding of the
+      // exponent -x^2 + P(t) in f32 (|x|^2 ulps of 2^-24) bound from below.
+      {"erfc", [](Expr v) { return erfc(v); }, [](double v) { return std::erfc(v); }, 256},
+      // gelu = 0.5 x erfc(-x / sqrt(2)): erfc's error, and the f32 rounding
+      // of its argument, which the tail's slope magnifies (about x^2 ulps:
+      // 261 measured on the H200 at x = -11.6, where gelu is about -1e-30);
+      // below about -13 it is under the smallest normal.
+      {"gelu", [](Expr v) { return gelu(v); },
+       [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); }, 512, -13},
       {"exp", [](Expr v) { return exp(v); }, [](double v) { return std::exp(v); }, 2},
       {"tanh", [](Expr v) { return tanh(v); }, [](double v) { return std::tanh(v); }, 2},
       // The activations built on exp (dsl/Activations), as their formulas
