@@ -33,6 +33,7 @@
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
 #include "scheduler/ResolveSchedule.h"
+#include "scheduler/SharedTileLayout.h"
 #include "scheduler/RollHostLoops.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitReductionAcrossBlocks.h"
@@ -289,6 +290,9 @@ GpuProgram finish_gpu_program(const GpuNest &nest) {
   for (GpuKernel &kernel : program.kernels) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
+    // Tiles that share bytes still live apart after the later passes.
+    if (kernel.dynamic_shared)
+      verify_shared_tile_layout(kernel.body, kernel.name, kernel.shared_offsets);
     kernel.min_blocks_per_sm = nest.min_blocks_per_sm;
     // The output's kernel is launched in clusters along its clustered
     // block loop (check_clusters made sure it is one).

@@ -128,46 +128,64 @@ private:
 
 int64_t aligned(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
-} // namespace
-
-SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment) {
-  COALESCE_INTERNAL_ASSERT(alignment > 0, "shared tiles aligned to ", alignment, " bytes");
-  Scan scan;
-  scan.visit_stmt(kernel);
-  std::vector<Stmt> statements;
-  top_level(kernel, statements);
-  const int count = static_cast<int>(statements.size());
-  // barrier_from[i]: the first statement at or after i that ends in a
-  // barrier of the whole block (count: none).
-  std::vector<int> barrier_from(static_cast<size_t>(count) + 1, count);
-  for (int i = count - 1; i >= 0; --i)
-    barrier_from[i] = ends_in_block_barrier(statements[i]) ? i : barrier_from[i + 1];
-  std::vector<Tile> &tiles = scan.tiles;
-  for (int i = 0; i < count; ++i) {
-    Touched touched;
-    touched.visit_stmt(statements[i]);
+// Which of a kernel's shared tiles live beside which: each tile's first
+// and last top-level statement, and where barriers of the whole block end
+// a statement.
+class TileLiveness {
+public:
+  explicit TileLiveness(const Stmt &kernel) {
+    Scan scan;
+    scan.visit_stmt(kernel);
+    tiles = std::move(scan.tiles);
+    std::vector<Stmt> statements;
+    top_level(kernel, statements);
+    const int count = static_cast<int>(statements.size());
+    // barrier_from_[i]: the first statement at or after i that ends in a
+    // barrier of the whole block (count: none).
+    barrier_from_.assign(static_cast<size_t>(count) + 1, count);
+    for (int i = count - 1; i >= 0; --i)
+      barrier_from_[i] = ends_in_block_barrier(statements[i]) ? i : barrier_from_[i + 1];
+    for (int i = 0; i < count; ++i) {
+      Touched touched;
+      touched.visit_stmt(statements[i]);
+      for (Tile &tile : tiles)
+        if (touched.buffers.count(tile.name)) {
+          if (tile.first > tile.last)
+            tile.first = i;
+          tile.last = i;
+        }
+    }
     for (Tile &tile : tiles)
-      if (touched.buffers.count(tile.name)) {
-        if (tile.first > tile.last)
-          tile.first = i;
-        tile.last = i;
-      }
+      tile.pinned = scan.blocks_share_memory || scan.mbarriers.count(tile.name);
   }
-  for (Tile &tile : tiles)
-    tile.pinned = scan.blocks_share_memory || scan.mbarriers.count(tile.name);
-  // `earlier` is done with its bytes before `later` touches them: a
-  // barrier of the whole block ends a statement between the two.
-  auto done_before = [&](const Tile &earlier, const Tile &later) {
+
+  std::vector<Tile> tiles; ///< in allocation order
+
+  /// Whether `a` and `b` may share bytes: one is done with them before the
+  /// other touches them, a barrier of the whole block ending a statement
+  /// between the two.
+  bool apart(const Tile &a, const Tile &b) const { return done_before(a, b) || done_before(b, a); }
+
+private:
+  std::vector<int> barrier_from_;
+
+  bool done_before(const Tile &earlier, const Tile &later) const {
     if (earlier.pinned || later.pinned)
       return false;
     if (earlier.first > earlier.last || later.first > later.last)
       return true; // one of them is touched nowhere
-    return earlier.last < later.first && barrier_from[earlier.last] < later.first;
-  };
-  auto apart = [&](const Tile &a, const Tile &b) { return done_before(a, b) || done_before(b, a); };
+    return earlier.last < later.first && barrier_from_[earlier.last] < later.first;
+  }
+};
+
+} // namespace
+
+SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment) {
+  COALESCE_INTERNAL_ASSERT(alignment > 0, "shared tiles aligned to ", alignment, " bytes");
+  TileLiveness liveness(kernel);
   SharedTileLayout layout;
   std::vector<const Tile *> placed;
-  for (Tile &tile : tiles) {
+  for (Tile &tile : liveness.tiles) {
     const int64_t size = aligned(tile.bytes, alignment);
     layout.unshared_bytes += size;
     std::vector<int64_t> candidates = {0};
@@ -177,7 +195,7 @@ SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment) {
     for (int64_t offset : candidates) {
       bool fits = std::all_of(placed.begin(), placed.end(), [&](const Tile *other) {
         bool overlaps = offset < other->offset + aligned(other->bytes, alignment) && other->offset < offset + size;
-        return !overlaps || apart(tile, *other);
+        return !overlaps || liveness.apart(tile, *other);
       });
       if (fits) {
         tile.offset = offset;
@@ -190,6 +208,23 @@ SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment) {
     placed.push_back(&tile);
   }
   return layout;
+}
+
+void verify_shared_tile_layout(const Stmt &kernel, const std::string &name,
+                               const std::map<std::string, int64_t> &offsets) {
+  TileLiveness liveness(kernel);
+  const std::vector<Tile> &tiles = liveness.tiles;
+  for (size_t a = 0; a < tiles.size(); ++a)
+    for (size_t b = a + 1; b < tiles.size(); ++b) {
+      auto at_a = offsets.find(tiles[a].name), at_b = offsets.find(tiles[b].name);
+      COALESCE_INTERNAL_ASSERT(at_a != offsets.end() && at_b != offsets.end(), "kernel '", name,
+                               "': a shared tile without an offset");
+      bool overlap = at_a->second < at_b->second + tiles[b].bytes && at_b->second < at_a->second + tiles[a].bytes;
+      COALESCE_INTERNAL_ASSERT(!overlap || liveness.apart(tiles[a], tiles[b]), "kernel '", name,
+                               "': shared tiles '", tiles[a].name, "' and '", tiles[b].name,
+                               "' share bytes but live side by side in the lowered kernel (no barrier of the whole "
+                               "block between the last statement touching one and the first touching the other)");
+    }
 }
 
 } // namespace coalesce

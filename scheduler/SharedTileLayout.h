@@ -41,4 +41,11 @@ struct SharedTileLayout {
 /// starts at a multiple of `alignment` and takes a multiple of it.
 SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment);
 
+/// After lowering: an internal error unless every two tiles of the lowered
+/// kernel `kernel` (named `name`) whose bytes at `offsets` overlap still
+/// live apart by the rule above (no later pass moved an access across the
+/// barrier between them).
+void verify_shared_tile_layout(const Stmt &kernel, const std::string &name,
+                               const std::map<std::string, int64_t> &offsets);
+
 } // namespace coalesce

@@ -7,8 +7,10 @@
 // Then the default 128 x 256 bf16 kernel: its output tile takes the
 // pipeline's bytes, so four stages fit; a persistent one keeps them apart.
 // The host runs every tile in memory of its own, so only the GPU can show
-// a wrong reuse: these check the rule itself, on nests built here.
+// a wrong reuse: these check the rule itself, on nests built here, and the
+// check after lowering (verify_shared_tile_layout) on a reuse it must refuse.
 
+#include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "scheduler/Lower.h"
@@ -131,4 +133,13 @@ TEST_CASE("the default 128 x 256 bf16 kernel: its output tile takes the four sta
   int64_t tile = persistent.shared_offsets.at("out_tile"), slots = persistent.shared_offsets.at("B_shared");
   CHECK((tile >= slots + 3 * 32 * 1024 || slots >= tile + 66 * 1024));
   CHECK(persistent.shared_bytes == 3 * 48 * 1024 + 66 * 1024 + 1024);
+}
+
+TEST_CASE("after lowering, tiles that share bytes without a barrier between are an internal error") {
+  Stmt unordered = kernel({{"slots", 8}, {"tile", 4}}, Block::make({touch("slots"), touch("tile")}));
+  CHECK_THROWS_AS(verify_shared_tile_layout(unordered, "k", {{"slots", 0}, {"tile", 0}}), InternalError);
+  CHECK_NOTHROW(verify_shared_tile_layout(unordered, "k", {{"slots", 0}, {"tile", 8 * 1024}}));
+  Stmt ordered =
+      kernel({{"slots", 8}, {"tile", 4}}, Block::make({touch("slots"), block_barrier(), touch("tile")}));
+  CHECK_NOTHROW(verify_shared_tile_layout(ordered, "k", {{"slots", 0}, {"tile", 0}}));
 }
