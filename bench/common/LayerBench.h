@@ -15,8 +15,11 @@
 #include <benchmark/benchmark.h>
 #include <llvm/Support/CommandLine.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,6 +126,39 @@ inline std::optional<GpuTiming> check_then_time(benchmark::State &state, const c
   state.counters["TFLOPs"] = flops / (t.median_ms * 1e-3) / 1e12;
   state.counters["rel_error"] = error;
   return t;
+}
+
+/// A layer benchmark's state across its benchmarks: the L2 flush buffer,
+/// the problem of the shape now running (its data built once per shape: a
+/// shape's benchmarks are registered together), and the baselines' median
+/// times by "shape/variant", for the ratios. `Problem` is built from
+/// (LayerShape, multiprocessors) and keeps its shape as `s`.
+template <class Problem> struct LayerBenchState {
+  gpu::DeviceBuffer flush;
+  std::unique_ptr<Problem> problem;
+  std::map<std::string, double> baseline_ms;
+
+  Problem &problem_for(const LayerShape &s) {
+    if (!problem || problem->s.name() != s.name()) {
+      problem.reset(); // the last shape's device buffers go first
+      problem = std::make_unique<Problem>(s, gpu::Device::get().sm_count());
+    }
+    return *problem;
+  }
+};
+
+/// Registers run(state, shape, variant) for every shape and variant as
+/// "<prefix>/<variant's name>/<shape>", timed by hand, one iteration each.
+template <class Variant, size_t Count>
+void register_layer_benchmarks(const std::string &prefix, const std::vector<LayerShape> &shapes,
+                               const Variant (&variants)[Count], const char *(*name)(Variant),
+                               void (*run)(benchmark::State &, LayerShape, Variant)) {
+  for (const LayerShape &s : shapes)
+    for (Variant v : variants)
+      benchmark::RegisterBenchmark((prefix + "/" + name(v) + "/" + s.name()).c_str(), run, s, v)
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
 }
 
 /// What main() needs to know of a layer benchmark.

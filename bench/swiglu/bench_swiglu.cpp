@@ -71,20 +71,7 @@ struct Problem {
   }
 };
 
-struct Bench {
-  gpu::DeviceBuffer flush;
-  std::unique_ptr<Problem> problem;
-  std::map<std::string, double> cublas_ms; // by shape and variant
-};
-Bench *g_bench = nullptr;
-
-Problem &problem_for(const Shape &s) {
-  if (!g_bench->problem || g_bench->problem->s.name() != s.name()) {
-    g_bench->problem.reset();
-    g_bench->problem = std::make_unique<Problem>(s, gpu::Device::get().sm_count());
-  }
-  return *g_bench->problem;
-}
+bench::LayerBenchState<Problem> *g_bench = nullptr;
 
 // ||got - want|| / ||want|| over the 16 rows: the M x 2N product for the
 // GEMM over [Wg; Wu], else silu(g) * u (M x N).
@@ -113,7 +100,7 @@ double sampled_error(Problem &d, Variant v, size_t *not_finite) {
 void run_benchmark(benchmark::State &state, Shape s, Variant v) {
   const std::string what = std::string(variant_name(v)) + " " + s.name();
   try {
-    Problem &d = problem_for(s);
+    Problem &d = g_bench->problem_for(s);
     const char *x = d.x_dev.as<char>(), *W = d.W_dev.as<char>();
     const char *Wu = W + size_t(s.N) * s.K * 2; // the second half of [Wg; Wu]
     void *gu = d.gu_dev.as<void>(), *out = d.y_dev.as<void>(), *g = d.g_dev.as<void>(), *u = d.u_dev.as<void>();
@@ -153,11 +140,11 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
     if (!t)
       return;
     if (v != Variant::CoalesceFused) {
-      g_bench->cublas_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
+      g_bench->baseline_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
     } else {
       // Time ratios, as coalesce-bench's: above 1, slower than cuBLAS.
       for (Variant c : kVariants)
-        if (auto it = g_bench->cublas_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->cublas_ms.end())
+        if (auto it = g_bench->baseline_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->baseline_ms.end())
           state.counters[std::string("ratio_vs_") + variant_name(c)] = t->median_ms / it->second;
       state.SetLabel(d.tiling.str());
     }
@@ -171,7 +158,7 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Bench bench;
+  bench::LayerBenchState<Problem> bench;
   g_bench = &bench;
   bench::LayerBenchProgram program{
       "coalesce-bench-swiglu",
@@ -188,13 +175,7 @@ int main(int argc, char **argv) {
       argc, argv, program,
       [&](const std::vector<Shape> &shapes) {
         bench.flush = make_l2_flush_buffer();
-        for (const Shape &s : shapes)
-          for (Variant v : kVariants)
-            benchmark::RegisterBenchmark((std::string("bf16/") + variant_name(v) + "/" + s.name()).c_str(),
-                                         run_benchmark, s, v)
-                ->UseManualTime()
-                ->Iterations(1)
-                ->Unit(benchmark::kMillisecond);
+        bench::register_layer_benchmarks("bf16", shapes, kVariants, variant_name, run_benchmark);
       },
       [&] { bench.problem.reset(); });
 }
