@@ -132,4 +132,15 @@ inline void check_launcher_builds(const TempDir &dir, const std::string &name, c
   CHECK(linked.status == 0);
 }
 
+/// Compiles the stand-in driver runtime/aot/testing/DRIVER.cpp (warnings
+/// are errors) with the launchers `launchers` (space-separated .cpp files
+/// in `dir`) into `dir`/DRIVER, which the caller runs.
+inline void build_fake_driver(const fs::path &dir, const std::string &driver, const std::string &launchers) {
+  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
+                         quote(kAotSources + "/testing/" + driver + ".cpp") + " " + launchers + " -o " + driver,
+                     dir);
+  INFO(built.err);
+  REQUIRE(built.status == 0);
+}
+
 } // namespace aot_testing

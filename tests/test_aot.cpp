@@ -176,13 +176,7 @@ TEST_CASE("the launcher checks its arguments, loads the module once and launches
                          "--reg-m=4 --reg-n=4 --output-dir=.",
                          dir.path);
   REQUIRE(generated.status == 0);
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" +
-                         quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_check.cpp") +
-                         " gemm_check.cpp -o fake_driver_check",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  build_fake_driver(dir.path, "fake_driver_check", "gemm_check.cpp");
   Result checked = run("./fake_driver_check", dir.path);
   INFO(checked.out);
   CHECK(checked.status == 0);
@@ -215,11 +209,7 @@ TEST_CASE("--cubin embeds ptxas's cubin next to the PTX, both as byte arrays; th
   CHECK(plain.out.find("const unsigned char gemm_plain_ptx[] = {") != std::string::npos);
   CHECK(plain.out.find("_cubin[]") == std::string::npos);
 
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_cubin.cpp") + " gemm_cubin.cpp -o fake_driver_cubin",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  build_fake_driver(dir.path, "fake_driver_cubin", "gemm_cubin.cpp");
   for (const char *mode : {"", " refuse"}) {
     Result checked = run(std::string("./fake_driver_cubin") + mode, dir.path);
     INFO(mode, "\n", checked.out);
@@ -250,13 +240,8 @@ TEST_CASE("kernels are named after --name: two launchers link into one program a
     INFO(flags, "\n", generated.err);
     REQUIRE(generated.status == 0);
   }
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_two_launchers.cpp") +
-                         " gemm_relu_one.cpp gemm_gelu_two.cpp -o two_launchers",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
-  Result checked = run("./two_launchers", dir.path);
+  build_fake_driver(dir.path, "fake_driver_two_launchers", "gemm_relu_one.cpp gemm_gelu_two.cpp");
+  Result checked = run("./fake_driver_two_launchers", dir.path);
   INFO(checked.out);
   CHECK(checked.status == 0);
   CHECK(checked.out.find("launcher checks passed") != std::string::npos);
@@ -270,11 +255,7 @@ TEST_CASE("the launcher accepts K = 0 (out = epilogue(bias)) and empty outputs, 
                          "--reg-m=4 --reg-n=4 --output-dir=.",
                          dir.path);
   REQUIRE(generated.status == 0);
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_sizes.cpp") + " gemm_check.cpp -o fake_driver_sizes",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  build_fake_driver(dir.path, "fake_driver_sizes", "gemm_check.cpp");
   Result checked = run("./fake_driver_sizes", dir.path);
   INFO(checked.out);
   CHECK(checked.status == 0);

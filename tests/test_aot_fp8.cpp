@@ -159,12 +159,7 @@ TEST_CASE("the FP8 launchers pass the stand-in driver's checks: byte sizes, scal
     INFO(flags, "\n", generated.err);
     REQUIRE(generated.status == 0);
   }
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_fp8.cpp") +
-                         " gemm_fp8.cpp gemm_fp8_tensor.cpp -o fake_driver_fp8",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  build_fake_driver(dir.path, "fake_driver_fp8", "gemm_fp8.cpp gemm_fp8_tensor.cpp");
   Result checked = run("./fake_driver_fp8", dir.path);
   INFO(checked.out);
   CHECK(checked.status == 0);

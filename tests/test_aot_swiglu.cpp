@@ -166,11 +166,7 @@ TEST_CASE("the SwiGLU launcher passes the stand-in driver's checks: argument ord
   Result generated = aot("--name=swiglu --epilogue=swiglu --dtype=bf16 --out-dtype=bf16 --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  Result built = run("g++ -std=c++17 -O1 -Wall -Wextra -Werror -pthread -I. -I" + quote(cuda_include()) + " " +
-                         quote(kAotSources + "/testing/fake_driver_swiglu.cpp") + " swiglu.cpp -o fake_driver_swiglu",
-                     dir.path);
-  INFO(built.err);
-  REQUIRE(built.status == 0);
+  build_fake_driver(dir.path, "fake_driver_swiglu", "swiglu.cpp");
   Result checked = run("./fake_driver_swiglu", dir.path);
   INFO(checked.out);
   CHECK(checked.status == 0);
