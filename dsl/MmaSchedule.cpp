@@ -67,6 +67,31 @@ int split_factor(const StageSchedule &stage, const std::string &var) {
   return 0;
 }
 
+// The Func's dimensions (indices into `pure_vars`) that loop `var` of the
+// stage walks: its own if it is a pure variable, else those of the loop a
+// split made it from, or of both loops a fuse made it of.
+std::vector<int> dims_walked(const StageSchedule &stage, const std::vector<std::string> &pure_vars,
+                             const std::string &var) {
+  auto pure = std::find(pure_vars.begin(), pure_vars.end(), var);
+  if (pure != pure_vars.end())
+    return {static_cast<int>(pure - pure_vars.begin())};
+  std::vector<int> dims;
+  for (const Split &split : stage.splits) {
+    std::vector<std::string> sources;
+    if (split.is_fuse && split.old_var == var)
+      sources = {split.outer, split.inner};
+    else if (!split.is_fuse && (split.outer == var || split.inner == var))
+      sources = {split.old_var};
+    for (const std::string &source : sources)
+      for (int d : dims_walked(stage, pure_vars, source))
+        if (std::find(dims.begin(), dims.end(), d) == dims.end())
+          dims.push_back(d);
+    if (!sources.empty())
+      break;
+  }
+  return dims;
+}
+
 } // namespace
 
 Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int warp_n, const Var &warp,
@@ -87,6 +112,18 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     if (dx + 1 != dy)
       user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(), "): '", x.name(),
                  "' must be the loop directly outside '", y.name(), "' (as tile() leaves them)");
+    // The instruction's rows and columns: one of the Func's two dimensions
+    // each, either way round (rows along j is swap-AB: B's rows fill the
+    // instruction's M). The operands follow from it (check_mma).
+    const std::vector<std::string> &pure_vars = func_->pure_vars;
+    std::vector<int> rows = dims_walked(stage, pure_vars, x.name()), columns = dims_walked(stage, pure_vars, y.name());
+    if (rows.size() != 1 || columns.size() != 1 || rows[0] == columns[0])
+      user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(), "): the tile's rows and ",
+                 "columns must each run along one dimension of '", func_->name, "', a different one each; '", x.name(),
+                 "' and '", y.name(), "' walk ",
+                 rows.size() == 1 && columns.size() == 1
+                     ? str_cat("both along '", pure_vars[static_cast<size_t>(rows[0])], "'")
+                     : std::string("a loop made of several (a fuse)"));
     int tile_m = split_factor(stage, x.name()), tile_n = split_factor(stage, y.name());
     if (tile_m == 0 || tile_n == 0)
       user_error("in schedule for ", describe(), ": mma_tile(", x.name(), ", ", y.name(),
@@ -155,9 +192,9 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     gpu_threads({warp, lane});
     unroll(mma_i).unroll(mma_j).unroll(frag_i).unroll(frag_j);
     StageSchedule &after = schedule();
-    after.mma_layout = MmaLayout{kind,          warp.name(),   lane.name(),          mma_i.name(),
-                                 mma_j.name(),  frag_i.name(), frag_j.name(),        rows_per_warp,
-                                 warp_n,        tile_m / rows_per_warp, tile_n / warp_n};
+    after.mma_layout =
+        MmaLayout{kind,          warp.name(),   lane.name(), mma_i.name(),           mma_j.name(),    frag_i.name(),
+                  frag_j.name(), rows_per_warp, warp_n,      tile_m / rows_per_warp, tile_n / warp_n, rows[0]};
     return *this;
   });
 }

@@ -153,6 +153,11 @@ struct MmaLayout {
   std::string warp, lane, mma_i, mma_j, frag_i, frag_j;
   int warp_m = 0, warp_n = 0; ///< the tile of one warp
   int warps_m = 0, warps_n = 0;
+  /// The Func's dimension the tile's rows (the instruction's M) run along:
+  /// 0, the rows of out(i, j), so A(i, k)'s rows fill M; or 1 (swap-AB), so
+  /// B's rows do and A's fill the instruction's N. The columns run along
+  /// the other one.
+  int rows_dim = 0;
 };
 
 /// A reduction stage mapped onto warp MMA instructions: the loops k_inner

@@ -97,7 +97,22 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
     user_error(c.where(), mma_kind_name(kind), " reads both operands K-major, but '", b->name, "' is read as ",
                b->name, "(", k, ", ", j, "), stored K x N; store it N x K and read it as ", b->name, "(", j, ", ", k,
                ") (nn.Linear's weight layout)");
-  return MmaOperands{a->name, b->name, b_k_dim(b)};
+  MmaOperands operands{a->name, b->name, b_k_dim(b)};
+  operands.rows_along_j = func.schedule.stages[c.s].mma_layout.rows_dim == 1;
+  if (operands.rows_along_j) {
+    // Swap-AB: B is the instruction's first operand, which it reads with k
+    // along its rows (K-major) on every path this has run on.
+    if (!operands.b_k_contiguous())
+      user_error(c.where(), "the tile's rows run along ", j, " (mma_tile's first loop walks ", j,
+                 "), so B's rows fill the instruction's M and B must be stored N x K, read as ", b->name, "(", j, ", ",
+                 k, ") (nn.Linear's weight layout); '", b->name, "' is read as ", b->name, "(", k, ", ", j,
+                 "), stored K x N: store it N x K, or lay the tile's rows along ", i);
+    if (operand_type(kind).bits != 16)
+      user_error(c.where(), "the tile's rows run along ", j, " (swap-AB), which has run on a GPU with 16-bit ",
+                 "operands (bf16, f16) only; ", mma_kind_name(kind), " with its rows along ", j,
+                 " is unverified: lay the tile's rows along ", i);
+  }
+  return operands;
 }
 
 void check_loops(const Context &c, const MmaLayout &layout, const MmaRequest &request) {

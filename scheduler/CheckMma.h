@@ -12,13 +12,21 @@ namespace coalesce {
 /// After inlining, so that the update's value is what the MMA computes.
 void check_mma(const Environment &env);
 
-/// The inputs an MMA stage reads as its A operand, A(row, k), and as its B
-/// operand: B(k, column) from a K x N input, or W(column, k) from an N x K
-/// one (nn.Linear's weight, K contiguous).
+/// The inputs an MMA stage reads as A(i, k) and as B: B(k, j) from a K x N
+/// input, or W(j, k) from an N x K one (nn.Linear's weight, K contiguous);
+/// and which of them is the instruction's first (row) operand: A, or B
+/// where mma_tile laid the tile's rows along j (swap-AB).
 struct MmaOperands {
   std::string a, b;
   int b_k_dim = 0; ///< the dimension of B that k indexes: 0 for B(k, j), 1 for W(j, k)
+  /// The tile's rows run along j (mma_tile's rows_dim 1, swap-AB): B's rows
+  /// fill the instruction's M, A's its N.
+  bool rows_along_j = false;
   bool b_k_contiguous() const { return b_k_dim == 1; }
+  /// The input whose rows fill the instruction's M (its first operand), and
+  /// the one whose rows fill its N.
+  const std::string &row_operand() const { return rows_along_j ? b : a; }
+  const std::string &column_operand() const { return rows_along_j ? a : b; }
 };
 /// Whether the compiler must transpose `input` while staging it: it is the
 /// B operand, the instruction reads B K-major (tf32's warpgroup MMA) and

@@ -6,23 +6,23 @@
 #include "dsl/IRVisitor.h"
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
+#include "scheduler/CheckClusters.h"
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckGpuStructure.h"
 #include "scheduler/CheckInputReads.h"
+#include "scheduler/CheckMirroredLoops.h"
+#include "scheduler/CheckMma.h"
 #include "scheduler/CheckNames.h"
-#include "scheduler/CheckClusters.h"
 #include "scheduler/CheckSplitK.h"
 #include "scheduler/CheckStaging.h"
 #include "scheduler/CheckThreadOwnership.h"
 #include "scheduler/CheckUnrollSize.h"
-#include "scheduler/CheckMirroredLoops.h"
-#include "scheduler/CheckMma.h"
 #include "scheduler/ClampInputLoads.h"
 #include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/FoldBiasIntoInit.h"
-#include "scheduler/FuseReductionNests.h"
 #include "scheduler/FuseGpuThreadLoops.h"
+#include "scheduler/FuseReductionNests.h"
 #include "scheduler/GroupGpuBlocks.h"
 #include "scheduler/HoistLoads.h"
 #include "scheduler/InferDomain.h"
@@ -33,8 +33,8 @@
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
 #include "scheduler/ResolveSchedule.h"
-#include "scheduler/SharedTileLayout.h"
 #include "scheduler/RollHostLoops.h"
+#include "scheduler/SharedTileLayout.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitReductionAcrossBlocks.h"
 #include "scheduler/StageInShared.h"
@@ -44,6 +44,7 @@
 #include "scheduler/TensorizeMma.h"
 #include "scheduler/UnrollLoops.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
+#include "scheduler/VerifyMmaOperands.h"
 #include "scheduler/VerifyPipelines.h"
 #include "scheduler/VerifyTensorCopies.h"
 
@@ -128,6 +129,7 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // On every target, so the CPU runs the statement the GPU runs.
   s = attributed_to("tensorize_mma", [&] { return tensorize_mma(s, env); });
   log("tensorize_mma", s);
+  attributed_to("verify_mma_operands", [&] { verify_mma_operands(s); });
   attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
   // Before thread fusion, which drops per-thread dimensions.
   attributed_to("check_thread_ownership", [&] { check_thread_ownership(s, env); });

@@ -307,10 +307,13 @@ private:
       operand[stage.prefix + layout.warp] = (warp / 4) * 4 + m / 16;
     }
     auto operand_value = [&](const Expr &e) { return simplify(substitute(operand, expand(e, lets))); };
+    // The instruction's first operand is the input whose rows run along
+    // its M: A, or B where the tile's rows run along j (swap-AB).
     Expr x = operand_value(mul->a), y = operand_value(mul->b);
-    Expr a = reads(x, operands.a, allocations_) ? x : y, b = a.same_as(x) ? y : x;
-    COALESCE_INTERNAL_ASSERT(reads(a, operands.a, allocations_) && reads(b, operands.b, allocations_),
-                             "MMA operands do not read '", operands.a, "' and '", operands.b, "'");
+    const std::string &rows = operands.row_operand(), &columns = operands.column_operand();
+    Expr a = reads(x, rows, allocations_) ? x : y, b = a.same_as(x) ? y : x;
+    COALESCE_INTERNAL_ASSERT(reads(a, rows, allocations_) && reads(b, columns, allocations_),
+                             "MMA operands do not read '", rows, "' and '", columns, "'");
     if (mma_rounds_to_tf32(kind)) {
       // The instruction sees its f32 operands rounded to tf32; so does the
       // host, which runs this statement as written.
@@ -325,11 +328,14 @@ private:
     Stmt update = Store::make(store->buffer, indices, Add::make(acc, Mul::make(a, b)));
     ++replaced;
     Expr lane = Variable::make(Int(32), stage.prefix + layout.lane);
-    if (group)
-      // B is MN-major where it is stored K x N and staged as it lies.
-      return WarpMma::make_warpgroup(
-          kind, warp, lane, layout.warp_n, shared_operand(a, false),
-          shared_operand(b, !operands.b_k_contiguous() && !mma_staged_transposed(kind, operands, operands.b)), update);
+    if (group) {
+      // B is MN-major where it is stored K x N and staged as it lies; A,
+      // and B as the first operand (check_mma), are K-major.
+      bool b_mn_major =
+          !operands.rows_along_j && !operands.b_k_contiguous() && !mma_staged_transposed(kind, operands, operands.b);
+      return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n, shared_operand(a, false),
+                                     shared_operand(b, b_mn_major), update);
+    }
     return WarpMma::make(kind, lane, update);
   }
 };

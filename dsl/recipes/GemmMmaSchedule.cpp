@@ -12,7 +12,8 @@ namespace coalesce {
 std::string MmaTiling::str() const {
   return str_cat(
       mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
-      is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps), k step ", k_step,
+      is_warpgroup_mma(kind) ? " per warpgroup (" : " per warp (", warps(), " warps)",
+      swap_ab ? ", rows along N (swap-AB)" : "", ", k step ", k_step,
       stages > 2        ? str_cat(", ", stages, " stages")
       : double_buffered ? std::string(", double buffered")
                         : "",
@@ -243,9 +244,11 @@ namespace {
 // out's tile per block, laid out in warp tiles, and the block-level knobs.
 void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n)
-      .gpu_blocks({bi, bj})
-      .mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
+  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks({bi, bj});
+  if (t.swap_ab)
+    out.reorder({bi, bj, jj, ii}).mma_tile(jj, ii, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
+  else
+    out.mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
   if (t.groups_blocks())

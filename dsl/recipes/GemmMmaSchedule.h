@@ -20,6 +20,12 @@ struct MmaTiling {
   /// (which leave one block per SM) and 0.90 to 1.04 ms for 128x256,
   /// 256x128 and 64x128 tiles.
   int warp_m = 64, warp_n = 64;
+  /// Swap-AB: the instruction's rows run along N (B's rows, stored N x K,
+  /// fill its M; A's fill its N), so a few rows of A (a decode step) make
+  /// a narrow instruction tile instead of a mostly empty 64-row one. The
+  /// warp tile is then warp_m of the block's N by warp_n of its M; the
+  /// result is the same (the accumulator keeps out's coordinates).
+  bool swap_ab = false;
   int k_step = 32;                  ///< reduction elements staged per step
   bool double_buffered = true;      ///< fetch the next K step while computing
   int stages = 2;                   ///< K steps in flight (3 or more: a deeper pipeline)
@@ -67,7 +73,10 @@ struct MmaTiling {
   SplitKMode split_k_mode = SplitKMode::Deterministic;
 
   /// Warps per block: a warpgroup MMA's 64-row tile is 4 warps.
-  int warps() const { return (block_m / warp_m) * (block_n / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1); }
+  int warps() const {
+    int rows = swap_ab ? block_n : block_m, columns = swap_ab ? block_m : block_n;
+    return (rows / warp_m) * (columns / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1);
+  }
   std::string str() const;
 };
 

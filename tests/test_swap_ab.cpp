@@ -1,0 +1,198 @@
+// Swap-AB (MmaTiling::swap_ab; mma_tile on (jj, ii)): the tile's rows run
+// along j, so B's rows (stored N x K, nn.Linear's weight) fill the
+// instruction's M and A's rows its N. The instruction's first operand is
+// then W, not A: the GPU back end gathers the factors' fragments by
+// position, so tensorize_mma puts the row operand first, and
+// verify_mma_operands fails a statement whose factors are the other way
+// round (which computed the transposed product on the GPU while the CPU,
+// running the update as written, got it right). Here: CPU numerics against
+// the double reference at ragged shapes and the K = 1 / K = 3 pair on the
+// warp and warpgroup MMA, the order of the factors in the nest, the PTX's
+// K-major descriptors, the rules and the verifier's mutation.
+
+#include "ErrorCapture.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Gemm.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "scheduler/VerifyMmaOperands.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+using namespace coalesce::testing;
+
+namespace {
+
+enum class Path { WarpMma, WarpgroupTma, WarpgroupAsync, WarpgroupPadded };
+
+/// The swapped tiling of each path: rows along N (warp_m of them per warp
+/// or warpgroup), columns along M.
+MmaTiling swapped_tiling(MmaKind kind, Path path) {
+  MmaTiling t;
+  t.kind = kind;
+  t.swap_ab = true;
+  if (is_warpgroup_mma(kind)) {
+    t.block_m = 64;
+    t.block_n = 128;
+    t.warp_m = 64;
+    t.warp_n = 64;
+    t.k_step = 64;
+    t.stages = 3;
+    t.a_padding = t.b_padding = 0;
+    t.tma = path != Path::WarpgroupAsync;
+    t.tma_padded_copies = path == Path::WarpgroupPadded;
+  } else {
+    t.block_m = 64;
+    t.block_n = 64;
+    t.warp_m = 32;
+    t.warp_n = 32;
+  }
+  return t;
+}
+
+struct Linear {
+  Input A, W, bias;
+  Func out;
+};
+
+/// out = gelu(A W^T + bias) on `t`.
+Linear linear(const MmaTiling &t, bool w_stored_n_by_k = true) {
+  Type in = mma_instruction(t.kind).operand;
+  Param M("M"), N("N"), K("K");
+  Linear l{Input("A", in, {M, K}), w_stored_n_by_k ? Input("W", in, {N, K}) : Input("W", in, {K, N}),
+           Input("bias", Float(32), {N}), Func("out")};
+  Var i("i"), j("j");
+  RDom k(0, K, "k");
+  Func acc("acc");
+  acc(i, j) = 0.0f;
+  acc(i, j) += l.A(i, k) * (w_stored_n_by_k ? l.W(j, k) : l.W(k, j));
+  l.out(i, j) = cast(in, gelu(acc(i, j) + l.bias(j)));
+  schedule_gemm_mma(l.out, acc, l.A, l.W, i, j, k, t);
+  return l;
+}
+
+double cpu_error(const MmaTiling &t, int M, int N, int K) {
+  Linear l = linear(t);
+  Type in = mma_instruction(t.kind).operand;
+  Buffer a({M, K}, in), w({N, K}, in), bias({N}), out({M, N}, in);
+  a.fill_random(21);
+  w.fill_random(22);
+  bias.fill_random(23);
+  out.poison();
+  Pipeline(l.out).realize_on_cpu({{"A", a}, {"W", w}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}}, out);
+  Buffer want({M, N}), got({M, N});
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      double sum = 0;
+      for (int kk = 0; kk < K; ++kk)
+        sum += double(a.at(r, kk)) * double(w.at(c, kk));
+      want(r, c) = float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum, bias.get(size_t(c))));
+      got(r, c) = out.at(r, c);
+    }
+  REQUIRE(examples::count_nan(got) == 0);
+  return examples::relative_error(got, want);
+}
+
+struct Case {
+  const char *name;
+  MmaKind kind;
+  Path path;
+};
+
+const Case kCases[] = {
+    {"bf16 warp MMA", MmaKind::BF16_m16n8k16, Path::WarpMma},
+    {"f16 warp MMA", MmaKind::F16_m16n8k16, Path::WarpMma},
+    {"bf16 warpgroup MMA, TMA", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma},
+    {"bf16 warpgroup MMA, cp.async", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupAsync},
+    {"bf16 warpgroup MMA, padded copies", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupPadded},
+};
+
+} // namespace
+
+TEST_CASE("swap-AB matches the double reference on the warp and warpgroup MMA, ragged and at K = 1 / K = 3") {
+  for (const Case &c : kCases) {
+    CAPTURE(c.name);
+    bool whole_rows = c.path == Path::WarpgroupTma; // the TMA reads rows of whole 16 bytes
+    std::vector<std::array<int, 3>> shapes = {{37, 200, whole_rows ? 136 : 75}, {3, 130, whole_rows ? 64 : 99}};
+    if (!whole_rows) {
+      shapes.push_back({5, 70, 1});
+      shapes.push_back({5, 70, 3});
+    }
+    MmaTiling t = swapped_tiling(c.kind, c.path);
+    for (auto [M, N, K] : shapes) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(cpu_error(t, M, N, K) < (mma_instruction(c.kind).operand == BFloat(16) ? 4e-3 : 1e-3));
+    }
+  }
+}
+
+TEST_CASE("the swapped instruction's first operand is W, both described K-major") {
+  Pipeline p(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma)).out);
+  std::string nest = p.loop_nest();
+  // The row operand first: W's tile indexed by the instruction's rows.
+  CHECK_HAS(nest, "+ f32(W_shared[");
+  CHECK_HAS(nest, "warpgroup_mma bf16 wgmma m64n64k16");
+  std::string ptx = p.ptx();
+  CHECK_HAS(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
+  CHECK_HAS(ptx, "p, 1, 1, 0, 0;");
+  CHECK(MmaTiling(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma)).str().find("swap-AB") !=
+        std::string::npos);
+}
+
+TEST_CASE("swap-AB's rules: B stored N x K, 16-bit operands, rows and columns each along one dimension") {
+  std::string stored_k_by_n = user_error_of([] {
+    Pipeline(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupAsync), false).out).loop_nest();
+  });
+  CHECK_HAS(stored_k_by_n, "B's rows fill the instruction's M and B must be stored N x K");
+  MmaTiling tf32 = swapped_tiling(MmaKind::TF32_m16n8k8, Path::WarpMma);
+  tf32.k_step = 16;
+  std::string unverified = user_error_of([&] {
+    Param M("M"), N("N"), K("K");
+    Input A("A", Float(32), {M, K}), W("W", Float(32), {N, K});
+    Var i("i"), j("j");
+    RDom k(0, K, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * W(j, k);
+    out(i, j) = acc(i, j);
+    schedule_gemm_mma(out, acc, A, W, i, j, k, tf32);
+    Pipeline(out).loop_nest();
+  });
+  CHECK_HAS(unverified, "is unverified");
+  // Both loops of the tile walking i: no operand's rows run along them.
+  std::string both_along_i = user_error_of([] {
+    Param M("M"), N("N");
+    Var i("i"), j("j"), io("io"), ii("ii"), ii_o("ii_o"), ii_i("ii_i"), warp("warp"), lane("lane"), mi("mi"), nj("nj"),
+        fi("fi"), fj("fj");
+    Input A("A", BFloat(16), {M, N});
+    Func out("out");
+    out(i, j) = A(i, j);
+    out.split(i, io, ii, 64).split(ii, ii_o, ii_i, 16).reorder({j, io, ii_o, ii_i});
+    out.mma_tile(ii_o, ii_i, MmaKind::BF16_m16n8k16, 16, 8, warp, lane, mi, nj, fi, fj);
+  });
+  CHECK_HAS(both_along_i, "must each run along one dimension of 'out', a different one each");
+}
+
+TEST_CASE("after tensorize_mma, an MMA statement whose factors are the other way round is an internal error") {
+  Expr m = Variable::make(Int(32), kMmaRow), n = Variable::make(Int(32), kMmaColumn);
+  Expr k = Variable::make(Int(32), kMmaStep), lane = Variable::make(Int(32), "lane");
+  Expr fi = Variable::make(Int(32), kMmaFragRow), fj = Variable::make(Int(32), kMmaFragColumn);
+  auto update = [&](bool rows_first) {
+    Expr rows = Cast::make(Float(32), Load::make(BFloat(16), "W_shared", {m, k}));
+    Expr columns = Cast::make(Float(32), Load::make(BFloat(16), "A_shared", {n + (lane % 4) * 0, k}));
+    Expr acc = Load::make(Float(32), "acc", {lane, fi, fj});
+    return Store::make("acc", {lane, fi, fj},
+                       Add::make(acc, rows_first ? Mul::make(rows, columns) : Mul::make(columns, rows)));
+  };
+  CHECK(internal_error_of([&] { verify_mma_operands(WarpMma::make(MmaKind::BF16_m16n8k16, lane, update(true))); }) ==
+        "(no error)");
+  CHECK_HAS(internal_error_of([&] { verify_mma_operands(WarpMma::make(MmaKind::BF16_m16n8k16, lane, update(false))); }),
+            "reads its first factor along the instruction's columns");
+}
