@@ -39,11 +39,23 @@ const char *copies_name(Copies c) {
   return "";
 }
 
+// The tiling of swap-AB (MmaTiling::swap_ab): the tile's rows along N, W's
+// rows the instruction's M.
+void swap_rows_and_columns(MmaTiling &t) {
+  t.swap_ab = true;
+  t.block_m = 64;
+  t.block_n = 128;
+  t.warp_m = is_warpgroup_mma(t.kind) ? 64 : 32;
+  t.warp_n = t.warp_m;
+  t.split_k = 1;
+  t.tile_stores = TileStores::Direct;
+}
+
 // The schedule compiled once, run at each shape.
-void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes) {
+void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes, bool swap_ab = false) {
   const Type type = bench::input_type(p);
-  const std::string name =
-      std::string(copies_name(copies)) + " W(j, k) (B stored N x K) " + reference::precision_name(p);
+  const std::string name = std::string(copies_name(copies)) + (swap_ab ? " swap-AB" : "") +
+                           " W(j, k) (B stored N x K) " + reference::precision_name(p);
   std::optional<Pipeline> pipeline;
   std::string detail, failure;
   try {
@@ -61,6 +73,8 @@ void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &s
       t.tma = copies != Copies::WarpgroupAsync;
       t.tma_padded_copies = copies == Copies::WarpgroupPadded || p == bench::Precision::TF32;
     }
+    if (swap_ab)
+      swap_rows_and_columns(t);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
     detail = t.str();
     pipeline.emplace(out);
@@ -116,12 +130,21 @@ void check_k_major_b(bench::Precision p) {
   const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};
   // Rows the TMA can describe (K a multiple of 8), ragged edges.
   const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
+  // Swap-AB where M is a few rows, as in a decode step, and where it is not.
+  const std::vector<Shape> few_rows = {{1, 1000, 1000}, {5, 133, 67}, {5, 45, 1}, {5, 45, 3}, {131, 133, 67}};
+  const std::vector<Shape> few_rows_tma = {{1, 1048, 1000}, {16, 136, 200}, {131, 136, 200}};
+  const bool sixteen_bits = p != bench::Precision::TF32;
   check_copies(p, Copies::WarpMma, ragged);
+  if (sixteen_bits)
+    check_copies(p, Copies::WarpMma, few_rows, true);
   if (!bench::has_warpgroup_mma(p) || !target_for_current_device().has_warpgroup_mma())
     return;
-  if (p != bench::Precision::TF32) {
+  if (sixteen_bits) {
     check_copies(p, Copies::WarpgroupTma, tma);
     check_copies(p, Copies::WarpgroupAsync, ragged);
+    check_copies(p, Copies::WarpgroupTma, few_rows_tma, true);
+    check_copies(p, Copies::WarpgroupAsync, few_rows, true);
+    check_copies(p, Copies::WarpgroupPadded, few_rows, true);
   }
   check_copies(p, Copies::WarpgroupPadded, ragged);
 }
@@ -136,6 +159,9 @@ void k_major_b_sanitizer_case() {
   check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {ragged});
   check_copies(bench::Precision::BF16, Copies::WarpgroupPadded, {ragged});
   check_copies(bench::Precision::TF32, Copies::WarpgroupPadded, {ragged});
+  check_copies(bench::Precision::BF16, Copies::WarpMma, {{5, 133, 67}}, true);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, true);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {{5, 133, 67}}, true);
 }
 
 } // namespace coalesce::gpu_check
