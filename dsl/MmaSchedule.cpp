@@ -133,12 +133,13 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     // holds 16 rows of it, in the same fragment layout as a warp MMA's, so
     // below it is split like a warp tile of 16 x warp_n.
     bool group = is_warpgroup_mma(kind);
-    if (group && (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 64 || warp_n > kWarpgroupMmaMaxColumns))
+    // N a multiple of 8 here; check_mma asks for 64 where the instruction's
+    // second operand is staged MN-major (its swizzled atoms are 64 columns
+    // wide) or has not run narrower on a GPU.
+    if (group && (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 8 || warp_n > kWarpgroupMmaMaxColumns))
       user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " tile; ",
-                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 64 (",
-                 warpgroup_mma_reads_b_k_major(kind) ? "whole 1024-byte swizzle atoms of B's staged tile"
-                                                     : "the columns of one 128-byte swizzled atom of B",
-                 ") up to 256: pass 64 and N as the tile's rows and columns");
+                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 8 up to 256 ",
+                 "(of 64 unless its second operand is stored K-major): pass 64 and N as the tile's rows and columns");
     if (group && tile_m % kWarpgroupMmaRows)
       user_error("in schedule for ", describe(), ": mma_tile of a ", tile_m, "-row tile with ", mma_kind_name(kind),
                  "; a warpgroup covers 64 rows, so the tile's rows must be a multiple of 64");

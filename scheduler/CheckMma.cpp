@@ -223,6 +223,19 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
 // locates by position; the compiler itself stores tf32's B transposed).
 void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   const StageSchedule &stage = c.func.schedule.stages[c.s];
+  // The second operand's tile: an MN-major one is read in swizzled atoms
+  // of 64 columns; a K-major one in rows of k, 8 at a time, and narrower
+  // than 64 columns only with 16-bit operands so far.
+  const int columns = stage.mma_layout.warp_n;
+  const bool column_operand_k_major =
+      operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(stage.mma.kind, operands, operands.b);
+  if (columns % 64 && (!column_operand_k_major || mma_instruction(stage.mma.kind).operand.bits != 16))
+    user_error(c.where(), "a warpgroup tile of 64 x ", columns, " for ", mma_kind_name(stage.mma.kind), ": ",
+               !column_operand_k_major
+                   ? str_cat("'", operands.column_operand(), "' is read with its rows along k (stored K x N), in ",
+                             "swizzled atoms of 64 columns, so N must be a multiple of 64")
+                   : str_cat("N narrower than a multiple of 64 takes 16-bit operands (bf16, f16)"),
+               "; give mma_tile a multiple of 64");
   const Split *steps = stage.reduction_split();
   std::string k_outer = steps ? steps->outer : std::string();
   for (const std::string &input : {operands.a, operands.b}) {

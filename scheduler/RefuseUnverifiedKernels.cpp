@@ -22,6 +22,11 @@ void refuse_unverified_gpu_kernels(const Environment &env) {
         user_error("in schedule for '", func.name, "': an MMA tile whose rows run along '", func.pure_vars[1],
                    "' (swap-AB, ", mma_kind_name(stage.mma.kind), ") has not been run on a GPU yet (unverified)",
                    how);
+      // Warpgroup tiles narrower than a multiple of 64 columns (a K-major
+      // second operand of 8 to 56 rows, a TMA box as narrow).
+      if (is_warpgroup_mma(stage.mma.kind) && stage.mma_layout.warp_n % 64)
+        user_error("in schedule for '", func.name, "': a warpgroup MMA tile of 64 x ", stage.mma_layout.warp_n,
+                   " (N not a multiple of 64) has not been run on a GPU yet (unverified)", how);
     }
 }
 

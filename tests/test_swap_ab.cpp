@@ -10,6 +10,7 @@
 // warp and warpgroup MMA, the order of the factors in the nest, the PTX's
 // K-major descriptors, the rules and the verifier's mutation.
 
+#include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/Gemm.h"
@@ -33,15 +34,16 @@ enum class Path { WarpMma, WarpgroupTma, WarpgroupAsync, WarpgroupPadded };
 
 /// The swapped tiling of each path: rows along N (warp_m of them per warp
 /// or warpgroup), columns along M.
-MmaTiling swapped_tiling(MmaKind kind, Path path) {
+/// `columns`: the warpgroup tile's N (its rows of A), 64 or narrower.
+MmaTiling swapped_tiling(MmaKind kind, Path path, int columns = 64) {
   MmaTiling t;
   t.kind = kind;
   t.swap_ab = true;
   if (is_warpgroup_mma(kind)) {
-    t.block_m = 64;
+    t.block_m = columns;
     t.block_n = 128;
     t.warp_m = 64;
-    t.warp_n = 64;
+    t.warp_n = columns;
     t.k_step = 64;
     t.stages = 3;
     t.a_padding = t.b_padding = 0;
@@ -103,6 +105,7 @@ struct Case {
   const char *name;
   MmaKind kind;
   Path path;
+  int columns = 64;
 };
 
 const Case kCases[] = {
@@ -111,6 +114,9 @@ const Case kCases[] = {
     {"bf16 warpgroup MMA, TMA", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma},
     {"bf16 warpgroup MMA, cp.async", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupAsync},
     {"bf16 warpgroup MMA, padded copies", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupPadded},
+    {"bf16 warpgroup MMA 64 x 16, TMA", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, 16},
+    {"f16 warpgroup MMA 64 x 8, cp.async", MmaKind::F16_wgmma_m64k16, Path::WarpgroupAsync, 8},
+    {"bf16 warpgroup MMA 64 x 24, padded copies", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupPadded, 24},
 };
 
 } // namespace
@@ -124,7 +130,7 @@ TEST_CASE("swap-AB matches the double reference on the warp and warpgroup MMA, r
       shapes.push_back({5, 70, 1});
       shapes.push_back({5, 70, 3});
     }
-    MmaTiling t = swapped_tiling(c.kind, c.path);
+    MmaTiling t = swapped_tiling(c.kind, c.path, c.columns);
     for (auto [M, N, K] : shapes) {
       CAPTURE(M);
       CAPTURE(N);
@@ -200,4 +206,23 @@ TEST_CASE("after tensorize_mma, an MMA statement whose factors are the other way
         "(no error)");
   CHECK_HAS(internal_error_of([&] { verify_mma_operands(WarpMma::make(MmaKind::BF16_m16n8k16, lane, update(false))); }),
             "reads its first factor along the instruction's columns");
+}
+
+TEST_CASE("swapped warpgroup tiles, 64 and 16 columns wide, assemble for sm_90a without spills or injected waits") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
+  for (int columns : {64, 16}) {
+    CAPTURE(columns);
+    MmaTiling t = swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, columns);
+    Pipeline pipeline(linear(t).out);
+    GpuTarget target = parse_gpu_target("sm_90a");
+    CHECK_HAS(pipeline.ptx(target), str_cat("wgmma.mma_async.sync.aligned.m64n", columns, "k16.f32.bf16.bf16"));
+    PtxasResult assembled = pipeline.assemble(target);
+    coalesce::testing::check_assembled_cleanly(assembled);
+    MESSAGE(t.str(), ": ", assembled.kernels.front().registers, " registers");
+  }
+  unsetenv("COALESCE_ALLOW_UNVERIFIED");
 }
