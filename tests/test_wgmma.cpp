@@ -59,7 +59,12 @@ double error_against_reference(Pipeline &pipeline, MmaKind kind, int M, int N, i
 // The message of scheduling an unscheduled bf16 GEMM with tiling `t`.
 std::string refused_tiling(const MmaTiling &t) {
   Gemm g = make_gemm(Epilogue::None, BFloat(16), BFloat(16));
-  return coalesce::testing::user_error_of([&] { schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t); });
+  // Refused by the primitive or, where the rule needs the algorithm (which
+  // operand is staged how), when lowered.
+  return coalesce::testing::user_error_of([&] {
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    Pipeline(g.out).loop_nest();
+  });
 }
 
 // A bf16 GEMM whose output is laid out for warpgroup MMAs on one 64 x 64
@@ -153,11 +158,18 @@ TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule
     t.warp_m = 32;
     CHECK_HAS(refused_tiling(t), "64 x N tile per warpgroup");
   }
-  SUBCASE("columns that are not whole swizzle atoms") {
+  SUBCASE("columns that are not whole swizzle atoms of a B stored K x N") {
     MmaTiling t = small_group_tiling(kind);
     t.warp_n = 32;
     t.block_n = 64;
-    CHECK_HAS(refused_tiling(t), "a multiple of 64");
+    CHECK_HAS(refused_tiling(t), "'B' is read with its rows along k (stored K x N), in swizzled atoms of 64 columns, "
+                                 "so N must be a multiple of 64");
+  }
+  SUBCASE("columns that are not a multiple of 8") {
+    MmaTiling t = small_group_tiling(kind);
+    t.warp_n = 60;
+    t.block_n = 60;
+    CHECK_HAS(refused_tiling(t), "N a multiple of 8 up to 256");
   }
   SUBCASE("a k step that is not whole 128-byte rows") {
     MmaTiling t = small_group_tiling(kind);

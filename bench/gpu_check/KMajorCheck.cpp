@@ -40,22 +40,28 @@ const char *copies_name(Copies c) {
 }
 
 // The tiling of swap-AB (MmaTiling::swap_ab): the tile's rows along N, W's
-// rows the instruction's M.
-void swap_rows_and_columns(MmaTiling &t) {
+// rows the instruction's M; `columns` of A's rows per warpgroup (64, or
+// as few as 8), 32 per warp.
+void swap_rows_and_columns(MmaTiling &t, int columns) {
+  const bool group = is_warpgroup_mma(t.kind);
   t.swap_ab = true;
-  t.block_m = 64;
+  t.block_m = group ? columns : 64;
   t.block_n = 128;
-  t.warp_m = is_warpgroup_mma(t.kind) ? 64 : 32;
-  t.warp_n = t.warp_m;
+  t.warp_m = group ? 64 : 32;
+  t.warp_n = group ? columns : 32;
   t.split_k = 1;
   t.tile_stores = TileStores::Direct;
 }
 
 // The schedule compiled once, run at each shape.
-void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes, bool swap_ab = false) {
+// `swap_columns`: 0, the tile's rows along M; else swap-AB with that many
+// columns per warpgroup.
+void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes, int swap_columns = 0) {
   const Type type = bench::input_type(p);
-  const std::string name = std::string(copies_name(copies)) + (swap_ab ? " swap-AB" : "") +
-                           " W(j, k) (B stored N x K) " + reference::precision_name(p);
+  const std::string name =
+      std::string(copies_name(copies)) +
+      (swap_columns ? " swap-AB (" + std::to_string(swap_columns) + " rows of A per instruction tile)" : "") +
+      " W(j, k) (B stored N x K) " + reference::precision_name(p);
   std::optional<Pipeline> pipeline;
   std::string detail, failure;
   try {
@@ -73,8 +79,8 @@ void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &s
       t.tma = copies != Copies::WarpgroupAsync;
       t.tma_padded_copies = copies == Copies::WarpgroupPadded || p == bench::Precision::TF32;
     }
-    if (swap_ab)
-      swap_rows_and_columns(t);
+    if (swap_columns)
+      swap_rows_and_columns(t, swap_columns);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
     detail = t.str();
     pipeline.emplace(out);
@@ -136,15 +142,19 @@ void check_k_major_b(bench::Precision p) {
   const bool sixteen_bits = p != bench::Precision::TF32;
   check_copies(p, Copies::WarpMma, ragged);
   if (sixteen_bits)
-    check_copies(p, Copies::WarpMma, few_rows, true);
+    check_copies(p, Copies::WarpMma, few_rows, 32);
   if (!bench::has_warpgroup_mma(p) || !target_for_current_device().has_warpgroup_mma())
     return;
   if (sixteen_bits) {
     check_copies(p, Copies::WarpgroupTma, tma);
     check_copies(p, Copies::WarpgroupAsync, ragged);
-    check_copies(p, Copies::WarpgroupTma, few_rows_tma, true);
-    check_copies(p, Copies::WarpgroupAsync, few_rows, true);
-    check_copies(p, Copies::WarpgroupPadded, few_rows, true);
+    check_copies(p, Copies::WarpgroupTma, few_rows_tma, 64);
+    check_copies(p, Copies::WarpgroupAsync, few_rows, 64);
+    check_copies(p, Copies::WarpgroupPadded, few_rows, 64);
+    // Decode's narrow tiles: 16 and 8 rows of A per warpgroup.
+    check_copies(p, Copies::WarpgroupTma, few_rows_tma, 16);
+    check_copies(p, Copies::WarpgroupAsync, few_rows, 8);
+    check_copies(p, Copies::WarpgroupPadded, few_rows, 24);
   }
   check_copies(p, Copies::WarpgroupPadded, ragged);
 }
@@ -159,9 +169,10 @@ void k_major_b_sanitizer_case() {
   check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {ragged});
   check_copies(bench::Precision::BF16, Copies::WarpgroupPadded, {ragged});
   check_copies(bench::Precision::TF32, Copies::WarpgroupPadded, {ragged});
-  check_copies(bench::Precision::BF16, Copies::WarpMma, {{5, 133, 67}}, true);
-  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, true);
-  check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {{5, 133, 67}}, true);
+  check_copies(bench::Precision::BF16, Copies::WarpMma, {{5, 133, 67}}, 32);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, 64);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, 16);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {{5, 133, 67}}, 8);
 }
 
 } // namespace coalesce::gpu_check
