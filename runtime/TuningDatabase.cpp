@@ -53,6 +53,7 @@ template <class Tiling, class Visit> void for_each_knob_of_mma(Tiling &t, Visit 
   visit("block_n", t.block_n, Presence::Required);
   visit("warp_m", t.warp_m, Presence::Required);
   visit("warp_n", t.warp_n, Presence::Required);
+  visit("swap_ab", t.swap_ab, Presence::Optional);
   visit("k_step", t.k_step, Presence::Required);
   visit("double_buffered", t.double_buffered, Presence::Required);
   visit("stages", t.stages, Presence::Required);

@@ -32,7 +32,6 @@
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
-#include "scheduler/RefuseUnverifiedKernels.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/RollHostLoops.h"
 #include "scheduler/SharedTileLayout.h"
@@ -236,8 +235,6 @@ GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   nest.cluster_loop = cluster_loop_name(env.output());
   nest.cluster_blocks = env.output().schedule.cluster_blocks;
   nest.serial = lower_serial(env, budget);
-  // GPU targets only: the CPU runs (and checks) what the GPU has not yet.
-  attributed_to("refuse_unverified_gpu_kernels", [&] { refuse_unverified_gpu_kernels(env); });
   return nest;
 }
 

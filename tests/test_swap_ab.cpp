@@ -21,7 +21,6 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -146,11 +145,7 @@ TEST_CASE("the swapped instruction's first operand is W, both described K-major"
   // The row operand first: W's tile indexed by the instruction's rows.
   CHECK_HAS(nest, "+ f32(W_shared[");
   CHECK_HAS(nest, "warpgroup_mma bf16 wgmma m64n64k16");
-  // Not run on a GPU yet: the GPU path refuses it without the opt-in.
-  CHECK_HAS(user_error_of([&] { p.ptx(); }), "(swap-AB, bf16 wgmma) has not been run on a GPU yet (unverified)");
-  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
-  std::string ptx = Pipeline(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma)).out).ptx();
-  unsetenv("COALESCE_ALLOW_UNVERIFIED");
+  std::string ptx = p.ptx();
   CHECK_HAS(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
   CHECK_HAS(ptx, "p, 1, 1, 0, 0;");
   CHECK(MmaTiling(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma)).str().find("swap-AB") !=
@@ -213,7 +208,6 @@ TEST_CASE("swapped warpgroup tiles, 64 and 16 columns wide, assemble for sm_90a 
     MESSAGE("ptxas not found: skipping");
     return;
   }
-  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
   for (int columns : {64, 16}) {
     CAPTURE(columns);
     MmaTiling t = swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, columns);
@@ -224,5 +218,37 @@ TEST_CASE("swapped warpgroup tiles, 64 and 16 columns wide, assemble for sm_90a 
     coalesce::testing::check_assembled_cleanly(assembled);
     MESSAGE(t.str(), ": ", assembled.kernels.front().registers, " registers");
   }
-  unsetenv("COALESCE_ALLOW_UNVERIFIED");
+}
+
+TEST_CASE("for a W stored N x K and a few rows of x, the default is swap-AB, and it matches the reference") {
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 1, 4096, 4096, 132);
+  swap_ab_where_rows_are_few(t, 1, 4096, 4096, 132);
+  CHECK(t.swap_ab);
+  CHECK(t.block_m == 8);
+  CHECK(t.warp_n == 8);
+  CHECK(t.block_n == 64);
+  CHECK(t.k_step == 128);
+  CHECK(t.stages == 6);
+  CHECK(t.split_k == 4); // 64 tiles on 264 slots
+  MmaTiling wide = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 16, 11008, 4096, 132);
+  swap_ab_where_rows_are_few(wide, 16, 11008, 4096, 132);
+  CHECK(wide.block_m == 16);
+  CHECK(wide.stages == 5);
+  CHECK(wide.split_k == 1); // 172 tiles
+  // Not where M fills more rows, nor for other operand widths.
+  for (int64_t M : {33, 64, 4096}) {
+    MmaTiling many = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, 4096, 4096, 132);
+    swap_ab_where_rows_are_few(many, M, 4096, 4096, 132);
+    CHECK_FALSE(many.swap_ab);
+  }
+  MmaTiling tf32 = default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 1, 4096, 4096, 132);
+  swap_ab_where_rows_are_few(tf32, 1, 4096, 4096, 132);
+  CHECK_FALSE(tf32.swap_ab);
+  // The default for a ragged decode-like shape runs right on the CPU.
+  MmaTiling ragged = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 3, 130, 264, 132);
+  swap_ab_where_rows_are_few(ragged, 3, 130, 264, 132);
+  REQUIRE(ragged.swap_ab);
+  CHECK(cpu_error(ragged, 3, 130, 264) < 4e-3);
+  CHECK(cpu_error(ragged, 3, 130, 1) < 4e-3);
+  CHECK(cpu_error(ragged, 3, 130, 3) < 4e-3);
 }

@@ -63,8 +63,6 @@
 #include "runtime/GpuExecutable.h"
 #include "dsl/recipes/GemmSchedule.h"
 
-#include <cstdlib>
-
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
@@ -524,10 +522,6 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // The library refuses forms on GPU targets until they have run on a GPU
-  // (scheduler/RefuseUnverifiedKernels.cpp, refuse_unverified_gpu_kernels):
-  // this check is what runs them.
-  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
   // The flags, through llvm::cl as coalesce-aot's and coalesce-main's.
   namespace cl = llvm::cl;
   cl::OptionCategory category("coalesce-gpu-check options");

@@ -307,6 +307,8 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
+    if (s.b_nk)
+      swap_ab_where_rows_are_few(*mma, s.M, s.N, s.K, sm_count);
     tiling = mma->str();
   } else {
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);

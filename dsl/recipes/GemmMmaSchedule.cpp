@@ -210,6 +210,25 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
   return t;
 }
 
+void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
+  if (!is_warpgroup_mma(t.kind) || mma_instruction(t.kind).operand.bits != 16 || M <= 0 || M > 32 || N <= 0)
+    return;
+  const int rows_of_x = static_cast<int>(std::max<int64_t>(8, (M + 7) / 8 * 8));
+  t.swap_ab = true;
+  t.block_m = t.warp_n = rows_of_x;
+  t.block_n = t.warp_m = 64;
+  t.min_blocks_per_sm = 2;
+  t.k_step = 128;
+  // Two blocks per SM in 227 KiB, a 1 KiB reserve each for the barriers.
+  const int64_t stage = int64_t{t.block_m + t.block_n} * t.k_step * 2;
+  t.stages = static_cast<int>(std::clamp<int64_t>((227 * 1024 / 2 - 1024) / stage, 3, 8));
+  t.tile_stores = TileStores::Direct;
+  t.block_group_rows = 0;
+  t.persistent_blocks = t.producer_warps = t.producer_registers = t.cluster_blocks = 0;
+  const int64_t tiles = (N + t.block_n - 1) / t.block_n;
+  t.split_k = K > 0 ? one_wave_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm) : 1;
+}
+
 void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
   if (!t.uses_tma())
     return;
