@@ -64,9 +64,8 @@ GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::stri
   candidate.family = warpgroup ? GemmFamily::WarpgroupMma : GemmFamily::WarpMma;
   candidate.mma = default_mma_tiling(gemm_mma_kind(problem, candidate.family), problem.M, problem.N, problem.K,
                                      sm_count);
-  // A decode step's few rows of x against W stored N x K: swap-AB.
-  if (problem.b_layout == GemmBLayout::NK)
-    swap_ab_where_rows_are_few(candidate.mma, problem.M, problem.N, problem.K, sm_count);
+  // A decode step's few rows of x: swap-AB.
+  swap_ab_where_rows_are_few(candidate.mma, problem.M, problem.N, problem.K, sm_count);
   return candidate;
 }
 

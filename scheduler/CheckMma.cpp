@@ -100,17 +100,19 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
   MmaOperands operands{a->name, b->name, b_k_dim(b)};
   operands.rows_along_j = func.schedule.stages[c.s].mma_layout.rows_dim == 1;
   if (operands.rows_along_j) {
-    // Swap-AB: B is the instruction's first operand, which it reads with k
-    // along its rows (K-major) on every path this has run on.
-    if (!operands.b_k_contiguous())
-      user_error(c.where(), "the tile's rows run along ", j, " (mma_tile's first loop walks ", j,
-                 "), so B's rows fill the instruction's M and B must be stored N x K, read as ", b->name, "(", j, ", ",
-                 k, ") (nn.Linear's weight layout); '", b->name, "' is read as ", b->name, "(", k, ", ", j,
-                 "), stored K x N: store it N x K, or lay the tile's rows along ", i);
     if (operand_type(kind).bits != 16)
       user_error(c.where(), "the tile's rows run along ", j, " (swap-AB), which has run on a GPU with 16-bit ",
                  "operands (bf16, f16) only; ", mma_kind_name(kind), " with its rows along ", j,
                  " is unverified: lay the tile's rows along ", i);
+    // Swap-AB: B is the instruction's first operand. The warpgroup MMA
+    // reads it either way (its transpose flag for a B stored K x N); the
+    // warp MMA's fragments of its first operand run along k.
+    if (!operands.b_k_contiguous() && !is_warpgroup_mma(kind))
+      user_error(c.where(), "the tile's rows run along ", j, " (mma_tile's first loop walks ", j,
+                 "), so B's rows fill ", mma_kind_name(kind),
+                 "'s M, whose fragments run along k: B must be stored N x K, read as ", b->name, "(", j, ", ", k,
+                 ") (nn.Linear's weight layout); '", b->name, "' is read as ", b->name, "(", k, ", ", j,
+                 "), stored K x N: store it N x K, use a warpgroup MMA (sm_90a), or lay the tile's rows along ", i);
   }
   return operands;
 }
@@ -227,8 +229,7 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   // of 64 columns; a K-major one in rows of k, 8 at a time, and narrower
   // than 64 columns only with 16-bit operands so far.
   const int columns = stage.mma_layout.warp_n;
-  const bool column_operand_k_major =
-      operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(stage.mma.kind, operands, operands.b);
+  const bool column_operand_k_major = column_operand_staged_k_major(stage.mma.kind, operands);
   if (columns % 64 && (!column_operand_k_major || mma_instruction(stage.mma.kind).operand.bits != 16))
     user_error(c.where(), "a warpgroup tile of 64 x ", columns, " for ", mma_kind_name(stage.mma.kind), ": ",
                !column_operand_k_major
@@ -261,6 +262,14 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
 
 bool mma_staged_transposed(MmaKind kind, const MmaOperands &operands, const std::string &input) {
   return input == operands.b && warpgroup_mma_reads_b_k_major(kind) && !operands.b_k_contiguous();
+}
+
+bool row_operand_staged_k_major(MmaKind kind, const MmaOperands &operands) {
+  return !operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(kind, operands, operands.b);
+}
+
+bool column_operand_staged_k_major(MmaKind kind, const MmaOperands &operands) {
+  return operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(kind, operands, operands.b);
 }
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {

@@ -32,6 +32,16 @@ struct MmaOperands {
 /// B operand, the instruction reads B K-major (tf32's warpgroup MMA) and
 /// B's rows run along N.
 bool mma_staged_transposed(MmaKind kind, const MmaOperands &operands, const std::string &input);
+/// Whether the instruction's first operand (row_operand()) lies K-major in
+/// shared memory: A always; B (swap-AB) where it is stored N x K or the
+/// compiler transposes it. Otherwise MN-major: a B stored K x N under
+/// swap-AB, which the 16-bit warpgroup MMA reads with its transpose flag.
+bool row_operand_staged_k_major(MmaKind kind, const MmaOperands &operands);
+/// Whether the instruction's second operand (column_operand()) lies K-major
+/// in shared memory: A always; B where it is stored N x K, or where the
+/// compiler transposes it while staging. Otherwise it is MN-major (B stored
+/// K x N, staged as it lies), which the descriptor reads in 64-column atoms.
+bool column_operand_staged_k_major(MmaKind kind, const MmaOperands &operands);
 /// For a stage that check_mma accepted.
 MmaOperands mma_operands(const FuncContents &func, size_t stage);
 

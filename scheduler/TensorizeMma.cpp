@@ -329,12 +329,10 @@ private:
     ++replaced;
     Expr lane = Variable::make(Int(32), stage.prefix + layout.lane);
     if (group) {
-      // B is MN-major where it is stored K x N and staged as it lies; A,
-      // and B as the first operand (check_mma), are K-major.
-      bool b_mn_major =
-          !operands.rows_along_j && !operands.b_k_contiguous() && !mma_staged_transposed(kind, operands, operands.b);
-      return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n, shared_operand(a, false),
-                                     shared_operand(b, b_mn_major), update);
+      // Either operand may lie MN-major (a B stored K x N, staged as it lies).
+      return WarpMma::make_warpgroup(kind, warp, lane, layout.warp_n,
+                                     shared_operand(a, !row_operand_staged_k_major(kind, operands)),
+                                     shared_operand(b, !column_operand_staged_k_major(kind, operands)), update);
     }
     return WarpMma::make(kind, lane, update);
   }

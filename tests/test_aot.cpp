@@ -344,6 +344,33 @@ TEST_CASE("--b=nk reads B stored N x K, --residual adds an M x N input after the
     CHECK(assemble_ptx(read_file(dir / "linear.ptx"), parse_gpu_target("sm_90a")).find("linear") != nullptr);
 }
 
+TEST_CASE("a decode step's few rows swap A and B by default, B stored N x K or K x N; --swap-ab=false keeps them") {
+  TempDir dir;
+  const std::string decode = "--dtype=bf16 --out-dtype=bf16 --b=nk --M=16 --N=256 --K=512 --target=sm_90a ";
+  Result swapped = aot(decode + "--name=swapped --output-dir=.", dir.path);
+  INFO(swapped.err);
+  REQUIRE(swapped.status == 0);
+  // W's rows fill the instruction's 64, x's 16 rows its N.
+  CHECK(read_file(dir / "swapped.ptx").find("wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16") !=
+        std::string::npos);
+  // B stored K x N: the first operand read MN-major (the transpose flag).
+  Result k_by_n = aot("--dtype=bf16 --out-dtype=bf16 --M=16 --N=256 --K=512 --target=sm_90a --name=k_by_n "
+                      "--output-dir=.",
+                      dir.path);
+  REQUIRE(k_by_n.status == 0);
+  CHECK(read_file(dir / "k_by_n.ptx").find("m64n16k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(read_file(dir / "k_by_n.ptx").find("p, 1, 1, 1, 0;") != std::string::npos);
+  Result kept = aot(decode + "--swap-ab=false --name=kept --output-dir=.", dir.path);
+  REQUIRE(kept.status == 0);
+  CHECK(read_file(dir / "kept.ptx").find("m64n16k16") == std::string::npos);
+  // More rows than a decode step: the rule leaves the tiling alone.
+  Result wide = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --M=256 --N=256 --K=512 --target=sm_90a "
+                    "--name=wide --output-dir=.",
+                    dir.path);
+  REQUIRE(wide.status == 0);
+  CHECK(read_file(dir / "wide.ptx").find("m64n16k16") == std::string::npos);
+}
+
 TEST_CASE("the example app builds against a generated launcher") {
   if (!can_compile_launchers())
     return;

@@ -78,10 +78,11 @@ Linear linear(const MmaTiling &t, bool w_stored_n_by_k = true) {
   return l;
 }
 
-double cpu_error(const MmaTiling &t, int M, int N, int K) {
-  Linear l = linear(t);
+double cpu_error(const MmaTiling &t, int M, int N, int K, bool w_stored_n_by_k = true) {
+  Linear l = linear(t, w_stored_n_by_k);
   Type in = mma_instruction(t.kind).operand;
-  Buffer a({M, K}, in), w({N, K}, in), bias({N}), out({M, N}, in);
+  Buffer a({M, K}, in), w(w_stored_n_by_k ? std::vector<int>{N, K} : std::vector<int>{K, N}, in), bias({N}),
+      out({M, N}, in);
   a.fill_random(21);
   w.fill_random(22);
   bias.fill_random(23);
@@ -92,7 +93,7 @@ double cpu_error(const MmaTiling &t, int M, int N, int K) {
     for (int c = 0; c < N; ++c) {
       double sum = 0;
       for (int kk = 0; kk < K; ++kk)
-        sum += double(a.at(r, kk)) * double(w.at(c, kk));
+        sum += double(a.at(r, kk)) * double(w_stored_n_by_k ? w.at(c, kk) : w.at(kk, c));
       want(r, c) = float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum, bias.get(size_t(c))));
       got(r, c) = out.at(r, c);
     }
@@ -105,6 +106,7 @@ struct Case {
   MmaKind kind;
   Path path;
   int columns = 64;
+  bool w_stored_n_by_k = true;
 };
 
 const Case kCases[] = {
@@ -116,6 +118,11 @@ const Case kCases[] = {
     {"bf16 warpgroup MMA 64 x 16, TMA", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, 16},
     {"f16 warpgroup MMA 64 x 8, cp.async", MmaKind::F16_wgmma_m64k16, Path::WarpgroupAsync, 8},
     {"bf16 warpgroup MMA 64 x 24, padded copies", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupPadded, 24},
+    // B stored K x N: the instruction's first operand MN-major.
+    {"bf16 warpgroup MMA, B stored K x N, TMA", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, 64, false},
+    {"f16 warpgroup MMA 64 x 16, B stored K x N, cp.async", MmaKind::F16_wgmma_m64k16, Path::WarpgroupAsync, 16, false},
+    {"bf16 warpgroup MMA 64 x 8, B stored K x N, padded copies", MmaKind::BF16_wgmma_m64k16, Path::WarpgroupPadded, 8,
+     false},
 };
 
 } // namespace
@@ -123,8 +130,9 @@ const Case kCases[] = {
 TEST_CASE("swap-AB matches the double reference on the warp and warpgroup MMA, ragged and at K = 1 / K = 3") {
   for (const Case &c : kCases) {
     CAPTURE(c.name);
-    bool whole_rows = c.path == Path::WarpgroupTma; // the TMA reads rows of whole 16 bytes
-    std::vector<std::array<int, 3>> shapes = {{37, 200, whole_rows ? 136 : 75}, {3, 130, whole_rows ? 64 : 99}};
+    bool whole_rows = c.path == Path::WarpgroupTma; // the TMA reads rows of whole 16 bytes (K's, or N's for K x N)
+    std::vector<std::array<int, 3>> shapes = {{37, 200, whole_rows ? 136 : 75},
+                                              {3, whole_rows && !c.w_stored_n_by_k ? 136 : 130, whole_rows ? 64 : 99}};
     if (!whole_rows) {
       shapes.push_back({5, 70, 1});
       shapes.push_back({5, 70, 3});
@@ -134,7 +142,7 @@ TEST_CASE("swap-AB matches the double reference on the warp and warpgroup MMA, r
       CAPTURE(M);
       CAPTURE(N);
       CAPTURE(K);
-      CHECK(cpu_error(t, M, N, K) < (mma_instruction(c.kind).operand == BFloat(16) ? 4e-3 : 1e-3));
+      CHECK(cpu_error(t, M, N, K, c.w_stored_n_by_k) < (mma_instruction(c.kind).operand == BFloat(16) ? 4e-3 : 1e-3));
     }
   }
 }
@@ -152,11 +160,25 @@ TEST_CASE("the swapped instruction's first operand is W, both described K-major"
         std::string::npos);
 }
 
-TEST_CASE("swap-AB's rules: B stored N x K, 16-bit operands, rows and columns each along one dimension") {
-  std::string stored_k_by_n = user_error_of([] {
-    Pipeline(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupAsync), false).out).loop_nest();
-  });
-  CHECK_HAS(stored_k_by_n, "B's rows fill the instruction's M and B must be stored N x K");
+TEST_CASE("with B stored K x N, the swapped instruction reads its first operand MN-major (its transpose flag)") {
+  Pipeline p(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma), false).out);
+  std::string ptx = p.ptx();
+  CHECK_HAS(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
+  CHECK_HAS(ptx, "p, 1, 1, 1, 0;");
+  CHECK(ptx.find("p, 1, 1, 0, 0;") == std::string::npos);
+  Pipeline narrow(linear(swapped_tiling(MmaKind::BF16_wgmma_m64k16, Path::WarpgroupTma, 16), false).out);
+  GpuTarget target = parse_gpu_target("sm_90a");
+  CHECK_HAS(narrow.ptx(target), "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16");
+  if (ptxas_available())
+    coalesce::testing::check_assembled_cleanly(narrow.assemble(target));
+}
+
+TEST_CASE(
+    "swap-AB's rules: B stored N x K on the warp MMA, 16-bit operands, rows and columns along one dimension each") {
+  std::string stored_k_by_n = user_error_of(
+      [] { Pipeline(linear(swapped_tiling(MmaKind::BF16_m16n8k16, Path::WarpMma), false).out).loop_nest(); });
+  CHECK_HAS(stored_k_by_n, "whose fragments run along k: B must be stored N x K, read as W(j, k)");
+  CHECK_HAS(stored_k_by_n, "use a warpgroup MMA (sm_90a)");
   MmaTiling tf32 = swapped_tiling(MmaKind::TF32_m16n8k8, Path::WarpMma);
   tf32.k_step = 16;
   std::string unverified = user_error_of([&] {
@@ -236,7 +258,17 @@ TEST_CASE("for a W stored N x K and a few rows of x, the default is swap-AB, and
   CHECK(wide.stages == 5);
   CHECK(wide.split_k == 1); // 172 tiles
   // Not where M fills more rows, nor for other operand widths.
-  for (int64_t M : {33, 64, 4096}) {
+  MmaTiling square = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 4096, 4096, 132);
+  swap_ab_where_rows_are_few(square, 64, 4096, 4096, 132);
+  CHECK(square.swap_ab);
+  CHECK(square.warp_n == 64);
+  CHECK(square.stages == 3);
+  CHECK(square.split_k == 4);
+  // 64 rows whose swapped tiles fill the wave without a split: not swapped.
+  MmaTiling filled = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 11008, 4096, 132);
+  swap_ab_where_rows_are_few(filled, 64, 11008, 4096, 132);
+  CHECK_FALSE(filled.swap_ab);
+  for (int64_t M : {65, 128, 4096}) {
     MmaTiling many = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, 4096, 4096, 132);
     swap_ab_where_rows_are_few(many, M, 4096, 4096, 132);
     CHECK_FALSE(many.swap_ab);

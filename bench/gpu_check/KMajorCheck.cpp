@@ -55,23 +55,26 @@ void swap_rows_and_columns(MmaTiling &t, int columns) {
 
 // The schedule compiled once, run at each shape.
 // `swap_columns`: 0, the tile's rows along M; else swap-AB with that many
-// columns per warpgroup.
-void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes, int swap_columns = 0) {
+// columns per warpgroup. `w_stored_n_by_k` false: B stored K x N instead
+// (under swap-AB, the instruction's first operand MN-major).
+void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &shapes, int swap_columns = 0,
+                  bool w_stored_n_by_k = true) {
   const Type type = bench::input_type(p);
   const std::string name =
       std::string(copies_name(copies)) +
       (swap_columns ? " swap-AB (" + std::to_string(swap_columns) + " rows of A per instruction tile)" : "") +
-      " W(j, k) (B stored N x K) " + reference::precision_name(p);
+      (w_stored_n_by_k ? " W(j, k) (B stored N x K) " : " B(k, j) (B stored K x N) ") + reference::precision_name(p);
   std::optional<Pipeline> pipeline;
   std::string detail, failure;
   try {
     Param Mp("M"), Np("N"), Kp("K");
-    Input A("A", type, {Mp, Kp}), W("W", type, {Np, Kp}), bias("bias", Float(32), {Np});
+    Input A("A", type, {Mp, Kp}), bias("bias", Float(32), {Np});
+    Input W = w_stored_n_by_k ? Input("W", type, {Np, Kp}) : Input("W", type, {Kp, Np});
     Var i("i"), j("j");
     RDom k(0, Kp, "k");
     Func acc("acc"), out("out");
     acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * W(j, k);
+    acc(i, j) += A(i, k) * (w_stored_n_by_k ? W(j, k) : W(k, j));
     out(i, j) = cast(type, gelu(acc(i, j) + bias(j)));
     bool warpgroup = copies != Copies::WarpMma;
     MmaTiling t = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), warpgroup);
@@ -94,12 +97,13 @@ void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &s
     o.failure = failure;
     if (pipeline) {
       try {
-        // B as make_data draws it (K x N), stored transposed as W.
+        // B as make_data draws it (K x N), stored transposed as W (or as it is).
         examples::GemmData data = examples::make_data(M, N, K, 5 + K, type);
-        Buffer w({N, K}, type);
-        for (int r = 0; r < K; ++r)
-          for (int c = 0; c < N; ++c)
-            w.set(c, r, data.b.at(r, c));
+        Buffer w = w_stored_n_by_k ? Buffer({N, K}, type) : data.b;
+        if (w_stored_n_by_k)
+          for (int r = 0; r < K; ++r)
+            for (int c = 0; c < N; ++c)
+              w.set(c, r, data.b.at(r, c));
         Buffer result({M, N}, type);
         result.poison();
         pipeline->realize_on_gpu({{"A", data.a}, {"W", w}, {"bias", data.bias}, {"M", M}, {"N", N}, {"K", K}},
@@ -110,7 +114,7 @@ void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &s
           for (int c = 0; c < N; ++c) {
             double sum = 0;
             for (int kk = 0; kk < K; ++kk)
-              sum += operand(data.a.at(r, kk)) * operand(w.at(c, kk));
+              sum += operand(data.a.at(r, kk)) * operand(data.b.at(kk, c));
             want(r, c) = float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum,
                                                                     data.bias.get(size_t(c))));
             got(r, c) = result.at(r, c);
@@ -155,6 +159,13 @@ void check_k_major_b(bench::Precision p) {
     check_copies(p, Copies::WarpgroupTma, few_rows_tma, 16);
     check_copies(p, Copies::WarpgroupAsync, few_rows, 8);
     check_copies(p, Copies::WarpgroupPadded, few_rows, 24);
+    // B stored K x N under swap-AB: the first operand MN-major.
+    const std::vector<Shape> few_rows_tma_kn = {
+        {1, 1048, 1000}, {16, 136, 200}, {131, 136, 200}, {5, 136, 1}, {5, 136, 3}};
+    check_copies(p, Copies::WarpgroupTma, few_rows_tma_kn, 64, false);
+    check_copies(p, Copies::WarpgroupTma, few_rows_tma_kn, 16, false);
+    check_copies(p, Copies::WarpgroupAsync, few_rows, 8, false);
+    check_copies(p, Copies::WarpgroupPadded, few_rows, 24, false);
   }
   check_copies(p, Copies::WarpgroupPadded, ragged);
 }
@@ -173,6 +184,8 @@ void k_major_b_sanitizer_case() {
   check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, 64);
   check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, 16);
   check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {{5, 133, 67}}, 8);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupTma, {{5, 136, 200}}, 16, false);
+  check_copies(bench::Precision::BF16, Copies::WarpgroupAsync, {{5, 133, 67}}, 64, false);
 }
 
 } // namespace coalesce::gpu_check

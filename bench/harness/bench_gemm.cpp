@@ -307,7 +307,10 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
-    if (s.b_nk)
+    // A few rows of x: swap-AB, as the library's default does;
+    // COALESCE_BENCH_NO_SWAP=1 keeps x's rows along M, to compare.
+    const char *no_swap = std::getenv("COALESCE_BENCH_NO_SWAP");
+    if (!(no_swap && std::string(no_swap) == "1"))
       swap_ab_where_rows_are_few(*mma, s.M, s.N, s.K, sm_count);
     tiling = mma->str();
   } else {

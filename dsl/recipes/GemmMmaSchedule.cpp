@@ -210,23 +210,50 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
   return t;
 }
 
+namespace {
+
+// Shared memory one sm_90 multiprocessor gives its blocks, in the 1024-byte
+// units the kernel lays its tiles out in.
+constexpr int64_t kSharedKiBPerSm = 227;
+
+int64_t kib(int64_t bytes) { return (bytes + 1023) / 1024; }
+
+// One stage's A and B tiles.
+int64_t stage_kib(const MmaTiling &t) {
+  const int64_t element = mma_instruction(t.kind).operand.bytes();
+  return kib(int64_t{t.block_m} * t.k_step * element) + kib(int64_t{t.block_n} * t.k_step * element);
+}
+
+// Rows of x up to which a decode step runs swapped: up to 32 always; from
+// 33 to 64, where x's rows already fill a 64-row instruction tile, only
+// where the swapped tiles leave the wave to a split of K. Measured on the
+// H200 (bf16 + bias + GELU, L2 flushed, one session): M = 64 swapped /
+// not, 64x4096x4096 (split 4 ways) 22.0 / 26.9 us, 64x11008x4096 35.9 /
+// 36.3, 64x8192x8192 51.5 / 48.3 (docs/performance.md).
+constexpr int64_t kSwapAbRows = 32, kSwapAbSplitRows = 64;
+
+} // namespace
+
 void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
-  if (!is_warpgroup_mma(t.kind) || mma_instruction(t.kind).operand.bits != 16 || M <= 0 || M > 32 || N <= 0)
+  if (!is_warpgroup_mma(t.kind) || mma_instruction(t.kind).operand.bits != 16 || M <= 0 || M > kSwapAbSplitRows ||
+      N <= 0)
     return;
+  MmaTiling swapped = t;
   const int rows_of_x = static_cast<int>(std::max<int64_t>(8, (M + 7) / 8 * 8));
-  t.swap_ab = true;
-  t.block_m = t.warp_n = rows_of_x;
-  t.block_n = t.warp_m = 64;
-  t.min_blocks_per_sm = 2;
-  t.k_step = 128;
-  // Two blocks per SM in 227 KiB, a 1 KiB reserve each for the barriers.
-  const int64_t stage = int64_t{t.block_m + t.block_n} * t.k_step * 2;
-  t.stages = static_cast<int>(std::clamp<int64_t>((227 * 1024 / 2 - 1024) / stage, 3, 8));
-  t.tile_stores = TileStores::Direct;
-  t.block_group_rows = 0;
-  t.persistent_blocks = t.producer_warps = t.producer_registers = t.cluster_blocks = 0;
-  const int64_t tiles = (N + t.block_n - 1) / t.block_n;
-  t.split_k = K > 0 ? one_wave_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm) : 1;
+  swapped.swap_ab = true;
+  swapped.block_m = swapped.warp_n = rows_of_x;
+  swapped.block_n = swapped.warp_m = 64;
+  swapped.min_blocks_per_sm = 2;
+  swapped.k_step = 128;
+  // Two blocks per SM, a 1 KiB reserve each for the barriers.
+  swapped.stages = static_cast<int>(std::clamp<int64_t>((kSharedKiBPerSm / 2 - 1) / stage_kib(swapped), 3, 8));
+  swapped.tile_stores = TileStores::Direct;
+  swapped.block_group_rows = 0;
+  swapped.persistent_blocks = swapped.producer_warps = swapped.producer_registers = swapped.cluster_blocks = 0;
+  const int64_t tiles = (N + swapped.block_n - 1) / swapped.block_n;
+  swapped.split_k = K > 0 ? one_wave_split_k(tiles, K, swapped.k_step, sm_count, swapped.min_blocks_per_sm) : 1;
+  if (M <= kSwapAbRows || swapped.split_k > 1)
+    t = swapped;
 }
 
 void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
@@ -248,13 +275,9 @@ void fit_output_tile_beside_stages(MmaTiling &t) {
   const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
   if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::ThroughShared || shares_slots)
     return;
-  // Each in 1024-byte units, as the kernel lays them out: the stages' A
-  // and B tiles, the output tile's rows padded by 16 bytes, the barriers.
-  auto kib = [](int64_t bytes) { return (bytes + 1023) / 1024; };
-  const int64_t element = mma_instruction(t.kind).operand.bytes();
-  const int64_t stage = kib(int64_t{t.block_m} * t.k_step * element) + kib(int64_t{t.block_n} * t.k_step * element);
-  const int64_t tile = kib(int64_t{t.block_m} * (t.block_n * 2 + 16)); // a 16-bit output's rows
-  while (t.stages > 2 && t.stages * stage + tile + 2 > 227)
+  // The stages, the output tile's rows (16-bit, padded by 16 bytes), the barriers.
+  const int64_t tile = kib(int64_t{t.block_m} * (t.block_n * 2 + 16));
+  while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > kSharedKiBPerSm)
     --t.stages;
 }
 

@@ -105,14 +105,17 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// needs them (use_tma_copies_where_needed).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
 
-/// For a B stored N x K (nn.Linear's weight, W(j, k)) and a 16-bit
-/// warpgroup MMA: where M is at most 32 rows (a decode step), swap-AB on
-/// 64-row tiles of W with the rows of x, rounded up to 8, as the
-/// instruction's N; a k step of two 128-byte rows, as many stages as two
-/// blocks per SM hold, and the split that fills one wave. Leaves `t`
-/// alone otherwise. Measured on the H200 (bf16 + bias + GELU, L2 flushed):
-/// 1x4096x4096 25.4 -> 17.3 us, 16x4096x4096 27.0 -> 17.9, 16x11008x4096
-/// 49.4 -> 33.6, 1x8192x8192 75.8 -> 45.0 (docs/performance.md).
+/// For a 16-bit warpgroup MMA where M is at most 32 rows (a decode step;
+/// B stored either way: N x K, nn.Linear's weight, is read K-major, K x N
+/// with the instruction's transpose flag): swap-AB on 64-row tiles of B
+/// with the rows of x, rounded up to 8, as the instruction's N; a k step of
+/// two 128-byte rows, as many stages as two blocks per SM hold, and the
+/// split that fills one wave. From 33 to 64 rows the same, where the
+/// swapped tiles need that split to fill the wave. Leaves `t` alone
+/// otherwise. Measured on the
+/// H200 (bf16 + bias + GELU, W stored N x K, L2 flushed): 1x4096x4096 25.4
+/// -> 17.3 us, 16x4096x4096 27.0 -> 17.9, 16x11008x4096 49.4 -> 33.6,
+/// 1x8192x8192 75.8 -> 45.0 (docs/performance.md).
 void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// Sets t.tma_padded_copies where t copies with the TMA and the TMA cannot

@@ -207,6 +207,12 @@ public:
                              "2: double buffering, 3 or more: a cp.async pipeline; tensor cores: 2 to 8); 0: the "
                              "tiling's choice",
                              0, 8};
+  GeneratorParam<bool> swap_ab{this, "swap-ab", true,
+                               "with --dtype=bf16 or f16 on the warpgroup MMA and --M, --N and --K fixed, --M at 64 "
+                               "rows or fewer (a decode step): swap A and B, B's rows filling the instruction's 64 and "
+                               "x's, rounded up to 8, its N, with that rule's tiles, k step and stages "
+                               "(swap_ab_where_rows_are_few; --split-k=0 takes its one-wave split); false: x's rows "
+                               "along the instruction's M"};
   GeneratorParam<bool> tma{this, "tma", true,
                            "with --mma=warpgroup and 3 or more stages: copy the tiles with the tensor memory "
                            "accelerator (one thread's bulk copies, an mbarrier per pipeline slot) instead of every "
@@ -334,10 +340,31 @@ public:
 
   /// The tiling from the tuning database or the autotuner.
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
-    for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{
-             &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
-             &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &producer_warps, &producer_registers, &tma_padded_copies, &cluster_blocks, &warp_layout, &double_buffered, &async_copy,
-             &a_padding, &b_padding})
+    for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{&tile_m,
+                                                                                            &tile_n,
+                                                                                            &reg_m,
+                                                                                            &reg_n,
+                                                                                            &split_k,
+                                                                                            &split_k_mode,
+                                                                                            &k_step,
+                                                                                            &warp_m,
+                                                                                            &warp_n,
+                                                                                            &mma,
+                                                                                            &stages,
+                                                                                            &min_blocks_per_sm,
+                                                                                            &block_groups,
+                                                                                            &persistent_blocks,
+                                                                                            &tma,
+                                                                                            &swap_ab,
+                                                                                            &producer_warps,
+                                                                                            &producer_registers,
+                                                                                            &tma_padded_copies,
+                                                                                            &cluster_blocks,
+                                                                                            &warp_layout,
+                                                                                            &double_buffered,
+                                                                                            &async_copy,
+                                                                                            &a_padding,
+                                                                                            &b_padding})
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
@@ -365,8 +392,13 @@ public:
   /// The tensor-core tiling for `kind`: the library's default for the shape,
   /// with every knob the flags set.
   MmaTiling mma_tiling(MmaKind kind) const {
-    return with_knob_flags(
-        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors()));
+    MmaTiling tiling =
+        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
+    // A decode step's few rows of x: swap-AB, as the library's default does
+    // (the rule leaves the tiling alone elsewhere).
+    if (swap_ab && epilogue != Algorithm::SwiGlu && M.fixed() && N.fixed() && K.fixed())
+      swap_ab_where_rows_are_few(tiling, M.value(), N.value(), K.value(), multiprocessors());
+    return with_knob_flags(tiling);
   }
 
   /// `tiling` with every knob the flags set.
@@ -434,7 +466,9 @@ public:
     // Sizes fixed when generating whose rows the TMA cannot read: padded
     // copies (sizes given at run time keep the in-kernel cp.async branch).
     use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
-    tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
+    // --split-k=0 on swapped tiles: the swap rule's own split.
+    if (!(tiling.swap_ab && split_k == 0))
+      tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
     tiling.split_k_mode = split_k_mode;
     return tiling;
   }
@@ -514,7 +548,7 @@ public:
   std::vector<const GeneratorParamBase *> gemm_only_params() const {
     return {&bias,    &residual,     &b_layout,    &activation, &scales,
             &split_k, &split_k_mode, &tuning_db,   &autotune,   &autotune_candidates,
-            &reg_m,   &reg_n,        &warp_layout, &async_copy};
+            &reg_m,   &reg_n,        &warp_layout, &async_copy, &swap_ab};
   }
 
   /// A SwiGLU's regenerating command line leaves out the single GEMM's flags.
