@@ -138,6 +138,7 @@ TEST_CASE("gemm --epilogue=swiglu: a flag it cannot take is named, and nothing i
       {"--epilogue=swiglu --dtype=bf16 --M=64 --N=64 --K=64 --tuning-db=db.json",
        "--tuning-db and --autotune with --epilogue=swiglu: they tune single GEMMs"},
       {"--epilogue=swiglu --dtype=bf16 --autotune", "--tuning-db and --autotune with --epilogue=swiglu"},
+      {"--epilogue=swiglu --dtype=bf16 --swap-ab=false", "--swap-ab with --epilogue=swiglu: the single GEMM's decode rule"},
       {"--epilogue=swiglu --dtype=bf16 --warp-layout=4x8", "leave it out for --epilogue=swiglu"},
       {"--epilogue=swiglu --dtype=bf16 --M=65536 --K=65536", "make x 4294967296 elements"},
       {"--epilogue=glu", "--epilogue=glu: expected one of gemm, swiglu"},

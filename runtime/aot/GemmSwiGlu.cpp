@@ -43,6 +43,10 @@ void check_swiglu_gemm_flags(const SwiGluGemmFlags &flags) {
     user_error("--tuning-db and --autotune with ", swiglu,
                ": they tune single GEMMs; the SwiGLU's tiling is default_fused_gemms_tiling's (or the knob flags'): "
                "leave them out");
+  if (flags.swap_ab)
+    user_error("--swap-ab with ", swiglu,
+               ": the single GEMM's decode rule; the SwiGLU's two sums keep x's rows along the instruction's M: "
+               "leave --swap-ab out");
 }
 
 } // namespace coalesce

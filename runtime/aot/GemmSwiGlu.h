@@ -26,6 +26,7 @@ struct SwiGluGemmFlags {
   bool residual = false;     ///< --residual given
   std::string scales;        ///< --scales's value where given, else empty
   bool tuning = false;       ///< --tuning-db or --autotune
+  bool swap_ab = false;      ///< --swap-ab given (either value)
 };
 
 /// A UserError naming the flags, for the first combination the SwiGLU

@@ -523,6 +523,7 @@ public:
     flags.residual = residual.is_set();
     flags.scales = scales.is_set() ? scales.value_text() : "";
     flags.tuning = autotune || !tuning_db.value().empty();
+    flags.swap_ab = swap_ab.is_set();
     check_swiglu_gemm_flags(flags);
     if (!std::string(warp_layout).empty())
       user_error("--warp-layout=", std::string(warp_layout),
