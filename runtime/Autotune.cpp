@@ -13,6 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 namespace coalesce {
 
@@ -84,6 +85,7 @@ public:
     thread_ = std::thread([this, &pipelines, target, threads, finish] {
       run_in_parallel(pipelines.size(), threads, [&](size_t index) {
         CompileOutcome outcome;
+        auto start = std::chrono::steady_clock::now();
         try {
           outcome.ptx = pipelines[index].ptx(target);
           // The finished program too (a PTX cache hit skips it), so that
@@ -96,9 +98,13 @@ public:
           outcome.error = error.what();
           outcome.rule = "internal";
         }
+        double generated = seconds_since(start);
         if (outcome.ok())
           finish(index, outcome);
+        double loaded = seconds_since(start) - generated;
         std::lock_guard<std::mutex> lock(mutex_);
+        generate_s_ += generated;
+        load_s_ += loaded;
         outcomes_[index] = std::move(outcome);
         finished_.push_back(index);
         ready_.notify_one();
@@ -118,7 +124,14 @@ public:
     return {index, std::move(outcomes_[index])};
   }
 
+  /// Code generation and the finishing step, summed over the threads so far.
+  std::pair<double, double> thread_seconds() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {generate_s_, load_s_};
+  }
+
 private:
+  double generate_s_ = 0, load_s_ = 0;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<size_t> finished_;
@@ -184,7 +197,9 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
     };
     BackgroundCompiler compiler(pipelines, options.target, result.threads, prepare);
     for (size_t done = 0; done < chosen.size(); ++done) {
+      auto waiting = std::chrono::steady_clock::now();
       auto [slot, outcome] = compiler.next();
+      result.wait_s += seconds_since(waiting);
       CandidateResult &r = result.results[chosen[slot]];
       if (!outcome.ok()) {
         bool load = outcome.rule == "load"; // compiled, but TimingSteps::prepare failed
@@ -194,7 +209,9 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
         ++result.failed_by_rule[load ? outcome.rule : "compile:" + outcome.rule];
       } else {
         CompiledCandidate compiled{chosen[slot], r.candidate, pipelines[slot], options.target};
+        auto ranking = std::chrono::steady_clock::now();
         Measurement m = timing.rank(compiled);
+        result.rank_s += seconds_since(ranking);
         if (m.ok) {
           r.status = CandidateStatus::Timed;
           r.ms = m.ms;
@@ -210,6 +227,7 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
       }
       progress.update(done + 1, result.best ? ms_text(result.results[*result.best].ms) : std::string());
     }
+    std::tie(result.generate_s, result.load_s) = compiler.thread_seconds();
   }
   progress.finish();
   if (!result.results.empty() && result.results[0].status == CandidateStatus::Timed)
@@ -222,7 +240,9 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
       size_t slot = static_cast<size_t>(std::find(chosen.begin(), chosen.end(), *result.best) - chosen.begin());
       CompiledCandidate compiled{*result.best, result.results[*result.best].candidate, pipelines[slot],
                                  options.target};
+      auto confirming = std::chrono::steady_clock::now();
       Measurement m = timing.confirm(compiled);
+      result.confirm_s = seconds_since(confirming);
       if (!m.ok)
         user_error("autotuning: the winner ", compiled.candidate.str(), " failed its final timing: ", m.error);
       result.best_ms = m.ms;
@@ -261,9 +281,12 @@ std::string AutotuneResult::summary() const {
   } else {
     text += "  no candidate could be timed\n";
   }
-  char took[160];
-  std::snprintf(took, sizeof took, "  took %.1f s: legality %.1f s, compile and time %.1f s, %d compile threads\n",
-                total_s, legality_s, search_s, threads);
+  char took[320];
+  std::snprintf(took, sizeof took,
+                "  took %.1f s: legality %.1f s, compile and time %.1f s, %d compile threads (over them: code "
+                "generation %.1f s, loading %.1f s); timing: ranking %.1f s, waiting for compiles %.1f s, the "
+                "winner %.1f s\n",
+                total_s, legality_s, search_s, threads, generate_s, load_s, rank_s, wait_s, confirm_s);
   text += took;
   return text;
 }

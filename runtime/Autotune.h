@@ -91,6 +91,11 @@ struct AutotuneResult {
   double best_ms = 0;         ///< its time under TimingSteps::confirm (else rank)
   std::optional<double> default_ms; ///< results[0]'s rank time, when it timed
   double legality_s = 0, search_s = 0, total_s = 0;
+  /// Where the search's time went: code generation and loading (the
+  /// driver's JIT), summed over the compile threads; the timing thread's
+  /// ranking of the candidates, its waits for the next compiled one, and
+  /// the winner's final timing.
+  double generate_s = 0, load_s = 0, rank_s = 0, wait_s = 0, confirm_s = 0;
   int threads = 0;
 
   /// The winner; a UserError, with summary(), when there is none.

@@ -196,6 +196,20 @@ Module Module::load_ptx(const std::string &ptx) {
   return m;
 }
 
+Module Module::load_cubin(const std::string &cubin, const std::string &ptx) {
+  Device::get();
+  if (cubin.empty())
+    user_error("Module::load_cubin: the binary is empty");
+  Module m;
+  CUresult r = driver().module_load_data_ex(&m.module_, cubin.data(), 0, nullptr, nullptr);
+  if (r != CUDA_SUCCESS) {
+    m.module_ = nullptr;
+    user_error("cuModuleLoadDataEx (loading ", cubin.size(), " bytes of ptxas's binary) failed: ", cu_error_text(r));
+  }
+  m.entries_ = ptx_entries(ptx);
+  return m;
+}
+
 Module::~Module() { release(); }
 
 Module::Module(Module &&other) noexcept

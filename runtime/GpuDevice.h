@@ -99,6 +99,10 @@ public:
   /// JIT-compiles PTX text for the current device; a failure is a UserError
   /// carrying the JIT's error log.
   static Module load_ptx(const std::string &ptx);
+  /// Loads a binary ptxas assembled from `ptx` for the current device (no
+  /// JIT: the driver's JIT compiles one module at a time, ptxas runs in as
+  /// many processes as there are threads); a failure is a UserError.
+  static Module load_cubin(const std::string &cubin, const std::string &ptx);
 
   Module() = default;
   ~Module();

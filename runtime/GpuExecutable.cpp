@@ -11,7 +11,10 @@
 namespace coalesce {
 
 GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
-    : program_(std::move(program)), module_(gpu::Module::load_ptx(ptx)) {
+    : GpuExecutable(std::move(program), gpu::Module::load_ptx(ptx)) {}
+
+GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module)
+    : program_(std::move(program)), module_(std::move(module)) {
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
   workspace_.resize(program_.args.size());

@@ -17,6 +17,8 @@ class GpuExecutable {
 public:
   /// Loads `ptx` (compiled from `program`) into the current context.
   GpuExecutable(GpuProgram program, const std::string &ptx);
+  /// The same, from a module already loaded (gpu::Module::load_cubin).
+  GpuExecutable(GpuProgram program, gpu::Module module);
 
   /// Launches every kernel. `buffers[i]` is the device pointer for argument
   /// i (ignored for scalars); `params` holds every scalar argument. A

@@ -2,6 +2,7 @@
 
 #include "codegen/CodeGenHost.h"
 #include "codegen/CodeGenPTX.h"
+#include "codegen/PtxAssembler.h"
 #include "codegen/PtxCache.h"
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
@@ -114,12 +115,23 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
   host_kernel_->run(slots.data());
 }
 
-const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target) {
+const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssembler assembler) {
   auto it = executables_.find(target.sm());
   if (it != executables_.end())
     return *it->second;
   gpu::Device::get(); // throws GpuUnavailable before any compiling
   const std::string &code = ptx(target);
+  if (assembler == GpuAssembler::Ptxas && ptxas_available()) {
+    // A toolkit newer than the driver makes binaries the driver refuses:
+    // then the JIT, as without ptxas.
+    std::optional<gpu::Module> module;
+    try {
+      module = gpu::Module::load_cubin(assemble_ptx(code, target).cubin, code);
+    } catch (const UserError &) {
+    }
+    if (module)
+      return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), std::move(*module)));
+  }
   return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), code));
 }
 

@@ -31,6 +31,12 @@ struct GpuProgram;
 
 enum class Device { Cpu, Gpu };
 
+/// Who turns a program's PTX into the GPU's code when it is loaded.
+enum class GpuAssembler {
+  DriverJit, ///< the driver, when the PTX is loaded (cuModuleLoadDataEx)
+  Ptxas,     ///< the toolkit's ptxas, in a process of the calling thread's own
+};
+
 class Pipeline {
 public:
   /// The schedule is read when the pipeline is first lowered; schedule
@@ -74,8 +80,12 @@ public:
   Device realize(const Arguments &args, Buffer &output, std::string *note = nullptr);
 
   /// The loaded program, for callers that manage device buffers themselves
-  /// (include runtime/GpuExecutable.h to use it).
-  const GpuExecutable &gpu_executable(const GpuTarget &target);
+  /// (include runtime/GpuExecutable.h to use it). GpuAssembler::Ptxas
+  /// assembles it with the CUDA toolkit's ptxas where there is one (else,
+  /// or where the driver refuses ptxas's binary, the driver's JIT): what
+  /// threads loading many programs at once want, since the driver's JIT
+  /// compiles one module at a time.
+  const GpuExecutable &gpu_executable(const GpuTarget &target, GpuAssembler assembler = GpuAssembler::DriverJit);
 
   const Func &output() const { return output_; }
 
