@@ -63,7 +63,13 @@ std::unique_ptr<llvm::TargetMachine> create_machine(const llvm::Target &nvptx, c
   static_cast<llvm::cl::opt<bool> *>(found->second)->setValue(short_pointers);
   std::unique_ptr<llvm::TargetMachine> machine(nvptx.createTargetMachine(
       triple, target.sm(), target.ptx_feature(), llvm::TargetOptions(), std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+      // Default, not Aggressive: the same PTX for the fp32 FFMA and bf16
+      // warpgroup defaults, 6 to 10 lines of 10-11 thousand different for
+      // the bf16 warp-MMA and tf32 warpgroup ones, their speed unchanged on
+      // the H200, and about a fifth less time in NVPTX's code generation
+      // (docs/performance.md, "NVPTX's default optimization level"). The
+      // IR pipeline stays O3: O2 left kernels of two blocks per SM spilling.
+      llvm::CodeGenOptLevel::Default));
   if (machine && machine->createDataLayout().getPointerSizeInBits(kSharedAddressSpace) != (short_pointers ? 32u : 64u))
     internal_error("the NVPTX target machine for ", target.sm(), " ignored nvptx-short-ptr");
   return machine;
