@@ -360,6 +360,14 @@ TEST_CASE("a decode step's few rows swap A and B by default, B stored N x K or K
   REQUIRE(k_by_n.status == 0);
   CHECK(read_file(dir / "k_by_n.ptx").find("m64n16k16.f32.bf16.bf16") != std::string::npos);
   CHECK(read_file(dir / "k_by_n.ptx").find("p, 1, 1, 1, 0;") != std::string::npos);
+  // --split-k=0: the swap rule's one-wave split (1 x 4096 x 4096: 64 tiles of W's rows, four slices), and the
+  // launcher takes a workspace for its partial sums.
+  Result split = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --M=1 --N=4096 --K=4096 --split-k=0 --sm-count=132 "
+                     "--target=sm_90a --name=split --output-dir=.",
+                     dir.path);
+  REQUIRE(split.status == 0);
+  CHECK(read_file(dir / "split.ptx").find("m64n8k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(read_file(dir / "split.h").find("size_t split_workspace_bytes(int M, int N, int K);") != std::string::npos);
   Result kept = aot(decode + "--swap-ab=false --name=kept --output-dir=.", dir.path);
   REQUIRE(kept.status == 0);
   CHECK(read_file(dir / "kept.ptx").find("m64n16k16") == std::string::npos);
