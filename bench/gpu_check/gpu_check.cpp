@@ -78,6 +78,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -489,7 +490,39 @@ void fp32_check(bool full) {
 
 }
 
-int full_check(bool full, const std::vector<bench::Precision> &precisions) {
+/// The full check's sections, in the order they run (--sections picks some).
+const std::vector<std::string> &full_check_sections() {
+  static const std::vector<std::string> sections = {"math",   "fp32",         "mma",  "reduction-start",
+                                                    "k-major", "epilogues",   "fp8",  "fused-reductions",
+                                                    "split-k"};
+  return sections;
+}
+
+/// --sections's list: every section when empty; nullopt, with `error`
+/// naming the bad one and the sections, for a name that is none.
+std::optional<std::set<std::string>> parse_sections(const std::string &list, std::string *error) {
+  std::set<std::string> chosen;
+  if (list.empty()) {
+    chosen.insert(full_check_sections().begin(), full_check_sections().end());
+    return chosen;
+  }
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  llvm::StringRef(list).split(names, ',');
+  for (llvm::StringRef name : names) {
+    const std::string section = name.trim().str();
+    const std::vector<std::string> &known = full_check_sections();
+    if (std::find(known.begin(), known.end(), section) == known.end()) {
+      *error = "--sections: '" + section + "' is no section; the sections are";
+      for (const std::string &k : known)
+        *error += " " + k;
+      return std::nullopt;
+    }
+    chosen.insert(section);
+  }
+  return chosen;
+}
+
+int full_check(bool full, const std::vector<bench::Precision> &precisions, const std::set<std::string> &sections) {
   auto started = std::chrono::steady_clock::now();
   gpu::Device &device = gpu::Device::get();
   std::printf("coalesce-gpu-check on %s (%d SMs), target %s, precisions", device.name().c_str(), device.sm_count(),
@@ -497,23 +530,33 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions) {
   for (bench::Precision p : precisions)
     std::printf(" %s", reference::precision_name(p));
   std::printf("\n");
-  gpu_check::check_math_functions();
+  auto runs = [&](const char *section) { return sections.count(section) > 0; };
+  if (runs("math"))
+    gpu_check::check_math_functions();
   for (bench::Precision p : precisions) {
     if (p == bench::Precision::FP32) {
-      std::printf("\n==== fp32: the FFMA schedules ====\n");
-      fp32_check(full);
+      if (runs("fp32")) {
+        std::printf("\n==== fp32: the FFMA schedules ====\n");
+        fp32_check(full);
+      }
     } else {
-      gpu_check::check_mma(p, full);
-      if (full || p != bench::Precision::F16)
+      if (runs("mma"))
+        gpu_check::check_mma(p, full);
+      if (runs("reduction-start") && (full || p != bench::Precision::F16))
         gpu_check::check_reduction_start(p);
-      gpu_check::check_k_major_b(p);
+      if (runs("k-major"))
+        gpu_check::check_k_major_b(p);
       if (p == bench::Precision::BF16) {
-        gpu_check::check_extra_epilogues();
-        gpu_check::check_fp8();
-        gpu_check::check_fused_reductions();
+        if (runs("epilogues"))
+          gpu_check::check_extra_epilogues();
+        if (runs("fp8"))
+          gpu_check::check_fp8();
+        if (runs("fused-reductions"))
+          gpu_check::check_fused_reductions();
       }
     }
-    gpu_check::check_split_k(p, full);
+    if (runs("split-k"))
+      gpu_check::check_split_k(p, full);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return gpu_check::print_summary(seconds) ? 1 : 0;
@@ -543,6 +586,12 @@ int main(int argc, char **argv) {
       cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, split-k, k-major, fp8, swiglu; "
                "default: all)"),
       cl::value_desc("list"), cl::cat(category));
+  cl::opt<std::string> sections_flag(
+      "sections",
+      cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
+               "epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones (epilogues, fp8, "
+               "fused-reductions) run with bf16 among the precisions"),
+      cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
@@ -563,6 +612,17 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "coalesce-gpu-check: %s\n", group_error.c_str());
     return 2;
   }
+  std::string section_error;
+  std::optional<std::set<std::string>> sections = parse_sections(sections_flag, &section_error);
+  if (!sections) {
+    std::fprintf(stderr, "coalesce-gpu-check: %s\n", section_error.c_str());
+    return 2;
+  }
+  if (!sections_flag.empty() && sanitizer) {
+    std::fprintf(stderr, "coalesce-gpu-check: --sections picks parts of the full check; with --sanitizer-case, "
+                         "give --sanitizer-cases\n");
+    return 2;
+  }
   if (!sanitizer_cases.empty() && !sanitizer) {
     std::fprintf(stderr, "coalesce-gpu-check: --sanitizer-cases goes with --sanitizer-case\n");
     return 2;
@@ -579,7 +639,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    return sanitizer ? sanitizer_case(*groups) : full_check(full, precisions);
+    return sanitizer ? sanitizer_case(*groups) : full_check(full, precisions, *sections);
   } catch (const std::exception &error) {
     std::fprintf(stderr, "coalesce-gpu-check: error: %s\n", error.what());
   }
