@@ -6,10 +6,12 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -96,7 +98,38 @@ void run_pipeline(llvm::Module &module, llvm::TargetMachine &target, const llvm:
 
 } // namespace
 
+namespace {
+
+// How far dead-store elimination looks from each store (LLVM's defaults:
+// 150 accesses scanned, 90 steps walked). Our kernels are single unrolled
+// functions with thousands of stores (the epilogue's, the staged copies'),
+// over which the default limits made DSE take 52 to 126 ms of CPU per
+// default kernel. With both at 10 the PTX is byte for byte the same for
+// the four default kernels of coalesce-compile-time and fourteen more
+// coalesce-aot kernels (FP8, SwiGLU, split-K, swap-AB, tf32, residual, the
+// warp MMA for sm_80, producer warps, persistent grids, clusters, ragged
+// shapes), and DSE takes 10 to 21 ms (docs/performance.md, "Dead-store
+// elimination's reach"). The options are LLVM's, process-wide, so they
+// are set once, before the first pipeline runs.
+constexpr unsigned kDeadStoreReach = 10;
+
+void limit_dead_store_reach() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &options = llvm::cl::getRegisteredOptions();
+    for (const char *name : {"dse-memoryssa-scanlimit", "dse-memoryssa-walklimit"}) {
+      auto found = options.find(name);
+      if (found == options.end())
+        internal_error("this LLVM's dead-store elimination has no ", name, " option");
+      static_cast<llvm::cl::opt<unsigned> *>(found->second)->setValue(kDeadStoreReach);
+    }
+  });
+}
+
+} // namespace
+
 void optimize_module(llvm::Module &module, llvm::TargetMachine &target) {
+  limit_dead_store_reach();
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = false;
   tuning.SLPVectorization = false;
