@@ -107,7 +107,6 @@ struct FusedGemm {
   }
 };
 
-
 /// The schedule the main job runs. 64x64 output tiles, one per GPU block;
 /// 16x16 threads per block, each computing a 4x4 register block; the
 /// reduction split by 8, with the A and B tiles of each K step staged in

@@ -340,31 +340,14 @@ public:
 
   /// The tiling from the tuning database or the autotuner.
   GemmCandidate tuned_candidate(const GemmProblem &problem) const {
-    for (const GeneratorParamBase *knob : std::initializer_list<const GeneratorParamBase *>{&tile_m,
-                                                                                            &tile_n,
-                                                                                            &reg_m,
-                                                                                            &reg_n,
-                                                                                            &split_k,
-                                                                                            &split_k_mode,
-                                                                                            &k_step,
-                                                                                            &warp_m,
-                                                                                            &warp_n,
-                                                                                            &mma,
-                                                                                            &stages,
-                                                                                            &min_blocks_per_sm,
-                                                                                            &block_groups,
-                                                                                            &persistent_blocks,
-                                                                                            &tma,
-                                                                                            &swap_ab,
-                                                                                            &producer_warps,
-                                                                                            &producer_registers,
-                                                                                            &tma_padded_copies,
-                                                                                            &cluster_blocks,
-                                                                                            &warp_layout,
-                                                                                            &double_buffered,
-                                                                                            &async_copy,
-                                                                                            &a_padding,
-                                                                                            &b_padding})
+    // One knob per line would take 25 lines.
+    // clang-format off
+    const std::initializer_list<const GeneratorParamBase *> knobs = {
+        &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
+        &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &swap_ab, &producer_warps, &producer_registers,
+        &tma_padded_copies, &cluster_blocks, &warp_layout, &double_buffered, &async_copy, &a_padding, &b_padding};
+    // clang-format on
+    for (const GeneratorParamBase *knob : knobs)
       if (knob->is_set())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
