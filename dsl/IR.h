@@ -312,7 +312,17 @@ const char *memory_type_name(MemoryType memory);
 /// the tiles one block of a persistent grid walks (gpu_persistent_blocks).
 /// What made a loop. SliceSum: the split-K combine's loop over the slices,
 /// whose body (the tile's per-element code) runs once per slice alike.
-enum class LoopRole : uint8_t { Schedule, StagingCopy, MmaSteps, ProducerWarps, PaddedCopy, PersistentTiles, SliceSum };
+enum class LoopRole : uint8_t {
+  Schedule,
+  StagingCopy,
+  MmaSteps,
+  ProducerWarps,
+  PaddedCopy,
+  PersistentTiles,
+  SliceSum,
+  /// split_k's combine in a kernel of its own (SplitKMode::CombineKernel).
+  SliceCombine,
+};
 
 struct For : BaseStmtNode {
   static constexpr IRNodeKind node_kind = IRNodeKind::For;

@@ -225,8 +225,18 @@ enum class SplitKMode {
   /// again. The order of the additions is the order the blocks finish in,
   /// so the low bits may differ from run to run.
   Atomic,
+  /// Each slice writes its partial sums to its own part of the workspace,
+  /// as in Deterministic mode, and nothing else; a kernel of its own, run
+  /// after, adds every element's slices in slice order and runs the
+  /// epilogue, spread over the whole output rather than one block per tile:
+  /// the same bits as Deterministic mode, for one more launch. What large
+  /// tiles cut into many slices need, where one block's combine of the
+  /// tile's slices would take longer than its share of the sum.
+  CombineKernel,
 };
 const char *split_k_mode_name(SplitKMode mode);
+/// Every mode, for parsers of the names above.
+inline constexpr SplitKMode kSplitKModes[] = {SplitKMode::Deterministic, SplitKMode::Atomic, SplitKMode::CombineKernel};
 
 /// How an output's GPU blocks write their tiles (Func::gpu_tile_stores).
 enum class TileStores {

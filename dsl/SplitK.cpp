@@ -15,6 +15,7 @@ const char *split_k_mode_name(SplitKMode mode) {
   switch (mode) {
   case SplitKMode::Deterministic: return "deterministic";
   case SplitKMode::Atomic: return "atomic";
+  case SplitKMode::CombineKernel: return "combine-kernel";
   }
   return "?";
 }

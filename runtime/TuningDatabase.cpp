@@ -110,15 +110,13 @@ json::Value to_json(const TuningRecord &r) {
 
 bool from_json(const json::Value &value, SplitKMode &mode, json::Path path) {
   std::optional<llvm::StringRef> text = value.getAsString();
-  if (text && *text == "deterministic")
-    mode = SplitKMode::Deterministic;
-  else if (text && *text == "atomic")
-    mode = SplitKMode::Atomic;
-  else {
-    path.report("expected \"deterministic\" or \"atomic\"");
-    return false;
-  }
-  return true;
+  for (SplitKMode known : kSplitKModes)
+    if (text && *text == split_k_mode_name(known)) {
+      mode = known;
+      return true;
+    }
+  path.report("expected \"deterministic\", \"atomic\" or \"combine-kernel\"");
+  return false;
 }
 
 bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {

@@ -2,13 +2,50 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
 
 #include <algorithm>
+#include <set>
 
 namespace coalesce {
 
 namespace {
+
+// The Funcs `e` calls.
+std::set<std::string> funcs_called(const Expr &e) {
+  class Find : public IRVisitor {
+  public:
+    std::set<std::string> funcs;
+
+  private:
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+      if (op->call_type == CallType::Func)
+        funcs.insert(op->name);
+      IRVisitor::visit(op);
+    }
+  } find;
+  find.visit_expr(e);
+  return find.funcs;
+}
+
+// A kernel of its own runs the output's definition point by point, from the
+// slices' sums: it can read inputs, not tiles of other Funcs that live in
+// the output's kernel.
+void check_combine_kernel(const std::string &where, const FuncContents &consumer, const SplitReduction &split) {
+  const char *mode = split_k_mode_name(split.mode);
+  if (!consumer.updates.empty())
+    user_error(where, ": in ", mode, " mode a kernel of its own runs '", consumer.name,
+               "'s definition after the combine, which needs it to be one pure definition; '", consumer.name, "' has ",
+               consumer.updates.size(), " update definitions: use SplitKMode::Deterministic");
+  for (const std::string &func : funcs_called(consumer.pure.value))
+    if (func != split.producer)
+      user_error(where, ": in ", mode, " mode a kernel of its own runs '", consumer.name,
+                 "'s definition point by point from the combined sums, but it reads '", func,
+                 "', a Func computed inside the output's kernel, which the combine's kernel does not have; read only '",
+                 split.producer, "', inputs and parameters there, or use SplitKMode::Deterministic");
+}
 
 void check_split(const Environment &env, const FuncContents &consumer) {
   const SplitReduction &split = consumer.schedule.split_k;
@@ -54,6 +91,8 @@ void check_split(const Environment &env, const FuncContents &consumer) {
                  "most two loops to blocks");
     below_site |= dim.var == producer->schedule.at_var;
   }
+  if (split.mode == SplitKMode::CombineKernel)
+    check_combine_kernel(where, consumer, split);
 }
 
 } // namespace

@@ -278,13 +278,15 @@ std::vector<GpuKernel> fuse_gpu_thread_loops(const Stmt &s, const std::string &n
     if (const auto *alloc = nest.as<Allocate>())
       user_error("'", alloc->name, "' is computed at root, which on the GPU would need its own kernel and a buffer in "
                  "global memory; compute it inside the output's kernel instead (compute_at or fuse_epilogue)");
-    // A padded copy's kernel is named after its buffer (out_A_padded), so
-    // the output's first kernel keeps the output's name.
+    // A padded copy's kernel is named after its buffer (out_A_padded), and
+    // split_k's combine as such (out_combine), so the output's first kernel
+    // keeps the output's name.
     const auto *loop = nest.as<For>();
     std::string kernel_name = loop && loop->role == LoopRole::PaddedCopy
                                   ? str_cat(name, "_", loop->name.substr(0, loop->name.find('.')))
-                                  : computing++ == 0 ? name
-                                                     : str_cat(name, "_", computing - 1);
+                              : loop && loop->role == LoopRole::SliceCombine ? str_cat(name, "_combine")
+                              : computing++ == 0                             ? name
+                                                                             : str_cat(name, "_", computing - 1);
     kernels.push_back(make_kernel(nest, kernel_name));
   }
   return kernels;

@@ -18,6 +18,7 @@
 #include "scheduler/CheckThreadOwnership.h"
 #include "scheduler/CheckUnrollSize.h"
 #include "scheduler/ClampInputLoads.h"
+#include "scheduler/CombineSlicesKernel.h"
 #include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/FoldBiasIntoInit.h"
@@ -150,6 +151,10 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // Again where a tile was staged: it adds shared memory.
   if (env.output().schedule.tile_stores == TileStores::ThroughShared)
     attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
+  // split_k's combine in a kernel of its own, after the output's: a nest
+  // the passes above, which find the output's tiles, never see.
+  s = attributed_to("add_slice_combine_kernel", [&] { return add_slice_combine_kernel(s, env); });
+  log("add_slice_combine_kernel", s);
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });

@@ -35,13 +35,38 @@ std::vector<Argument> split_k_workspace(const Environment &env, const std::vecto
     return {};
   const FuncContents *producer = env.find(split.producer);
   std::vector<Expr> partial_extents;
-  if (split.mode == SplitKMode::Deterministic)
+  if (split_keeps_slices_apart(split.mode))
     partial_extents.push_back(split.slices);
   partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
   Argument partials{partials_name(split.producer), Argument::Kind::Buffer, producer->type, partial_extents, false, {}};
+  partials.is_workspace = true;
+  if (!split_counts_arrivals(split.mode))
+    return {partials};
   Argument counters{counters_name(split.producer), Argument::Kind::Buffer, Int(32), block_extents, false, {}};
-  partials.is_workspace = counters.is_workspace = true;
+  counters.is_workspace = true;
   return {partials, counters};
+}
+
+bool split_keeps_slices_apart(SplitKMode mode) {
+  switch (mode) {
+  case SplitKMode::Deterministic:
+  case SplitKMode::CombineKernel:
+    return true;
+  case SplitKMode::Atomic:
+    return false;
+  }
+  return true;
+}
+
+bool split_counts_arrivals(SplitKMode mode) {
+  switch (mode) {
+  case SplitKMode::Deterministic:
+  case SplitKMode::Atomic:
+    return true;
+  case SplitKMode::CombineKernel:
+    return false;
+  }
+  return true;
 }
 
 } // namespace coalesce

@@ -34,11 +34,20 @@ struct SliceRange {
 };
 SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice);
 
+/// Whether each slice's partial sums have a part of the workspace of their
+/// own ([slices][domain]: Deterministic, CombineKernel) or all add into one
+/// ([domain]: Atomic).
+bool split_keeps_slices_apart(SplitKMode mode);
+/// Whether the last block of each tile to arrive combines it, behind a
+/// per-tile counter (Deterministic, Atomic), or a kernel of its own does
+/// (CombineKernel).
+bool split_counts_arrivals(SplitKMode mode);
+
 /// The workspace arguments of a pipeline whose output splits a reduction
-/// (none otherwise): the partial sums, f32, [slices][domain] (deterministic)
-/// or [domain] (atomic), and the per-tile arrival counters, i32, one per
-/// block of the loops outside the slice loop. `block_extents` are those
-/// loops' extents, outermost first.
+/// (none otherwise): the partial sums, f32, [slices][domain] or [domain]
+/// (split_keeps_slices_apart), and where split_counts_arrivals the per-tile
+/// arrival counters, i32, one per block of the loops outside the slice
+/// loop. `block_extents` are those loops' extents, outermost first.
 std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents);
 
 } // namespace coalesce

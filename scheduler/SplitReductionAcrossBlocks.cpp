@@ -180,7 +180,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   const SplitReduction &split = consumer.schedule.split_k;
   const std::string partials = partials_name(producer.name);
   Expr slice = var(slice_loop_name(consumer));
-  bool atomic = split.mode == SplitKMode::Atomic;
+  bool atomic = !split_keeps_slices_apart(split.mode);
   auto partial_index = [&](const Store *store) {
     std::vector<Expr> index;
     if (!atomic)
@@ -195,6 +195,14 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     Expr value = atomic ? Call::make_intrinsic(Intrinsic::AtomicAdd, element.type(), {element}) : element;
     return Store::make(partials, partial_index(store), value);
   });
+  Stmt slice_produce = StartSlicesFromZero(producer.name, slice == 0).mutate(produce);
+  auto slice_loop = [&](const std::vector<Stmt> &steps) {
+    Stmt body = Allocate::make(producer.name, producer.type, memory, buffer_extents, Block::make(steps));
+    return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
+  };
+  // A kernel of its own combines the slices (scheduler/CombineSlicesKernel.h).
+  if (!split_counts_arrivals(split.mode))
+    return slice_loop({slice_produce, store_partials});
 
   // The combine, in slice order, into the producer's registers; then the
   // epilogue as the consumer wrote it.
@@ -269,10 +277,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   Stmt arrive = LetStmt::make(last, Call::make_intrinsic(Intrinsic::LastArrival, Int(32), {counter, Expr(split.slices)}),
                               IfThenElse::make(var(last) == 1, combine));
 
-  Stmt slice_produce = StartSlicesFromZero(producer.name, slice == 0).mutate(produce);
-  Stmt body = Allocate::make(producer.name, producer.type, memory, buffer_extents,
-                             Block::make({slice_produce, store_partials, arrive}));
-  return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
+  return slice_loop({slice_produce, store_partials, arrive});
 }
 
 // Rewrites the fuse site of the split producer: build_loop_nest left

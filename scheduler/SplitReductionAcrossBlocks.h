@@ -26,6 +26,8 @@
 // 32 elements per thread). Serially
 // (the CPU), slice S - 1 is the last. In atomic mode the slices add into one
 // zeroed tile with atomic_add, and the last block reads it and zeroes it.
+// In combine-kernel mode the slices only store their partial sums: no
+// counter, no combine here (scheduler/CombineSlicesKernel.h adds it).
 
 #include "scheduler/Environment.h"
 

@@ -8,15 +8,16 @@
 // default choice of split and tile; and the PTX (counters, fences, atomics)
 // assembled by ptxas.
 
-#include "dsl/FuncContents.h"
 #include "ErrorCapture.h"
+#include "SplitKGemm.h"
 #include "codegen/PtxAssembler.h"
+#include "dsl/FuncContents.h"
 #include "dsl/NarrowFloat.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "examples/Reference.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuDevice.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
-#include "dsl/recipes/GemmSchedule.h"
 #include "scheduler/Lower.h"
 
 #include <doctest/doctest.h>
@@ -28,93 +29,7 @@
 
 using namespace coalesce;
 using namespace coalesce::examples;
-using coalesce::testing::user_error_of;
-
-namespace {
-
-struct Shape {
-  int M, N, K;
-};
-
-// Ragged everywhere: M and N overhang the tiles, K is not a multiple of the
-// K step or of the split count, and is smaller than the split count, 0, 1, 3.
-const Shape kShapes[] = {{1, 1, 1}, {37, 70, 0}, {37, 70, 1}, {37, 70, 3}, {17, 130, 50}, {70, 65, 203}};
-
-Buffer run(Pipeline &pipeline, const GemmData &data, Shape s, Epilogue e) {
-  Buffer out({s.M, s.N}, pipeline.output().contents()->type);
-  out.poison();
-  pipeline.realize_on_cpu(gemm_arguments(data, s.M, s.N, s.K, e), out);
-  return out;
-}
-
-// A small tile, so that the shapes above have several tiles and slices.
-GemmTiling ffma_tiling(int slices, SplitKMode mode) {
-  GemmTiling t;
-  t.block_m = 32;
-  t.block_n = 64;
-  t.threads_m = 8;
-  t.threads_n = 16;
-  t.split_k = slices;
-  t.split_k_mode = mode;
-  return t;
-}
-
-Gemm ffma_gemm(Epilogue e, const GemmTiling &t, bool fold_bias = false) {
-  Gemm g = make_gemm(e);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  if (fold_bias)
-    g.out.fold_bias_into_init();
-  return g;
-}
-
-// What a careless split computes: the epilogue (bias included) applied to
-// each slice's partial sum, and the results added.
-Buffer epilogue_per_slice(const GemmData &data, Shape s, int slices, Epilogue e) {
-  Buffer out({s.M, s.N});
-  int chunk = (s.K + slices - 1) / slices;
-  for (int i = 0; i < s.M; ++i)
-    for (int j = 0; j < s.N; ++j) {
-      double total = 0;
-      for (int slice = 0; slice < slices; ++slice) {
-        double partial = 0;
-        for (int k = slice * chunk; k < std::min(s.K, (slice + 1) * chunk); ++k)
-          partial += double(data.a(i, k)) * data.b(k, j);
-        total += reference_epilogue<double>(e, partial, data.bias.values()[j]);
-      }
-      out(i, j) = static_cast<float>(total);
-    }
-  return out;
-}
-
-void round_to_tf32(Buffer &b) {
-  for (float &v : b.values())
-    v = float_to_tf32(v);
-}
-
-Type input_type(MmaKind kind) {
-  return kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : kind == MmaKind::F16_m16n8k16 ? Float(16) : Float(32);
-}
-
-Gemm mma_gemm(MmaKind kind, int slices, SplitKMode mode) {
-  Gemm g = make_gemm(Epilogue::BiasGelu, input_type(kind), Float(32));
-  MmaTiling t;
-  t.kind = kind;
-  t.block_m = 64;
-  t.block_n = 64;
-  t.warp_m = 32;
-  t.warp_n = 32;
-  t.k_step = 16;
-  t.split_k = slices;
-  t.split_k_mode = mode;
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g;
-}
-
-bool same_bits(const Buffer &a, const Buffer &b) {
-  return a.size_in_bytes() == b.size_in_bytes() && std::memcmp(a.raw_data(), b.raw_data(), a.size_in_bytes()) == 0;
-}
-
-} // namespace
+using namespace coalesce::testing;
 
 TEST_CASE("FFMA split-K schedules match the double reference at ragged shapes, K = 0, 1, 3 and K below the split") {
   struct Case {

@@ -10,7 +10,11 @@
 //     exact products in f32; tf32 inputs rounded as the instruction does);
 //   - 67x45 at K = 1 and K = 3 with a forced 3-way split of a 32x64 tile (so
 //     that two of three slices are empty at K = 1) against the double
-//     reference: an epilogue run per slice agrees at neither.
+//     reference: an epilogue run per slice agrees at neither;
+//   - every combine mode (deterministic, atomic, combine-kernel; the two
+//     deterministic ones launched twice), and the combine kernel behind
+//     128 x 256 warpgroup tiles in 66 slices at 256x256x65536 and the
+//     ragged 131x133x4099.
 // Outputs are f32 (tensor cores too: the check is of the sum, not of the
 // output's rounding). The output is poisoned (0xFF) before each launch and
 // every element read back must be finite.
@@ -138,14 +142,22 @@ size_t not_finite(const std::vector<float> &values) {
   return count;
 }
 
-/// The default schedule of precision p at s, with the combine `mode`; a
-/// forced split count when `slices` > 0 (then on a small tile).
-std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode mode, int slices, std::string *detail) {
+/// The tiling a check runs: the default of the precision at the shape (the
+/// warp MMA's for tensor cores) or the warpgroup MMA's default; or a forced
+/// split count on a small tile (the K = 1 / K = 3 pair, several tiles at
+/// small shapes), or on the warpgroup MMA's largest (128 x 256, two
+/// warpgroups), which the combine kernel is for.
+enum class SplitTiling { Default, WarpgroupDefault, Small, Wide };
+
+/// The schedule of precision p at s (`tiling`), with the combine `mode`;
+/// the forced split count `slices` for Small and Wide.
+std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode mode, int slices, SplitTiling tiling,
+                                       std::string *detail) {
   int sm_count = gpu::Device::get().sm_count();
   examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), Float(32));
   if (p == Precision::FP32) {
     GemmTiling t = default_gemm_tiling(s.M, s.N, s.K, sm_count);
-    if (slices > 0) {
+    if (tiling == SplitTiling::Small) {
       t = GemmTiling();
       t.block_m = 32;
       t.block_n = 64;
@@ -157,12 +169,17 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode m
     *detail = t.str();
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   } else {
-    MmaTiling t = default_mma_tiling(bench::mma_kind(p), s.M, s.N, s.K, sm_count);
-    if (slices > 0) {
+    const bool warpgroup = tiling == SplitTiling::WarpgroupDefault || tiling == SplitTiling::Wide;
+    MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), s.M, s.N, s.K, sm_count);
+    if (tiling == SplitTiling::Small) {
       t.block_m = t.block_n = 64;
       t.warp_m = t.warp_n = 32;
-      t.split_k = slices;
+    } else if (tiling == SplitTiling::Wide) {
+      t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, sm_count);
+      t.tile_stores = TileStores::Direct; // the slices store f32 partial sums, not the tile
     }
+    if (tiling == SplitTiling::Small || tiling == SplitTiling::Wide)
+      t.split_k = slices;
     t.split_k_mode = mode;
     *detail = t.str();
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
@@ -179,19 +196,19 @@ double tolerance(Precision) { return kTolerance; }
 
 /// One shape in one mode: against the reference, and (deterministic) the
 /// same bits on a second launch.
-void check_one(Precision p, const Shape &s, SplitKMode mode, int slices) {
+void check_one(Precision p, const Shape &s, SplitKMode mode, int slices, SplitTiling tiling) {
   Outcome o;
   o.tolerance = tolerance(p);
   std::string name = name_of(p, mode);
   try {
-    std::unique_ptr<Pipeline> pipeline = pipeline_for(p, s, mode, slices, &o.detail);
+    std::unique_ptr<Pipeline> pipeline = pipeline_for(p, s, mode, slices, tiling, &o.detail);
     const GpuExecutable &exe = pipeline->gpu_executable(target_for_current_device());
     Problem problem(s, bench::input_type(p), p == Precision::TF32);
     std::vector<float> first = problem.run(exe, &o.ms);
     o.not_finite = not_finite(first);
     o.error = problem.error(first);
     record(name, s.str(), "double (" + std::to_string(std::min(kSampleRows, s.M)) + " rows)", o);
-    if (mode != SplitKMode::Deterministic)
+    if (mode == SplitKMode::Atomic)
       return;
     double ms = 0;
     std::vector<float> second = problem.run(exe, &ms);
@@ -218,19 +235,34 @@ void check_split_k(Precision p, bool full) {
   for (const Shape &s : kSplitShapes) {
     if (!full && &s != &kSplitShapes.front() && &s != &kSplitShapes.back())
       continue;
-    for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
-      check_one(p, s, mode, 0);
+    for (SplitKMode mode : kSplitKModes)
+      check_one(p, s, mode, 0, SplitTiling::Default);
   }
   for (const Shape &s : kSmallKShapes)
-    for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
-      check_one(p, s, mode, 3);
+    for (SplitKMode mode : kSplitKModes)
+      check_one(p, s, mode, 3, SplitTiling::Small);
+  if (p == Precision::FP32 || !target_for_current_device().has_warpgroup_mma())
+    return;
+  // The warpgroup MMA's defaults at the five shapes, as the benchmark runs
+  // them (deep K: the combine kernel, 128 x 128 tiles where they split
+  // into few slices), and the combine kernel behind its largest tiles,
+  // cut into as many slices as fill the H200 (66 at 256 x 256: 2 tiles),
+  // at a ragged shape too.
+  for (const Shape &s : kSplitShapes)
+    check_one(p, s,
+              default_mma_tiling(bench::mma_kind(p, true), s.M, s.N, s.K, gpu::Device::get().sm_count()).split_k_mode,
+              0, SplitTiling::WarpgroupDefault);
+  for (const Shape &s : {Shape{256, 256, 65536}, Shape{131, 133, 4099}})
+    check_one(p, s, SplitKMode::CombineKernel, 66, SplitTiling::Wide);
 }
 
 void split_k_sanitizer_case() {
-  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic}) {
-    check_one(Precision::FP32, kSanitizerShape, mode, 3);
-    check_one(Precision::BF16, kSanitizerShape, mode, 3);
+  for (SplitKMode mode : kSplitKModes) {
+    check_one(Precision::FP32, kSanitizerShape, mode, 3, SplitTiling::Small);
+    check_one(Precision::BF16, kSanitizerShape, mode, 3, SplitTiling::Small);
   }
+  if (target_for_current_device().has_warpgroup_mma())
+    check_one(Precision::BF16, kSanitizerShape, SplitKMode::CombineKernel, 5, SplitTiling::Wide);
 }
 
 } // namespace coalesce::gpu_check

@@ -198,13 +198,63 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   return tiling;
 }
 
+namespace {
+
+// The warpgroup tile for a deep K (at least kDeepK) where the default took
+// 64 x 64 tiles: 128 x 128 (two 64 x 128 warpgroups), one block per SM,
+// four stages, split to fill one wave, where that takes from 2 to
+// kDeepTileSlices slices (each slice writes a tile of f32 partial sums,
+// which the combine reads back).
+constexpr Tile kDeepKTile{128, 128, 64, 128, 1, 4, false};
+constexpr int kDeepTileSlices = 16;
+constexpr int64_t kDeepK = 16384;
+
+int64_t tiles_of(const MmaTiling &t, int64_t M, int64_t N) {
+  return ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+}
+
+// A warpgroup tiling's split, where `t` has one: its slices combined by a
+// kernel of their own (SplitKMode::CombineKernel); then, at a deep K, split
+// or not, kDeepKTile where its rule takes it. Measured on the H200 (bf16 + bias +
+// GELU, L2 flushed, one benchmark run each, ms): the last block's combine
+// against the combine kernel on the same 64 x 64 tiles, 256 x 256 x 65536
+// in 16 slices 0.0519 -> 0.0356, 512 x 512 x 32768 in 4 slices 0.0535 ->
+// 0.0506; kDeepKTile at 512 x 512 x 32768 in 8 slices 0.0464, 128 x 4096 x
+// 16384 in 4 slices 0.0559 (against 0.0647 for 64 x 64 tiles unsplit,
+// 0.0689 split 2 ways), 256 x 256 x 65536 in 33 slices 0.0389 (so there
+// 64 x 64 stays); 128 x 256 tiles were slower at all three (0.0462,
+// 0.0478, 0.0635), and 128 x 128 tiles at two blocks per SM and three
+// stages too (0.0464, 0.0510, 0.0636).
+void split_deep_k(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
+  if (t.split_k > 1)
+    t.split_k_mode = SplitKMode::CombineKernel;
+  if (K < kDeepK || t.block_m != 64 || t.block_n != 64 || M <= 64) // a 128-row tile: mostly empty rows
+    return;
+  MmaTiling deep = t;
+  deep.block_m = kDeepKTile.block_m;
+  deep.block_n = kDeepKTile.block_n;
+  deep.warp_m = kDeepKTile.warp_m;
+  deep.warp_n = kDeepKTile.warp_n;
+  deep.min_blocks_per_sm = kDeepKTile.min_blocks;
+  deep.stages = kDeepKTile.stages;
+  deep.tile_stores = TileStores::Direct;
+  deep.block_group_rows = 0;
+  deep.split_k_mode = SplitKMode::CombineKernel;
+  deep.split_k = one_wave_split_k(tiles_of(deep, M, N), K, deep.k_step, sm_count, deep.min_blocks_per_sm);
+  if (deep.split_k > 1 && deep.split_k <= kDeepTileSlices)
+    t = deep;
+}
+
+} // namespace
+
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count) {
   MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
   if (M > 0 && N > 0) {
-    int64_t tiles = ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
     // As many blocks per multiprocessor as the tiling asks registers for.
-    t.split_k = is_warpgroup_mma(kind) ? one_wave_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm)
-                                       : default_split_k(tiles, K, t.k_step, sm_count, t.min_blocks_per_sm);
+    t.split_k = is_warpgroup_mma(kind) ? one_wave_split_k(tiles_of(t, M, N), K, t.k_step, sm_count, t.min_blocks_per_sm)
+                                       : default_split_k(tiles_of(t, M, N), K, t.k_step, sm_count, t.min_blocks_per_sm);
+    if (is_warpgroup_mma(kind))
+      split_deep_k(t, M, N, K, sm_count);
   }
   use_tma_copies_where_needed(t, N, K);
   return t;
@@ -252,6 +302,9 @@ void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, i
   swapped.persistent_blocks = swapped.producer_warps = swapped.producer_registers = swapped.cluster_blocks = 0;
   const int64_t tiles = (N + swapped.block_n - 1) / swapped.block_n;
   swapped.split_k = K > 0 ? one_wave_split_k(tiles, K, swapped.k_step, sm_count, swapped.min_blocks_per_sm) : 1;
+  // The last block's combine, as measured (docs/performance.md): a swapped
+  // tile is a few rows of x, whose slices one block sums quickly.
+  swapped.split_k_mode = SplitKMode::Deterministic;
   if (M <= kSwapAbRows || swapped.split_k > 1)
     t = swapped;
 }

@@ -174,9 +174,14 @@ public:
   EnumParam<SplitKMode> split_k_mode{this,
                                      "split-k-mode",
                                      SplitKMode::Deterministic,
-                                     {{"deterministic", SplitKMode::Deterministic}, {"atomic", SplitKMode::Atomic}},
-                                     "how the slices are added: deterministic (in slice order, the same bits on "
-                                     "every run) or atomic (float atomics, faster, the order of arrival)"};
+                                     {{"deterministic", SplitKMode::Deterministic},
+                                      {"atomic", SplitKMode::Atomic},
+                                      {"combine-kernel", SplitKMode::CombineKernel}},
+                                     "how the slices are added: deterministic (the last block of a tile adds them "
+                                     "in slice order: the same bits on every run), atomic (float atomics, the "
+                                     "order of arrival) or combine-kernel (a second kernel over the whole output "
+                                     "adds them in slice order: the deterministic bits, for large tiles in many "
+                                     "slices)"};
   GeneratorParam<int> k_step{this,
                              "k-step",
                              0,
@@ -375,8 +380,13 @@ public:
   /// The tensor-core tiling for `kind`: the library's default for the shape,
   /// with every knob the flags set.
   MmaTiling mma_tiling(MmaKind kind) const {
+    // --split-k=0 at a fixed shape: the library's default for it, whose
+    // split comes with its tile and combine (a deep K's 128 x 128 tiles and
+    // combine kernel).
     MmaTiling tiling =
-        default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
+        split_k == 0 && M.fixed() && N.fixed() && K.fixed()
+            ? default_mma_tiling(kind, M.value(), N.value(), K.value(), multiprocessors())
+            : default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
     // A decode step's few rows of x: swap-AB, as the library's default does
     // (the rule leaves the tiling alone elsewhere).
     if (swap_ab && epilogue != Algorithm::SwiGlu && M.fixed() && N.fixed() && K.fixed())
@@ -449,10 +459,15 @@ public:
     // Sizes fixed when generating whose rows the TMA cannot read: padded
     // copies (sizes given at run time keep the in-kernel cp.async branch).
     use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
-    // --split-k=0 on swapped tiles: the swap rule's own split.
-    if (!(tiling.swap_ab && split_k == 0))
+    // --split-k=0 on swapped tiles, or on the default's tile: the rule's
+    // own split and combine (unless --split-k-mode names one).
+    const bool tile_flags =
+        tile_m > 0 || tile_n > 0 || warp_m > 0 || warp_n > 0 || k_step > 0 || min_blocks_per_sm >= 0;
+    const bool whole_shape = M.fixed() && N.fixed() && K.fixed();
+    if (!(split_k == 0 && whole_shape && (tiling.swap_ab || !tile_flags)))
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
-    tiling.split_k_mode = split_k_mode;
+    if (split_k != 0 || split_k_mode.is_set())
+      tiling.split_k_mode = split_k_mode;
     return tiling;
   }
 
