@@ -323,8 +323,9 @@ std::string launcher_header(const LauncherSpec &spec) {
     out << "// workspace: scratch device memory of " << name << "_workspace_bytes(sizes) bytes\n"
         << "// (the K split's partial sums and per-tile arrival counters, the row-padded\n"
         << "// copies the TMA reads), allocated by the caller and zeroed once (cuMemsetD8)\n"
-        << "// before its first use. Every launch leaves the K split's parts zeroed again and\n"
-        << "// rewrites the padded copies whole, so it is reused as is: no allocation or\n"
+        << "// before its first use. Every launch leaves the counters (and an atomic split's\n"
+        << "// sums) zeroed again and rewrites the other parts whole before it reads them,\n"
+        << "// so it is reused as is: no allocation or\n"
         << "// clearing per call.\n"
         << "// Launches that share one workspace must not run at the same time (one stream).\n";
   out << "// Launches, in order, on `stream`:\n";
