@@ -169,6 +169,12 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                              c.mma.block_group_rows = m->block_group_rows[at[5]];
                              c.mma.tma = m->tma[at[6]];
                              c.mma.split_k = m->split_k[at[7]];
+                             // The warpgroup tiles' slices combine in a kernel of
+                             // their own, as the default's do (the last block's
+                             // combine was slower at every split measured:
+                             // docs/performance.md).
+                             if (is_warpgroup_mma(c.mma.kind) && c.mma.split_k > 1)
+                               c.mma.split_k_mode = SplitKMode::CombineKernel;
                              // Producer warps feed the TMA's pipeline only.
                              if (m->roles[at[8]] != PipelineRoles::MmaWarps && !c.mma.tma)
                                return;

@@ -264,6 +264,25 @@ TEST_CASE("split-K counts enter the space where the tiles leave multiprocessors 
   CHECK(splits.size() > 1);
 }
 
+TEST_CASE("the warpgroup MMA's split candidates combine in a kernel of their own, as its default does") {
+  GemmProblem deep = f32_problem();
+  deep.dtype = deep.out_dtype = "bf16";
+  deep.M = deep.N = 256;
+  deep.K = 65536;
+  const GemmCandidate first = default_gemm_candidate(deep, "sm_90a");
+  REQUIRE(first.family == GemmFamily::WarpgroupMma);
+  CHECK(first.mma.split_k > 1);
+  CHECK(first.mma.split_k_mode == SplitKMode::CombineKernel);
+  size_t split_warpgroup = 0;
+  for (const GemmCandidate &c : enumerate_candidates(deep, default_tuning_space(deep, "sm_90a"), first)) {
+    if (c.family != GemmFamily::WarpgroupMma || c.mma.split_k <= 1)
+      continue;
+    ++split_warpgroup;
+    CHECK(c.mma.split_k_mode == SplitKMode::CombineKernel);
+  }
+  CHECK(split_warpgroup > 0);
+}
+
 TEST_CASE("the progress line: done of total, the best so far, the time left") {
   CHECK(TuneProgress::line(0, 50, "", 0.0) ==
         "autotune [........................] 0/50  best -  left ~?");
