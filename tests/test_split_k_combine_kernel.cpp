@@ -175,3 +175,34 @@ TEST_CASE("on a GPU, the combine kernel gives the deterministic combine's bits")
   CHECK(same_bits(a, b));
   CHECK(relative_error(a, reference(data, s.M, s.N, s.K, kernel.epilogue)) < 1e-5);
 }
+
+TEST_CASE("the warpgroup default combines its slices in a kernel, on 128 x 128 tiles at a deep K of few slices") {
+  const MmaKind bf16 = MmaKind::BF16_wgmma_m64k16;
+  struct Expect {
+    int64_t M, N, K;
+    int block, slices;
+    SplitKMode mode;
+  };
+  const Expect cases[] = {
+      {512, 512, 32768, 128, 8, SplitKMode::CombineKernel},  // 16 tiles of 128 x 128: one wave in 8 slices
+      {128, 4096, 16384, 128, 4, SplitKMode::CombineKernel}, // 32 tiles: 4 slices
+      {256, 256, 65536, 64, 16, SplitKMode::CombineKernel},  // 4 tiles of 128 x 128 would need 33 slices
+      {64, 11008, 4096, 64, 1, SplitKMode::Deterministic},   // 172 tiles: no split; 64 rows: no 128-row tile
+      {4096, 4096, 4096, 128, 1, SplitKMode::Deterministic},
+  };
+  for (const Expect &e : cases) {
+    MmaTiling t = default_mma_tiling(bf16, e.M, e.N, e.K, 132);
+    INFO(e.M, "x", e.N, "x", e.K, ": ", t.str());
+    CHECK(t.block_m == e.block);
+    CHECK(t.split_k == e.slices);
+    if (e.slices > 1)
+      CHECK(t.split_k_mode == e.mode);
+  }
+  // A decode step swapped keeps the last block's combine: its tiles are a
+  // few rows of x.
+  MmaTiling decode = default_mma_tiling(bf16, 16, 4096, 4096, 132);
+  swap_ab_where_rows_are_few(decode, 16, 4096, 4096, 132);
+  REQUIRE(decode.swap_ab);
+  CHECK(decode.split_k > 1);
+  CHECK(decode.split_k_mode == SplitKMode::Deterministic);
+}

@@ -70,15 +70,20 @@ template <size_t Count> const Tile &first_filling(const Tile (&tiles)[Count], in
   return tiles[Count - 1];
 }
 
-MmaTiling tiling_of(const Tile &pick, MmaKind kind) {
-  MmaTiling tiling;
-  tiling.kind = kind;
+// `pick`'s block and warp tiles, blocks per SM and stages into `tiling`.
+void take_tile(MmaTiling &tiling, const Tile &pick) {
   tiling.block_m = pick.block_m;
   tiling.block_n = pick.block_n;
   tiling.warp_m = pick.warp_m;
   tiling.warp_n = pick.warp_n;
   tiling.min_blocks_per_sm = pick.min_blocks;
   tiling.stages = pick.stages;
+}
+
+MmaTiling tiling_of(const Tile &pick, MmaKind kind) {
+  MmaTiling tiling;
+  tiling.kind = kind;
+  take_tile(tiling, pick);
   return tiling;
 }
 
@@ -231,12 +236,7 @@ void split_deep_k(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
   if (K < kDeepK || t.block_m != 64 || t.block_n != 64 || M <= 64) // a 128-row tile: mostly empty rows
     return;
   MmaTiling deep = t;
-  deep.block_m = kDeepKTile.block_m;
-  deep.block_n = kDeepKTile.block_n;
-  deep.warp_m = kDeepKTile.warp_m;
-  deep.warp_n = kDeepKTile.warp_n;
-  deep.min_blocks_per_sm = kDeepKTile.min_blocks;
-  deep.stages = kDeepKTile.stages;
+  take_tile(deep, kDeepKTile);
   deep.tile_stores = TileStores::Direct;
   deep.block_group_rows = 0;
   deep.split_k_mode = SplitKMode::CombineKernel;
