@@ -207,10 +207,10 @@ namespace {
 
 // The warpgroup tile for a deep K (at least kDeepK) where the default took
 // 64 x 64 tiles: 128 x 128 (two 64 x 128 warpgroups), one block per SM,
-// four stages, split to fill one wave, where that takes from 2 to
+// six stages (192 KiB), split to fill one wave, where that takes from 2 to
 // kDeepTileSlices slices (each slice writes a tile of f32 partial sums,
 // which the combine reads back).
-constexpr Tile kDeepKTile{128, 128, 64, 128, 1, 4, false};
+constexpr Tile kDeepKTile{128, 128, 64, 128, 1, 6, false};
 constexpr int kDeepTileSlices = 16;
 constexpr int64_t kDeepK = 16384;
 
@@ -229,7 +229,9 @@ int64_t tiles_of(const MmaTiling &t, int64_t M, int64_t N) {
 // 0.0689 split 2 ways), 256 x 256 x 65536 in 33 slices 0.0389 (so there
 // 64 x 64 stays); 128 x 256 tiles were slower at all three (0.0462,
 // 0.0478, 0.0635), and 128 x 128 tiles at two blocks per SM and three
-// stages too (0.0464, 0.0510, 0.0636).
+// stages too (0.0464, 0.0510, 0.0636). kDeepKTile's stages, 4 / 5 / 6 (one
+// run each): 512 x 512 x 32768 0.0464 / 0.0448 / 0.0433 ms, 128 x 4096 x
+// 16384 0.0559 / 0.0561 / 0.0564.
 void split_deep_k(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
   if (t.split_k > 1)
     t.split_k_mode = SplitKMode::CombineKernel;
