@@ -128,6 +128,7 @@ llvm::Function *CodeGenLLVM::emit_function(const std::string &name,
   function_ = function;
   builder_->SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function));
   bind_arguments(function, args);
+  emit_prologue();
   codegen(body);
   builder_->CreateRetVoid();
   for (const Argument &arg : args)

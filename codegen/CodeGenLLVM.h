@@ -54,6 +54,10 @@ public:
 protected:
   // ------------------------------------------------------ target-specific hooks
 
+  /// Code at the entry of each function emit_function makes, before its
+  /// body: nothing by default.
+  virtual void emit_prologue() {}
+
   /// The function that computes the float math intrinsic `math` (erf, exp,
   /// tanh, sqrt, abs: is_math_intrinsic) on one value of `type`.
   virtual llvm::FunctionCallee math_function(Intrinsic math, Type type) = 0;

@@ -50,10 +50,20 @@ class CodeGenPTX : public CodeGenLLVM {
 public:
   using CodeGenLLVM::CodeGenLLVM;
 
-  void emit(const GpuProgram &program) {
-    for (const GpuKernel &kernel : program.kernels) {
+  /// `grid_dependencies`: the target's (GpuTarget::has_grid_dependencies).
+  void emit(const GpuProgram &program, bool grid_dependencies) {
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      const GpuKernel &kernel = program.kernels[k];
       check_kernel_name(kernel_symbol(kernel.name));
       kernel_ = &kernel;
+      // KernelStart::DuringPreviousTail: the kernel waits for the one before
+      // it, which lets it start from its first instruction on.
+      auto during_tail = [&](size_t n) {
+        return grid_dependencies && n < program.kernels.size() &&
+               program.kernels[n].start == KernelStart::DuringPreviousTail;
+      };
+      waits_for_previous_ = during_tail(k);
+      lets_next_start_ = during_tail(k + 1);
       dynamic_shared_ = nullptr;
       // The tensor maps follow the arguments, each a 128-byte CUtensorMap
       // passed by value in the parameter space (grid constant: the TMA
@@ -90,6 +100,14 @@ public:
   }
 
 protected:
+  void emit_prologue() override {
+    if (lets_next_start_)
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_launch_dependents, llvm::ArrayRef<llvm::Type *>{},
+                                {});
+    if (waits_for_previous_)
+      builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_wait, llvm::ArrayRef<llvm::Type *>{}, {});
+  }
+
   // The 8-bit floats are their bits (i8) on the GPU as on the host; PTX
   // converts them in pairs (sm_89 and later), a value in the pair's low
   // half: e4m3 / e5m2 -> f16 exactly, then f16 -> f32 exactly.
@@ -745,12 +763,13 @@ private:
   bool pending_wgmma_fence_ = false; ///< a wgmma_fence waits for the next MMA's instruction block
   llvm::GlobalVariable *arrival_flag_ = nullptr; ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
+  bool waits_for_previous_ = false, lets_next_start_ = false; ///< the kernel's grid dependencies
 };
 
 /// Emits, verifies and (when asked) links libdevice into and optimizes the
 /// module for `program`.
-std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, llvm::TargetMachine &machine,
-                                           llvm::LLVMContext &context, bool optimize) {
+std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, const GpuTarget &target,
+                                           llvm::TargetMachine &machine, llvm::LLVMContext &context, bool optimize) {
   auto module = std::make_unique<llvm::Module>(program.name, context);
   module->setTargetTriple(machine.getTargetTriple());
   module->setDataLayout(machine.createDataLayout());
@@ -760,7 +779,7 @@ std::unique_ptr<llvm::Module> build_module(const GpuProgram &program, llvm::Targ
   {
     PhaseTimer timer("emit LLVM IR");
     CodeGenPTX codegen(*module);
-    codegen.emit(program);
+    codegen.emit(program, target.has_grid_dependencies());
   }
   {
     PhaseTimer timer("verify");
@@ -793,7 +812,7 @@ std::string emit_ptx(const GpuProgram &program, const GpuTarget &target, bool an
   // Verbose assembly: the AsmPrinter writes each block's IR name after its label.
   machine->Options.MCOptions.AsmVerbose = annotated;
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, true);
+  std::unique_ptr<llvm::Module> module = build_module(program, target, *machine, context, true);
 
   PhaseTimer timer("NVPTX code generation");
   llvm::SmallString<0> ptx;
@@ -819,7 +838,7 @@ std::string emit_gpu_llvm_ir(const GpuProgram &program, const GpuTarget &target,
   check_target_instructions(program, target);
   std::unique_ptr<llvm::TargetMachine> machine = nvptx_machine(target, short_shared_pointers(program, target));
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = build_module(program, *machine, context, optimize);
+  std::unique_ptr<llvm::Module> module = build_module(program, target, *machine, context, optimize);
   std::string text;
   llvm::raw_string_ostream out(text);
   module->print(out, nullptr);

@@ -52,6 +52,7 @@ bool GpuTarget::has_tma() const { return info_of(sm_).arch_specific; }
 bool GpuTarget::has_clusters() const { return info_of(sm_).arch_specific; }
 bool GpuTarget::has_fp8_conversions() const { return info_of(sm_).fp8; }
 bool GpuTarget::is_hopper() const { return info_of(sm_).hopper; }
+bool GpuTarget::has_grid_dependencies() const { return info_of(sm_).hopper; }
 
 GpuTarget parse_gpu_target(const std::string &sm) { return GpuTarget::parse(sm); }
 

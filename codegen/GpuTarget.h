@@ -46,6 +46,10 @@ public:
   bool has_fp8_conversions() const;
   /// Hopper (sm_90, sm_90a): 32-bit shared-memory addresses pay there.
   bool is_hopper() const;
+  /// Whether a kernel can start during the previous one's tail and wait
+  /// for it (griddepcontrol, programmatic dependent launch: sm_90 and
+  /// later; KernelStart::DuringPreviousTail).
+  bool has_grid_dependencies() const;
 
   /// The PTX ISA version to emit, times ten (80 = PTX 8.0). 8.0 is the lowest
   /// that admits sm_90a; ptxas 13.0 accepts it for every target we support,

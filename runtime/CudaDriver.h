@@ -31,36 +31,37 @@ public:
 /// Member names deliberately differ from the cuda.h names, which are macros
 /// (cuMemAlloc -> cuMemAlloc_v2, ...). The _v2 event symbols appeared in CUDA
 /// 12.x; older drivers export only the plain names, hence the fallbacks.
-#define COALESCE_FOR_EACH_DRIVER_ENTRY(X) \
-  X(init, cuInit, "cuInit", nullptr)                                                       \
-  X(driver_get_version, cuDriverGetVersion, "cuDriverGetVersion", nullptr)                 \
-  X(get_error_name, cuGetErrorName, "cuGetErrorName", nullptr)                             \
-  X(get_error_string, cuGetErrorString, "cuGetErrorString", nullptr)                       \
-  X(device_get, cuDeviceGet, "cuDeviceGet", nullptr)                                       \
-  X(device_get_count, cuDeviceGetCount, "cuDeviceGetCount", nullptr)                       \
-  X(device_get_name, cuDeviceGetName, "cuDeviceGetName", nullptr)                          \
-  X(device_get_attribute, cuDeviceGetAttribute, "cuDeviceGetAttribute", nullptr)           \
-  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", nullptr)     \
-  X(ctx_set_current, cuCtxSetCurrent, "cuCtxSetCurrent", nullptr)                          \
-  X(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", nullptr)                        \
-  X(mem_get_info, cuMemGetInfo, "cuMemGetInfo_v2", nullptr)                                \
-  X(mem_alloc, cuMemAlloc, "cuMemAlloc_v2", nullptr)                                       \
-  X(mem_free, cuMemFree, "cuMemFree_v2", nullptr)                                          \
-  X(memcpy_htod, cuMemcpyHtoD, "cuMemcpyHtoD_v2", nullptr)                                 \
-  X(memcpy_dtoh, cuMemcpyDtoH, "cuMemcpyDtoH_v2", nullptr)                                 \
-  X(memset_d8, cuMemsetD8, "cuMemsetD8_v2", nullptr)                                       \
-  X(module_load_data_ex, cuModuleLoadDataEx, "cuModuleLoadDataEx", nullptr)                \
-  X(module_get_function, cuModuleGetFunction, "cuModuleGetFunction", nullptr)              \
-  X(module_unload, cuModuleUnload, "cuModuleUnload", nullptr)                              \
-  X(launch_kernel, cuLaunchKernel, "cuLaunchKernel", nullptr)                              \
-  X(func_set_attribute, cuFuncSetAttribute, "cuFuncSetAttribute", nullptr)                 \
-  X(func_get_attribute, cuFuncGetAttribute, "cuFuncGetAttribute", nullptr)                 \
-  X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize", nullptr)               \
-  X(event_create, cuEventCreate, "cuEventCreate", nullptr)                                 \
-  X(event_record, cuEventRecord, "cuEventRecord", nullptr)                                 \
-  X(event_synchronize, cuEventSynchronize, "cuEventSynchronize", nullptr)                  \
-  X(event_elapsed_time, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime") \
-  X(event_destroy, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")                   \
+#define COALESCE_FOR_EACH_DRIVER_ENTRY(X)                                                                              \
+  X(init, cuInit, "cuInit", nullptr)                                                                                   \
+  X(driver_get_version, cuDriverGetVersion, "cuDriverGetVersion", nullptr)                                             \
+  X(get_error_name, cuGetErrorName, "cuGetErrorName", nullptr)                                                         \
+  X(get_error_string, cuGetErrorString, "cuGetErrorString", nullptr)                                                   \
+  X(device_get, cuDeviceGet, "cuDeviceGet", nullptr)                                                                   \
+  X(device_get_count, cuDeviceGetCount, "cuDeviceGetCount", nullptr)                                                   \
+  X(device_get_name, cuDeviceGetName, "cuDeviceGetName", nullptr)                                                      \
+  X(device_get_attribute, cuDeviceGetAttribute, "cuDeviceGetAttribute", nullptr)                                       \
+  X(primary_ctx_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", nullptr)                                 \
+  X(ctx_set_current, cuCtxSetCurrent, "cuCtxSetCurrent", nullptr)                                                      \
+  X(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", nullptr)                                                    \
+  X(mem_get_info, cuMemGetInfo, "cuMemGetInfo_v2", nullptr)                                                            \
+  X(mem_alloc, cuMemAlloc, "cuMemAlloc_v2", nullptr)                                                                   \
+  X(mem_free, cuMemFree, "cuMemFree_v2", nullptr)                                                                      \
+  X(memcpy_htod, cuMemcpyHtoD, "cuMemcpyHtoD_v2", nullptr)                                                             \
+  X(memcpy_dtoh, cuMemcpyDtoH, "cuMemcpyDtoH_v2", nullptr)                                                             \
+  X(memset_d8, cuMemsetD8, "cuMemsetD8_v2", nullptr)                                                                   \
+  X(module_load_data_ex, cuModuleLoadDataEx, "cuModuleLoadDataEx", nullptr)                                            \
+  X(module_get_function, cuModuleGetFunction, "cuModuleGetFunction", nullptr)                                          \
+  X(module_unload, cuModuleUnload, "cuModuleUnload", nullptr)                                                          \
+  X(launch_kernel, cuLaunchKernel, "cuLaunchKernel", nullptr)                                                          \
+  X(launch_kernel_ex, cuLaunchKernelEx, "cuLaunchKernelEx", nullptr)                                                   \
+  X(func_set_attribute, cuFuncSetAttribute, "cuFuncSetAttribute", nullptr)                                             \
+  X(func_get_attribute, cuFuncGetAttribute, "cuFuncGetAttribute", nullptr)                                             \
+  X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize", nullptr)                                           \
+  X(event_create, cuEventCreate, "cuEventCreate", nullptr)                                                             \
+  X(event_record, cuEventRecord, "cuEventRecord", nullptr)                                                             \
+  X(event_synchronize, cuEventSynchronize, "cuEventSynchronize", nullptr)                                              \
+  X(event_elapsed_time, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime")                             \
+  X(event_destroy, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")                                              \
   X(tensor_map_encode_tiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", nullptr)
 
 /// One function pointer per entry of COALESCE_FOR_EACH_DRIVER_ENTRY.

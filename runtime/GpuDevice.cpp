@@ -246,7 +246,7 @@ CUfunction Module::function(const std::string &name) const {
 
 // ---- Launch and synchronization -----------------------------------------------
 
-void launch(CUfunction fn, dims grid, dims block, size_t dynamic_shared_bytes, void **args) {
+void launch(CUfunction fn, dims grid, dims block, size_t dynamic_shared_bytes, void **args, StreamOrder order) {
   Device &device = Device::get();
   if (!fn)
     user_error("launch: null kernel function");
@@ -274,10 +274,34 @@ void launch(CUfunction fn, dims grid, dims block, size_t dynamic_shared_bytes, v
                                          int(dynamic_shared_bytes)),
              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = ", dynamic_shared_bytes, ")");
 
-  cu_check(driver().launch_kernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                  unsigned(dynamic_shared_bytes), /*stream=*/nullptr, args, /*extra=*/nullptr),
-           "cuLaunchKernel (grid ", shape(grid), ", block ", shape(block), ", ", dynamic_shared_bytes,
-           " bytes of dynamic shared memory)");
+  switch (order) {
+  case StreamOrder::Serialized:
+    cu_check(driver().launch_kernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                    unsigned(dynamic_shared_bytes), /*stream=*/nullptr, args, /*extra=*/nullptr),
+             "cuLaunchKernel (grid ", shape(grid), ", block ", shape(block), ", ", dynamic_shared_bytes,
+             " bytes of dynamic shared memory)");
+    return;
+  case StreamOrder::Programmatic: {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x;
+    config.gridDimY = grid.y;
+    config.gridDimZ = grid.z;
+    config.blockDimX = block.x;
+    config.blockDimY = block.y;
+    config.blockDimZ = block.z;
+    config.sharedMemBytes = unsigned(dynamic_shared_bytes);
+    config.hStream = nullptr;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    cu_check(driver().launch_kernel_ex(&config, fn, args, /*extra=*/nullptr), "cuLaunchKernelEx (grid ", shape(grid),
+             ", block ", shape(block), ", ", dynamic_shared_bytes,
+             " bytes of dynamic shared memory, programmatic stream serialization)");
+    return;
+  }
+  }
 }
 
 void synchronize() {

@@ -126,12 +126,24 @@ private:
   std::string info_log_;
 };
 
+/// When a launch may start relative to the stream's previous one.
+enum class StreamOrder {
+  /// Once the previous launch has finished.
+  Serialized,
+  /// Programmatic stream serialization (sm_90 and later): as soon as the
+  /// previous kernel lets it (griddepcontrol.launch_dependents); the kernel
+  /// itself must wait for the previous one (griddepcontrol.wait) before it
+  /// reads what that one writes.
+  Programmatic,
+};
+
 /// Launches `fn` on the default stream. Checks the block size and shared
 /// memory against the kernel's and device's limits first (UserError naming
 /// them), raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES when
 /// dynamic_shared_bytes exceeds 48 KiB, and checks the launch. Asynchronous
 /// faults surface at the next synchronize().
-void launch(CUfunction fn, dims grid, dims block, size_t dynamic_shared_bytes, void **args);
+void launch(CUfunction fn, dims grid, dims block, size_t dynamic_shared_bytes, void **args,
+            StreamOrder order = StreamOrder::Serialized);
 
 /// Waits for all work on the device; a kernel fault is reported here.
 void synchronize();

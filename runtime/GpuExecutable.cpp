@@ -10,11 +10,11 @@
 
 namespace coalesce {
 
-GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx)
-    : GpuExecutable(std::move(program), gpu::Module::load_ptx(ptx)) {}
+GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx, const GpuTarget &target)
+    : GpuExecutable(std::move(program), gpu::Module::load_ptx(ptx), target) {}
 
-GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module)
-    : program_(std::move(program)), module_(std::move(module)) {
+GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module, const GpuTarget &target)
+    : program_(std::move(program)), module_(std::move(module)), grid_dependencies_(target.has_grid_dependencies()) {
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
   workspace_.resize(program_.args.size());
@@ -92,6 +92,7 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
         user_error("device buffer for '", buffer, "' is not ", bytes, "-byte aligned; kernel '", kernel.name,
                    "' accesses it in ", bytes, "-byte vectors (gpu_tile_stores): pass an aligned pointer");
     }
+  bool previous_launched = false; // this call's previous kernel
   for (size_t k = 0; k < program_.kernels.size(); ++k) {
     const GpuKernel &kernel = program_.kernels[k];
     gpu::dims grid, block;
@@ -101,8 +102,10 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
       g[d] = evaluate_int(kernel.grid[d], params);
       empty |= g[d] <= 0;
     }
-    if (empty)
+    if (empty) {
+      previous_launched = false;
       continue; // an empty grid: this kernel has nothing to compute; the next may
+    }
     grid = {static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]), static_cast<unsigned>(g[2])};
     block = {static_cast<unsigned>(kernel.block[0]), static_cast<unsigned>(kernel.block[1]),
              static_cast<unsigned>(kernel.block[2])};
@@ -110,7 +113,13 @@ void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::m
     std::vector<void *> kernel_slots = slots;
     for (const EncodedMap &encoded : tensor_maps(k, pointers, params))
       kernel_slots.push_back(const_cast<CUtensorMap *>(&encoded.map));
-    gpu::launch(functions_[k], grid, block, static_cast<size_t>(dynamic_shared_bytes(kernel)), kernel_slots.data());
+    // Started during the previous kernel's tail only behind that kernel of
+    // this call, and only where the code waits for it.
+    const bool programmatic =
+        kernel.start == KernelStart::DuringPreviousTail && grid_dependencies_ && previous_launched;
+    gpu::launch(functions_[k], grid, block, static_cast<size_t>(dynamic_shared_bytes(kernel)), kernel_slots.data(),
+                programmatic ? gpu::StreamOrder::Programmatic : gpu::StreamOrder::Serialized);
+    previous_launched = true;
   }
 }
 

@@ -3,6 +3,7 @@
 // in order over device buffers with the grid sizes evaluated from the call's
 // parameters. The benchmark uses it directly, on buffers it keeps.
 
+#include "codegen/GpuTarget.h"
 #include "runtime/GpuDevice.h"
 #include "scheduler/LoweredFunc.h"
 
@@ -15,10 +16,13 @@ namespace coalesce {
 
 class GpuExecutable {
 public:
-  /// Loads `ptx` (compiled from `program`) into the current context.
-  GpuExecutable(GpuProgram program, const std::string &ptx);
+  /// Loads `ptx` (compiled from `program` for `target`) into the current
+  /// context. The target says whether the code waits where a kernel starts
+  /// during the previous one's tail (KernelStart::DuringPreviousTail), and
+  /// so whether launch may start it so.
+  GpuExecutable(GpuProgram program, const std::string &ptx, const GpuTarget &target);
   /// The same, from a module already loaded (gpu::Module::load_cubin).
-  GpuExecutable(GpuProgram program, gpu::Module module);
+  GpuExecutable(GpuProgram program, gpu::Module module, const GpuTarget &target);
 
   /// Launches every kernel. `buffers[i]` is the device pointer for argument
   /// i (ignored for scalars); `params` holds every scalar argument. A
@@ -37,6 +41,7 @@ public:
 private:
   GpuProgram program_;
   gpu::Module module_;
+  bool grid_dependencies_; ///< the code's target has them (GpuTarget::has_grid_dependencies)
   std::vector<CUfunction> functions_;
   /// Per argument: the workspace this executable owns (empty for others).
   mutable std::vector<gpu::DeviceBuffer> workspace_;

@@ -130,9 +130,9 @@ const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssemb
     } catch (const UserError &) {
     }
     if (module)
-      return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), std::move(*module)));
+      return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), std::move(*module), target));
   }
-  return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), code));
+  return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), code, target));
 }
 
 void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output) {

@@ -288,6 +288,9 @@ std::vector<GpuKernel> fuse_gpu_thread_loops(const Stmt &s, const std::string &n
                               : computing++ == 0                             ? name
                                                                              : str_cat(name, "_", computing - 1);
     kernels.push_back(make_kernel(nest, kernel_name));
+    // The combine reads only what the kernel before it wrote.
+    if (loop && loop->role == LoopRole::SliceCombine)
+      kernels.back().start = KernelStart::DuringPreviousTail;
   }
   return kernels;
 }

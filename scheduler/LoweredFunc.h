@@ -66,6 +66,23 @@ struct TensorMapParam {
   std::vector<int> box; ///< the box's extents, input order (outermost first)
 };
 
+/// How a kernel of a program starts relative to the kernel before it.
+enum class KernelStart {
+  /// Once the previous kernel has finished (stream order).
+  AfterPrevious,
+  /// Where the target has grid dependencies (sm_90:
+  /// GpuTarget::has_grid_dependencies), launched with programmatic stream
+  /// serialization: its blocks may start while the previous kernel's run
+  /// (which lets them from its first instruction on,
+  /// griddepcontrol.launch_dependents), and its threads wait for that
+  /// kernel to finish and for its memory (griddepcontrol.wait) before
+  /// anything else, so what it reads is what the previous kernel wrote.
+  /// Elsewhere as AfterPrevious. What it saves is the launch between the
+  /// two: split_k's combine kernel (a few microseconds, against kernels of
+  /// tens).
+  DuringPreviousTail,
+};
+
 /// One GPU kernel: its body runs once per thread, thread and block loops
 /// already replaced by thread_id/block_id intrinsics. Shared allocations in
 /// the body become static shared memory; register allocations per-thread
@@ -99,6 +116,7 @@ struct GpuKernel {
   /// output's tiles stored through shared memory), with the alignment in
   /// bytes their pointers need; the launch checks them.
   std::vector<std::pair<std::string, int>> aligned_buffers;
+  KernelStart start = KernelStart::AfterPrevious;
 };
 
 /// The index in `kernel.tensor_maps` of the map a TensorCopy of `input`

@@ -134,6 +134,31 @@ TEST_CASE("the combine is a second kernel over the whole output; the slices keep
   size_t combine = ptx.find(".entry coalesce_out_combine");
   REQUIRE(combine != std::string::npos);
   CHECK(ptx.find("wgmma", combine) == std::string::npos);
+  // On sm_90 the combine may start during the slices' tail: the slices'
+  // kernel lets it, the combine waits for it before its first load.
+  CHECK(program.kernels[1].start == KernelStart::DuringPreviousTail);
+  CHECK(program.kernels[0].start == KernelStart::AfterPrevious);
+  const std::string slices_kernel = ptx.substr(0, combine), combine_kernel = ptx.substr(combine);
+  CHECK(slices_kernel.find("griddepcontrol.launch_dependents") != std::string::npos);
+  CHECK(slices_kernel.find("griddepcontrol.wait") == std::string::npos);
+  const size_t wait = combine_kernel.find("griddepcontrol.wait");
+  REQUIRE(wait != std::string::npos);
+  CHECK(wait < combine_kernel.find("ld.global"));
+  CHECK(combine_kernel.find("griddepcontrol.launch_dependents") == std::string::npos);
+}
+
+TEST_CASE("before sm_90 the combine kernel starts after the slices' kernel, without grid dependencies") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: not assembled");
+    return;
+  }
+  Gemm g = mma_gemm(MmaKind::BF16_m16n8k16, 3, SplitKMode::CombineKernel);
+  Pipeline pipeline(g.out);
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_80"));
+  CHECK(ptx.find(".entry coalesce_out_combine") != std::string::npos);
+  CHECK(ptx.find("griddepcontrol") == std::string::npos);
+  PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_80"));
+  CHECK(assembled.kernels.size() == 2);
 }
 
 TEST_CASE("the combine kernel refuses an output that reads another Func of its kernel") {
