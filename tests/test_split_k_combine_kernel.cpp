@@ -24,10 +24,28 @@ using namespace coalesce::testing;
 
 namespace {
 
-Gemm warpgroup_gemm(int slices, SplitKMode mode) {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), Float(32));
+// A knob of the warpgroup tiling besides the split.
+enum class Variant { Plain, ProducerWarp, SwapAB, TileThroughShared };
+
+Gemm warpgroup_gemm(int slices, SplitKMode mode, Variant variant = Variant::Plain) {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), variant == Variant::TileThroughShared ? BFloat(16) : Float(32));
   MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 64, 64, GpuTarget().sm_count());
   t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+  switch (variant) {
+  case Variant::Plain:
+    break;
+  case Variant::ProducerWarp:
+    t.producer_warps = 1;
+    t.min_blocks_per_sm = 1;
+    break;
+  case Variant::SwapAB:
+    swap_ab_where_rows_are_few(t, 16, 4096, 4096, GpuTarget().sm_count());
+    REQUIRE(t.swap_ab);
+    break;
+  case Variant::TileThroughShared:
+    t.tile_stores = TileStores::ThroughShared;
+    break;
+  }
   t.split_k = slices;
   t.split_k_mode = mode;
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
@@ -63,6 +81,14 @@ TEST_CASE("the combine kernel matches the reference at ragged shapes, and the de
        mma_gemm(MmaKind::TF32_m16n8k8, 5, SplitKMode::Deterministic), true},
       {"bf16 warpgroup MMA, 3 slices", warpgroup_gemm(3, SplitKMode::CombineKernel),
        warpgroup_gemm(3, SplitKMode::Deterministic), false},
+      {"bf16 warpgroup MMA with a producer warp, 3 slices",
+       warpgroup_gemm(3, SplitKMode::CombineKernel, Variant::ProducerWarp),
+       warpgroup_gemm(3, SplitKMode::Deterministic, Variant::ProducerWarp), false},
+      {"bf16 warpgroup MMA swapped (swap-AB), 4 slices", warpgroup_gemm(4, SplitKMode::CombineKernel, Variant::SwapAB),
+       warpgroup_gemm(4, SplitKMode::Deterministic, Variant::SwapAB), false},
+      {"bf16 warpgroup MMA, bf16 tiles through shared memory, 2 slices",
+       warpgroup_gemm(2, SplitKMode::CombineKernel, Variant::TileThroughShared),
+       warpgroup_gemm(2, SplitKMode::Deterministic, Variant::TileThroughShared), false},
   };
   for (Case &c : cases) {
     INFO(c.what);
@@ -77,7 +103,9 @@ TEST_CASE("the combine kernel matches the reference at ragged shapes, and the de
       }
       Buffer out = run(kernel, data, s, c.kernel.epilogue);
       CHECK(count_nan(out) == 0);
-      CHECK(relative_error(out, reference(data, s.M, s.N, s.K, c.kernel.epilogue)) < 1e-5);
+      // A bf16 output's rounding: 2^-8 relative.
+      const double tolerance = c.kernel.out_type == BFloat(16) ? 4e-3 : 1e-5;
+      CHECK(relative_error(out, reference(data, s.M, s.N, s.K, c.kernel.epilogue)) < tolerance);
       CHECK(same_bits(out, run(last_block, data, s, c.kernel.epilogue)));
     }
   }
