@@ -2,44 +2,26 @@
 
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
-#include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
 
 #include <algorithm>
-#include <set>
 
 namespace coalesce {
 
 namespace {
 
-// The Funcs `e` calls.
-std::set<std::string> funcs_called(const Expr &e) {
-  class Find : public IRVisitor {
-  public:
-    std::set<std::string> funcs;
-
-  private:
-    using IRVisitor::visit;
-    void visit(const Call *op) override {
-      if (op->call_type == CallType::Func)
-        funcs.insert(op->name);
-      IRVisitor::visit(op);
-    }
-  } find;
-  find.visit_expr(e);
-  return find.funcs;
-}
-
 // A kernel of its own runs the output's definition point by point, from the
 // slices' sums: it can read inputs, not tiles of other Funcs that live in
 // the output's kernel.
-void check_combine_kernel(const std::string &where, const FuncContents &consumer, const SplitReduction &split) {
+void check_combine_kernel(const std::string &where, const Environment &env, const FuncContents &consumer,
+                          const SplitReduction &split) {
   const char *mode = split_k_mode_name(split.mode);
   if (!consumer.updates.empty())
     user_error(where, ": in ", mode, " mode a kernel of its own runs '", consumer.name,
                "'s definition after the combine, which needs it to be one pure definition; '", consumer.name, "' has ",
-               consumer.updates.size(), " update definitions: use SplitKMode::Deterministic");
-  for (const std::string &func : funcs_called(consumer.pure.value))
+               consumer.updates.size(), consumer.updates.size() == 1 ? " update definition" : " update definitions",
+               ": use SplitKMode::Deterministic");
+  for (const std::string &func : env.callees_of(consumer.name))
     if (func != split.producer)
       user_error(where, ": in ", mode, " mode a kernel of its own runs '", consumer.name,
                  "'s definition point by point from the combined sums, but it reads '", func,
@@ -92,7 +74,7 @@ void check_split(const Environment &env, const FuncContents &consumer) {
     below_site |= dim.var == producer->schedule.at_var;
   }
   if (split.mode == SplitKMode::CombineKernel)
-    check_combine_kernel(where, consumer, split);
+    check_combine_kernel(where, env, consumer, split);
 }
 
 } // namespace

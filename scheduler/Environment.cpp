@@ -96,6 +96,18 @@ std::vector<std::string> Environment::consumers_of(const std::string &name) cons
   return consumers;
 }
 
+std::vector<std::string> Environment::callees_of(const std::string &name) const {
+  const FuncContents *func = find(name);
+  COALESCE_INTERNAL_ASSERT(func, "callees of unknown Func '", name, "'");
+  FindDependencies finder;
+  visit_definitions(*func, finder);
+  std::vector<std::string> callees;
+  for (const auto &callee : finder.funcs)
+    if (std::find(callees.begin(), callees.end(), callee->name) == callees.end())
+      callees.push_back(callee->name);
+  return callees;
+}
+
 Environment make_environment(const Func &output) {
   if (!output.contents()->defined)
     user_error("Func '", output.name(), "' has no definition to lower");

@@ -30,6 +30,9 @@ struct Environment {
   FuncContents *find(const std::string &name);
   /// The Funcs whose definitions call `name` directly.
   std::vector<std::string> consumers_of(const std::string &name) const;
+  /// The Funcs `name`'s definitions call directly (itself included, where
+  /// an update reads its running value), each once.
+  std::vector<std::string> callees_of(const std::string &name) const;
 };
 
 /// Collects the Funcs, inputs and params `output` depends on, in realization

@@ -282,14 +282,15 @@ std::vector<GpuKernel> fuse_gpu_thread_loops(const Stmt &s, const std::string &n
     // split_k's combine as such (out_combine), so the output's first kernel
     // keeps the output's name.
     const auto *loop = nest.as<For>();
-    std::string kernel_name = loop && loop->role == LoopRole::PaddedCopy
+    const LoopRole role = loop ? loop->role : LoopRole::Schedule;
+    std::string kernel_name = role == LoopRole::PaddedCopy
                                   ? str_cat(name, "_", loop->name.substr(0, loop->name.find('.')))
-                              : loop && loop->role == LoopRole::SliceCombine ? str_cat(name, "_combine")
-                              : computing++ == 0                             ? name
-                                                                             : str_cat(name, "_", computing - 1);
+                              : role == LoopRole::SliceCombine ? str_cat(name, "_combine")
+                              : computing++ == 0               ? name
+                                                               : str_cat(name, "_", computing - 1);
     kernels.push_back(make_kernel(nest, kernel_name));
     // The combine reads only what the kernel before it wrote.
-    if (loop && loop->role == LoopRole::SliceCombine)
+    if (role == LoopRole::SliceCombine)
       kernels.back().start = KernelStart::DuringPreviousTail;
   }
   return kernels;

@@ -210,6 +210,17 @@ TEST_CASE("the combine kernel refuses an output that reads another Func of its k
   CHECK_NOTHROW(lower_loop_nest(last_block));
 }
 
+TEST_CASE("the combine kernel refuses an output with an update definition") {
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  Func out("twice");
+  out(g.i, g.j) = g.acc(g.i, g.j) + g.bias(g.j);
+  out(g.i, g.j) = out(g.i, g.j) * 2.0f;
+  schedule_gemm(out, g.acc, g.A, g.B, g.i, g.j, g.k, ffma_tiling(2, SplitKMode::CombineKernel));
+  std::string message = user_error_of([&] { lower_loop_nest(out); });
+  CHECK_HAS(message, "combine-kernel mode");
+  CHECK_HAS(message, "'twice' has 1 update definition: use SplitKMode::Deterministic");
+}
+
 TEST_CASE("on a GPU, the combine kernel gives the deterministic combine's bits") {
   std::string why_not;
   if (!gpu::gpu_available(&why_not)) {

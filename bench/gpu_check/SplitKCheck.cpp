@@ -170,12 +170,13 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode m
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   } else {
     const bool warpgroup = tiling == SplitTiling::WarpgroupDefault || tiling == SplitTiling::Wide;
-    MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), s.M, s.N, s.K, sm_count);
+    MmaTiling t = tiling == SplitTiling::Wide
+                      ? default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, sm_count)
+                      : default_mma_tiling(bench::mma_kind(p, warpgroup), s.M, s.N, s.K, sm_count);
     if (tiling == SplitTiling::Small) {
       t.block_m = t.block_n = 64;
       t.warp_m = t.warp_n = 32;
     } else if (tiling == SplitTiling::Wide) {
-      t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, sm_count);
       t.tile_stores = TileStores::Direct; // the slices store f32 partial sums, not the tile
     }
     if (tiling == SplitTiling::Small || tiling == SplitTiling::Wide)
