@@ -66,8 +66,8 @@ Stmt add_slice_combine_kernel(const Stmt &s, const Environment &env) {
     return s;
   const FuncContents *producer = env.find(split.producer);
   COALESCE_INTERNAL_ASSERT(producer, "split_k of '", split.producer, "', not a Func of the pipeline");
-  // Printed as kz_block, kz_thread, ... and i, j (strip_stage_prefixes):
-  // the slice variable is a name no loop or variable of the user's has.
+  // Printed as kz_block, kz_thread, ... (strip_stage_prefixes), after the
+  // slice variable, a name no loop or variable of the user's has.
   const std::string base = slice_loop_name(output) + ".";
   const std::string block = base + split.slice_var + "_block", thread = base + split.slice_var + "_thread",
                     element = base + split.slice_var + "_e", slice = base + split.slice_var + "_sum";
@@ -107,23 +107,16 @@ Stmt add_slice_combine_kernel(const Stmt &s, const Environment &env) {
     steps.push_back(For::make(
         slice, 1, split.slices - 1, split.slices - 1 <= kUnrolledSlices ? ForKind::Unrolled : ForKind::Serial,
         each_element(Store::make(sums, {var(element)}, sum + partial(var(slice)))), -1, {}, LoopRole::SliceCombine));
-  // The epilogue, at the point's coordinates, named after the output's own
-  // variables.
-  std::map<std::string, Expr> names;
+  // The epilogue at the point's coordinates, put in place of the output's
+  // variables rather than bound to their names: a let named after one (the
+  // printed names lose their qualifiers) could capture a loop of this nest
+  // that the user's variable happens to be named like (kz_block).
   std::vector<Expr> store_point = coordinates(flat);
-  Stmt store;
-  {
-    std::vector<Expr> store_index;
-    for (const std::string &pure : output.pure_vars) {
-      names[pure] = var(base + pure);
-      store_index.push_back(names[pure]);
-    }
-    Expr value = CombinedValue(producer->name, names, sum).mutate(output.pure.value);
-    store = Store::make(output.name, store_index, value);
-    for (size_t d = output.pure_vars.size(); d-- > 0;)
-      store = LetStmt::make(base + output.pure_vars[d], store_point[d], store);
-  }
-  steps.push_back(each_element(IfThenElse::make(flat < total, store)));
+  std::map<std::string, Expr> point;
+  for (size_t d = 0; d < output.pure_vars.size(); ++d)
+    point[output.pure_vars[d]] = store_point[d];
+  Expr value = CombinedValue(producer->name, point, sum).mutate(output.pure.value);
+  steps.push_back(each_element(IfThenElse::make(flat < total, Store::make(output.name, store_point, value))));
 
   Stmt body = Allocate::make(sums, producer->type, MemoryType::Register, {Expr(kCombineElements)}, Block::make(steps));
   body = For::make(thread, 0, kCombineThreads, ForKind::GpuThread, body, 0, {}, LoopRole::SliceCombine);

@@ -14,8 +14,8 @@
 //           acc.sums[kz_e] = acc.sums[kz_e] + acc.partials[kz_sum, <i, j of min(flat, M*N - 1)>]
 //       for kz_e in unrolled(0, 2):
 //         if flat < M*N:
-//           let i = flat / N, j = flat % N
-//           out[i, j] = f(acc.sums[kz_e])      (the output's definition, acc(i, j) read from the sums)
+//           out[flat / N, flat % N] = f(acc.sums[kz_e])   (the output's definition at that point,
+//                                                            acc(i, j) read from the sums)
 //
 // Why: with the last block of a tile combining it, a large tile cut into
 // many slices waits for one block to read every slice of it (128 x 256
