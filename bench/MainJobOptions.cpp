@@ -6,6 +6,7 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -86,10 +87,12 @@ Options parse_options(int argc, char **argv) {
                                     "tile, the default"),
       cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> tile_stores_flag(
-      "tile-stores", cl::desc("with --tensor-cores or --wgmma: how blocks store their output tiles: direct (each "
-                              "thread its elements) or shared (through a shared-memory tile, in 16-byte vectors; "
-                              "gpu_tile_stores); default: the tiling's"),
-      cl::value_desc("direct|shared"), cl::cat(category));
+      "tile-stores",
+      cl::desc("with --tensor-cores or --wgmma: how blocks store their output tiles: direct (each "
+               "thread its elements), shared (through a shared-memory tile, in 16-byte vectors; "
+               "gpu_tile_stores) or sums (the sums through shared memory, the epilogue computed in "
+               "the copy, a vector at a time); default: the tiling's"),
+      cl::value_desc("direct|shared|sums"), cl::cat(category));
   cl::opt<std::string> cluster_blocks_flag(
       "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
                                  "(2 to 8), which share B's tiles (gpu_cluster, TmaCopies::multicast); 0: none, "
@@ -171,11 +174,13 @@ Options parse_options(int argc, char **argv) {
       usage_error("--cluster-blocks shares the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
   }
   if (tile_stores_flag.getNumOccurrences()) {
-    if (tile_stores_flag != "direct" && tile_stores_flag != "shared")
-      usage_error("bad value '" + tile_stores_flag + "' for --tile-stores: expected direct or shared");
+    const TileStores *named = std::find_if(std::begin(kTileStores), std::end(kTileStores),
+                                           [&](TileStores t) { return tile_stores_flag == tile_stores_name(t); });
+    if (named == std::end(kTileStores))
+      usage_error("bad value '" + tile_stores_flag + "' for --tile-stores: expected direct, shared or sums");
     if (!options.tensor_cores)
       usage_error("--tile-stores picks how the tensor-core schedule stores its tiles: give --tensor-cores or --wgmma");
-    options.wgmma.tile_stores = tile_stores_flag == "shared" ? TileStores::ThroughShared : TileStores::Direct;
+    options.wgmma.tile_stores = *named;
   }
   if (producer_registers_flag.getNumOccurrences()) {
     options.wgmma.producer_registers =

@@ -354,10 +354,12 @@ void CodeGenLLVM::emit_for(const For *op) {
   index->addIncoming(next, latch);
   registers_.close_loop(register_phis, latch);
 
-  if (op->role == LoopRole::MmaSteps) {
+  if (op->role == LoopRole::MmaSteps || op->role == LoopRole::EpilogueSteps) {
     // A warp MMA's elements and k steps as the host runs them
     // (emit_warp_mma): left loops, since unrolling the hundreds of them a
     // tensor-core nest holds made host compile times grow past a minute.
+    // The epilogue's steps over staged sums: a loop so that its code
+    // appears once (TileStores::SumsThroughShared).
     llvm::Metadata *disable[] = {llvm::MDString::get(context_, "llvm.loop.unroll.disable")};
     llvm::MDNode *self = llvm::MDNode::getDistinct(context_, {nullptr, llvm::MDNode::get(context_, disable)});
     self->replaceOperandWith(0, self);

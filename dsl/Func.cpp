@@ -587,6 +587,15 @@ Func &Func::partition_full_tiles(bool enable) {
   return *this;
 }
 
+const char *tile_stores_name(TileStores stores) {
+  switch (stores) {
+  case TileStores::Direct: return "direct";
+  case TileStores::ThroughShared: return "shared";
+  case TileStores::SumsThroughShared: return "sums";
+  }
+  return "?";
+}
+
 Func &Func::gpu_tile_stores(TileStores stores) {
   contents_->schedule.tile_stores = stores;
   return *this;

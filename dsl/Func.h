@@ -230,6 +230,18 @@ public:
   ///                                  barrier
   ///                                  out[bi*128 + r, bj*256 + 8c .. +8] = load_vector(out_tile[r, 8c], 8)
   ///                                  barrier
+  ///
+  /// TileStores::SumsThroughShared stages the sums the epilogue reads
+  /// instead, and computes the epilogue in the copy-out, a vector at a time
+  /// in a loop (its code once, not once per element a thread holds):
+  ///
+  ///   out[i, j] = f(acc[..])         allocate acc_tile[128][264] f32 in shared
+  ///                            ->    acc_tile[ii, jj] = acc[..]
+  ///                                  barrier
+  ///                                  for e in serial(0, 16):
+  ///                                    v[l] = f(acc_tile[r, 8c + l]) for l in 0..7
+  ///                                    out[bi*128 + r, bj*256 + 8c .. +8] = load_vector(v[0], 8)
+  ///                                  barrier
   Func &gpu_tile_stores(TileStores stores);
   /// Asks the GPU compiler to fit `blocks` blocks of this (output) Func's
   /// kernels on each multiprocessor; it caps registers per thread to fit.

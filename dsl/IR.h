@@ -322,6 +322,10 @@ enum class LoopRole : uint8_t {
   SliceSum,
   /// split_k's combine in a kernel of its own (SplitKMode::CombineKernel).
   SliceCombine,
+  /// The copy-out of TileStores::SumsThroughShared, computing the epilogue
+  /// a vector per step: kept a loop on every target (code generation tells
+  /// LLVM not to unroll it; its code once is what the mode is for).
+  EpilogueSteps,
 };
 
 struct For : BaseStmtNode {

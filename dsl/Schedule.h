@@ -249,7 +249,22 @@ enum class TileStores {
   /// eight rows (scheduler/StageOutputTiles.h). Blocks on the ragged edge
   /// store directly.
   ThroughShared,
+  /// A block whose whole tile lies inside the output writes the sums its
+  /// epilogue reads (each Func the output's definition reads, in its own
+  /// type: the f32 accumulators) into shared memory, then computes the
+  /// epilogue in the copy-out, one 16-byte vector of the output per step of
+  /// a loop that is not unrolled: the epilogue's code appears once per
+  /// vector rather than once per element a thread holds (a 128 x 256 tile
+  /// of two warpgroups holds 128 per thread), which is most of a GELU
+  /// kernel's instructions and compile time. Twice the shared-memory bytes
+  /// of ThroughShared for a 16-bit output. Blocks on the ragged edge store
+  /// directly.
+  SumsThroughShared,
 };
+const char *tile_stores_name(TileStores stores);
+/// Every choice, for parsers of the names above.
+inline constexpr TileStores kTileStores[] = {TileStores::Direct, TileStores::ThroughShared,
+                                             TileStores::SumsThroughShared};
 
 /// A reduction of `producer` split across GPU blocks (split_k, recorded on
 /// the consumer that fuses it): its reduction variable `rvar` is cut into

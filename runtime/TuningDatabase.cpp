@@ -81,7 +81,7 @@ json::Value to_json(const GemmCandidate &c) {
     for_each_knob_of_mma(c.mma, write);
   o["split_k_mode"] = split_k_mode_name(c.family == GemmFamily::Ffma ? c.ffma.split_k_mode : c.mma.split_k_mode);
   if (c.family != GemmFamily::Ffma)
-    o["tile_stores"] = c.mma.tile_stores == TileStores::ThroughShared ? "shared" : "direct";
+    o["tile_stores"] = tile_stores_name(c.mma.tile_stores);
   return o;
 }
 
@@ -157,11 +157,13 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
   c.mma.tile_stores = TileStores::Direct;
   if (const json::Value *v = object->get("tile_stores")) {
     std::optional<llvm::StringRef> text = v->getAsString();
-    if (!text || (*text != "direct" && *text != "shared")) {
-      path.field("tile_stores").report("expected \"direct\" or \"shared\"");
+    const TileStores *named = std::find_if(std::begin(kTileStores), std::end(kTileStores),
+                                           [&](TileStores t) { return text && *text == tile_stores_name(t); });
+    if (named == std::end(kTileStores)) {
+      path.field("tile_stores").report("expected \"direct\", \"shared\" or \"sums\"");
       return false;
     }
-    c.mma.tile_stores = *text == "shared" ? TileStores::ThroughShared : TileStores::Direct;
+    c.mma.tile_stores = *named;
   }
   return ok && mode(c.mma.split_k_mode);
 }

@@ -130,7 +130,7 @@ private:
       using IRVisitor::visit;
       void visit(const For *op) override {
         if (!found && op->for_kind == ForKind::Serial && op->role != LoopRole::StagingCopy &&
-            op->role != LoopRole::ProducerWarps)
+            op->role != LoopRole::EpilogueSteps && op->role != LoopRole::ProducerWarps)
           found = op;
         if (!found)
           IRVisitor::visit(op);

@@ -53,11 +53,17 @@ void check_names(const Environment &env) {
   }
   reserved[output_tile_name(env.output().name)] =
       "the shared-memory tile of the output '" + env.output().name + "' (gpu_tile_stores)";
+  if (env.output().schedule.tile_stores == TileStores::SumsThroughShared)
+    for (const FuncContents &func : env.funcs) // which the output reads is known after inlining
+      reserved[output_tile_name(func.name)] = "the shared-memory tile of the sums of Func '" + func.name +
+                                              "' (gpu_tile_stores(TileStores::SumsThroughShared))";
   for (const auto &[name, use] : global)
     if (reserved.count(name))
-      user_error("'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
-                 "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name, and _tile after the "
-                 "output's, are reserved: rename ", use);
+      user_error(
+          "'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
+          "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name, and _tile after the "
+          "output's (and every Func's, with TileStores::SumsThroughShared), are reserved: rename ",
+          use);
 
   for (const FuncContents &func : env.funcs) {
     FindReductionVars rvars;

@@ -2,7 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
-#include "dsl/IRVisitor.h"
+#include "scheduler/DefinitionAtPoint.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitKSlices.h"
@@ -22,40 +22,6 @@ constexpr int kCombineElements = 2;
 constexpr int kUnrolledSlices = 64;
 
 Expr var(const std::string &name) { return Variable::make(Int(32), name); }
-
-// The output's definition at the combine's point: its variables are the
-// point's coordinates, its read of the split Func the element's sum, its
-// reads of inputs plain loads.
-class CombinedValue : public IRMutator {
-public:
-  CombinedValue(const std::string &producer, const std::map<std::string, Expr> &coordinates, Expr sum)
-      : producer_(producer), coordinates_(coordinates), sum_(std::move(sum)) {}
-
-private:
-  using IRMutator::visit;
-  Expr visit(const Variable *op, const Expr &self) override {
-    auto found = coordinates_.find(op->name);
-    return op->variable_kind == VariableKind::Param || found == coordinates_.end() ? self : found->second;
-  }
-  Expr visit(const Call *op, const Expr &self) override {
-    Expr rebuilt = IRMutator::visit(op, self);
-    const auto *call = rebuilt.as<Call>();
-    switch (call->call_type) {
-    case CallType::Input:
-      return Load::make(call->type, call->name, call->args);
-    case CallType::Func:
-      COALESCE_INTERNAL_ASSERT(call->name == producer_, "the combine of '", producer_, "' reads the Func '", call->name,
-                               "', which check_split_k refuses");
-      return sum_;
-    case CallType::Intrinsic:
-      return rebuilt;
-    }
-    return rebuilt;
-  }
-  const std::string &producer_;
-  const std::map<std::string, Expr> &coordinates_;
-  const Expr sum_;
-};
 
 } // namespace
 
@@ -107,15 +73,14 @@ Stmt add_slice_combine_kernel(const Stmt &s, const Environment &env) {
     steps.push_back(For::make(
         slice, 1, split.slices - 1, split.slices - 1 <= kUnrolledSlices ? ForKind::Unrolled : ForKind::Serial,
         each_element(Store::make(sums, {var(element)}, sum + partial(var(slice)))), -1, {}, LoopRole::SliceCombine));
-  // The epilogue at the point's coordinates, put in place of the output's
-  // variables rather than bound to their names: a let named after one (the
-  // printed names lose their qualifiers) could capture a loop of this nest
-  // that the user's variable happens to be named like (kz_block).
+  // The epilogue at the point's coordinates (substituted: a let named after
+  // the user's variable could capture this nest's kz_block).
   std::vector<Expr> store_point = coordinates(flat);
-  std::map<std::string, Expr> point;
-  for (size_t d = 0; d < output.pure_vars.size(); ++d)
-    point[output.pure_vars[d]] = store_point[d];
-  Expr value = CombinedValue(producer->name, point, sum).mutate(output.pure.value);
+  Expr value = definition_at_point(output, store_point, [&](const std::string &func) {
+    COALESCE_INTERNAL_ASSERT(func == producer->name, "the combine of '", producer->name, "' reads the Func '", func,
+                             "', which check_split_k refuses");
+    return sum;
+  });
   steps.push_back(each_element(IfThenElse::make(flat < total, Store::make(output.name, store_point, value))));
 
   Stmt body = Allocate::make(sums, producer->type, MemoryType::Register, {Expr(kCombineElements)}, Block::make(steps));

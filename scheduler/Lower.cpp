@@ -149,7 +149,7 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   s = attributed_to("stage_output_tiles", [&] { return stage_output_tiles(s, env); });
   log("stage_output_tiles", s);
   // Again where a tile was staged: it adds shared memory.
-  if (env.output().schedule.tile_stores == TileStores::ThroughShared)
+  if (env.output().schedule.tile_stores != TileStores::Direct)
     attributed_to("check_gpu_limits", [&] { check_gpu_limits(s, budget, env.output().schedule.min_blocks_per_sm); });
   // split_k's combine in a kernel of its own, after the output's: a nest
   // the passes above, which find the output's tiles, never see.

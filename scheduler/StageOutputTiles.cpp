@@ -1,11 +1,15 @@
 #include "scheduler/StageOutputTiles.h"
 
+#include "dsl/Error.h"
+#include "dsl/IREquality.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/DefinitionAtPoint.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/UniformRanges.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <vector>
@@ -84,35 +88,95 @@ private:
   }
 };
 
-class StageTiles : public IRMutator {
-public:
-  explicit StageTiles(const Environment &env)
-      : output_(env.output().name), type_(env.output().type), domain_(env.domain) {}
-
-  /// The shared tile around `body`.
-  Stmt allocate(const Stmt &body) const {
-    return Allocate::make(output_tile_name(output_), type_, MemoryType::Shared,
-                          {Expr(static_cast<int>(tile_shape_->first)), Expr(static_cast<int>(tile_shape_->second))},
-                          body);
+// A tile in shared memory: its buffer, element type, rows and padded
+// columns.
+struct SharedTile {
+  std::string name;
+  Type type;
+  int64_t rows = 0, columns = 0;
+  bool operator==(const SharedTile &o) const {
+    return name == o.name && type == o.type && rows == o.rows && columns == o.columns;
   }
-  /// Whether a staged statement lies outside every block loop (so that
-  /// no block loop took the tile's allocation).
-  bool needs_allocation() const { return tile_shape_ && !allocated_; }
+  bool operator!=(const SharedTile &o) const { return !(*this == o); }
+};
+
+// The writes of a staged statement whose store now goes to the output's
+// tile: for TileStores::SumsThroughShared, that store replaced by one store
+// per Func the output's definition reads, of the value the statement read
+// it as, into that Func's tile. Empty where the store's value does not read
+// each such Func once, at one index (nothing to stage then).
+class SumsInstead : public IRMutator {
+public:
+  SumsInstead(std::string tile, std::vector<std::string> funcs) : tile_(std::move(tile)), funcs_(std::move(funcs)) {}
+  std::vector<Type> types; ///< each Func's, as the statement read it
+  bool ok = true;
 
 private:
   using IRMutator::visit;
-  const std::string output_;
-  const Type type_;
+  const std::string tile_;
+  const std::vector<std::string> funcs_;
+  Stmt visit(const Store *op, const Stmt &self) override {
+    if (op->buffer != tile_)
+      return self;
+    std::vector<Stmt> stores;
+    for (const std::string &func : funcs_) {
+      struct Reads : IRVisitor {
+        std::string func;
+        std::vector<const Load *> loads;
+        using IRVisitor::visit;
+        void visit(const Load *load) override {
+          if (load->buffer == func)
+            loads.push_back(load);
+          IRVisitor::visit(load);
+        }
+      } reads;
+      reads.func = func;
+      reads.visit_expr(op->value);
+      ok &= !reads.loads.empty();
+      for (const Load *load : reads.loads)
+        ok &= load->type == reads.loads[0]->type && load->indices.size() == reads.loads[0]->indices.size() &&
+              std::equal(load->indices.begin(), load->indices.end(), reads.loads[0]->indices.begin(), equal);
+      if (!ok)
+        return self;
+      const Load *read = reads.loads[0];
+      types.push_back(read->type);
+      stores.push_back(
+          Store::make(output_tile_name(func), op->indices, Load::make(read->type, read->buffer, read->indices)));
+    }
+    return Block::make(stores);
+  }
+};
+
+class StageTiles : public IRMutator {
+public:
+  explicit StageTiles(const Environment &env)
+      : output_(env.output()), stores_(env.output().schedule.tile_stores), domain_(env.domain) {}
+
+  /// The shared tiles around `body`.
+  Stmt allocate(Stmt body) const {
+    for (auto tile = tiles_->rbegin(); tile != tiles_->rend(); ++tile)
+      body = Allocate::make(tile->name, tile->type, MemoryType::Shared,
+                            {Expr(static_cast<int>(tile->rows)), Expr(static_cast<int>(tile->columns))}, body);
+    return body;
+  }
+  /// Whether a staged statement lies outside every block loop (so that
+  /// no block loop took the tiles' allocation).
+  bool needs_allocation() const { return tiles_ && !allocated_; }
+
+private:
+  using IRMutator::visit;
+  const FuncContents &output_;
+  const TileStores stores_;
   const std::vector<Expr> domain_;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
-  std::optional<std::pair<int64_t, int64_t>> tile_shape_; ///< the staged tile's rows and padded columns
+  std::optional<std::vector<SharedTile>> tiles_; ///< what the staged statements write
   bool allocated_ = false;
 
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->for_kind == ForKind::GpuBlock) {
       Stmt result = IRMutator::visit(op, self);
       const auto *loop = result.as<For>();
-      if (!tile_shape_ || allocated_ || !loop)
+      if (!tiles_ || allocated_ || !loop)
         return result;
       // The innermost block loop: one tile per block, however many copies
       // of the epilogue store through it (a persistent tile loop
@@ -151,14 +215,14 @@ private:
   std::optional<Stmt> stage(const Stmt &nest, bool guarded_copy = false) {
     if (!is_per_element_code(nest))
       return std::nullopt;
-    Survey survey(output_);
+    Survey survey(output_.name);
     survey.visit_stmt(nest);
     if (!survey.stageable || !survey.store || survey.store->indices.size() != 2)
       return std::nullopt;
-    std::string tile = output_tile_name(output_);
+    std::string tile = output_tile_name(output_.name);
     Redirect redirect(names_bound_in(nest), tile);
     Stmt writes = redirect.mutate(nest);
-    int bytes = std::max(1, type_.bytes());
+    int bytes = std::max(1, output_.type.bytes());
     int lanes = kVectorBytes / bytes;
     if (!redirect.ok || kVectorBytes % bytes != 0)
       return std::nullopt;
@@ -167,11 +231,31 @@ private:
     if (rows * columns != survey.visits || columns % lanes != 0)
       return std::nullopt;
 
-    // Every staged statement of the kernel shares one tile.
-    std::pair<int64_t, int64_t> shape{rows, columns + lanes};
-    if (tile_shape_ && *tile_shape_ != shape)
+    // Every staged statement of the kernel shares the tiles.
+    std::vector<SharedTile> tiles;
+    switch (stores_) {
+    case TileStores::Direct:
       return std::nullopt;
-    tile_shape_ = shape;
+    case TileStores::ThroughShared:
+      tiles.push_back({tile, output_.type, rows, columns + lanes});
+      break;
+    case TileStores::SumsThroughShared: {
+      std::vector<std::string> funcs = funcs_read_by_definition(output_);
+      SumsInstead sums(tile, funcs);
+      writes = sums.mutate(writes);
+      if (funcs.empty() || !sums.ok)
+        return std::nullopt;
+      // Rows padded by 32 bytes: the fragments' pairs of 4-byte sums, eight
+      // rows by four pairs per warp, fall in different banks per half-warp.
+      for (size_t f = 0; f < funcs.size(); ++f)
+        tiles.push_back({output_tile_name(funcs[f]), sums.types[f], rows,
+                         columns + 2 * kVectorBytes / std::max(1, sums.types[f].bytes())});
+      break;
+    }
+    }
+    if (tiles_ && *tiles_ != tiles)
+      return std::nullopt;
+    tiles_ = tiles;
     Expr aligned = domain_.back() % lanes == 0;
     if (!provably_multiple_of(redirect.origin[1], lanes))
       aligned = aligned && redirect.origin[1] % lanes == 0;
@@ -188,10 +272,26 @@ private:
     return LetStmt::make(name, aligned, Block::make({writes, Barrier::make(), copy, Barrier::make()}));
   }
 
+  // What the copy stores at (row, column) of the tile: the tile's element,
+  // or the output's definition there, each Func read from its tile.
+  Expr value_at(const std::vector<Expr> &origin, const Expr &row, const Expr &column) const {
+    if (stores_ != TileStores::SumsThroughShared)
+      return Load::make(output_.type, output_tile_name(output_.name), {row, column});
+    std::vector<Expr> point = {simplify(origin[0] + row), simplify(origin[1] + column)};
+    return definition_at_point(output_, point, [&](const std::string &func) {
+      auto tile = std::find_if(tiles_->begin(), tiles_->end(),
+                               [&](const SharedTile &t) { return t.name == output_tile_name(func); });
+      COALESCE_INTERNAL_ASSERT(tile != tiles_->end(), "no shared tile for the sums of '", func, "'");
+      return Load::make(tile->type, tile->name, {row, column});
+    });
+  }
+
   // The copy of the tile into the output, in runs of `lanes` elements (one
   // vector access each; 1: element by element, in a loop): the statement's
   // thread loops, each thread `per_thread` runs a thread count apart, so
-  // that consecutive threads copy consecutive runs of a row.
+  // that consecutive threads copy consecutive runs of a row. With the sums
+  // staged, each run computes the epilogue into registers first, in a loop
+  // that is not unrolled (its code once).
   Stmt copy_out(const std::vector<const For *> &thread_loops, const std::vector<Expr> &origin, int64_t rows,
                 int64_t columns, int lanes, bool guarded) const {
     int64_t threads = 1;
@@ -204,24 +304,42 @@ private:
     }
     int64_t runs_per_row = columns / lanes, runs = rows * runs_per_row;
     int64_t per_thread = (runs + threads - 1) / threads;
-    std::string tile = output_tile_name(output_);
-    std::string flat_name = tile + ".flat", step_name = tile + ".e";
+    std::string tile = output_tile_name(output_.name);
+    std::string flat_name = tile + ".flat", step_name = tile + ".e", lane_name = tile + ".lane",
+                vector = tile + ".vector";
     Expr flat = Variable::make(Int(32), flat_name);
     Expr row = flat / static_cast<int>(runs_per_row);
     Expr column = lanes == 1 ? flat % static_cast<int>(runs_per_row) : flat % static_cast<int>(runs_per_row) * lanes;
-    Expr read = Load::make(type_, tile, {row, column});
-    Stmt copy = Store::make(output_, {simplify(origin[0] + row), simplify(origin[1] + column)},
-                            lanes == 1 ? read : Call::make_intrinsic(Intrinsic::LoadVector, type_, {read, Expr(lanes)}));
+    std::vector<Expr> at = {simplify(origin[0] + row), simplify(origin[1] + column)};
+    bool sums = stores_ == TileStores::SumsThroughShared;
+    Stmt copy;
+    if (lanes == 1) {
+      copy = Store::make(output_.name, at, value_at(origin, row, column));
+    } else if (!sums) {
+      copy = Store::make(
+          output_.name, at,
+          Call::make_intrinsic(Intrinsic::LoadVector, output_.type, {value_at(origin, row, column), Expr(lanes)}));
+    } else {
+      Expr lane = Variable::make(Int(32), lane_name);
+      Stmt fill =
+          For::make(lane_name, 0, lanes, ForKind::Unrolled,
+                    Store::make(vector, {lane}, value_at(origin, row, column + lane)), -1, {}, LoopRole::StagingCopy);
+      Stmt store = Store::make(output_.name, at,
+                               Call::make_intrinsic(Intrinsic::LoadVector, output_.type,
+                                                    {Load::make(output_.type, vector, {Expr(0)}), Expr(lanes)}));
+      copy = Allocate::make(vector, output_.type, MemoryType::Register, {Expr(lanes)}, Block::make({fill, store}));
+    }
     if (guarded)
-      copy = IfThenElse::make(simplify(origin[0] + row < domain_[0] && origin[1] + column < domain_[1]), copy);
+      copy = IfThenElse::make(simplify(at[0] < domain_[0] && at[1] < domain_[1]), copy);
     if (runs % threads != 0)
       copy = IfThenElse::make(flat < static_cast<int>(runs), copy);
     copy = LetStmt::make(flat_name, simplify(Variable::make(Int(32), step_name) * static_cast<int>(threads) + thread),
                          copy);
     // Element by element, the copy is a loop: only rows whose length is not
-    // a multiple of 16 bytes take it.
-    copy = For::make(step_name, 0, static_cast<int>(per_thread), lanes == 1 ? ForKind::Serial : ForKind::Unrolled, copy,
-                     -1, {}, LoopRole::StagingCopy);
+    // a multiple of 16 bytes take it. So is the epilogue's.
+    copy =
+        For::make(step_name, 0, static_cast<int>(per_thread), lanes == 1 || sums ? ForKind::Serial : ForKind::Unrolled,
+                  copy, -1, {}, sums ? LoopRole::EpilogueSteps : LoopRole::StagingCopy);
     for (auto loop = thread_loops.rbegin(); loop != thread_loops.rend(); ++loop)
       copy = For::make((*loop)->name, (*loop)->min, (*loop)->extent, ForKind::GpuThread, copy, (*loop)->gpu_dim, {},
                        LoopRole::StagingCopy);
@@ -232,7 +350,7 @@ private:
 } // namespace
 
 Stmt stage_output_tiles(const Stmt &s, const Environment &env) {
-  if (env.output().schedule.tile_stores != TileStores::ThroughShared)
+  if (env.output().schedule.tile_stores == TileStores::Direct)
     return s;
   StageTiles stage(env);
   Stmt result = stage.mutate(s);

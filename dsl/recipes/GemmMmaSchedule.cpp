@@ -31,7 +31,9 @@ std::string MmaTiling::str() const {
           ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
                                       : ", from copies of A and B with padded rows")
           : "",
-      tile_stores == TileStores::ThroughShared ? ", tiles stored through shared memory" : "",
+      tile_stores == TileStores::ThroughShared       ? ", tiles stored through shared memory"
+      : tile_stores == TileStores::SumsThroughShared ? ", sums through shared memory, the epilogue in the copy"
+                                                     : "",
       split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")") : std::string());
 }
 
@@ -328,10 +330,12 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
 
 void fit_output_tile_beside_stages(MmaTiling &t) {
   const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
-  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::ThroughShared || shares_slots)
+  if (!is_warpgroup_mma(t.kind) || t.tile_stores == TileStores::Direct || shares_slots)
     return;
-  // The stages, the output tile's rows (16-bit, padded by 16 bytes), the barriers.
-  const int64_t tile = kib(int64_t{t.block_m} * (t.block_n * 2 + 16));
+  // The stages, the output tile's rows (16-bit, padded by 16 bytes; or the
+  // f32 sums', padded by 32), the barriers.
+  const int64_t tile = kib(t.tile_stores == TileStores::ThroughShared ? int64_t{t.block_m} * (t.block_n * 2 + 16)
+                                                                      : int64_t{t.block_m} * (t.block_n * 4 + 32));
   while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > kSharedKiBPerSm)
     --t.stages;
 }
@@ -352,8 +356,10 @@ void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling 
     out.gpu_block_groups(t.block_group_rows);
   if (t.persistent_blocks > 0)
     out.gpu_persistent_blocks(t.persistent_blocks);
-  // A wider output's tile would not fit beside the pipeline.
-  out.gpu_tile_stores(out.contents()->type.bytes() <= 2 ? t.tile_stores : TileStores::Direct);
+  // A wider output's tile would not fit beside the pipeline (the staged
+  // sums are f32 whatever the output is).
+  const bool fits = out.contents()->type.bytes() <= 2 || t.tile_stores == TileStores::SumsThroughShared;
+  out.gpu_tile_stores(fits ? t.tile_stores : TileStores::Direct);
   // Blocks of one block column read the same tiles of B.
   if (t.uses_tma() && t.cluster_blocks > 1)
     out.gpu_cluster(bi, t.cluster_blocks);

@@ -63,10 +63,10 @@ struct MmaTiling {
   /// (TmaCopies::multicast: each copies 1 / C of every box for all); 0: no
   /// clusters.
   int cluster_blocks = 0;
-  /// How the blocks write their tiles of a 16-bit output
-  /// (gpu_tile_stores); a wider output's stores are direct (its tile would
-  /// not fit beside the pipeline). default_mma_tiling stores 128 x 256
-  /// tiles through shared memory.
+  /// How the blocks write their tiles (gpu_tile_stores): ThroughShared
+  /// for a 16-bit output only (a wider output's stores are direct: its
+  /// tile would not fit beside the pipeline); SumsThroughShared for any.
+  /// default_mma_tiling stores 128 x 256 tiles through shared memory.
   TileStores tile_stores = TileStores::Direct;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
@@ -127,7 +127,8 @@ void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, i
 /// entry) needs before it runs at this one.
 void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 
-/// An output tile stored through shared memory (TileStores::ThroughShared)
+/// An output tile stored through shared memory (TileStores::ThroughShared,
+/// or the sums of SumsThroughShared)
 /// takes the bytes of the pipeline's slots once the main loop is done,
 /// but only in a block that is done with its slots before the epilogue
 /// and meets its other warps at barriers of the whole block (no

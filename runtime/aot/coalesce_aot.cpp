@@ -238,6 +238,16 @@ public:
                                      "with the TMA's copies: consecutive block rows in clusters of this many (2 to "
                                      "8), which share B's tiles (multicast; sm_90a); 0: none",
                                      0, 8};
+  EnumParam<TileStores> tile_stores{
+      this,
+      "tile-stores",
+      TileStores::Direct,
+      {{"direct", TileStores::Direct}, {"shared", TileStores::ThroughShared}, {"sums", TileStores::SumsThroughShared}},
+      "tensor cores: how blocks store their output tiles (gpu_tile_stores): direct "
+      "(each thread its elements), shared (through a shared-memory tile, in 16-byte "
+      "vectors; 16-bit outputs) or sums (the f32 sums through shared memory, the "
+      "epilogue computed in the copy, a vector at a time: its code once, a fraction "
+      "of the compile time); left out: the tiling's"};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
@@ -350,7 +360,8 @@ public:
     const std::initializer_list<const GeneratorParamBase *> knobs = {
         &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
         &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &swap_ab, &producer_warps, &producer_registers,
-        &tma_padded_copies, &cluster_blocks, &warp_layout, &double_buffered, &async_copy, &a_padding, &b_padding};
+        &tma_padded_copies, &cluster_blocks, &tile_stores, &warp_layout, &double_buffered, &async_copy, &a_padding,
+        &b_padding};
     // clang-format on
     for (const GeneratorParamBase *knob : knobs)
       if (knob->is_set())
@@ -454,6 +465,8 @@ public:
                      : "which this kernel does not use (it needs --mma=warpgroup, 3 or more stages and --tma)",
                  "; leave the flag out");
     tiling.cluster_blocks = cluster_blocks;
+    if (tile_stores.is_set())
+      tiling.tile_stores = tile_stores;
     if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
       fit_output_tile_beside_stages(tiling);
     // Sizes fixed when generating whose rows the TMA cannot read: padded
@@ -648,6 +661,10 @@ public:
     if (cluster_blocks > 0)
       user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies, which "
                  "only the warpgroup schedule has (--mma=warpgroup); leave the flag out for the FFMA one");
+    if (tile_stores.is_set())
+      user_error("--tile-stores=", tile_stores.value_text(),
+                 ": the FFMA schedule stores its tiles directly; the "
+                 "choice is offered for the tensor-core schedules (--mma=warp or --mma=warpgroup)");
     if (stages > 0)
       tiling.stages = stages;
     else if (!double_buffered)

@@ -1,0 +1,203 @@
+// The warpgroup MMA's GEMM + bias + exact GELU with its tiles' sums staged
+// in shared memory and the epilogue computed in the copy-out
+// (TileStores::SumsThroughShared), per precision (bf16 and f16 out for
+// 16-bit inputs, f32 for tf32):
+//
+//   - the 128 x 256 tiling of two warpgroups (the large shapes' default),
+//     and 128 x 128 tiles on a persistent grid of 7 blocks with a producer
+//     warpgroup that keeps 40 registers, at whole tiles (512x768x256), at
+//     ragged tiles whose rows are whole 16-byte vectors (515x776x259) and
+//     at rows that are not (515x777x259: the element copy);
+//   - each against the same tiling storing directly: the same bits (the
+//     epilogue's expression is the same, only where it runs moves), and
+//     against the double reference on 8 sampled rows (every column).
+// The output is poisoned (0xFF) before each launch and every element read
+// back must be finite.
+
+#include "bench/gpu_check/TileStoresCheck.h"
+
+#include "bench/common/GemmPointers.h"
+#include "bench/gpu_check/Report.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/NarrowFloat.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+using examples::Epilogue;
+
+struct Shape {
+  int M, N, K;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+const std::vector<Shape> kShapes = {{512, 768, 256}, {515, 776, 259}, {515, 777, 259}};
+constexpr int kSampleRows = 8;
+
+/// A problem's data on the host and the device, the output of p's type.
+struct Problem {
+  Precision p;
+  Shape s;
+  examples::GemmData host;
+  gpu::DeviceBuffer a, b, bias, out;
+
+  Problem(Precision precision, const Shape &shape)
+      : p(precision), s(shape),
+        host(examples::make_data(shape.M, shape.N, shape.K, 5 + shape.K, bench::input_type(precision))) {
+    if (p == Precision::TF32) // the values the instruction multiplies
+      for (Buffer *operand : {&host.a, &host.b})
+        for (float &v : operand->values())
+          v = float_to_tf32(v);
+    a = upload(host.a);
+    b = upload(host.b);
+    bias = upload(host.bias);
+    out = gpu::DeviceBuffer(bytes());
+  }
+  size_t bytes() const { return size_t(s.M) * s.N * size_t(bench::output_type(p).bytes()); }
+  static gpu::DeviceBuffer upload(const Buffer &buffer) {
+    gpu::DeviceBuffer device(buffer.size_in_bytes());
+    device.upload(buffer.raw_data(), buffer.size_in_bytes());
+    return device;
+  }
+
+  /// Launches `exe` into the poisoned output; its bytes.
+  std::vector<uint8_t> run(const GpuExecutable &exe, double *ms) {
+    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
+    out.fill_bytes(0xFF);
+    gpu::EventTimer timer;
+    timer.start();
+    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
+    timer.stop();
+    gpu::synchronize();
+    *ms = timer.elapsed_ms();
+    std::vector<uint8_t> result(bytes());
+    gpu::cu_check(gpu::driver().memcpy_dtoh(result.data(), out.ptr(), result.size()), "cuMemcpyDtoH of the output");
+    return result;
+  }
+
+  /// The output's elements, widened to f32.
+  std::vector<float> values(const std::vector<uint8_t> &raw) const {
+    Buffer bits({s.M, s.N}, bench::output_type(p));
+    std::memcpy(bits.raw_data(), raw.data(), raw.size());
+    std::vector<float> widened(bits.size());
+    for (size_t n = 0; n < widened.size(); ++n)
+      widened[n] = bits.get(n);
+    return widened;
+  }
+
+  /// ||got - want|| / ||want|| on kSampleRows rows, want = gelu(sum +
+  /// bias) in double on the inputs' exact values.
+  double error(const std::vector<float> &got) const {
+    double diff = 0, norm = 0;
+    std::vector<double> sums(size_t(s.N));
+    for (int r = 0; r < kSampleRows; ++r) {
+      int i = int(int64_t(r) * (s.M - 1) / (kSampleRows - 1));
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (int k = 0; k < s.K; ++k) {
+        double x = host.a.get(size_t(i) * s.K + k);
+        for (int j = 0; j < s.N; ++j)
+          sums[size_t(j)] += x * host.b.get(size_t(k) * s.N + j);
+      }
+      for (int j = 0; j < s.N; ++j) {
+        double want = examples::reference_epilogue<double>(Epilogue::BiasGelu, sums[size_t(j)], host.bias.get(j));
+        double d = got[size_t(i) * s.N + j] - want;
+        diff += d * d;
+        norm += want * want;
+      }
+    }
+    return std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+  }
+};
+
+/// The tilings checked: the 128 x 256 default of two warpgroups; 128 x 128
+/// on a persistent grid with a producer warpgroup keeping 40 registers.
+std::vector<MmaTiling> tilings(Precision p) {
+  const int sm_count = gpu::Device::get().sm_count();
+  MmaTiling wide = default_mma_tiling(bench::mma_kind(p, true), 4096, 4096, 4096, sm_count);
+  MmaTiling persistent = wide;
+  persistent.block_n = 128;
+  persistent.warp_n = 128;
+  persistent.stages = 3;
+  persistent.persistent_blocks = 7;
+  persistent.producer_warps = 4;
+  persistent.producer_registers = 40;
+  return {wide, persistent};
+}
+
+std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stores) {
+  examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
+  t.tile_stores = stores;
+  use_tma_copies_where_needed(t, -1, -1);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return std::make_unique<Pipeline>(g.out);
+}
+
+void check_one(Precision p, const MmaTiling &tiling, const Shape &s, const std::string &name) {
+  Outcome o;
+  try {
+    std::unique_ptr<Pipeline> sums = pipeline_for(p, tiling, TileStores::SumsThroughShared);
+    std::unique_ptr<Pipeline> direct = pipeline_for(p, tiling, TileStores::Direct);
+    if (sums->loop_nest().find("acc_tile") == std::string::npos)
+      throw std::runtime_error("the sums were not staged (no acc_tile in the loop nest)");
+    Problem problem(p, s);
+    std::vector<uint8_t> staged = problem.run(sums->gpu_executable(target_for_current_device()), &o.ms);
+    std::vector<float> values = problem.values(staged);
+    for (float v : values)
+      o.not_finite += std::isfinite(v) ? 0 : 1;
+    o.error = problem.error(values);
+    o.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
+    o.detail = tiling.str();
+    record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o);
+    Outcome bits;
+    std::vector<uint8_t> plain = problem.run(direct->gpu_executable(target_for_current_device()), &bits.ms);
+    size_t width = size_t(bench::output_type(p).bytes()), differ = 0;
+    for (size_t n = 0; n < staged.size(); n += width)
+      differ += std::memcmp(&staged[n], &plain[n], width) != 0;
+    bits.error = double(differ) / double(staged.size() / width);
+    bits.tolerance = 0;
+    bits.detail = std::to_string(differ) + " of " + std::to_string(staged.size() / width) + " differ";
+    record(name, s.str(), "direct stores' bits", bits);
+  } catch (const std::exception &error) {
+    o.failure = error.what();
+    record(name, s.str(), "double", o);
+  }
+}
+
+} // namespace
+
+void check_tile_stores(Precision p) {
+  if (p == Precision::FP32 || !target_for_current_device().has_warpgroup_mma())
+    return;
+  std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
+              reference::precision_name(p));
+  std::vector<MmaTiling> ts = tilings(p);
+  for (size_t n = 0; n < ts.size(); ++n)
+    for (const Shape &s : kShapes)
+      check_one(p, ts[n], s,
+                std::string(reference::precision_name(p)) +
+                    (n == 0 ? " sums staged, 128x256" : " sums staged, persistent, producer warps"));
+}
+
+void tile_stores_sanitizer_case() {
+  for (const MmaTiling &t : tilings(Precision::BF16))
+    check_one(Precision::BF16, t, {131, 264, 200}, "bf16 sums staged (sanitizer)");
+}
+
+} // namespace coalesce::gpu_check
