@@ -62,7 +62,7 @@ void check_names(const Environment &env) {
       user_error(
           "'", name, "' is ", use, ", but Coalesce names ", reserved[name], " '", name,
           "'; names ending in _shared, _fetch, _full, _empty or _padded after an Input's name, and _tile after the "
-          "output's (and every Func's, with TileStores::SumsThroughShared), are reserved: rename ",
+          "output's, are reserved (with TileStores::SumsThroughShared, _tile after every Func's too): rename ",
           use);
 
   for (const FuncContents &func : env.funcs) {

@@ -60,6 +60,29 @@
 // block loop: every staged statement of the kernel (a persistent tile loop
 // unswitched on the TMA condition has two epilogues) shares it.
 
+// TileStores::SumsThroughShared stages what the epilogue reads rather than
+// what it writes: the store `out[..] = f(acc[r], g[r'])` becomes a store
+// of each Func the output's definition reads (as the statement read it:
+// one load at one index) into that Func's tile (`acc_tile`, its own type,
+// rows padded by 32 bytes so that the fragments' pairs of 4-byte sums
+// fall in different banks per half-warp), and each vector step of the copy
+// computes the output's definition at its point (DefinitionAtPoint.h),
+// lane by lane into registers, then stores the vector:
+//
+//   for e in serial(0, 16):                  (LoopRole::EpilogueSteps: kept a loop)
+//     let flat = e*256 + warp*32 + lane
+//     allocate out_tile.vector[8] in register
+//     for out_tile_lane in unrolled(0, 8):
+//       out_tile.vector[l] = f(acc_tile[flat/32, flat % 32*8 + l], ...)
+//     out[bi*128 + flat/32, bj*256 + flat % 32*8] = load_vector(out_tile.vector[0], 8)
+//
+// The element copy computes one element per step. So the epilogue's code
+// appears once per vector instead of once per element a thread holds. Its
+// value is the output's definition, the same expression the direct store
+// computes: the same bits. The point is always inside the output (the
+// vectors wholly inside are the only ones computed), so no input read
+// needs the clamps the unguarded copy's did.
+
 #include "scheduler/Environment.h"
 
 namespace coalesce {

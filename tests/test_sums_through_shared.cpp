@@ -25,6 +25,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ MmaTiling tiling(TileStores stores, int persistent_blocks = 0, int producer_warp
   t.producer_warps = producer_warps;
   return t;
 }
+
+/// While it lives, the library compiles the staged sums for a GPU, which it
+/// refuses until coalesce-gpu-check has passed them there.
+class AllowUnverifiedOnGpu {
+public:
+  AllowUnverifiedOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "tile-stores-sums", 1); }
+  ~AllowUnverifiedOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+};
 
 Buffer run(Pipeline &pipeline, const GemmData &data, int M, int N, int K, Epilogue e) {
   return coalesce::testing::run(pipeline, data, {M, N, K}, e);
@@ -125,6 +134,7 @@ TEST_CASE("the 128 x 256 kernel from staged sums: a fraction of the PTX, no spil
   };
   Gemm sums = with(TileStores::SumsThroughShared), shared = with(TileStores::ThroughShared);
   Pipeline staged(sums.out), values(shared.out);
+  AllowUnverifiedOnGpu allow;
   std::string ptx = staged.ptx(), ptx_values = values.ptx();
   // 128 GELUs per thread, unrolled, against 8 in a loop (and one in the
   // element copy's, for rows that are not whole vectors).
@@ -174,6 +184,24 @@ TEST_CASE("two sums staged (SwiGLU): the epilogue reads both tiles, the direct s
   }
 }
 
+TEST_CASE("for a GPU the staged sums are refused as unverified, until the GPU check passes them") {
+  // Not yet run on a GPU: the library says so for every GPU compile (the
+  // PTX, the executable, coalesce-aot), not for the CPU's run.
+  Gemm g = coalesce::testing::bf16_scheduled(tiling(TileStores::SumsThroughShared));
+  Pipeline pipeline(g.out);
+  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
+  CHECK_HAS(message, "gpu_tile_stores(TileStores::SumsThroughShared) is unverified on a GPU");
+  CHECK_HAS(message, "coalesce-gpu-check --sections=tile-stores");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=tile-stores-sums");
+  CHECK(pipeline.loop_nest().find("acc_tile") != std::string::npos);
+  // Another feature's name does not let it through.
+  setenv("COALESCE_UNVERIFIED_GPU", "something-else", 1);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { pipeline.ptx(); }), "is unverified on a GPU");
+  unsetenv("COALESCE_UNVERIFIED_GPU");
+  AllowUnverifiedOnGpu allow;
+  CHECK(pipeline.ptx().find("st.global.v4.b32") != std::string::npos);
+}
+
 TEST_CASE("an Input named like a Func's sums tile is refused") {
   Param M("M"), N("N"), K("K");
   Input A("A", BFloat(16), {M, K}), B("B", BFloat(16), {K, N}), clash("acc_tile", Float(32), {N});
@@ -198,6 +226,7 @@ TEST_CASE("on a GPU, the epilogue from staged sums gives the direct stores' bits
     MESSAGE("no warpgroup MMA on this GPU: skipping");
     return;
   }
+  AllowUnverifiedOnGpu allow;
   Gemm sums = coalesce::testing::bf16_scheduled(tiling(TileStores::SumsThroughShared));
   Gemm direct = coalesce::testing::bf16_scheduled(tiling(TileStores::Direct));
   for (auto [M, N, K] : std::vector<std::array<int, 3>>{{200, 136, 72}, {130, 132, 192}}) {

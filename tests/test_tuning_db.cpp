@@ -135,7 +135,7 @@ TEST_CASE("tile_stores: an entry without it stores directly; an unknown value is
   write_file(dir / "bad.json", bad);
   std::string message = error_of([&] { TuningDatabase::load(dir / "bad.json"); });
   CHECK(message.find("tile_stores") != std::string::npos);
-  CHECK(message.find("expected \"direct\" or \"shared\"") != std::string::npos);
+  CHECK(message.find("expected \"direct\", \"shared\" or \"sums\"") != std::string::npos);
 }
 
 TEST_CASE("merging replaces the same problem's entry and keeps every other") {

@@ -1,0 +1,38 @@
+#include "scheduler/CheckGpuVerified.h"
+
+#include "dsl/Error.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+namespace coalesce {
+
+namespace {
+
+// Whether COALESCE_UNVERIFIED_GPU names `feature`.
+bool allowed(const std::string &feature) {
+  const char *list = std::getenv("COALESCE_UNVERIFIED_GPU");
+  if (!list)
+    return false;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');)
+    if (name == feature)
+      return true;
+  return false;
+}
+
+} // namespace
+
+void check_gpu_verified(const Environment &env) {
+  const FuncContents &output = env.output();
+  if (output.schedule.tile_stores == TileStores::SumsThroughShared && !allowed("tile-stores-sums"))
+    user_error("in schedule for '", output.name,
+               "': gpu_tile_stores(TileStores::SumsThroughShared) is unverified on a GPU: it has run on the CPU "
+               "only (bit-equal to direct stores there), and the library compiles it for a GPU once "
+               "`coalesce-gpu-check --sections=tile-stores` has passed it on an H200. Use TileStores::ThroughShared "
+               "or TileStores::Direct (the same result), run it on the CPU, or set "
+               "COALESCE_UNVERIFIED_GPU=tile-stores-sums to compile it for a GPU anyway");
+}
+
+} // namespace coalesce
