@@ -392,6 +392,11 @@ private:
     out_->tile(*i_, *j_, bi, bj, ii, jj, block_m, block_n).gpu_blocks({bi, bj});
     out_->mma_tile(ii, jj, kind, warp_m, warp_n, warp, lane, mi, nj, fi, fj);
     out_->fuse_epilogue(*acc_, bj);
+    if (chance(35)) {
+      TileStores stores = one_of(std::vector<TileStores>(std::begin(kTileStores), std::end(kTileStores)));
+      log << "gpu_tile_stores " << tile_stores_name(stores) << "\n";
+      out_->gpu_tile_stores(stores);
+    }
     if (chance(30)) {
       int blocks = pick(3);
       log << "gpu_min_blocks_per_sm " << blocks << "\n";
@@ -467,7 +472,7 @@ private:
     int stages = static_cast<int>(f.contents()->schedule.stages.size());
     int s = pick(stages);
     Stage st = s == 0 ? f.pure() : f.update(s - 1);
-    int op = pick(25);
+    int op = pick(26);
     log << "  op " << op << " on " << st.describe() << ": ";
     try {
       switch (op) {
@@ -579,6 +584,12 @@ private:
         break;
       }
       case 24: { int rows = pick(10); log << "gpu_block_groups " << rows; f.gpu_block_groups(rows); break; }
+      case 25: {
+        TileStores stores = one_of(std::vector<TileStores>(std::begin(kTileStores), std::end(kTileStores)));
+        log << "gpu_tile_stores " << tile_stores_name(stores);
+        f.gpu_tile_stores(stores);
+        break;
+      }
       case 23: {
         VarOrRVar k = loop_of(f, s);
         int step = one_of(std::vector<int>{8, 16, 32, 12, 64});
