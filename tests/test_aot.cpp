@@ -520,3 +520,39 @@ TEST_CASE("--tuning-db with --b=nk takes the entry recorded for B stored N x K, 
   CHECK(kn.out.find("kz") == std::string::npos); // the kn entry: unsplit
   CHECK(nk.out != kn.out);
 }
+
+TEST_CASE("the header's command regenerates the same kernels: the library's split choice, a tuning database") {
+  // Every flag is written out, those left to the library as "auto"
+  // (--split-k-mode, --tile-stores): written as a value, they chose the
+  // deterministic combine over the default's combine kernel.
+  TempDir dir;
+  auto regenerated = [&](const std::string &args) {
+    Result first = aot(args + " --name=deep --emit=header,ptx --output-dir=first", dir.path);
+    INFO(first.err);
+    REQUIRE(first.status == 0);
+    std::string header = read_file(dir / "first/deep.h");
+    std::string command = header.substr(header.find("//   coalesce-aot ") + 18);
+    command = command.substr(0, command.find('\n'));
+    CHECK(command.find("--split-k-mode=auto") != std::string::npos);
+    CHECK(command.find("--tile-stores=auto") != std::string::npos);
+    Result again = aot(command + " --emit=header,ptx --output-dir=again", dir.path);
+    INFO(again.err);
+    REQUIRE(again.status == 0);
+    CHECK(read_file(dir / "again/deep.h") == header);
+    CHECK(read_file(dir / "again/deep.ptx") == read_file(dir / "first/deep.ptx"));
+    fs::remove_all(dir / "first");
+    fs::remove_all(dir / "again");
+    return header;
+  };
+  std::string deep = regenerated("--dtype=bf16 --out-dtype=bf16 --M=256 --N=256 --K=65536 --split-k=0 --target=sm_90a");
+  CHECK(deep.find("kernel 'deep_combine'") != std::string::npos); // the default's combine kernel
+  write_file(dir / "db.json", R"({"format": "coalesce-tuning-db", "version": 1, "entries": [
+ {"gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
+  "problem": {"dtype": "f32", "out_dtype": "f32", "epilogue": "bias_gelu", "M": 1024, "N": 1024, "K": 1024},
+  "schedule": {"family": "ffma", "block_m": 64, "block_n": 128, "threads_m": 16, "threads_n": 16, "k_step": 16,
+               "double_buffered": true, "async_copy": true, "a_padding": 4, "block_group_rows": 8, "split_k": 1,
+               "split_k_mode": "deterministic"},
+  "ms": 0.12}]})");
+  std::string tuned = regenerated("--M=1024 --N=1024 --K=1024 --tuning-db=" + (dir / "db.json"));
+  CHECK(tuned.find("blocks of (16, 16, 1)") != std::string::npos); // the entry's 16 x 16 threads
+}

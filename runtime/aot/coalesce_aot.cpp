@@ -171,17 +171,20 @@ public:
                               "then takes a workspace (NAME_workspace_bytes). 1: no split; 0: chosen from "
                               "the shape and --sm-count (needs --M, --N and --K)",
                               0, 256};
-  EnumParam<SplitKMode> split_k_mode{this,
-                                     "split-k-mode",
-                                     SplitKMode::Deterministic,
-                                     {{"deterministic", SplitKMode::Deterministic},
-                                      {"atomic", SplitKMode::Atomic},
-                                      {"combine-kernel", SplitKMode::CombineKernel}},
-                                     "how the slices are added: deterministic (the last block of a tile adds them "
-                                     "in slice order: the same bits on every run), atomic (float atomics, the "
-                                     "order of arrival) or combine-kernel (a second kernel over the whole output "
-                                     "adds them in slice order: the deterministic bits, for large tiles in many "
-                                     "slices)"};
+  // "auto", the default, is written out as such in the header's command
+  // line, so that the command regenerates the library's choice.
+  EnumParam<std::optional<SplitKMode>> split_k_mode{
+      this,
+      "split-k-mode",
+      std::nullopt,
+      {{"auto", std::nullopt},
+       {"deterministic", SplitKMode::Deterministic},
+       {"atomic", SplitKMode::Atomic},
+       {"combine-kernel", SplitKMode::CombineKernel}},
+      "how the slices are added: deterministic (the last block of a tile adds them in slice order: the same bits on "
+      "every run), atomic (float atomics, the order of arrival) or combine-kernel (a second kernel over the whole "
+      "output adds them in slice order: the deterministic bits, for large tiles in many slices); auto: the library's "
+      "choice with --split-k=0, deterministic with a count given"};
   GeneratorParam<int> k_step{this,
                              "k-step",
                              0,
@@ -238,16 +241,18 @@ public:
                                      "with the TMA's copies: consecutive block rows in clusters of this many (2 to "
                                      "8), which share B's tiles (multicast; sm_90a); 0: none",
                                      0, 8};
-  EnumParam<TileStores> tile_stores{
+  EnumParam<std::optional<TileStores>> tile_stores{
       this,
       "tile-stores",
-      TileStores::Direct,
-      {{"direct", TileStores::Direct}, {"shared", TileStores::ThroughShared}, {"sums", TileStores::SumsThroughShared}},
-      "tensor cores: how blocks store their output tiles (gpu_tile_stores): direct "
-      "(each thread its elements), shared (through a shared-memory tile, in 16-byte "
-      "vectors; 16-bit outputs) or sums (the f32 sums through shared memory, the "
-      "epilogue computed in the copy, a vector at a time: its code once, a fraction "
-      "of the compile time); left out: the tiling's"};
+      std::nullopt,
+      {{"auto", std::nullopt},
+       {"direct", TileStores::Direct},
+       {"shared", TileStores::ThroughShared},
+       {"sums", TileStores::SumsThroughShared}},
+      "tensor cores: how blocks store their output tiles (gpu_tile_stores): direct (each thread its elements), "
+      "shared (through a shared-memory tile, in 16-byte vectors; 16-bit outputs) or sums (the f32 sums through "
+      "shared memory, the epilogue computed in the copy, a vector at a time: its code once, a fraction of the "
+      "compile time; refused for a GPU until coalesce-gpu-check has passed it there); auto: the tiling's"};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
@@ -363,8 +368,10 @@ public:
         &tma_padded_copies, &cluster_blocks, &tile_stores, &warp_layout, &double_buffered, &async_copy, &a_padding,
         &b_padding};
     // clang-format on
+    // A knob given its default value (as the header's regenerating command
+    // gives every flag) sets nothing.
     for (const GeneratorParamBase *knob : knobs)
-      if (knob->is_set())
+      if (knob->is_set() && knob->value_text() != knob->default_text())
         user_error("--", knob->name(), " sets a knob that --tuning-db/--autotune choose; leave it out, or set the "
                    "tiling by hand without them");
     if (!autotune) {
@@ -465,8 +472,8 @@ public:
                      : "which this kernel does not use (it needs --mma=warpgroup, 3 or more stages and --tma)",
                  "; leave the flag out");
     tiling.cluster_blocks = cluster_blocks;
-    if (tile_stores.is_set())
-      tiling.tile_stores = tile_stores;
+    if (tile_stores.value())
+      tiling.tile_stores = *tile_stores.value();
     if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
       fit_output_tile_beside_stages(tiling);
     // Sizes fixed when generating whose rows the TMA cannot read: padded
@@ -479,8 +486,10 @@ public:
     const bool whole_shape = M.fixed() && N.fixed() && K.fixed();
     if (!(split_k == 0 && whole_shape && (tiling.swap_ab || !tile_flags)))
       tiling.split_k = chosen_split(tiling.block_m, tiling.block_n, tiling.k_step, tiling.min_blocks_per_sm);
-    if (split_k != 0 || split_k_mode.is_set())
-      tiling.split_k_mode = split_k_mode;
+    if (split_k_mode.value())
+      tiling.split_k_mode = *split_k_mode.value();
+    else if (split_k != 0)
+      tiling.split_k_mode = SplitKMode::Deterministic;
     return tiling;
   }
 
@@ -528,7 +537,7 @@ public:
     flags.warp_mma = mma == MmaFamily::Warp;
     flags.b_kn = b_layout.is_set() && b_layout == GemmBLayout::KN;
     flags.split_k = split_k;
-    flags.split_k_mode = split_k_mode.is_set();
+    flags.split_k_mode = split_k_mode.value().has_value();
     flags.bias = bias.is_set();
     flags.activation = activation.is_set() ? activation.value_text() : "";
     flags.residual = residual.is_set();
@@ -661,7 +670,7 @@ public:
     if (cluster_blocks > 0)
       user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies, which "
                  "only the warpgroup schedule has (--mma=warpgroup); leave the flag out for the FFMA one");
-    if (tile_stores.is_set())
+    if (tile_stores.value())
       user_error("--tile-stores=", tile_stores.value_text(),
                  ": the FFMA schedule stores its tiles directly; the "
                  "choice is offered for the tensor-core schedules (--mma=warp or --mma=warpgroup)");
@@ -680,7 +689,7 @@ public:
       user_error("--min-blocks-per-sm sets the tensor-core tiling's request; the FFMA schedule asks for two blocks "
                  "per SM when it has 256 threads or more: leave the flag out for --dtype=f32");
     tiling.split_k = chosen_split(rows, columns, tiling.k_step, split_k_blocks_per_sm(tiling.threads_m * tiling.threads_n));
-    tiling.split_k_mode = split_k_mode;
+    tiling.split_k_mode = split_k_mode.value().value_or(SplitKMode::Deterministic);
     schedule_gemm(out, acc, A, B, i, j, k, tiling);
     return out;
   }
