@@ -156,6 +156,9 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // the passes above, which find the output's tiles, never see.
   s = attributed_to("add_slice_combine_kernel", [&] { return add_slice_combine_kernel(s, env); });
   log("add_slice_combine_kernel", s);
+  // Again, after the passes that move the epilogue's store (into a copy-out
+  // loop, into a kernel of its own): still outside every reduction loop.
+  attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
   // Last, on the nest the GPU path starts from: the CPU run rejects what the
   // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
