@@ -432,11 +432,12 @@ void check_mma(Precision p, bool full) {
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front()})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &wide);
       // Split-K: the combine's last_arrival meets the whole block,
-      // producer warps included.
+      // producer warps included; the combine kernel after slices whose
+      // producer warps leave.
       MmaTiling split = bench::mma_tiling(p, 64, 64, gpu::Device::get().sm_count(), true);
       split.producer_warps = producers;
       split.min_blocks_per_sm = 1;
-      for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic}) {
+      for (SplitKMode mode : kSplitKModes) {
         split.split_k = 3;
         split.split_k_mode = mode;
         check_shape(kernels, p, kTmaShapes.front(), all_or_sampled_rows(kTmaShapes.front()), false, true, &split);
