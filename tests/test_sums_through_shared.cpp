@@ -4,10 +4,10 @@
 // of a loop that is not unrolled. The CPU runs the same statements: bit-
 // equal to the direct stores at ragged shapes (rows of 8 and of 4 bf16
 // vectors, and rows that are neither), for bf16, f16 and f32 outputs, with
-// persistent blocks and producer warps, and with two sums read (SwiGLU);
-// the K = 1 / K = 3 pair; the nest and the PTX hold the epilogue once, in
-// a loop; ptxas assembles the 128 x 256 kernel without spills; the tiles'
-// names are reserved.
+// persistent blocks and producer warps, with two sums read (SwiGLU), with
+// the bias folded into the sums' start, and with epilogues that read
+// inputs at the point (a residual, C and scales); the K = 1 / K = 3 pair; the nest and the PTX hold the epilogue once,
+// in a loop; ptxas assembles the 128 x 256 kernel without spills; the tiles' names are reserved.
 
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
@@ -17,6 +17,7 @@
 #include "codegen/PtxAssembler.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/Reference.h"
+#include "examples/ResidualGemm.h"
 #include "examples/SwiGlu.h"
 #include "runtime/GpuDevice.h"
 
@@ -103,6 +104,55 @@ TEST_CASE("from staged sums the epilogue still runs once per element, after its 
     for (int K : {1, 3}) {
       CAPTURE(K);
       CHECK(coalesce::testing::bf16_error_against_reference(pipeline, 136, 128, K, e, 29) < 4e-3);
+    }
+  }
+}
+
+TEST_CASE("with the bias folded into the sums' start, the staged sums hold it once: direct stores' bits, K = 1 / 3") {
+  // fold_bias_into_init rewrites the definitions (acc starts at bias[j],
+  // out = gelu(acc)); the copy-out computes the rewritten one.
+  auto scheduled = [](TileStores stores) {
+    Gemm g = coalesce::testing::bf16_scheduled(tiling(stores));
+    g.out.fold_bias_into_init();
+    return g;
+  };
+  Gemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
+  Pipeline staged(sums.out), plain(direct.out);
+  REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{130, 136, 1}, {130, 136, 3}, {64, 70, 131}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    GemmData data = make_data(M, N, K, 41, BFloat(16));
+    Buffer out = run(staged, data, M, N, K, Epilogue::BiasGelu);
+    CHECK(relative_error(out, reference(data, M, N, K, Epilogue::BiasGelu)) < 4e-3);
+    CHECK(same_bits(out, run(plain, data, M, N, K, Epilogue::BiasGelu)));
+  }
+}
+
+TEST_CASE("epilogues that read inputs at the point (residual, C, per-column and one-element scales) from staged sums") {
+  for (ExtraEpilogue e : {ExtraEpilogue::Residual, ExtraEpilogue::Scaled}) {
+    CAPTURE(extra_epilogue_name(e));
+    auto scheduled = [&](TileStores stores) {
+      ExtraEpilogueGemm g = make_extra_epilogue_gemm(e);
+      schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling(stores));
+      return g;
+    };
+    ExtraEpilogueGemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
+    Pipeline staged(sums.out), plain(direct.out);
+    REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{130, 136, 72}, {64, 70, 3}, {67, 45, 1}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      ExtraEpilogueData data(M, N, K, 5);
+      Buffer a({M, N}, BFloat(16)), b({M, N}, BFloat(16));
+      a.poison();
+      b.poison();
+      staged.realize_on_cpu(data.arguments(e), a);
+      plain.realize_on_cpu(data.arguments(e), b);
+      CHECK(relative_error(a, data.reference(e)) < 4e-3);
+      CHECK(same_bits(a, b));
     }
   }
 }
