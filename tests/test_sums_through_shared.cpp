@@ -108,6 +108,30 @@ TEST_CASE("from staged sums the epilogue still runs once per element, after its 
   }
 }
 
+TEST_CASE("swapped tiles (swap-AB: the tile's rows along j) stage their sums too, with the direct stores' bits") {
+  auto scheduled = [](TileStores stores) {
+    MmaTiling t = default_mma_tiling(kKind, 64, 64, GpuTarget().sm_count());
+    t.block_m = t.block_n = t.warp_m = t.warp_n = 64;
+    swap_ab_where_rows_are_few(t, 16, 4096, 4096, GpuTarget().sm_count());
+    REQUIRE(t.swap_ab);
+    t.split_k = 1;
+    t.tile_stores = stores;
+    return coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  };
+  Gemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
+  Pipeline staged(sums.out), plain(direct.out);
+  REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{16, 136, 72}, {5, 200, 131}, {16, 64, 1}, {16, 64, 3}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    GemmData data = make_data(M, N, K, 43, BFloat(16));
+    Buffer out = run(staged, data, M, N, K, Epilogue::BiasGelu);
+    CHECK(relative_error(out, reference(data, M, N, K, Epilogue::BiasGelu)) < 4e-3);
+    CHECK(same_bits(out, run(plain, data, M, N, K, Epilogue::BiasGelu)));
+  }
+}
+
 TEST_CASE("with the bias folded into the sums' start, the staged sums hold it once: direct stores' bits, K = 1 / 3") {
   // fold_bias_into_init rewrites the definitions (acc starts at bias[j],
   // out = gelu(acc)); the copy-out computes the rewritten one.
