@@ -5,6 +5,7 @@
 #include "dsl/IRVisitor.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -12,23 +13,22 @@ namespace coalesce {
 
 namespace {
 
-// The kernel's statements in top-level order: its block loops, lets,
-// allocations and blocks opened; anything else (a thread loop, a barrier,
-// an if, a serial loop such as a persistent block's tile loop) is one
-// statement, which touches what any statement inside it touches.
-void top_level(const Stmt &s, std::vector<Stmt> &out) {
-  if (const auto *block = s.as<Block>()) {
-    for (const Stmt &child : block->stmts)
-      top_level(child, out);
-  } else if (const auto *let = s.as<LetStmt>()) {
-    top_level(let->body, out);
-  } else if (const auto *alloc = s.as<Allocate>()) {
-    top_level(alloc->body, out);
-  } else if (const auto *loop = s.as<For>(); loop && loop->for_kind == ForKind::GpuBlock) {
-    top_level(loop->body, out);
-  } else if (s.defined()) {
-    out.push_back(s);
-  }
+// Whether `s` issues a copy or an MMA that completes after the statement
+// (cp.async, the TMA, the MMAs).
+bool has_asynchronous_access(const Stmt &s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+      found |=
+          op->intrinsic && (*op->intrinsic == Intrinsic::AsyncLoad || *op->intrinsic == Intrinsic::AsyncLoadVector);
+      IRVisitor::visit(op);
+    }
+    void visit(const TensorCopy *op) override { found = true; }
+    void visit(const WarpMma *op) override { found = true; }
+  } find;
+  find.visit_stmt(s);
+  return find.found;
 }
 
 // Whether the last thing `s` does is a barrier of the whole block: all it
@@ -45,6 +45,14 @@ bool ends_in_block_barrier(const Stmt &s) {
     return ends_in_block_barrier(let->body);
   if (const auto *alloc = s.as<Allocate>())
     return ends_in_block_barrier(alloc->body);
+  // A loop of the block's (not a thread loop) whose every iteration ends in
+  // one, and whose accesses are all done when their statements are: after
+  // its last iteration, or touching nothing if it runs none. Not a loop
+  // with asynchronous copies or MMAs, which may still be reading or
+  // writing after the barrier (a pipeline drains them after its loop).
+  if (const auto *loop = s.as<For>();
+      loop && (loop->for_kind == ForKind::Serial || loop->for_kind == ForKind::Unrolled))
+    return !has_asynchronous_access(loop->body) && ends_in_block_barrier(loop->body);
   return false;
 }
 
@@ -58,27 +66,15 @@ struct Tile {
   int64_t offset = -1;
 };
 
-// The shared tiles in allocation order, and what may never be reused.
+// What may never be reused: the mbarriers, and every tile where blocks
+// touch each other's shared memory.
 class Scan : public IRVisitor {
 public:
-  std::vector<Tile> tiles;
   std::set<std::string> mbarriers;
   bool blocks_share_memory = false;
 
 private:
   using IRVisitor::visit;
-  void visit(const Allocate *op) override {
-    if (op->memory == MemoryType::Shared) {
-      int64_t elements = 1;
-      for (const Expr &extent : op->extents) {
-        std::optional<int64_t> e = as_const_int(extent);
-        COALESCE_INTERNAL_ASSERT(e, "shared tile '", op->name, "' has an extent that is not a constant");
-        elements *= *e;
-      }
-      tiles.push_back(Tile{op->name, elements * std::max(1, op->type.bytes())});
-    }
-    IRVisitor::visit(op);
-  }
   void visit(const Call *op) override {
     if (op->intrinsic) {
       switch (*op->intrinsic) {
@@ -109,19 +105,78 @@ private:
   }
 };
 
-// The buffers one statement loads from or stores to.
-class Touched : public IRVisitor {
+// The kernel's shared tiles, one per allocation in allocation order, and
+// its statements in top-level order: its block loops, lets, allocations
+// and blocks opened; anything else (a thread loop, a barrier, an if, a
+// serial loop such as a persistent block's tile loop) is one statement,
+// which touches what any statement inside it touches. An access belongs to
+// the innermost allocation of its name around it: two allocations of one
+// name (an input staged by two reductions' nests, one after the other) are
+// two tiles, each with its own statements.
+class Walk : public IRVisitor {
 public:
-  std::set<std::string> buffers;
+  std::vector<Tile> tiles;
+  std::vector<Stmt> statements;
+
+  void top(const Stmt &s) {
+    if (const auto *block = s.as<Block>()) {
+      for (const Stmt &child : block->stmts)
+        top(child);
+    } else if (const auto *let = s.as<LetStmt>()) {
+      top(let->body);
+    } else if (const auto *alloc = s.as<Allocate>()) {
+      open(alloc);
+      top(alloc->body);
+      close(alloc);
+    } else if (const auto *loop = s.as<For>(); loop && loop->for_kind == ForKind::GpuBlock) {
+      top(loop->body);
+    } else if (s.defined()) {
+      statements.push_back(s);
+      visit_stmt(s);
+    }
+  }
 
 private:
   using IRVisitor::visit;
+  std::map<std::string, std::vector<size_t>> scopes_; ///< each name's open allocations, innermost last
+
+  void open(const Allocate *op) {
+    if (op->memory != MemoryType::Shared)
+      return;
+    int64_t elements = 1;
+    for (const Expr &extent : op->extents) {
+      std::optional<int64_t> e = as_const_int(extent);
+      COALESCE_INTERNAL_ASSERT(e, "shared tile '", op->name, "' has an extent that is not a constant");
+      elements *= *e;
+    }
+    scopes_[op->name].push_back(tiles.size());
+    tiles.push_back(Tile{op->name, elements * std::max(1, op->type.bytes())});
+  }
+  void close(const Allocate *op) {
+    if (op->memory == MemoryType::Shared)
+      scopes_[op->name].pop_back();
+  }
+  void touch(const std::string &buffer) {
+    auto scope = scopes_.find(buffer);
+    if (scope == scopes_.end() || scope->second.empty())
+      return;
+    Tile &tile = tiles[scope->second.back()];
+    const int at = static_cast<int>(statements.size()) - 1;
+    if (tile.first > tile.last)
+      tile.first = at;
+    tile.last = at;
+  }
+  void visit(const Allocate *op) override {
+    open(op);
+    IRVisitor::visit(op);
+    close(op);
+  }
   void visit(const Load *op) override {
-    buffers.insert(op->buffer);
+    touch(op->buffer);
     IRVisitor::visit(op);
   }
   void visit(const Store *op) override {
-    buffers.insert(op->buffer);
+    touch(op->buffer);
     IRVisitor::visit(op);
   }
 };
@@ -136,25 +191,16 @@ public:
   explicit TileLiveness(const Stmt &kernel) {
     Scan scan;
     scan.visit_stmt(kernel);
-    tiles = std::move(scan.tiles);
-    std::vector<Stmt> statements;
-    top_level(kernel, statements);
+    Walk walk;
+    walk.top(kernel);
+    tiles = std::move(walk.tiles);
+    const std::vector<Stmt> &statements = walk.statements;
     const int count = static_cast<int>(statements.size());
     // barrier_from_[i]: the first statement at or after i that ends in a
     // barrier of the whole block (count: none).
     barrier_from_.assign(static_cast<size_t>(count) + 1, count);
     for (int i = count - 1; i >= 0; --i)
       barrier_from_[i] = ends_in_block_barrier(statements[i]) ? i : barrier_from_[i + 1];
-    for (int i = 0; i < count; ++i) {
-      Touched touched;
-      touched.visit_stmt(statements[i]);
-      for (Tile &tile : tiles)
-        if (touched.buffers.count(tile.name)) {
-          if (tile.first > tile.last)
-            tile.first = i;
-          tile.last = i;
-        }
-    }
     for (Tile &tile : tiles)
       tile.pinned = scan.blocks_share_memory || scan.mbarriers.count(tile.name);
   }
@@ -185,27 +231,51 @@ SharedTileLayout lay_out_shared_tiles(const Stmt &kernel, int64_t alignment) {
   TileLiveness liveness(kernel);
   SharedTileLayout layout;
   std::vector<const Tile *> placed;
+  // A name is one offset in the kernel (the code generator's), so the
+  // allocations of one name are placed together, at the first allocation's
+  // turn: at an offset where each of them fits.
   for (Tile &tile : liveness.tiles) {
-    const int64_t size = aligned(tile.bytes, alignment);
-    layout.unshared_bytes += size;
+    if (layout.offsets.count(tile.name))
+      continue; // placed with the first allocation of its name
+    std::vector<Tile *> named;
+    int64_t size = 0;
+    for (Tile &other : liveness.tiles)
+      if (other.name == tile.name) {
+        named.push_back(&other);
+        size = std::max(size, aligned(other.bytes, alignment));
+        layout.unshared_bytes += aligned(other.bytes, alignment);
+      }
+    auto fits = [&](int64_t offset) {
+      return std::all_of(named.begin(), named.end(), [&](const Tile *one) {
+        return std::all_of(placed.begin(), placed.end(), [&](const Tile *other) {
+          bool overlaps = offset < other->offset + aligned(other->bytes, alignment) && other->offset < offset + size;
+          return !overlaps || liveness.apart(*one, *other);
+        });
+      });
+    };
     std::vector<int64_t> candidates = {0};
     for (const Tile *other : placed)
       candidates.push_back(other->offset + aligned(other->bytes, alignment));
     std::sort(candidates.begin(), candidates.end());
-    for (int64_t offset : candidates) {
-      bool fits = std::all_of(placed.begin(), placed.end(), [&](const Tile *other) {
-        bool overlaps = offset < other->offset + aligned(other->bytes, alignment) && other->offset < offset + size;
-        return !overlaps || liveness.apart(tile, *other);
-      });
-      if (fits) {
-        tile.offset = offset;
+    int64_t offset = -1;
+    for (int64_t candidate : candidates)
+      if (fits(candidate)) {
+        offset = candidate;
         break;
       }
+    COALESCE_INTERNAL_ASSERT(offset >= 0, "no offset for shared tile '", tile.name, "'");
+    // Two allocations of a name at one offset: each must be done before
+    // the other's first access.
+    for (size_t a = 0; a < named.size(); ++a)
+      for (size_t b = a + 1; b < named.size(); ++b)
+        COALESCE_INTERNAL_ASSERT(liveness.apart(*named[a], *named[b]), "shared tile '", tile.name,
+                                 "' is allocated twice in a kernel, the two living side by side");
+    for (Tile *one : named) {
+      one->offset = offset;
+      placed.push_back(one);
     }
-    COALESCE_INTERNAL_ASSERT(tile.offset >= 0, "no offset for shared tile '", tile.name, "'");
-    layout.offsets[tile.name] = tile.offset;
-    layout.bytes = std::max(layout.bytes, tile.offset + size);
-    placed.push_back(&tile);
+    layout.offsets[tile.name] = offset;
+    layout.bytes = std::max(layout.bytes, offset + size);
   }
   return layout;
 }

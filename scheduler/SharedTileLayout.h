@@ -16,6 +16,14 @@
 // keeps its four stages beside a 128 x 256 tile stored through shared
 // memory.
 //
+// Each allocation is a tile of its own, an access belonging to the
+// innermost allocation of its name around it; the allocations of one name
+// (an input staged by two reductions' nests, or by a loop and its ragged
+// tail, one after the other) get one offset, the code generator's for the
+// name, and must live apart. A loop of the block's whose every iteration
+// ends in such a barrier, and that issues no asynchronous copy or MMA,
+// ends in it too.
+//
 // Never reused: mbarriers (a copy completes on one after the statements
 // that issued it), and every tile of a kernel whose blocks touch each
 // other's shared memory (clusters: multicast copies, remote arrivals,
