@@ -35,8 +35,10 @@ std::string readable(const Expr &e) {
 // Every call of the input inside the loop, with lets expanded.
 class FindCalls : public IRVisitor {
 public:
-  FindCalls(const std::string &input, const std::map<std::string, Expr> &lets) : input_(input), lets_(lets) {}
+  FindCalls(const std::string &input, const std::map<std::string, Expr> &lets, const std::set<std::string> &ambiguous)
+      : input_(input), lets_(lets), ambiguous_(ambiguous) {}
   std::vector<std::vector<Expr>> calls;
+  std::string ambiguous_name; ///< a loop or let a call's coordinates depend on that has no one range or value
 
 private:
   using IRVisitor::visit;
@@ -49,8 +51,11 @@ private:
       args.push_back(expand(arg));
     calls.push_back(args);
   }
-  Expr expand(Expr e) const {
+  Expr expand(Expr e) {
     for (int depth = 0; depth < 16; ++depth) { // lets refer to lets a few levels deep
+      for (const std::string &name : ambiguous_)
+        if (ambiguous_name.empty() && expr_uses_var(e, name))
+          ambiguous_name = name;
       Expr next = substitute(lets_, e);
       if (next.same_as(e))
         break;
@@ -60,6 +65,7 @@ private:
   }
   const std::string input_; // a copy: a caller may pass a temporary, and a reference would dangle
   const std::map<std::string, Expr> &lets_;
+  const std::set<std::string> &ambiguous_;
 };
 
 // Splits an affine index into its part outside the staging loop and the
@@ -265,9 +271,16 @@ private:
     tile.layout = request.layout;
     tile.copies = request.copies;
     tile.buffer = staging_buffer_name(request.input);
-    FindCalls finder(request.input, scan.lets);
+    FindCalls finder(request.input, scan.lets, scan.ambiguous);
     finder.visit_stmt(op->body);
     std::string short_loop = loop_short_name(loop_);
+    if (!finder.ambiguous_name.empty())
+      user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '", short_loop,
+                 "': its coordinates depend on '", loop_short_name(finder.ambiguous_name),
+                 "', which names loops or values of different ranges inside '", short_loop,
+                 "' (a split whose factor does not divide the loop, with bounds known only at run time); split by a "
+                 "factor that divides it");
+
     for (size_t d = 0; d < tile.input->extents.size(); ++d) {
       Expr base;
       int64_t extent = 0;

@@ -9,12 +9,16 @@
 
 #include "dsl/FuncContents.h"
 #include "dsl/IR.h"
+#include "dsl/IREquality.h"
+#include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "dsl/Schedule.h"
 #include "scheduler/PadTmaInputs.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,17 +30,36 @@ struct LoopInfo {
   int gpu_dim;
 };
 
-// The loops and lets inside the staging loop.
+// The loops and lets inside the staging loop, by name. A name may name
+// several loops: a loop split by a factor that does not divide it runs as
+// a main loop and a tail (kio in [0, 2), then kio in [2, 3)), each reading
+// the input. Such a name's range is the union of theirs, so a tile spans
+// what either reads; where a union is not constant, or a let name is bound
+// to different values, the name is ambiguous and staging is refused.
 class ScanBody : public IRVisitor {
 public:
   std::map<std::string, LoopInfo> loops;
   std::vector<std::string> thread_loops; // the first chain of thread loops, outermost first
   std::map<std::string, Expr> lets;
+  std::set<std::string> ambiguous; ///< loops and lets whose name has no one range or value
 
 private:
   using IRVisitor::visit;
   void visit(const For *op) override {
-    loops[op->name] = LoopInfo{op->min, op->extent, op->for_kind, op->gpu_dim};
+    LoopInfo info{op->min, op->extent, op->for_kind, op->gpu_dim};
+    auto [seen, first] = loops.emplace(op->name, info);
+    if (!first) {
+      LoopInfo &known = seen->second;
+      auto lo_a = as_const_int(known.min), n_a = as_const_int(known.extent), lo_b = as_const_int(op->min),
+           n_b = as_const_int(op->extent);
+      if (lo_a && n_a && lo_b && n_b && known.kind == op->for_kind && known.gpu_dim == op->gpu_dim) {
+        int64_t lo = std::min(*lo_a, *lo_b), end = std::max(*lo_a + *n_a, *lo_b + *n_b);
+        known.min = make_const(known.min.type(), lo);
+        known.extent = make_const(known.extent.type(), end - lo);
+      } else if (!equal(known.min, op->min) || !equal(known.extent, op->extent) || known.kind != op->for_kind) {
+        ambiguous.insert(op->name);
+      }
+    }
     if (op->for_kind == ForKind::GpuThread && (thread_loops.empty() || in_thread_chain_))
       thread_loops.push_back(op->name);
     bool was = in_thread_chain_;
@@ -45,7 +68,9 @@ private:
     in_thread_chain_ = was;
   }
   void visit(const LetStmt *op) override {
-    lets[op->name] = op->value;
+    auto [seen, first] = lets.emplace(op->name, op->value);
+    if (!first && !equal(seen->second, op->value))
+      ambiguous.insert(op->name);
     IRVisitor::visit(op);
   }
   bool in_thread_chain_ = false;
