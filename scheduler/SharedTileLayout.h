@@ -17,12 +17,15 @@
 // memory.
 //
 // Each allocation is a tile of its own, an access belonging to the
-// innermost allocation of its name around it; the allocations of one name
-// (an input staged by two reductions' nests, or by a loop and its ragged
-// tail, one after the other) get one offset, the code generator's for the
-// name, and must live apart. A loop of the block's whose every iteration
-// ends in such a barrier, and that issues no asynchronous copy or MMA,
-// ends in it too.
+// innermost allocation of its name around it, and each must live apart
+// from every tile of another name that shares its bytes. The allocations
+// of one name (an input staged by two reductions' nests, or by a loop and
+// its ragged tail, one after the other) are one buffer to the code
+// generator: they get the name's offset, and are used in turn by the
+// staging that made them, its own barriers between (the pipelines'
+// rules, VerifyPipelines.h, for the TMA's). A loop of the block's whose
+// every iteration ends in a barrier of the whole block, and that issues
+// no asynchronous copy or MMA, ends in it too.
 //
 // Never reused: mbarriers (a copy completes on one after the statements
 // that issued it), and every tile of a kernel whose blocks touch each
