@@ -6,7 +6,7 @@
 # (build/tests/test_fuzz).
 set -euo pipefail
 cases=${1:?usage: scripts/fuzz.sh N_CASES [FIRST_SEED]}
-first=${2:-1000}
+first=${2:-1000} # CI runs seeds 0 .. 999 (tests/test_fuzz.cpp)
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary=${FUZZ_BINARY:-$root/build/tests/test_fuzz}
 logs=${FUZZ_LOG_DIR:-$root/build/fuzz}

@@ -4,7 +4,7 @@
 // GPU-mapped); the outcome counts are printed.
 //
 // COALESCE_FUZZ_FIRST / COALESCE_FUZZ_CASES choose the seeds (default: 0,
-// 300); COALESCE_FUZZ_VERBOSE=1 prints every case's program.
+// 1000); COALESCE_FUZZ_VERBOSE=1 prints every case's program.
 
 #include <doctest/doctest.h>
 
@@ -25,7 +25,7 @@ uint64_t env_or(const char *name, uint64_t fallback) {
 } // namespace
 
 TEST_CASE("fuzzed schedules end in a UserError or the right result") {
-  uint64_t first = env_or("COALESCE_FUZZ_FIRST", 0), cases = env_or("COALESCE_FUZZ_CASES", 300);
+  uint64_t first = env_or("COALESCE_FUZZ_FIRST", 0), cases = env_or("COALESCE_FUZZ_CASES", 1000);
   bool verbose = env_or("COALESCE_FUZZ_VERBOSE", 0) != 0;
   std::map<std::string, int> counts;
   for (uint64_t seed = first; seed < first + cases; ++seed) {
