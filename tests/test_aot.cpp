@@ -443,15 +443,19 @@ TEST_CASE("--autotune without a GPU is a clear error, and writes neither outputs
   CHECK(dir.entries().empty());
 }
 
-TEST_CASE("--tuning-db: the recorded tiling, the default with a note, or a clear error") {
-  TempDir dir;
-  write_file(dir / "db.json", R"({"format": "coalesce-tuning-db", "version": 1, "entries": [
+// A tuning database with one FFMA entry, for f32 bias + GELU at 1024^3 on
+// the H200: 64 x 128 tiles of 16 x 16 threads, blocks in groups of 8 rows.
+const char *const kFfmaEntry1024 = R"({"format": "coalesce-tuning-db", "version": 1, "entries": [
  {"gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
   "problem": {"dtype": "f32", "out_dtype": "f32", "epilogue": "bias_gelu", "M": 1024, "N": 1024, "K": 1024},
   "schedule": {"family": "ffma", "block_m": 64, "block_n": 128, "threads_m": 16, "threads_n": 16, "k_step": 16,
                "double_buffered": true, "async_copy": true, "a_padding": 4, "block_group_rows": 8, "split_k": 1,
                "split_k_mode": "deterministic"},
-  "ms": 0.12}]})");
+  "ms": 0.12}]})";
+
+TEST_CASE("--tuning-db: the recorded tiling, the default with a note, or a clear error") {
+  TempDir dir;
+  write_file(dir / "db.json", kFfmaEntry1024);
   const std::string shape = "--M=1024 --N=1024 --K=1024 --emit=loops ";
 
   Result tuned = aot(shape + "--tuning-db=db.json", dir.path);
@@ -546,13 +550,7 @@ TEST_CASE("the header's command regenerates the same kernels: the library's spli
   };
   std::string deep = regenerated("--dtype=bf16 --out-dtype=bf16 --M=256 --N=256 --K=65536 --split-k=0 --target=sm_90a");
   CHECK(deep.find("kernel 'deep_combine'") != std::string::npos); // the default's combine kernel
-  write_file(dir / "db.json", R"({"format": "coalesce-tuning-db", "version": 1, "entries": [
- {"gpu": {"name": "NVIDIA H200", "sm": "sm_90a", "sm_count": 132},
-  "problem": {"dtype": "f32", "out_dtype": "f32", "epilogue": "bias_gelu", "M": 1024, "N": 1024, "K": 1024},
-  "schedule": {"family": "ffma", "block_m": 64, "block_n": 128, "threads_m": 16, "threads_n": 16, "k_step": 16,
-               "double_buffered": true, "async_copy": true, "a_padding": 4, "block_group_rows": 8, "split_k": 1,
-               "split_k_mode": "deterministic"},
-  "ms": 0.12}]})");
+  write_file(dir / "db.json", kFfmaEntry1024);
   std::string tuned = regenerated("--M=1024 --N=1024 --K=1024 --tuning-db=" + (dir / "db.json"));
   CHECK(tuned.find("blocks of (16, 16, 1)") != std::string::npos); // the entry's 16 x 16 threads
 }

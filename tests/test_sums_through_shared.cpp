@@ -59,6 +59,26 @@ Buffer run(Pipeline &pipeline, const GemmData &data, int M, int N, int K, Epilog
   return coalesce::testing::run(pipeline, data, {M, N, K}, e);
 }
 
+using Shapes = std::vector<std::array<int, 3>>;
+
+// `sums` (its sums staged) against `direct` (the same schedule storing
+// directly) at each M x N x K: no NaN left, the reference within a bf16
+// rounding, and the direct stores' bits.
+void check_against_direct(const Gemm &sums, const Gemm &direct, const Shapes &shapes, Epilogue e, uint64_t seed) {
+  Pipeline staged(sums.out), plain(direct.out);
+  REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
+  for (auto [M, N, K] : shapes) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    GemmData data = make_data(M, N, K, seed, BFloat(16));
+    Buffer out = run(staged, data, M, N, K, e);
+    CHECK(count_nan(out) == 0);
+    CHECK(relative_error(out, reference(data, M, N, K, e)) < 4e-3);
+    CHECK(same_bits(out, run(plain, data, M, N, K, e)));
+  }
+}
+
 } // namespace
 
 TEST_CASE("the epilogue computed from staged sums gives the direct stores' bits") {
@@ -78,22 +98,11 @@ TEST_CASE("the epilogue computed from staged sums gives the direct stores' bits"
     auto scheduled = [&](TileStores stores) {
       return coalesce::testing::mma_scheduled(tiling(stores, c.persistent, c.producers), c.e, BFloat(16), c.out);
     };
-    Gemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
-    Pipeline staged(sums.out), plain(direct.out);
-    REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
     // Full and ragged tiles; N = 132 and 70: rows that are not whole
     // 16-byte multiples (the element copy); K = 131: the cp.async copies.
-    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
-             {200, 136, 72}, {128, 128, 64}, {130, 132, 192}, {64, 70, 131}, {1, 8, 8}, {37, 70, 0}}) {
-      CAPTURE(M);
-      CAPTURE(N);
-      CAPTURE(K);
-      GemmData data = make_data(M, N, K, 31, BFloat(16));
-      Buffer out = run(staged, data, M, N, K, c.e);
-      CHECK(count_nan(out) == 0);
-      CHECK(relative_error(out, reference(data, M, N, K, c.e)) < 4e-3);
-      CHECK(same_bits(out, run(plain, data, M, N, K, c.e)));
-    }
+    check_against_direct(scheduled(TileStores::SumsThroughShared), scheduled(TileStores::Direct),
+                         {{200, 136, 72}, {128, 128, 64}, {130, 132, 192}, {64, 70, 131}, {1, 8, 8}, {37, 70, 0}}, c.e,
+                         31);
   }
 }
 
@@ -118,18 +127,8 @@ TEST_CASE("swapped tiles (swap-AB: the tile's rows along j) stage their sums too
     t.tile_stores = stores;
     return coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, BFloat(16), BFloat(16));
   };
-  Gemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
-  Pipeline staged(sums.out), plain(direct.out);
-  REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{16, 136, 72}, {5, 200, 131}, {16, 64, 1}, {16, 64, 3}}) {
-    CAPTURE(M);
-    CAPTURE(N);
-    CAPTURE(K);
-    GemmData data = make_data(M, N, K, 43, BFloat(16));
-    Buffer out = run(staged, data, M, N, K, Epilogue::BiasGelu);
-    CHECK(relative_error(out, reference(data, M, N, K, Epilogue::BiasGelu)) < 4e-3);
-    CHECK(same_bits(out, run(plain, data, M, N, K, Epilogue::BiasGelu)));
-  }
+  check_against_direct(scheduled(TileStores::SumsThroughShared), scheduled(TileStores::Direct),
+                       {{16, 136, 72}, {5, 200, 131}, {16, 64, 1}, {16, 64, 3}}, Epilogue::BiasGelu, 43);
 }
 
 TEST_CASE("with the bias folded into the sums' start, the staged sums hold it once: direct stores' bits, K = 1 / 3") {
@@ -140,18 +139,8 @@ TEST_CASE("with the bias folded into the sums' start, the staged sums hold it on
     g.out.fold_bias_into_init();
     return g;
   };
-  Gemm sums = scheduled(TileStores::SumsThroughShared), direct = scheduled(TileStores::Direct);
-  Pipeline staged(sums.out), plain(direct.out);
-  REQUIRE(staged.loop_nest().find("allocate acc_tile[") != std::string::npos);
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{130, 136, 1}, {130, 136, 3}, {64, 70, 131}}) {
-    CAPTURE(M);
-    CAPTURE(N);
-    CAPTURE(K);
-    GemmData data = make_data(M, N, K, 41, BFloat(16));
-    Buffer out = run(staged, data, M, N, K, Epilogue::BiasGelu);
-    CHECK(relative_error(out, reference(data, M, N, K, Epilogue::BiasGelu)) < 4e-3);
-    CHECK(same_bits(out, run(plain, data, M, N, K, Epilogue::BiasGelu)));
-  }
+  check_against_direct(scheduled(TileStores::SumsThroughShared), scheduled(TileStores::Direct),
+                       {{130, 136, 1}, {130, 136, 3}, {64, 70, 131}}, Epilogue::BiasGelu, 41);
 }
 
 TEST_CASE("epilogues that read inputs at the point (residual, C, per-column and one-element scales) from staged sums") {

@@ -150,11 +150,19 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stor
   return std::make_unique<Pipeline>(g.out);
 }
 
-void check_one(Precision p, const MmaTiling &tiling, const Shape &s, const std::string &name) {
+/// A tiling's two kernels, its sums staged and storing directly: compiled
+/// once, at the first shape that runs them.
+struct StagedAndDirect {
+  std::unique_ptr<Pipeline> sums, direct;
+};
+
+void check_one(Precision p, const MmaTiling &tiling, StagedAndDirect &kernels, const Shape &s,
+               const std::string &name) {
   Outcome o;
   try {
-    std::unique_ptr<Pipeline> sums = pipeline_for(p, tiling, TileStores::SumsThroughShared);
-    std::unique_ptr<Pipeline> direct = pipeline_for(p, tiling, TileStores::Direct);
+    if (!kernels.sums || !kernels.direct) // both, or neither (a failed build is tried again)
+      kernels = {pipeline_for(p, tiling, TileStores::SumsThroughShared), pipeline_for(p, tiling, TileStores::Direct)};
+    const std::unique_ptr<Pipeline> &sums = kernels.sums, &direct = kernels.direct;
     if (sums->loop_nest().find("acc_tile") == std::string::npos)
       throw std::runtime_error("the sums were not staged (no acc_tile in the loop nest)");
     Problem problem(p, s);
@@ -211,17 +219,21 @@ void check_tile_stores(Precision p) {
   std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
               reference::precision_name(p));
   std::vector<MmaTiling> ts = tilings(p);
-  for (size_t n = 0; n < ts.size(); ++n)
+  for (size_t n = 0; n < ts.size(); ++n) {
+    StagedAndDirect kernels;
     for (const Shape &s : kShapes)
-      check_one(p, ts[n], s,
+      check_one(p, ts[n], kernels, s,
                 std::string(reference::precision_name(p)) +
                     (n == 0 ? " sums staged, 128x256" : " sums staged, persistent, producer warps"));
+  }
 }
 
 void tile_stores_sanitizer_case() {
   AllowUnverified allow;
-  for (const MmaTiling &t : tilings(Precision::BF16))
-    check_one(Precision::BF16, t, {131, 264, 200}, "bf16 sums staged (sanitizer)");
+  for (const MmaTiling &t : tilings(Precision::BF16)) {
+    StagedAndDirect kernels;
+    check_one(Precision::BF16, t, kernels, {131, 264, 200}, "bf16 sums staged (sanitizer)");
+  }
 }
 
 } // namespace coalesce::gpu_check
