@@ -10,6 +10,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/StageWithTma.h"
 #include "scheduler/StagedTile.h"
+#include "scheduler/StagedTileRegion.h"
 #include "scheduler/StagingLoops.h"
 #include "scheduler/Substitute.h"
 
@@ -31,140 +32,6 @@ std::string readable(const Expr &e) {
   static const std::regex qualifier("[A-Za-z_][A-Za-z0-9_]*\\.s[0-9]+\\.");
   return std::regex_replace(to_string(e), qualifier, "");
 }
-
-// Every call of the input inside the loop, with lets expanded.
-class FindCalls : public IRVisitor {
-public:
-  FindCalls(const std::string &input, const std::map<std::string, Expr> &lets, const std::set<std::string> &ambiguous)
-      : input_(input), lets_(lets), ambiguous_(ambiguous) {}
-  std::vector<std::vector<Expr>> calls;
-  std::string ambiguous_name; ///< a loop or let a call's coordinates depend on that has no one range or value
-
-private:
-  using IRVisitor::visit;
-  void visit(const Call *op) override {
-    IRVisitor::visit(op);
-    if (op->call_type != CallType::Input || op->name != input_)
-      return;
-    std::vector<Expr> args;
-    for (const Expr &arg : op->args)
-      args.push_back(expand(arg));
-    calls.push_back(args);
-  }
-  Expr expand(Expr e) {
-    for (int depth = 0; depth < 16; ++depth) { // lets refer to lets a few levels deep
-      for (const std::string &name : ambiguous_)
-        if (ambiguous_name.empty() && expr_uses_var(e, name))
-          ambiguous_name = name;
-      Expr next = substitute(lets_, e);
-      if (next.same_as(e))
-        break;
-      e = next;
-    }
-    return simplify(e);
-  }
-  const std::string input_; // a copy: a caller may pass a temporary, and a reference would dangle
-  const std::map<std::string, Expr> &lets_;
-  const std::set<std::string> &ambiguous_;
-};
-
-// Splits an affine index into its part outside the staging loop and the
-// span of its inner-loop terms.
-bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner, Expr *base, int64_t *extent) {
-  // Walk the top-level sum.
-  std::vector<std::pair<Expr, int64_t>> terms;
-  std::function<void(const Expr &, int64_t)> walk = [&](const Expr &e, int64_t sign) {
-    if (const auto *add = e.as<Add>()) {
-      walk(add->a, sign);
-      walk(add->b, sign);
-    } else if (const auto *sub = e.as<Sub>()) {
-      walk(sub->a, sign);
-      walk(sub->b, -sign);
-    } else {
-      terms.emplace_back(e, sign);
-    }
-  };
-  walk(index, 1);
-  Expr outer = 0;
-  int64_t low = 0, high = 0;
-  for (const auto &[term, sign] : terms) {
-    Expr var = term;
-    int64_t coefficient = sign;
-    if (const auto *mul = term.as<Mul>(); mul && as_const_int(mul->b)) {
-      var = mul->a;
-      coefficient *= *as_const_int(mul->b);
-    }
-    // A loop variable, or its quotient or remainder by a constant (how a
-    // fused loop's halves read it: lane / 4, warp % 2).
-    int64_t divisor = 0, modulus = 0;
-    if (const auto *div = var.as<Div>(); div && as_const_int(div->b) && *as_const_int(div->b) > 0) {
-      divisor = *as_const_int(div->b);
-      var = div->a;
-    } else if (const auto *mod = var.as<Mod>(); mod && as_const_int(mod->b) && *as_const_int(mod->b) > 0) {
-      modulus = *as_const_int(mod->b);
-      var = mod->a;
-    }
-    const auto *variable = var.as<Variable>();
-    auto loop = variable ? inner.find(variable->name) : inner.end();
-    if (loop == inner.end()) {
-      for (const auto &[name, info] : inner)
-        if (expr_uses_var(term, name))
-          return false;
-      outer = outer + (sign < 0 ? 0 - term : term);
-      continue;
-    }
-    auto min = as_const_int(loop->second.min), extent = as_const_int(loop->second.extent);
-    if (!min || !extent || ((divisor || modulus) && *min < 0))
-      return false;
-    int64_t first = *min, last = *min + *extent - 1;
-    if (divisor) {
-      first /= divisor;
-      last /= divisor;
-    } else if (modulus) {
-      first = *extent >= modulus ? 0 : first % modulus;
-      last = *extent >= modulus ? modulus - 1 : last % modulus;
-      if (first > last)
-        first = 0, last = modulus - 1;
-    }
-    int64_t a = coefficient * first, b = coefficient * last;
-    low += std::min(a, b);
-    high += std::max(a, b);
-  }
-  *base = simplify(outer + static_cast<int>(low));
-  *extent = high - low + 1;
-  return true;
-}
-
-class ReplaceCalls : public IRMutator {
-public:
-  ReplaceCalls(const std::string &input, const std::string &buffer, const Region &region,
-               const std::map<std::string, Expr> &lets)
-      : input_(input), buffer_(buffer), region_(region), lets_(lets) {}
-
-private:
-  using IRMutator::visit;
-  Expr visit(const Call *op, const Expr &self) override {
-    Expr e = IRMutator::visit(op, self);
-    const auto *call = e.as<Call>();
-    if (call->call_type != CallType::Input || call->name != input_)
-      return e;
-    std::vector<Expr> indices;
-    for (size_t d = 0; d < call->args.size(); ++d) {
-      Expr arg = call->args[d];
-      for (int depth = 0; depth < 16; ++depth) {
-        Expr next = substitute(lets_, arg);
-        if (next.same_as(arg))
-          break;
-        arg = next;
-      }
-      indices.push_back(simplify(arg - region_.min[d]));
-    }
-    return Load::make(call->type, buffer_, indices);
-  }
-  const std::string &input_, &buffer_;
-  const Region &region_;
-  const std::map<std::string, Expr> &lets_;
-};
 
 class StageAtLoop : public IRMutator {
 public:

@@ -1,0 +1,62 @@
+#pragma once
+// Part of stage_inputs_in_shared: where a staged input's tile lies. The
+// input's calls inside the staging loop (lets expanded), each coordinate
+// split into a part outside the loop and the span of the loops inside it,
+// and the calls rewritten as loads of the tile.
+
+#include "dsl/IR.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/StagedTile.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace coalesce::staging {
+
+/// `e` with the lets in `lets` substituted, through lets that name lets (a
+/// few levels deep); `each_form`, when given, sees each form on the way.
+Expr expand_lets(Expr e, const std::map<std::string, Expr> &lets,
+                 const std::function<void(const Expr &)> &each_form = {});
+
+/// Every call of the input inside the loop, with lets expanded.
+class FindCalls : public IRVisitor {
+public:
+  FindCalls(const std::string &input, const std::map<std::string, Expr> &lets, const std::set<std::string> &ambiguous)
+      : input_(input), lets_(lets), ambiguous_(ambiguous) {}
+  std::vector<std::vector<Expr>> calls;
+  std::string ambiguous_name; ///< a loop or let a call's coordinates depend on that has no one range or value
+
+private:
+  using IRVisitor::visit;
+  void visit(const Call *op) override;
+  const std::string input_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const std::map<std::string, Expr> &lets_;
+  const std::set<std::string> &ambiguous_;
+};
+
+/// Splits an affine index into its part outside the staging loop (`base`)
+/// and the span of its inner-loop terms (`extent`); false where it is not
+/// affine in the loops `inner` with constant coefficients.
+bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner, Expr *base, int64_t *extent);
+
+/// The input's calls rewritten as loads of its tile `buffer`, at their
+/// coordinates less the tile's first element.
+class ReplaceCalls : public IRMutator {
+public:
+  ReplaceCalls(const std::string &input, const std::string &buffer, const Region &region,
+               const std::map<std::string, Expr> &lets)
+      : input_(input), buffer_(buffer), region_(region), lets_(lets) {}
+
+private:
+  using IRMutator::visit;
+  Expr visit(const Call *op, const Expr &self) override;
+  const std::string &input_, &buffer_;
+  const Region &region_;
+  const std::map<std::string, Expr> &lets_;
+};
+
+} // namespace coalesce::staging
