@@ -287,7 +287,8 @@ void CodeGenPTX::emit_mbarrier(Intrinsic which, llvm::Value *barrier, llvm::Valu
 
 void CodeGenPTX::emit_tensor_copy(const TensorCopy *op) {
   int map = tensor_map_index(*kernel_, op->input, op->issued_box());
-  COALESCE_INTERNAL_ASSERT(map >= 0 && op->origin.size() == 2, "tensor copy of '", op->input,
+  const size_t rank = op->origin.size();
+  COALESCE_INTERNAL_ASSERT(map >= 0 && rank >= 2 && rank <= 5, "tensor copy of '", op->input,
                            "' without its tensor map");
   const auto *destination = op->destination.as<Load>();
   const auto *barrier = op->barrier.as<Load>();
@@ -295,24 +296,41 @@ void CodeGenPTX::emit_tensor_copy(const TensorCopy *op) {
   llvm::Value *on = shared_address(buffer_element(barrier->buffer, barrier->indices, barrier->type));
   llvm::Value *tensor_map = builder_->CreatePtrToInt(function_->getArg(tensor_map_base_ + static_cast<unsigned>(map)),
                                                      builder_->getInt64Ty());
-  llvm::Value *row = codegen(op->origin[0]);
+  // The coordinates innermost first, as the tensor map lists its
+  // dimensions: the column, the row, then a batch's.
+  std::vector<llvm::Value *> coordinates(rank);
+  coordinates[1] = codegen(op->origin[rank - 2]);
+  for (size_t d = 2; d < rank; ++d)
+    coordinates[d] = codegen(op->origin[rank - 1 - d]);
+  if (op->multicast > 1) {
+    const int rows = op->issued_box()[rank - 2];
+    const int row_bytes = op->box[rank - 1] * destination->type.bytes();
+    llvm::Value *cta = builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank,
+                                                 llvm::ArrayRef<llvm::Type *>{}, llvm::ArrayRef<llvm::Value *>{});
+    llvm::Value *first = builder_->CreateMul(cta, builder_->getInt32(rows));
+    coordinates[1] = builder_->CreateAdd(coordinates[1], first);
+    to = builder_->CreateAdd(to, builder_->CreateMul(first, builder_->getInt32(row_bytes)));
+  }
+  coordinates[0] = codegen(op->origin[rank - 1]);
+  // [$0] the destination, [$1, {$2, ...}] the map and coordinates, [$n] the barrier.
+  std::string list, constraints = "r,l";
+  std::vector<llvm::Value *> operands = {to, tensor_map};
+  for (size_t d = 0; d < rank; ++d) {
+    list += str_cat(d ? ", " : "", "$", d + 2);
+    constraints += ",r";
+    operands.push_back(coordinates[d]);
+  }
+  operands.push_back(on);
+  constraints += ",r";
+  std::string copy =
+      str_cat("cp.async.bulk.tensor.", rank, "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes");
   if (op->multicast == 1) {
-    inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, "
-               "$3}], [$4];",
-               "r,l,r,r,r", {to, tensor_map, codegen(op->origin[1]), row, on});
+    inline_ptx(str_cat(copy, " [$0], [$1, {", list, "}], [$", rank + 2, "];"), constraints, operands);
     return;
   }
-  const int rows = op->issued_box().front();
-  const int row_bytes = op->box[1] * destination->type.bytes();
-  llvm::Value *rank = builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank,
-                                                llvm::ArrayRef<llvm::Type *>{}, llvm::ArrayRef<llvm::Value *>{});
-  llvm::Value *first = builder_->CreateMul(rank, builder_->getInt32(rows));
-  row = builder_->CreateAdd(row, first);
-  to = builder_->CreateAdd(to, builder_->CreateMul(first, builder_->getInt32(row_bytes)));
-  llvm::Value *mask = builder_->getInt16(static_cast<uint16_t>((1u << op->multicast) - 1));
-  inline_ptx("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-             "[$0], [$1, {$2, $3}], [$4], $5;",
-             "r,l,r,r,r,h", {to, tensor_map, codegen(op->origin[1]), row, on, mask});
+  operands.push_back(builder_->getInt16(static_cast<uint16_t>((1u << op->multicast) - 1)));
+  inline_ptx(str_cat(copy, ".multicast::cluster [$0], [$1, {", list, "}], [$", rank + 2, "], $", rank + 3, ";"),
+             constraints + ",h", operands);
 }
 
 void CodeGenPTX::emit_async_commit() {

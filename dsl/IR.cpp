@@ -237,9 +237,14 @@ Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<i
   for (int extent : box)
     COALESCE_INTERNAL_ASSERT(extent > 0 && extent <= 256, "a tensor copy's box extent of ", extent);
   // Each block's part starts at a 1024-byte atom of the 128-byte swizzle:
-  // whole groups of 8 rows.
-  COALESCE_INTERNAL_ASSERT(multicast >= 1 && multicast <= 8 && box.front() % (8 * multicast) == 0,
-                           "a tensor copy of ", box.front(), " rows multicast to ", multicast, " blocks");
+  // whole groups of 8 rows. The rows are the box's next-to-last dimension;
+  // those before (a batch's) are 1.
+  COALESCE_INTERNAL_ASSERT(box.size() >= 2, "a tensor copy of a ", box.size(), "-D box");
+  const int rows = box[box.size() - 2];
+  for (size_t d = 0; d + 2 < box.size(); ++d)
+    COALESCE_INTERNAL_ASSERT(box[d] == 1, "a tensor copy whose box spans ", box[d], " in dimension ", d);
+  COALESCE_INTERNAL_ASSERT(multicast >= 1 && multicast <= 8 && rows % (8 * multicast) == 0, "a tensor copy of ", rows,
+                           " rows multicast to ", multicast, " blocks");
   return Stmt(std::make_shared<const TensorCopy>(std::move(input), std::move(origin), std::move(box),
                                                  std::move(destination), std::move(barrier), std::move(copy),
                                                  multicast));
@@ -247,7 +252,7 @@ Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<i
 
 std::vector<int> TensorCopy::issued_box() const {
   std::vector<int> issued = box;
-  issued.front() /= multicast;
+  issued[issued.size() - 2] /= multicast; // the rows (a batch's dimension before them is 1)
   return issued;
 }
 

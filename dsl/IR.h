@@ -496,7 +496,8 @@ struct TensorCopy : BaseStmtNode {
   /// host runs it): the whole box, also when it is multicast.
   const Stmt copy;
   /// 1, or the blocks of a cluster that share the box
-  /// (TmaCopies::multicast): block r of the cluster copies rows
+  /// (TmaCopies::multicast): block r of the cluster copies rows (the
+  /// box's next-to-last dimension; one before it is a batch's, of 1)
   /// [r R / m, (r + 1) R / m) of it into the shared memory of all m, and
   /// each block's barrier counts the whole box.
   const int multicast;

@@ -268,8 +268,8 @@ private:
       out_ << (d ? "x" : "") << op->box[d];
     out_ << " (0 outside " << op->input << ")";
     if (op->multicast > 1)
-      out_ << " multicast to the cluster's " << op->multicast << " blocks (this block's " << op->box.front() / op->multicast
-           << " rows)";
+      out_ << " multicast to the cluster's " << op->multicast << " blocks (this block's "
+           << op->issued_box()[op->box.size() - 2] << " rows)";
     out_ << " -> ";
     print(op->destination);
     out_ << ", completes on ";

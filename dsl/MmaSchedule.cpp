@@ -195,7 +195,8 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     StageSchedule &after = schedule();
     after.mma_layout =
         MmaLayout{kind,          warp.name(),   lane.name(), mma_i.name(),           mma_j.name(),    frag_i.name(),
-                  frag_j.name(), rows_per_warp, warp_n,      tile_m / rows_per_warp, tile_n / warp_n, rows[0]};
+                  frag_j.name(), rows_per_warp, warp_n,      tile_m / rows_per_warp, tile_n / warp_n, rows[0],
+                  columns[0]};
     return *this;
   });
 }

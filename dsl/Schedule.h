@@ -156,8 +156,10 @@ struct MmaLayout {
   /// The Func's dimension the tile's rows (the instruction's M) run along:
   /// 0, the rows of out(i, j), so A(i, k)'s rows fill M; or 1 (swap-AB), so
   /// B's rows do and A's fill the instruction's N. The columns run along
-  /// the other one.
+  /// the other one. With batch dimensions first (out(b, i, j)), these
+  /// count them: rows_dim is then 1 or 2.
   int rows_dim = 0;
+  int columns_dim = 1; ///< the Func's dimension the tile's columns run along
 };
 
 /// A reduction stage mapped onto warp MMA instructions: the loops k_inner

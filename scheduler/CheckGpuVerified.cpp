@@ -33,6 +33,15 @@ void check_gpu_verified(const Environment &env) {
                "`coalesce-gpu-check --sections=tile-stores` has passed it on an H200. Use TileStores::ThroughShared "
                "or TileStores::Direct (the same result), run it on the CPU, or set "
                "COALESCE_UNVERIFIED_GPU=tile-stores-sums to compile it for a GPU anyway");
+  for (const FuncContents &func : env.funcs)
+    for (const StageSchedule &stage : func.schedule.stages)
+      if (stage.mma.kind != MmaKind::None && func.pure_vars.size() > 2 && !allowed("batched-mma"))
+        user_error("in schedule for '", func.name, "': a batch of tensor-core products (", func.name, " has ",
+                   func.pure_vars.size() - 2, " batch dimension", func.pure_vars.size() > 3 ? "s" : "",
+                   " before its last two) is unverified on a GPU: it has run on the CPU only, and the library "
+                   "compiles it for a GPU once `coalesce-gpu-check --sections=batched` has passed it on an H200. "
+                   "Run it on the CPU, schedule it without mma() (FFMA), or set "
+                   "COALESCE_UNVERIFIED_GPU=batched-mma to compile it for a GPU anyway");
 }
 
 } // namespace coalesce

@@ -9,6 +9,8 @@
 // Unverified now:
 //   - gpu_tile_stores(TileStores::SumsThroughShared)
 //     (coalesce-gpu-check --sections=tile-stores).
+//   - a tensor-core reduction over a batch, acc(b, i, j) += A(b, i, k) *
+//     B(b, k, j) (coalesce-gpu-check --sections=batched).
 //
 // The check itself must compile what it verifies: the environment variable
 // COALESCE_UNVERIFIED_GPU, a comma-separated list of the features' names

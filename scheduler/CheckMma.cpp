@@ -50,15 +50,20 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
   };
   if (func.type != Float(32))
     reject(str_cat("accumulates in ", func.type));
-  if (func.pure_vars.size() != 2)
-    reject("is not two-dimensional");
+  // out(i, j), or out(b..., i, j) with batch variables first: a batch of
+  // independent products, one per point of the batch variables.
+  if (func.pure_vars.size() < 2)
+    reject("is not at least two-dimensional");
+  const size_t batch_dims = func.pure_vars.size() - 2;
   const std::vector<std::string> &rvars = func.schedule.stages[c.s].reduction_vars;
   if (rvars.size() != 1)
     reject("does not reduce over exactly one variable");
   const auto *add = update.value.as<Add>();
   const auto *self = add ? add->a.as<Call>() : nullptr;
-  if (!self || self->name != func.name || !is_var(self->args[0], func.pure_vars[0]) ||
-      !is_var(self->args[1], func.pure_vars[1]))
+  bool at_own_point = self && self->name == func.name;
+  for (size_t d = 0; at_own_point && d < func.pure_vars.size(); ++d)
+    at_own_point = is_var(self->args[d], func.pure_vars[d]);
+  if (!at_own_point)
     reject("is not the running value plus one term");
   const auto *mul = add->b.as<Mul>();
   if (!mul)
@@ -66,15 +71,33 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
   const auto *x = unwiden(mul->a).as<Call>(), *y = unwiden(mul->b).as<Call>();
   if (!x || !y || x->call_type != CallType::Input || y->call_type != CallType::Input)
     reject("multiplies something other than two inputs");
-  const std::string &i = func.pure_vars[0], &j = func.pure_vars[1], &k = rvars[0];
-  auto is_a = [&](const Call *call) { return call->args.size() == 2 && is_var(call->args[0], i) && is_var(call->args[1], k); };
-  // B(k, j) or W(j, k): which of B's dimensions k indexes.
+  const std::string &i = func.pure_vars[batch_dims], &j = func.pure_vars[batch_dims + 1], &k = rvars[0];
+  // An operand's arguments before its last two: batch variables, each at
+  // most once, in the output's order (an operand without one is the same
+  // for every point of it: a batch stride of 0).
+  auto batch_args = [&](const Call *call) {
+    if (call->args.size() < 2)
+      return false;
+    size_t next = 0;
+    for (size_t d = 0; d + 2 < call->args.size(); ++d) {
+      while (next < batch_dims && !is_var(call->args[d], func.pure_vars[next]))
+        ++next;
+      if (next == batch_dims)
+        return false;
+      ++next;
+    }
+    return true;
+  };
+  auto last_two = [&](const Call *call, const std::string &x, const std::string &y) {
+    size_t n = call->args.size();
+    return batch_args(call) && is_var(call->args[n - 2], x) && is_var(call->args[n - 1], y);
+  };
+  auto is_a = [&](const Call *call) { return last_two(call, i, k); };
+  // B(k, j) or W(j, k): which of B's last two dimensions k indexes.
   auto b_k_dim = [&](const Call *call) {
-    if (call->args.size() != 2)
-      return -1;
-    if (is_var(call->args[0], k) && is_var(call->args[1], j))
+    if (last_two(call, k, j))
       return 0;
-    if (is_var(call->args[0], j) && is_var(call->args[1], k))
+    if (last_two(call, j, k))
       return 1;
     return -1;
   };
@@ -98,7 +121,21 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
                b->name, "(", k, ", ", j, "), stored K x N; store it N x K and read it as ", b->name, "(", j, ", ", k,
                ") (nn.Linear's weight layout)");
   MmaOperands operands{a->name, b->name, b_k_dim(b)};
-  operands.rows_along_j = func.schedule.stages[c.s].mma_layout.rows_dim == 1;
+  // The instruction's rows and columns are out's last two dimensions; the
+  // batch ones are loops outside the tile.
+  const MmaLayout &layout = func.schedule.stages[c.s].mma_layout;
+  const int first = static_cast<int>(batch_dims);
+  if (std::min(layout.rows_dim, layout.columns_dim) != first ||
+      std::max(layout.rows_dim, layout.columns_dim) != first + 1)
+    user_error(c.where(), "mma_tile lays the instruction's rows and columns along '",
+               func.pure_vars[static_cast<size_t>(layout.rows_dim)], "' and '",
+               func.pure_vars[static_cast<size_t>(layout.columns_dim)],
+               "', but they must be the last two dimensions, '", i, "' and '", j,
+               "': the dimensions before them are a batch, a loop outside the tile");
+  operands.batch_dims = first;
+  operands.a_rank = static_cast<int>(a->args.size());
+  operands.b_rank = static_cast<int>(b->args.size());
+  operands.rows_along_j = func.schedule.stages[c.s].mma_layout.rows_dim == static_cast<int>(batch_dims) + 1;
   if (operands.rows_along_j) {
     if (operand_type(kind).bits != 16)
       user_error(c.where(), "the tile's rows run along ", j, " (swap-AB), which has run on a GPU with 16-bit ",
@@ -195,7 +232,8 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
   if (constant && k_step && *constant % k_step == 0)
     return;
   Expr end = simplify(min + extent);
-  for (const auto &[input, dim] : {std::make_pair(operands.a, 1), std::make_pair(operands.b, operands.b_k_dim)}) {
+  for (const auto &[input, dim] :
+       {std::make_pair(operands.a, operands.a_rank - 1), std::make_pair(operands.b, operands.b_k_dimension())}) {
     auto found = c.env.inputs.find(input);
     if (found == c.env.inputs.end())
       continue;

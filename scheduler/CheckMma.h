@@ -18,7 +18,14 @@ void check_mma(const Environment &env);
 /// where mma_tile laid the tile's rows along j (swap-AB).
 struct MmaOperands {
   std::string a, b;
-  int b_k_dim = 0; ///< the dimension of B that k indexes: 0 for B(k, j), 1 for W(j, k)
+  int b_k_dim = 0; ///< which of B's last two dimensions k indexes: 0 for B(k, j), 1 for W(j, k)
+  /// Batch dimensions: out(b..., i, j); A and B each read the batch
+  /// variables they depend on before their own two (A(b, i, k), or A(i, k)
+  /// for an A shared by the whole batch).
+  int batch_dims = 0;
+  int a_rank = 2, b_rank = 2; ///< A's and B's dimensions, batch ones included
+  /// The dimension of B (batch ones counted) that k indexes.
+  int b_k_dimension() const { return b_rank - 2 + b_k_dim; }
   /// The tile's rows run along j (mma_tile's rows_dim 1, swap-AB): B's rows
   /// fill the instruction's M, A's its N.
   bool rows_along_j = false;

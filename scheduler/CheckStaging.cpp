@@ -40,7 +40,8 @@ void check_values(const Where &w, const TileCopies &copies) {
 }
 
 // What the pipeline needs of its stage and of the output.
-void check_stage(const Where &w, const SharedStaging &staged, const StageSchedule &stage, const FuncContents &output) {
+void check_stage(const Where &w, const SharedStaging &staged, const StageSchedule &stage, const FuncContents &output,
+                 const Environment &env) {
   const TileCopies &copies = staged.copies;
   if (!std::holds_alternative<OneBuffer>(copies)) {
     auto dim = std::find_if(stage.dims.begin(), stage.dims.end(), [&](const Dim &d) { return d.var == staged.at_loop; });
@@ -62,6 +63,12 @@ void check_stage(const Where &w, const SharedStaging &staged, const StageSchedul
            "must be rounded to tf32 (and B K-major, transposed where B is stored K x N), and the TMA copies "
            "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies '", staged.input,
            "' rounded, a K x N B transposed, for the TMA to read), or use AsyncCopies");
+  auto input = env.inputs.find(staged.input);
+  if (tma->padded_copy && input != env.inputs.end() && input->second->extents.size() != 2)
+    w.fail("TmaCopies::padded_copy, whose copy kernel pads the rows of a 2-D input, but '", staged.input, "' has ",
+           input->second->extents.size(),
+           " dimensions (a batch); use TmaCopies without padded_copy (rows of whole "
+           "16-byte vectors) or AsyncCopies");
   if (tma->multicast && output.schedule.cluster_blocks == 0)
     w.fail("TmaCopies::multicast, which shares its tiles between the blocks of a cluster, but '", output.name,
            "' runs no clusters; schedule gpu_cluster on it, or multicast = false");
@@ -77,7 +84,7 @@ void check_staging(const Environment &env) {
       for (const SharedStaging &staged : stage.staged_inputs) {
         Where w{str_cat("in schedule for ", stage_description(func, s), ": '", staged.input, "' is staged with ")};
         check_values(w, staged.copies);
-        check_stage(w, staged, stage, output);
+        check_stage(w, staged, stage, output, env);
       }
       // One pipeline per loop: its inputs share its copies and barriers.
       for (const SharedStaging &a : stage.staged_inputs)

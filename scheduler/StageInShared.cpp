@@ -187,10 +187,14 @@ private:
       bool transposed = std::any_of(mma_operands_.begin(), mma_operands_.end(), [&](const MmaOperands &operands) {
         return mma_staged_transposed(mma_kind_, operands, request.input);
       });
-      tile.swizzle_row_dim = transposed ? 1 : 0;
+      const int first = static_cast<int>(extent.size()) - 2;
+      tile.swizzle_row_dim = first + (transposed ? 1 : 0);
+      tile.swizzle_column_dim = first + (transposed ? 0 : 1);
       tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
-      int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = 1 - rows;
-      COALESCE_INTERNAL_ASSERT(extent.size() == 2 && bytes == mma_instruction(mma_kind_).operand.bytes() &&
+      int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = tile.swizzle_column_dim;
+      bool batch_of_one = first >= 0 && std::all_of(extent.begin(), extent.begin() + std::max(first, 0),
+                                                    [](int64_t e) { return e == 1; });
+      COALESCE_INTERNAL_ASSERT(batch_of_one && bytes == mma_instruction(mma_kind_).operand.bytes() &&
                                    extent[columns] % tile.swizzle_row() == 0 && extent[rows] % 8 == 0 &&
                                    !tile.layout.padding && !tile.layout.transposed,
                                "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");
@@ -524,7 +528,7 @@ private:
         TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
         // The copy is what the tile needs: stored the way the MMA reads it
         // (K-major for tf32's B), rounded where the MMA rounds.
-        COALESCE_INTERNAL_ASSERT(copy.transposed == (staged.swizzled && staged.swizzle_row_dim == 1) &&
+        COALESCE_INTERNAL_ASSERT(copy.transposed == staged.swizzled_transposed() &&
                                      copy.round_to_tf32 == staged.round_to_tf32,
                                  "the TMA's copy of '", staged.input->name, "' is not laid out as its tile");
         tile.source = tma_padded_name(staged.input->name);

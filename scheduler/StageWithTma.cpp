@@ -429,28 +429,39 @@ private:
     std::vector<Stmt> copies;
     for (const TmaTile &tile : p_.tiles) {
       const int columns = box_columns(tile.input->type);
-      COALESCE_INTERNAL_ASSERT(tile.extent.size() == 2 && tile.extent[1] % columns == 0 && tile.extent[0] <= 256,
-                               "tile of '", tile.input->name, "' cannot be copied in TMA boxes");
-      int rows = static_cast<int>(tile.extent[0]);
+      // Rows and columns are the tile's last two dimensions; those before
+      // (a batch) span one element.
+      const size_t row_dim = tile.extent.size() - 2;
+      COALESCE_INTERNAL_ASSERT(
+          tile.extent.size() >= 2 && tile.extent.size() <= 5 &&
+              std::all_of(tile.extent.begin(), tile.extent.begin() + row_dim, [](int64_t e) { return e == 1; }) &&
+              tile.extent[row_dim + 1] % columns == 0 && tile.extent[row_dim] <= 256,
+          "tile of '", tile.input->name, "' cannot be copied in TMA boxes");
+      int rows = static_cast<int>(tile.extent[row_dim]);
       if (rows % (8 * tile.multicast) != 0)
         user_error("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name), "' multicast '", tile.input->name,
                    "' to the ", tile.multicast, " blocks of a cluster, each copying its share of the rows of every "
                    "box, whole groups of 8 (the 128-byte swizzle's atoms); its boxes have ", rows, " rows, not a "
                    "multiple of ", 8 * tile.multicast, ": use smaller clusters, or a larger tile");
-      for (int c = 0; c < tile.extent[1] / columns; ++c) {
+      for (int c = 0; c < tile.extent[row_dim + 1] / columns; ++c) {
         Expr column0 = c * columns;
-        std::vector<Expr> origin = {simplify(substitute(shift, tile.origin[0])),
-                                    simplify(substitute(shift, tile.origin[1]) + column0)};
+        std::vector<Expr> origin, coords(row_dim, Expr(0)), first(row_dim + 2, Expr(0));
+        std::vector<int> box(row_dim, 1);
+        for (size_t d = 0; d < tile.origin.size(); ++d)
+          origin.push_back(simplify(substitute(shift, tile.origin[d]) + (d == row_dim + 1 ? column0 : Expr(0))));
         // What the copy does, element by element (the host runs this).
         std::string r = str_cat(tile.buffer, ".", use, ".box", c, ".r"), e = str_cat(tile.buffer, ".", use, ".box", c, ".e");
-        std::vector<Expr> coords = {Variable::make(Int(32), r), Variable::make(Int(32), e) + column0};
+        coords.push_back(Variable::make(Int(32), r));
+        coords.push_back(Variable::make(Int(32), e) + column0);
+        first.back() = column0;
+        box.push_back(rows);
+        box.push_back(columns);
         Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.value(coords, shift));
         Stmt copy = For::make(r, 0, rows, ForKind::Serial,
                               For::make(e, 0, columns, ForKind::Serial, element, -1, {}, LoopRole::StagingCopy), -1,
                               {}, LoopRole::StagingCopy);
-        Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices({Expr(0), column0}, slot));
-        copies.push_back(
-            TensorCopy::make(tile.source, origin, {rows, columns}, destination, barrier(slot), copy, tile.multicast));
+        Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices(first, slot));
+        copies.push_back(TensorCopy::make(tile.source, origin, box, destination, barrier(slot), copy, tile.multicast));
         bytes += rows * columns * tile.input->type.bytes();
       }
     }

@@ -98,10 +98,13 @@ struct StagedTile {
   // Read by warpgroup MMAs: stored in 128-byte swizzled atoms (see
   // shared_indices), the layout their matrix descriptors describe.
   bool swizzled = false;
-  // The input dimension along the swizzled tile's rows: 0 (the tile as it
-  // lies in memory, [m][k] for A and [k][n] for B), or 1 for a B stored
-  // K-major ([n][k], the transposition tf32 warpgroup MMAs need).
-  int swizzle_row_dim = 0;
+  // The input dimension along the swizzled tile's rows: the first of the
+  // input's last two (the tile as it lies in memory, [m][k] for A and [k][n]
+  // for B), or the last for a B stored K-major ([n][k], the transposition
+  // tf32 warpgroup MMAs need); its columns run along the other of the two.
+  // Dimensions before those (a batch) span one element of the tile.
+  int swizzle_row_dim = 0, swizzle_column_dim = 1;
+  bool swizzled_transposed() const { return swizzled && swizzle_row_dim > swizzle_column_dim; }
   // Read by tf32 MMAs that take their operands from shared memory as they
   // are stored: every element is rounded to tf32 there, by the thread that
   // copied it, before the tile is published (see round_in_place).

@@ -80,13 +80,14 @@ int64_t elements_per_thread(const StagedTile &tile, const ScanBody &scan) {
 // j ^ (r % 8). Eight rows (1024 bytes) are one atom of the tensor cores'
 // 128-byte swizzle, the layout a warpgroup MMA's descriptor names; the XOR
 // also spreads the 16-byte columns of eight consecutive rows over all 32
-// banks. R runs along input dimension swizzle_row_dim, C along the other.
+// banks. R runs along input dimension swizzle_row_dim, C along
+// swizzle_column_dim (a batch dimension before them spans one element).
 std::vector<Expr> shared_indices(const StagedTile &tile, const std::vector<Expr> &coords, const Expr &which) {
   std::vector<Expr> indices;
   if (tile_buffers(tile.copies) > 1)
     indices.push_back(which);
   if (tile.swizzled) {
-    const Expr &r = coords[tile.swizzle_row_dim], &c = coords[1 - tile.swizzle_row_dim];
+    const Expr &r = coords[tile.swizzle_row_dim], &c = coords[tile.swizzle_column_dim];
     int row = tile.swizzle_row(), width = tile.swizzle_column();
     Expr column = Call::make_intrinsic(Intrinsic::BitXor, Int(32), {(c % row) / width, r % 8});
     indices.push_back(c / row);
@@ -161,7 +162,7 @@ Expr padded_source_value(const StagedTile &tile, const TmaInputCopy &copy, const
 // 16-byte vectors, so every vector starts 16-byte aligned in shared memory.
 static int vector_width(const StagedTile &tile) {
   int bytes = tile.input->type.bytes();
-  if (!zero_fills(tile.copies) || tile.layout.transposed || tile.swizzle_row_dim != 0 || 16 % bytes != 0)
+  if (!zero_fills(tile.copies) || tile.layout.transposed || tile.swizzled_transposed() || 16 % bytes != 0)
     return 1;
   int vector = 16 / bytes;
   if (tile.region.extent.back() % vector || tile.shared_extents.back() % vector)

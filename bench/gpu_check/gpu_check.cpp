@@ -45,6 +45,7 @@
 // check passed, 1 when one failed, 2 for a bad command line.
 
 #include "bench/common/GemmPointers.h"
+#include "bench/gpu_check/BatchedCheck.h"
 #include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/Fp8Check.h"
 #include "bench/gpu_check/KMajorCheck.h"
@@ -368,7 +369,8 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"k-major", gpu_check::k_major_b_sanitizer_case},
       {"fp8", gpu_check::fp8_sanitizer_case},
       {"swiglu", gpu_check::swiglu_sanitizer_case},
-      {"tile-stores", gpu_check::tile_stores_sanitizer_case}};
+      {"tile-stores", gpu_check::tile_stores_sanitizer_case},
+      {"batched", gpu_check::batched_sanitizer_case}};
   return groups;
 }
 
@@ -494,8 +496,9 @@ void fp32_check(bool full) {
 
 /// The full check's sections, in the order they run (--sections picks some).
 const std::vector<std::string> &full_check_sections() {
-  static const std::vector<std::string> sections = {"math",        "fp32",      "mma", "reduction-start",  "k-major",
-                                                    "tile-stores", "epilogues", "fp8", "fused-reductions", "split-k"};
+  static const std::vector<std::string> sections = {
+      "math",    "fp32",      "mma", "reduction-start",  "k-major", "tile-stores",
+      "batched", "epilogues", "fp8", "fused-reductions", "split-k"};
   return sections;
 }
 
@@ -549,6 +552,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions, const
         gpu_check::check_k_major_b(p);
       if (runs("tile-stores"))
         gpu_check::check_tile_stores(p);
+      if (runs("batched"))
+        gpu_check::check_batched(p);
       if (p == bench::Precision::BF16) {
         if (runs("epilogues"))
           gpu_check::check_extra_epilogues();
@@ -586,15 +591,14 @@ int main(int argc, char **argv) {
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
   cl::opt<std::string> sanitizer_cases("sanitizer-cases",
                                        cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-                                                "split-k, k-major, fp8, swiglu, tile-stores; "
+                                                "split-k, k-major, fp8, swiglu, tile-stores, batched; "
                                                 "default: all)"),
                                        cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
-      cl::desc(
-          "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-          "tile-stores, epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones (epilogues, fp8, "
-          "fused-reductions) run with bf16 among the precisions"),
+      cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
+               "tile-stores, batched, epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones "
+               "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
       cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;

@@ -343,16 +343,35 @@ void fit_output_tile_beside_stages(MmaTiling &t) {
 namespace {
 
 // out's tile per block, laid out in warp tiles, and the block-level knobs.
+// out's dimensions before i (a batch: out(b, i, j)), outermost first; at
+// most one, as a grid has one dimension left for it.
+std::vector<VarOrRVar> batch_vars(const Func &out, const Var &i) {
+  const std::vector<std::string> &vars = out.contents()->pure_vars;
+  auto at_i = std::find(vars.begin(), vars.end(), i.name());
+  std::vector<VarOrRVar> batch;
+  for (auto v = vars.begin(); v != at_i && v != vars.end(); ++v)
+    batch.push_back(Var(*v));
+  if (batch.size() > 1)
+    user_error("schedule_gemm_mma: '", out.name(), "' has ", batch.size(), " batch dimensions before '", i.name(),
+               "'; the grid has one left for a batch: fuse them into one in the algorithm");
+  return batch;
+}
+
 void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
-  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks({bi, bj});
+  // out(b, i, j): a batch of products, the batch an outer block dimension.
+  std::vector<VarOrRVar> blocks = batch_vars(out, i);
+  blocks.push_back(bi);
+  blocks.push_back(bj);
+  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks(blocks);
   if (t.swap_ab)
     out.reorder({bi, bj, jj, ii}).mma_tile(jj, ii, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   else
     out.mma_tile(ii, jj, t.kind, t.warp_m, t.warp_n, warp, lane, mi, nj, fi, fj);
   if (t.min_blocks_per_sm > 0)
     out.gpu_min_blocks_per_sm(t.min_blocks_per_sm);
-  if (t.groups_blocks())
+  // Groups order the tiles of one product; a batch's products are apart.
+  if (t.groups_blocks() && blocks.size() == 2)
     out.gpu_block_groups(t.block_group_rows);
   if (t.persistent_blocks > 0)
     out.gpu_persistent_blocks(t.persistent_blocks);
@@ -400,11 +419,17 @@ void schedule_mma_sum(Func acc, const Input &A, const Input &B, const RDom &k, c
 
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
                        const MmaTiling &t) {
-  schedule_output_tile(out, i, j, t);
+  // The TMA's padded copies are of 2-D inputs: a batch whose tiling asks
+  // for them (tf32, rows that are not whole 16-byte vectors) takes the
+  // cp.async copies.
+  MmaTiling tiling = t;
+  if (!batch_vars(out, i).empty() && tiling.uses_tma() && tiling.tma_padded_copies)
+    tiling.tma = tiling.tma_padded_copies = false;
+  schedule_output_tile(out, i, j, tiling);
   out.fuse_epilogue(acc, Var("bj"));
-  if (t.split_k > 1)
-    out.split_k(acc, k, Var("kz"), t.split_k, t.split_k_mode);
-  schedule_mma_sum(acc, A, B, k, t);
+  if (tiling.split_k > 1)
+    out.split_k(acc, k, Var("kz"), tiling.split_k, tiling.split_k_mode);
+  schedule_mma_sum(acc, A, B, k, tiling);
 }
 
 MmaTiling default_fused_gemms_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {

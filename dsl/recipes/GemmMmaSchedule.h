@@ -146,7 +146,11 @@ void fit_output_tile_beside_stages(MmaTiling &t);
 /// B staged row-major in shared memory by zero-filling copies (so any K is
 /// exact): AsyncCopies of `stages` tiles, TmaCopies where uses_tma(), one
 /// buffer without double_buffered. The epilogue runs once, on the
-/// accumulator fragments.
+/// accumulator fragments. A batch, out(b, i, j) with acc(b, i, j) +=
+/// A(b, i, k) * B(b, k, j) (either operand may leave out b: one for the
+/// whole batch), maps b to the grid's third block dimension; its blocks are
+/// not grouped, and it takes the cp.async copies where the tiling asks for
+/// the TMA's padded copies (which pad 2-D inputs only).
 void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const Var &i, const Var &j, const RDom &k,
                        const MmaTiling &tiling);
 

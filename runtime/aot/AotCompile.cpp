@@ -151,8 +151,9 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
     }
     spec.inputs = generator.input_order();
     for (const SizeParam *size : generator.sizes())
-      spec.sizes.push_back({size->name(), size->help(),
-                            size->fixed() ? std::optional<int>(size->value()) : std::nullopt});
+      if (generator.uses_param(*size)) // a size the algorithm leaves out is no argument
+        spec.sizes.push_back(
+            {size->name(), size->help(), size->fixed() ? std::optional<int>(size->value()) : std::nullopt});
   }
 
   std::vector<EmittedFile> files;

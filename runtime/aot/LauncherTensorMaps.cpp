@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace coalesce {
 
@@ -19,8 +21,9 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
     const TensorMapParam &map = kernel.tensor_maps[m];
     auto arg = std::find_if(spec.program.args.begin(), spec.program.args.end(),
                             [&](const Argument &a) { return a.name == map.input && a.is_buffer(); });
-    COALESCE_INTERNAL_ASSERT(arg != spec.program.args.end() && arg->extents.size() == 2 && map.box.size() == 2,
-                             "tensor map of '", map.input, "' without a 2-D input argument");
+    const size_t rank = arg == spec.program.args.end() ? 0 : arg->extents.size();
+    COALESCE_INTERNAL_ASSERT(rank >= 2 && rank <= 5 && map.box.size() == rank, "tensor map of '", map.input,
+                             "' without an input argument of its box's rank (2 to 5)");
     // As runtime/TensorMaps.cpp's data_type: an 8-bit float as its bits.
     std::string data_type = arg->type == BFloat(16)  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                             : arg->type == Float(16) ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
@@ -36,28 +39,51 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         w += a->is_workspace ? 1 : 0;
       pointer = str_cat("workspace", w, "_");
     }
-    std::string rows = cpp_int(arg->extents[0]), columns = cpp_int(arg->extents[1]);
+    // The extents outermost first (a batch's, then the rows, the columns);
+    // the driver lists them innermost first.
+    std::vector<std::string> extents;
+    for (const Expr &e : arg->extents)
+      extents.push_back(cpp_int(e));
+    const std::string &columns = extents[rank - 1];
     int bytes = arg->type.bytes();
-    out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << map.box[0] << " x "
-        << map.box[1] << ", 128-byte swizzle, 0 outside " << map.input << ").\n"
-        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t rows = -1, columns = -1; "
-        << "CUtensorMap map = {}; };\n"
+    std::string box_text, changed = str_cat(v, ".data != ", pointer), positive, dims, strides, box, ones, keep;
+    std::string stride = str_cat("cuuint64_t(", columns, ") * ", bytes);
+    for (size_t d = 0; d < rank; ++d) {
+      const std::string &extent = extents[rank - 1 - d];
+      const char *comma = d ? ", " : "";
+      box_text += str_cat(d ? " x " : "", map.box[d]);
+      changed += str_cat(" || ", v, ".extents[", d, "] != ", extents[d]);
+      positive += str_cat(d ? " && " : "", extents[d], " > 0");
+      dims += str_cat(comma, "cuuint64_t(", extent, ")");
+      box += str_cat(comma, map.box[rank - 1 - d]);
+      ones += str_cat(comma, 1);
+      keep += str_cat("    ", v, ".extents[", d, "] = ", extents[d], ";\n");
+      if (d > 0) {
+        strides += str_cat(d > 1 ? ", " : "", stride);
+        stride = str_cat(stride, " * cuuint64_t(", extent, ")");
+      }
+    }
+    out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << box_text
+        << ", 128-byte swizzle, 0 outside " << map.input << ").\n"
+        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t extents[" << rank << "] = {";
+    for (size_t d = 0; d < rank; ++d)
+      out << (d ? ", " : "") << -1;
+    out << "}; CUtensorMap map = {}; };\n"
         << "  static thread_local TensorMap" << k << "_" << m << " " << v << ";\n"
-        << "  if (" << v << ".data != " << pointer << " || " << v << ".rows != " << rows << " || " << v
-        << ".columns != " << columns << ") {\n"
+        << "  if (" << changed << ") {\n"
         << "    " << v << " = {};\n"
-        << "    if (" << rows << " > 0 && " << columns << " > 0 && "
-        << cpp_int(tma_describable(arg->type, arg->extents)) << ") {\n"
+        << "    if (" << positive << " && " << cpp_int(tma_describable(arg->type, arg->extents)) << ") {\n"
         << "      if (" << pointer << " % 16 != 0)\n"
         << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
         << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"
-        << "      const cuuint64_t dims[2] = {cuuint64_t(" << columns << "), cuuint64_t(" << rows << ")};\n"
-        << "      const cuuint64_t strides[1] = {cuuint64_t(" << columns << ") * " << bytes << "};\n"
-        << "      const cuuint32_t box[2] = {" << map.box[1] << ", " << map.box[0] << "};\n"
-        << "      const cuuint32_t element_strides[2] = {1, 1};\n"
-        << "      status_ = cuTensorMapEncodeTiled(&" << v << ".map, " << data_type << ", 2, reinterpret_cast<void *>("
-        << pointer << "), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, "
-        << "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+        << "      const cuuint64_t dims[" << rank << "] = {" << dims << "};\n"
+        << "      const cuuint64_t strides[" << rank - 1 << "] = {" << strides << "};\n"
+        << "      const cuuint32_t box[" << rank << "] = {" << box << "};\n"
+        << "      const cuuint32_t element_strides[" << rank << "] = {" << ones << "};\n"
+        << "      status_ = cuTensorMapEncodeTiled(&" << v << ".map, " << data_type << ", " << rank
+        << ", reinterpret_cast<void *>(" << pointer << "), dims, strides, box, element_strides, "
+        << "CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, "
+        << "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
         << "      if (status_ != CUDA_SUCCESS) {\n"
         << "        " << v << " = {};\n"
         << "        return coalesce_launcher::fail(status_, \"cannot encode the tensor map of " << map.input
@@ -65,9 +91,7 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
         << "      }\n"
         << "    }\n"
         << "    " << v << ".data = " << pointer << ";\n"
-        << "    " << v << ".rows = " << rows << ";\n"
-        << "    " << v << ".columns = " << columns << ";\n"
-        << "  }\n";
+        << keep << "  }\n";
     all += ", &" + v + ".map";
   }
   out << "  void *params" << k << "_[] = {" << all << "};\n";

@@ -54,6 +54,10 @@ const std::vector<std::pair<std::string, Type>> kElementTypes = {
 /// f32 rounded to tf32, bf16 or f16 on warp MMA (tensor cores); e4m3 or
 /// e5m2 on the warpgroup MMA.
 enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
+
+/// Which operands of a batch of products carry its dimension (the other is
+/// one for the whole batch: a batch stride of 0).
+enum class Batched { None, Both, A, B };
 const std::vector<std::pair<std::string, InputType>> kInputTypes = {
     {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16},
     {"f16", InputType::F16}, {"e4m3", InputType::E4M3}, {"e5m2", InputType::E5M2}};
@@ -144,6 +148,18 @@ public:
                              "MMA (sm_90a), whose accumulator keeps fewer bits than f32. The sum is "
                              "f32 whatever it is, and tensor cores sum each k step in their own order; the "
                              "bias is always f32"};
+  EnumParam<Batched> batched{
+      this,
+      "batched",
+      Batched::None,
+      {{"none", Batched::None}, {"both", Batched::Both}, {"a", Batched::A}, {"b", Batched::B}},
+      "a batch of products, out batch x M x N, the batch the grid's third dimension: none (one product); both (A "
+      "batch x M x K, B batch x K x N, or batch x N x K with --b=nk); a (A batched, one B for the whole batch: a "
+      "weight that every input of the batch shares); b (B batched, one A). On tensor cores (tf32, bf16, f16), "
+      "without --split-k, --persistent-blocks, --cluster-blocks or tuning; for a GPU it is refused until "
+      "coalesce-gpu-check --sections=batched has passed it there (COALESCE_UNVERIFIED_GPU=batched-mma compiles it "
+      "anyway)"};
+  SizeParam batch{this, "batch", "with --batched: products in the batch"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,
       "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
@@ -556,6 +572,34 @@ public:
     return swiglu.y;
   }
 
+  /// --batched and --batch: what a batch runs with (the tensor-core
+  /// schedule, its blocks a grid of one tile per block).
+  void check_batch_flags() const {
+    if (batched == Batched::None) {
+      if (batch.fixed())
+        user_error("--batch=", batch.value(),
+                   " is the count of a batch of products: give --batched=both, a or b "
+                   "too, or leave it out");
+      return;
+    }
+    const std::string flag = "--batched=" + batched.value_text();
+    if (epilogue == Algorithm::SwiGlu || fp8())
+      user_error(flag, " with ", epilogue == Algorithm::SwiGlu ? "--epilogue=swiglu" : "--dtype=" + dtype.value_text(),
+                 ": batches are built for the single GEMM of tf32, bf16 or f16 inputs");
+    if (dtype == InputType::F32)
+      user_error(flag, " runs on tensor cores: give --dtype=tf32, bf16 or f16");
+    if (split_k != 1)
+      user_error(flag, " with --split-k=", static_cast<int>(split_k),
+                 ": a batch's products are not split (its blocks are already a grid over the batch); leave "
+                 "--split-k out");
+    if (persistent_blocks > 0 || cluster_blocks > 0)
+      user_error(flag, " with --", persistent_blocks > 0 ? "persistent-blocks" : "cluster-blocks",
+                 ": a batch runs one block per tile; leave the flag out");
+    if (autotune || !tuning_db.value().empty())
+      user_error(flag, " with ", autotune ? "--autotune" : "--tuning-db",
+                 ": the tuning problems are single products; leave the flag out");
+  }
+
   /// The launcher takes the SwiGLU's inputs as the formula reads them.
   std::vector<std::string> input_order() const override {
     if (epilogue == Algorithm::SwiGlu)
@@ -574,6 +618,9 @@ public:
 
   /// A SwiGLU's regenerating command line leaves out the single GEMM's flags.
   bool uses_param(const GeneratorParamBase &param) const override {
+    // A single product's command line and signature leave the batch out.
+    if (&param == &batch || &param == &batched)
+      return batched != Batched::None;
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -590,6 +637,7 @@ public:
         user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
                    sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
+    check_batch_flags();
     if (swiglu)
       return build_swiglu();
     if (fp8())
@@ -606,26 +654,36 @@ public:
     if (b_nk && dtype == InputType::F32)
       user_error("--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16; the f32 (FFMA) "
                  "schedules take B stored K x N");
-    Input A("A", element_type(dtype), {M, K});
-    Input B = b_nk ? Input("B", element_type(dtype), {N, K}) : Input("B", element_type(dtype), {K, N});
+    // A batch's dimension comes first, in the operands that carry it.
+    const bool a_batched = batched == Batched::Both || batched == Batched::A,
+               b_batched = batched == Batched::Both || batched == Batched::B, out_batched = batched != Batched::None;
+    Var b("b"), i("i"), j("j");
+    auto extents = [&](bool with_batch, Expr rows, Expr columns) {
+      return with_batch ? std::vector<Expr>{batch, rows, columns} : std::vector<Expr>{rows, columns};
+    };
+    auto at = [&](bool with_batch, Expr x, Expr y) {
+      return with_batch ? std::vector<Expr>{b, x, y} : std::vector<Expr>{x, y};
+    };
+    Input A("A", element_type(dtype), extents(a_batched, M, K));
+    Input B("B", element_type(dtype), b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N));
     std::optional<Input> bias_vector, residual_matrix;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});
     if (residual)
-      residual_matrix = Input("residual", out_dtype, {M, N});
-    Var i("i"), j("j");
+      residual_matrix = Input("residual", out_dtype, extents(out_batched, M, N));
     RDom k(0, K, "k");
     Func acc("acc"), out("out");
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * (b_nk ? B(j, k) : B(k, j));
-    Expr sum = acc(i, j);
+    const std::vector<Expr> point = at(out_batched, i, j);
+    acc(point) = 0.0f;
+    acc(point) += A(at(a_batched, i, k)) * (b_nk ? B(at(b_batched, j, k)) : B(at(b_batched, k, j)));
+    Expr sum = acc(point);
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
     // The library's activation of that name (dsl/Activations.h).
     Expr value = activation == Activation::None ? sum : coalesce::activation(activation.value_text(), sum);
     if (residual_matrix)
-      value = widen_narrow_float(value) + (*residual_matrix)(i, j);
-    out(i, j) = cast(out_dtype, value);
+      value = widen_narrow_float(value) + (*residual_matrix)(point);
+    out(point) = cast(out_dtype, value);
 
     if (autotune || !tuning_db.value().empty()) {
       GemmProblem problem = tuning_problem();

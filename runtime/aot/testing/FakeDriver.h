@@ -108,13 +108,14 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction kernel, unsigned int grid_x, unsigned
 // calls besides: accepted, the tensor maps counted and recorded.
 namespace fake {
 std::atomic<int> tensor_maps{0};
-/// What one cuTensorMapEncodeTiled call asked for (rank 2, as launchers encode).
+/// What one cuTensorMapEncodeTiled call asked for (rank 2, or 3 with a
+/// batch; up to the driver's 5).
 struct TensorMapCall {
   CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   cuuint32_t rank = 0;
   CUdeviceptr address = 0;
-  cuuint64_t dims[2] = {}, strides[1] = {};
-  cuuint32_t box[2] = {}, element_strides[2] = {};
+  cuuint64_t dims[5] = {}, strides[4] = {};
+  cuuint32_t box[5] = {}, element_strides[5] = {};
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
 };
 std::vector<TensorMapCall> tensor_map_calls; // guarded by mutex
@@ -139,12 +140,13 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType ty
   call.type = type;
   call.rank = rank;
   call.address = reinterpret_cast<CUdeviceptr>(address);
-  for (cuuint32_t d = 0; d < 2 && d < rank; ++d) {
+  for (cuuint32_t d = 0; d < 5 && d < rank; ++d) {
     call.dims[d] = dims[d];
     call.box[d] = box[d];
     call.element_strides[d] = element_strides[d];
+    if (d > 0)
+      call.strides[d - 1] = strides[d - 1];
   }
-  call.strides[0] = rank > 1 ? strides[0] : 0;
   call.swizzle = swizzle;
   std::lock_guard<std::mutex> lock(fake::mutex);
   fake::tensor_map_calls.push_back(call);

@@ -1,0 +1,193 @@
+// A batch of GEMMs + bias + exact GELU on tensor cores
+// (examples/BatchedGemm.h: out(b, i, j), the batch the grid's z), per
+// precision (bf16 and f16, tf32), on each path the target has: the warp
+// MMA; the warpgroup MMA with cp.async copies and with the TMA's (3-D boxes
+// of one product's rows; tf32 takes cp.async there, as the recipe says).
+// Operands: both batched, B stored K x N and N x K; one A for every B; one
+// nn.Linear weight for the batch. Shapes: whole tiles, ragged tiles whose
+// rows are whole 16-byte vectors (the TMA reads them), and rows that are
+// not (the cp.async copies at run time). Each product of the batch has the
+// bits of the same schedule run on that product alone on the GPU (whose
+// 2-D kernels this check does not vouch for: the other sections do), and
+// matches the double reference on 4 sampled rows of every product. The
+// output is poisoned (NaN) before the launch; every element must be
+// finite.
+
+#include "bench/gpu_check/BatchedCheck.h"
+
+#include "bench/gpu_check/Report.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/NarrowFloat.h"
+#include "examples/BatchedGemm.h"
+#include "runtime/Coalesce.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+using examples::BatchedGemm;
+using examples::BatchedOperands;
+
+struct Shape {
+  int batch, M, N, K;
+  std::string str() const {
+    return std::to_string(batch) + "x" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  }
+};
+
+const std::vector<Shape> kShapes = {{3, 256, 256, 192}, {3, 131, 264, 200}, {3, 131, 133, 67}};
+constexpr int kSampleRows = 4;
+
+enum class Path { WarpMma, WarpgroupAsync, WarpgroupTma };
+
+const char *path_name(Path p) {
+  switch (p) {
+  case Path::WarpMma: return "warp MMA";
+  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async";
+  case Path::WarpgroupTma: return "warpgroup MMA, TMA";
+  }
+  return "";
+}
+
+MmaTiling tiling(Precision p, Path path) {
+  const bool warpgroup = path != Path::WarpMma;
+  MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, 132);
+  if (warpgroup)
+    t.tma = path == Path::WarpgroupTma;
+  return t;
+}
+
+/// The double reference of product z's element (r, c).
+double reference(const BatchedGemm &g, const Buffer &a, const Buffer &b, const Buffer &bias, const Shape &s, int z,
+                 int r, int c) {
+  size_t a0 = (g.a_batched() ? size_t(z) * s.M * s.K : 0) + size_t(r) * s.K;
+  size_t b0 = g.b_batched() ? size_t(z) * s.N * s.K : 0;
+  double sum = bias.get(size_t(c));
+  for (int q = 0; q < s.K; ++q) {
+    size_t bq = b0 + (g.b_nk() ? size_t(c) * s.K + q : size_t(q) * s.N + c);
+    sum += double(a.get(a0 + q)) * b.get(bq);
+  }
+  return 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
+}
+
+void check_one(Precision p, Path path, BatchedOperands o, const Shape &s, const std::string &name) {
+  Outcome o_ref, o_bits;
+  const std::string shape = s.str();
+  try {
+    Type in = bench::input_type(p), out_type = bench::output_type(p);
+    MmaTiling t = tiling(p, path);
+    BatchedGemm batched(in, out_type, o), alone(in, out_type, o, false);
+    batched.schedule_mma(t);
+    alone.schedule_mma(t);
+    Buffer a(batched.a_shape(s.batch, s.M, s.K), in), b(batched.b_shape(s.batch, s.N, s.K), in), bias({s.N}),
+        out(batched.out_shape(s.batch, s.M, s.N), out_type);
+    a.fill_random(41);
+    b.fill_random(42);
+    bias.fill_random(43);
+    if (p == Precision::TF32) // the values the instruction multiplies
+      for (Buffer *operand : {&a, &b})
+        for (float &v : operand->values())
+          v = float_to_tf32(v);
+    out.poison();
+    auto start = std::chrono::steady_clock::now();
+    Pipeline(batched.out).realize_on_gpu(batched.arguments(a, b, bias, s.batch, s.M, s.N, s.K), out);
+    o_ref.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    Pipeline one(alone.out);
+    size_t differ = 0;
+    double diff = 0, norm = 0;
+    for (int z = 0; z < s.batch; ++z) {
+      Buffer a_z = examples::batch_element(a, z), b_z = examples::batch_element(b, z);
+      Buffer want(alone.out_shape(1, s.M, s.N), out_type), got = examples::batch_element(out, z);
+      want.poison();
+      one.realize_on_gpu(alone.arguments(a_z, b_z, bias, 1, s.M, s.N, s.K), want);
+      for (size_t e = 0; e < got.size(); ++e) {
+        o_ref.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
+        differ += got.get(e) == want.get(e) || (std::isnan(got.get(e)) && std::isnan(want.get(e))) ? 0 : 1;
+      }
+      for (int n = 0; n < kSampleRows; ++n) {
+        int r = int(int64_t(n) * (s.M - 1) / (kSampleRows - 1));
+        for (int c = 0; c < s.N; ++c) {
+          double w = reference(batched, a, b, bias, s, z, r, c), d = got.get(size_t(r) * s.N + c) - w;
+          diff += d * d;
+          norm += w * w;
+        }
+      }
+    }
+    o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+    o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
+    o_ref.detail = std::string(path_name(path)) + ", " + examples::batched_operands_name(o) + ", " + t.str();
+    record(name, shape, "double (" + std::to_string(kSampleRows) + " rows per product)", o_ref);
+    size_t elements = size_t(s.batch) * s.M * s.N;
+    o_bits.error = double(differ) / double(elements);
+    o_bits.tolerance = 0;
+    o_bits.detail = std::to_string(differ) + " of " + std::to_string(elements) + " differ";
+    record(name, shape, "each product alone, bits", o_bits);
+  } catch (const std::exception &error) {
+    o_ref.failure = error.what();
+    record(name, shape, "double", o_ref);
+  }
+}
+
+std::vector<Path> paths() {
+  std::vector<Path> all = {Path::WarpMma};
+  if (target_for_current_device().has_warpgroup_mma()) {
+    all.push_back(Path::WarpgroupAsync);
+    all.push_back(Path::WarpgroupTma);
+  }
+  return all;
+}
+
+/// While it lives, the library compiles a batch on tensor cores for the
+/// GPU, which it refuses until this check has passed it
+/// (scheduler/CheckGpuVerified.h).
+class AllowUnverified {
+public:
+  AllowUnverified() {
+    if (const char *was = std::getenv("COALESCE_UNVERIFIED_GPU"))
+      previous_ = was;
+    std::string list = previous_.empty() ? "batched-mma" : previous_ + ",batched-mma";
+    setenv("COALESCE_UNVERIFIED_GPU", list.c_str(), 1);
+  }
+  ~AllowUnverified() {
+    if (previous_.empty())
+      unsetenv("COALESCE_UNVERIFIED_GPU");
+    else
+      setenv("COALESCE_UNVERIFIED_GPU", previous_.c_str(), 1);
+  }
+
+private:
+  std::string previous_;
+};
+
+} // namespace
+
+void check_batched(Precision p) {
+  if (p == Precision::FP32)
+    return;
+  AllowUnverified allow;
+  std::printf("\n==== %s: a batch of products on tensor cores ====\n", reference::precision_name(p));
+  const std::string precision = reference::precision_name(p);
+  for (Path path : paths())
+    for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
+                              BatchedOperands::SharedWeightsNK})
+      for (const Shape &s : kShapes)
+        check_one(p, path, o, s, precision + " batched, " + path_name(path));
+}
+
+void batched_sanitizer_case() {
+  AllowUnverified allow;
+  for (Path path : paths())
+    check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
+              std::string("bf16 batched (sanitizer), ") + path_name(path));
+}
+
+} // namespace coalesce::gpu_check

@@ -1,0 +1,112 @@
+#pragma once
+// A batch of GEMMs with bias and exact GELU, as the tests and the GPU check
+// write it:
+//
+//   acc(b, i, j) = sum over k of A(b, i, k) * B(b, k, j)
+//   out(b, i, j) = out_type(gelu(acc(b, i, j) + bias(j)))
+//
+// Either operand may leave out the batch (a batch stride of 0: one weight
+// for the whole batch, or one A for many weights), and B may be stored
+// N x K and read B(b, j, k), as nn.Linear keeps its weight. The same
+// algorithm without the batch (out(i, j)) is one product of it, what a
+// batch's element is checked against.
+
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "runtime/Coalesce.h"
+
+#include <string>
+#include <vector>
+
+namespace coalesce::examples {
+
+/// Which operands carry the batch, and how B is stored.
+enum class BatchedOperands {
+  Both,            ///< A(b, i, k) * B(b, k, j)
+  BothWeightsNK,   ///< A(b, i, k) * B(b, j, k)
+  SharedA,         ///< A(i, k) * B(b, k, j): one A for every B
+  SharedWeightsNK, ///< A(b, i, k) * B(j, k): one nn.Linear weight for the batch
+};
+
+inline const char *batched_operands_name(BatchedOperands o) {
+  switch (o) {
+  case BatchedOperands::Both: return "A(b, i, k) * B(b, k, j)";
+  case BatchedOperands::BothWeightsNK: return "A(b, i, k) * B(b, j, k)";
+  case BatchedOperands::SharedA: return "A(i, k) * B(b, k, j)";
+  case BatchedOperands::SharedWeightsNK: return "A(b, i, k) * B(j, k)";
+  }
+  return "";
+}
+
+struct BatchedGemm {
+  BatchedOperands operands;
+  bool batched; ///< false: one product (out(i, j)), the same layouts without the batch
+  Param batch{"Batch"}, M{"M"}, N{"N"}, K{"K"};
+  Var b{"b"}, i{"i"}, j{"j"};
+  RDom k{0, K, "k"};
+  Input A, B, bias{"bias", Float(32), {N}};
+  Func acc{"acc"}, out{"out"};
+
+  bool a_batched() const { return batched && operands != BatchedOperands::SharedA; }
+  bool b_batched() const { return batched && operands != BatchedOperands::SharedWeightsNK; }
+  bool b_nk() const {
+    return operands == BatchedOperands::BothWeightsNK || operands == BatchedOperands::SharedWeightsNK;
+  }
+
+  /// The algorithm, A and B of type `in`, out of `out_type`; unscheduled.
+  BatchedGemm(Type in, Type out_type, BatchedOperands o, bool with_batch = true)
+      : operands(o), batched(with_batch), A("A", in, extents(a_batched(), M, K)),
+        B("B", in, b_nk() ? extents(b_batched(), N, K) : extents(b_batched(), K, N)) {
+    std::vector<Expr> point = batched ? std::vector<Expr>{b, i, j} : std::vector<Expr>{i, j};
+    acc(point) = 0.0f;
+    acc(point) += A(at(a_batched(), i, k)) * (b_nk() ? B(at(b_batched(), j, k)) : B(at(b_batched(), k, j)));
+    out(point) = cast(out_type, gelu(acc(point) + bias(j)));
+  }
+
+  /// The tensor-core schedule (dsl/recipes/GemmMmaSchedule.h).
+  BatchedGemm &schedule_mma(const MmaTiling &t) {
+    schedule_gemm_mma(out, acc, A, B, i, j, k, t);
+    return *this;
+  }
+
+  /// The buffers' shapes at a batch of `count` products of M x N x K.
+  std::vector<int> a_shape(int count, int m, int kk) const { return shape(a_batched(), count, m, kk); }
+  std::vector<int> b_shape(int count, int n, int kk) const {
+    return b_nk() ? shape(b_batched(), count, n, kk) : shape(b_batched(), count, kk, n);
+  }
+  std::vector<int> out_shape(int count, int m, int n) const { return shape(batched, count, m, n); }
+
+  /// The arguments, by name.
+  Arguments arguments(const Buffer &a, const Buffer &w, const Buffer &bias_values, int count, int m, int n,
+                      int kk) const {
+    Arguments args = {{"A", a}, {"B", w}, {"bias", bias_values}, {"M", m}, {"N", n}, {"K", kk}};
+    if (batched)
+      args.emplace("Batch", count);
+    return args;
+  }
+
+private:
+  std::vector<Expr> extents(bool with_batch, Expr rows, Expr columns) const {
+    return with_batch ? std::vector<Expr>{batch, rows, columns} : std::vector<Expr>{rows, columns};
+  }
+  std::vector<Expr> at(bool with_batch, Expr x, Expr y) const {
+    return with_batch ? std::vector<Expr>{b, x, y} : std::vector<Expr>{x, y};
+  }
+  static std::vector<int> shape(bool with_batch, int count, int rows, int columns) {
+    return with_batch ? std::vector<int>{count, rows, columns} : std::vector<int>{rows, columns};
+  }
+};
+
+/// Product z of a batch's buffer (its last two dimensions), or the buffer
+/// itself where it has no batch.
+inline Buffer batch_element(const Buffer &whole, int z) {
+  if (whole.dimensions() == 2)
+    return whole;
+  int rows = whole.shape()[1], columns = whole.shape()[2];
+  Buffer part({rows, columns}, whole.type());
+  size_t first = static_cast<size_t>(z) * rows * columns;
+  for (size_t e = 0; e < part.size(); ++e)
+    part.set(e, whole.get(first + e));
+  return part;
+}
+
+} // namespace coalesce::examples

@@ -1,0 +1,94 @@
+// coalesce-aot's batch of products (--batched=both|a|b, --batch): the flags
+// it refuses, by name and before anything is written; the refusal for a GPU
+// until the GPU check has run a batch there; the launcher's signature and
+// documentation (the batch count after M, N and K, the buffers'
+// dimensions, the grid's z), and what it does with the stand-in driver
+// (runtime/aot/testing/fake_driver_batched.cpp: sizes, grid, tensor maps of
+// rank 3). The kernels' numbers are tests/test_batched_mma.cpp's, on the
+// same algorithm (examples/BatchedGemm.h).
+
+#include "AotTool.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace aot_testing;
+
+namespace {
+
+/// While it lives, the tool compiles a batch for a GPU (it refuses to until
+/// coalesce-gpu-check has passed it on one: scheduler/CheckGpuVerified.h);
+/// the tool inherits the variable.
+struct AllowBatchedOnGpu {
+  AllowBatchedOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1); }
+  ~AllowBatchedOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+};
+
+bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_CASE("a batch is refused for a GPU until the GPU check has run it, and nothing is written") {
+  check_refused("--dtype=bf16 --out-dtype=bf16 --batched=both", "is unverified on a GPU: it has run on the CPU only");
+  check_refused("--dtype=bf16 --out-dtype=bf16 --batched=both", "COALESCE_UNVERIFIED_GPU=batched-mma");
+}
+
+TEST_CASE("the flags a batch cannot take are refused by name") {
+  AllowBatchedOnGpu allow;
+  struct Bad {
+    const char *args, *message;
+  };
+  const Bad cases[] = {
+      {"--batch=4", "--batch=4 is the count of a batch of products: give --batched=both, a or b"},
+      {"--batched=both", "--batched=both runs on tensor cores: give --dtype=tf32, bf16 or f16"},
+      {"--dtype=bf16 --batched=a --split-k=2", "--batched=a with --split-k=2: a batch's products are not split"},
+      {"--dtype=bf16 --batched=b --persistent-blocks=132", "--batched=b with --persistent-blocks"},
+      {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},
+      {"--dtype=bf16 --epilogue=swiglu --batched=both", "--batched=both with --epilogue=swiglu"},
+      {"--dtype=e4m3 --b=nk --batched=a", "--batched=a with --dtype=e4m3"},
+      {"--dtype=bf16 --batched=all", "--batched=all: expected one of none, both, a, b"},
+  };
+  for (const Bad &bad : cases)
+    check_refused(bad.args, bad.message);
+}
+
+TEST_CASE("a batch's launcher takes the batch count after M, N and K and documents the dimensions") {
+  AllowBatchedOnGpu allow;
+  TempDir dir;
+  Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --batched=a --emit=header --name=linear", dir.path);
+  INFO(header.err);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int batch, CUstream stream);"));
+  CHECK(has(header.out, "//   A     input  bf16 [batch][M][K]"));
+  CHECK(has(header.out, "//   B     input  bf16 [N][K]"));
+  CHECK(has(header.out, "//   out   output bf16 [batch][M][N]"));
+  CHECK(has(header.out, "batch) blocks of"));
+  CHECK(has(header.out, "--batched=a"));
+  // Without a batch the signature has no count, as before.
+  Result plain = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --emit=header --name=linear", dir.path);
+  REQUIRE(plain.status == 0);
+  CHECK(has(plain.out, "int M, int N, int K, CUstream stream);"));
+  CHECK_FALSE(has(plain.out, "--batched"));
+  CHECK_FALSE(has(plain.out, "--batch="));
+  // A fixed count is checked by the launcher, as a fixed size is.
+  Result fixed = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --batch=8 --emit=header --name=linear", dir.path);
+  REQUIRE(fixed.status == 0);
+  CHECK(has(fixed.out, "batch fixed at 8 (any other value is rejected)"));
+}
+
+TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the grid's z, tensor maps of rank 3") {
+  if (!can_compile_launchers())
+    return;
+  AllowBatchedOnGpu allow;
+  TempDir dir;
+  Result generated = aot("--name=batched --dtype=bf16 --out-dtype=bf16 --batched=a --b=nk --output-dir=.", dir.path);
+  INFO(generated.err);
+  REQUIRE(generated.status == 0);
+  build_fake_driver(dir.path, "fake_driver_batched", "batched.cpp");
+  Result checked = run("./fake_driver_batched", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(has(checked.out, "batched launcher checks passed"));
+}

@@ -1,0 +1,251 @@
+// A batch of products on tensor cores: out(b, i, j) = gelu(sum over k of
+// A(b, i, k) * B(b, k, j) + bias(j)), the batch an outer block dimension.
+// Either operand may lack the batch (a batch stride of 0: one weight for
+// the whole batch, or one A for many weights), and B may be stored N x K
+// (nn.Linear's weight). On the CPU, which runs the statements the GPU runs:
+// each product of the batch gives the bits of the same schedule on that
+// product alone, at ragged shapes and the K = 0 / 1 / 3 cases, and one case
+// against the double reference; the legality rules; the refusal for a GPU
+// until the GPU check has run it; the PTX assembled by ptxas.
+
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "SplitKGemm.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/BatchedGemm.h"
+#include "runtime/Coalesce.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+
+namespace {
+
+using examples::BatchedGemm;
+using examples::BatchedOperands;
+
+/// How a case copies its tiles onto which instruction.
+enum class Path { WarpMma, WarpgroupAsync, WarpgroupTma };
+
+const char *path_name(Path p) {
+  switch (p) {
+  case Path::WarpMma: return "warp MMA";
+  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async copies";
+  case Path::WarpgroupTma: return "warpgroup MMA, TMA copies";
+  }
+  return "";
+}
+
+MmaTiling tiling(Path path, MmaKind kind) {
+  MmaTiling t = default_mma_tiling(kind, 4096, 4096, 132);
+  if (path != Path::WarpMma)
+    t.tma = path == Path::WarpgroupTma;
+  return t;
+}
+
+struct Shape {
+  int batch, M, N, K;
+};
+
+/// Runs the batched product and each product alone on the CPU; every
+/// element of the batch has the bits of its product alone.
+void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, const Shape &s) {
+  INFO(path_name(path), ", ", mma_kind_name(kind), ", ", examples::batched_operands_name(o), ", ", s.batch, " x ", s.M,
+       " x ", s.N, " x ", s.K);
+  MmaTiling t = tiling(path, kind);
+  Type in = mma_instruction(kind).operand;
+  BatchedGemm batched(in, BFloat(16), o), alone(in, BFloat(16), o, false);
+  batched.schedule_mma(t);
+  alone.schedule_mma(t);
+  Buffer a(batched.a_shape(s.batch, s.M, s.K), in), b(batched.b_shape(s.batch, s.N, s.K), in), bias({s.N}),
+      out(batched.out_shape(s.batch, s.M, s.N), BFloat(16));
+  a.fill_random(21);
+  b.fill_random(22);
+  bias.fill_random(23);
+  out.poison();
+  Pipeline(batched.out).realize_on_cpu(batched.arguments(a, b, bias, s.batch, s.M, s.N, s.K), out);
+  Pipeline one(alone.out);
+  for (int z = 0; z < s.batch; ++z) {
+    INFO("product ", z);
+    Buffer want(alone.out_shape(1, s.M, s.N), BFloat(16));
+    want.poison();
+    Buffer a_z = examples::batch_element(a, z), b_z = examples::batch_element(b, z);
+    one.realize_on_cpu(alone.arguments(a_z, b_z, bias, 1, s.M, s.N, s.K), want);
+    Buffer got = examples::batch_element(out, z);
+    CHECK(coalesce::testing::same_bits(got, want));
+    size_t nan = 0;
+    for (size_t e = 0; e < got.size(); ++e)
+      nan += std::isnan(got.get(e)) ? 1 : 0;
+    CHECK(nan == 0);
+  }
+}
+
+struct AllowBatchedOnGpu {
+  AllowBatchedOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1); }
+  ~AllowBatchedOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+};
+
+} // namespace
+
+TEST_CASE("each product of a batch on tensor cores has the bits of that product alone") {
+  const Shape ragged{3, 70, 75, 37};
+  for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
+                            BatchedOperands::SharedWeightsNK}) {
+    check_against_each_product(Path::WarpMma, MmaKind::BF16_m16n8k16, o, ragged);
+    check_against_each_product(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16, o, ragged);
+  }
+  // The TMA reads rows of whole 16-byte vectors (K and N multiples of 8
+  // here); its boxes are 1 x rows x columns of the batch's input.
+  for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::SharedA, BatchedOperands::SharedWeightsNK})
+    check_against_each_product(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16, o, {3, 70, 264, 72});
+  // Rows the TMA cannot describe take the cp.async copies at run time.
+  check_against_each_product(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16, BatchedOperands::Both, ragged);
+  check_against_each_product(Path::WarpMma, MmaKind::TF32_m16n8k8, BatchedOperands::Both, ragged);
+  // tf32's TMA copies read padded copies of 2-D inputs: a batch takes
+  // the cp.async copies instead (the recipe's choice).
+  check_against_each_product(Path::WarpgroupTma, MmaKind::TF32_wgmma_m64k8, BatchedOperands::Both, ragged);
+  check_against_each_product(Path::WarpgroupAsync, MmaKind::TF32_wgmma_m64k8, BatchedOperands::BothWeightsNK, ragged);
+  check_against_each_product(Path::WarpgroupAsync, MmaKind::F16_wgmma_m64k16, BatchedOperands::Both, {2, 130, 264, 70});
+}
+
+TEST_CASE("a batch's epilogue runs once per element, after its whole reduction (K = 0 / 1 / 3)") {
+  for (int K : {0, 1, 3}) {
+    check_against_each_product(Path::WarpMma, MmaKind::BF16_m16n8k16, BatchedOperands::Both, {2, 33, 40, K});
+    check_against_each_product(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16, BatchedOperands::SharedWeightsNK,
+                               {2, 33, 40, K});
+  }
+}
+
+TEST_CASE("a batch on tensor cores against the double reference") {
+  BatchedGemm p(BFloat(16), Float(32), BatchedOperands::BothWeightsNK);
+  p.schedule_mma(tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16));
+  const int batch = 3, M = 67, N = 72, K = 45;
+  Buffer a({batch, M, K}, BFloat(16)), w({batch, N, K}, BFloat(16)), bias({N}), out({batch, M, N});
+  a.fill_random(31);
+  w.fill_random(32);
+  bias.fill_random(33);
+  out.poison();
+  Pipeline(p.out).realize_on_cpu(p.arguments(a, w, bias, batch, M, N, K), out);
+  double worst = 0;
+  for (int z = 0; z < batch; ++z)
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c) {
+        double sum = bias.get(c);
+        for (int q = 0; q < K; ++q)
+          sum += double(a.get((size_t(z) * M + r) * K + q)) * w.get((size_t(z) * N + c) * K + q);
+        double want = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
+        worst = std::max(worst, std::fabs(out.get((size_t(z) * M + r) * N + c) - want));
+      }
+  // f32 sums of 45 exact products, in the instruction's order.
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("a batch's rules: the instruction's tile on the last two dimensions, batch variables before") {
+  MmaTiling t = tiling(Path::WarpMma, MmaKind::BF16_m16n8k16);
+  Param batch("Batch"), M("M"), N("N"), K("K");
+  Var b("b"), i("i"), j("j");
+  RDom k(0, K, "k");
+  SUBCASE("an operand indexed by the batch after its own two") {
+    Input A("A", BFloat(16), {M, K, batch}), B("B", BFloat(16), {batch, K, N});
+    Func acc("acc"), out("out");
+    acc(b, i, j) = 0.0f;
+    acc(b, i, j) += A(i, k, b) * B(b, k, j);
+    out(b, i, j) = acc(b, i, j);
+    schedule_gemm_mma(out, acc, A, B, i, j, k, t);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }),
+              "does not read its inputs as A(i, k) and B(k, j)");
+  }
+  SUBCASE("an operand that reads the batch variable in another place than the output's") {
+    Input A("A", BFloat(16), {batch, M, K}), B("B", BFloat(16), {batch, K, N});
+    Func acc("acc"), out("out");
+    acc(b, i, j) = 0.0f;
+    acc(b, i, j) += A(i, i, k) * B(b, k, j);
+    out(b, i, j) = acc(b, i, j);
+    schedule_gemm_mma(out, acc, A, B, i, j, k, t);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); }), "does not read its inputs");
+  }
+  SUBCASE("the instruction's rows along the batch") {
+    Input A("A", BFloat(16), {batch, M, K}), B("B", BFloat(16), {batch, K, N});
+    Func acc("acc"), out("out");
+    acc(b, i, j) = 0.0f;
+    acc(b, i, j) += A(b, i, k) * B(b, k, j);
+    out(b, i, j) = acc(b, i, j);
+    // The tile over (b, j), i outside it.
+    schedule_gemm_mma(out, acc, A, B, b, j, k, t);
+    std::string message = coalesce::testing::user_error_of([&] { Pipeline(out).loop_nest(); });
+    CHECK_HAS(message, "must be the last two dimensions, 'i' and 'j'");
+  }
+  SUBCASE("two batch dimensions: the recipe asks for one") {
+    Param heads("Heads");
+    Var h("h");
+    Input A("A", BFloat(16), {batch, heads, M, K}), B("B", BFloat(16), {batch, heads, K, N});
+    Func acc("acc"), out("out");
+    acc(b, h, i, j) = 0.0f;
+    acc(b, h, i, j) += A(b, h, i, k) * B(b, h, k, j);
+    out(b, h, i, j) = acc(b, h, i, j);
+    CHECK_HAS(coalesce::testing::user_error_of([&] { schedule_gemm_mma(out, acc, A, B, i, j, k, t); }),
+              "has 2 batch dimensions before 'i'");
+  }
+}
+
+TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming the input") {
+  BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
+  Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
+  p.out.tile(p.i, p.j, bi, bj, ii, jj, 128, 128)
+      .gpu_blocks({p.b, bi, bj})
+      .mma_tile(ii, jj, MmaKind::BF16_wgmma_m64k16, 64, 128, warp, lane, mi, nj, fi, fj);
+  p.out.fuse_epilogue(p.acc, bj);
+  TmaCopies tma;
+  tma.stages = 3;
+  tma.padded_copy = true;
+  RVar ko("ko"), kk("kk");
+  p.acc.update()
+      .mma(p.k, ko, kk, 64)
+      .allow_reassociation()
+      .stage_in_shared(p.A, ko, {}, tma)
+      .stage_in_shared(p.B, ko, {}, tma);
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(p.out).loop_nest(); });
+  CHECK_HAS(message, "'A' is staged with TmaCopies::padded_copy");
+  CHECK_HAS(message, "'A' has 3 dimensions (a batch)");
+}
+
+TEST_CASE("for a GPU a batch on tensor cores is refused as unverified, until the GPU check passes it") {
+  BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
+  p.schedule_mma(tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16));
+  Pipeline pipeline(p.out);
+  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
+  CHECK_HAS(message, "a batch of tensor-core products (acc has 1 batch dimension before its last two)");
+  CHECK_HAS(message, "coalesce-gpu-check --sections=batched");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=batched-mma");
+  AllowBatchedOnGpu allow;
+  // The batch is the grid's z.
+  std::string ptx = pipeline.ptx();
+  CHECK(ptx.find("%ctaid.z") != std::string::npos);
+}
+
+TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping the assembly");
+    return;
+  }
+  AllowBatchedOnGpu allow;
+  for (Path path : {Path::WarpMma, Path::WarpgroupAsync, Path::WarpgroupTma}) {
+    INFO(path_name(path));
+    MmaKind kind = path == Path::WarpMma ? MmaKind::BF16_m16n8k16 : MmaKind::BF16_wgmma_m64k16;
+    BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::SharedWeightsNK);
+    p.schedule_mma(tiling(path, kind));
+    Pipeline pipeline(p.out);
+    if (path == Path::WarpgroupTma) {
+      // A's boxes are 1 x rows x columns of the batch; the one W's are 2-D.
+      std::string ptx = pipeline.ptx();
+      CHECK(ptx.find("cp.async.bulk.tensor.3d") != std::string::npos);
+      CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+    }
+    coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+  }
+}
