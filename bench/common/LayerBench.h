@@ -1,6 +1,6 @@
 #pragma once
-// What the layer benchmarks (coalesce-bench-fp8, coalesce-bench-swiglu)
-// share: their --shapes list, the check-then-time step of one variant
+// What the layer benchmarks (coalesce-bench-fp8, coalesce-bench-swiglu,
+// coalesce-bench-batched) share: their --shapes list, the check-then-time step of one variant
 // (poisoned output, one run, the caller's sampled error against a double
 // reference, then the benchmark's protocol: runtime/GpuTiming.h), and
 // main()'s flags, GPU checks and registration. Each program keeps its own
@@ -28,21 +28,27 @@ namespace coalesce::bench {
 
 struct LayerShape {
   int M, N, K;
-  std::string name() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+  int batch = 0; ///< products of a batch (coalesce-bench-batched's BxMxNxK); 0: one product, no batch
+  std::string name() const {
+    return (batch ? std::to_string(batch) + "x" : "") + std::to_string(M) + "x" + std::to_string(N) + "x" +
+           std::to_string(K);
+  }
 };
 
-/// "MxNxK,..." with each at least 1, N a multiple of `n_multiple` and K of
-/// `k_multiple` (`why` says why, in the error); nullopt and *error if not.
+/// "MxNxK,..." (with `batched`, "BxMxNxK,...") with each at least 1, N a
+/// multiple of `n_multiple` and K of `k_multiple` (`why` says why, in the
+/// error); nullopt and *error if not.
 inline std::optional<std::vector<LayerShape>> parse_layer_shapes(const std::string &list, int n_multiple,
                                                                  int k_multiple, const std::string &why,
-                                                                 std::string *error) {
+                                                                 std::string *error, bool batched = false) {
   std::vector<LayerShape> shapes;
   for (const std::string &item : split_list(list)) {
     LayerShape s{};
     char tail = 0;
-    if (std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) != 3 || s.M < 1 || s.N < 1 || s.K < 1 ||
-        s.N % n_multiple || s.K % k_multiple) {
-      *error = "bad shape '" + item + "': expected MxNxK, each at least 1, " + why;
+    const bool read = batched ? std::sscanf(item.c_str(), "%dx%dx%dx%d%c", &s.batch, &s.M, &s.N, &s.K, &tail) == 4
+                              : std::sscanf(item.c_str(), "%dx%dx%d%c", &s.M, &s.N, &s.K, &tail) == 3;
+    if (!read || (batched && s.batch < 1) || s.M < 1 || s.N < 1 || s.K < 1 || s.N % n_multiple || s.K % k_multiple) {
+      *error = "bad shape '" + item + "': expected " + (batched ? "BxMxNxK" : "MxNxK") + ", each at least 1, " + why;
       return std::nullopt;
     }
     shapes.push_back(s);
@@ -117,6 +123,8 @@ inline std::optional<GpuTiming> check_then_time(benchmark::State &state, const c
     t = time_gpu_runs(run, flush, benchmark_timing());
     state.SetIterationTime(t.median_ms * 1e-3);
   }
+  if (s.batch)
+    state.counters["batch"] = s.batch;
   state.counters["M"] = s.M;
   state.counters["N"] = s.N;
   state.counters["K"] = s.K;
@@ -170,6 +178,7 @@ struct LayerBenchProgram {
   int n_multiple, k_multiple; ///< what parse_layer_shapes asks of N and K
   const char *shape_rule;     ///< why, for the error
   const char *needs;          ///< what the GPU must have, for the message when sm_90a is missing
+  bool batched = false;       ///< shapes are BxMxNxK
 };
 
 /// main(): the flags (--shapes, then Google Benchmark's), a bad flag exit
@@ -192,7 +201,7 @@ inline int layer_bench_main(int argc, char **argv, const LayerBenchProgram &p,
     return 2;
   std::string error;
   std::optional<std::vector<LayerShape>> shapes =
-      parse_layer_shapes(shapes_flag, p.n_multiple, p.k_multiple, p.shape_rule, &error);
+      parse_layer_shapes(shapes_flag, p.n_multiple, p.k_multiple, p.shape_rule, &error, p.batched);
   if (!shapes) {
     std::fprintf(stderr, "%s: %s\n", p.name, error.c_str());
     return 2;

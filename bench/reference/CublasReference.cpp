@@ -209,6 +209,24 @@ void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *
         p == Precision::TF32 ? "cublasGemmEx (tf32)" : p == Precision::BF16 ? "cublasGemmEx (bf16)" : "cublasGemmEx (f16)");
 }
 
+void gemm_strided_batched(Precision p, int batch, int M, int N, int K, const void *A, int64_t stride_a,
+                          const void *B, int64_t stride_b, void *C, bool b_nk) {
+  check_args("gemm_strided_batched", M, N, K, {A, B, C});
+  if (batch < 1 || (p != Precision::BF16 && p != Precision::F16))
+    user_error("reference::gemm_strided_batched: a batch of at least 1 bf16 or f16 products (got ", batch, " of ",
+               precision_name(p), ")");
+  State &s = state();
+  const float alpha = 1.0f, beta = 0.0f;
+  // As gemm: column-major C^T(N x M) = B^T * A^T, per product.
+  const cublasOperation_t op_b = b_nk ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = b_nk ? K : N;
+  const cudaDataType_t type = input_type(p);
+  check(cublasGemmStridedBatchedEx(s.blas, op_b, CUBLAS_OP_N, N, M, K, &alpha, B, type, ldb, stride_b, A, type, K,
+                                   stride_a, &beta, C, type, N, int64_t(M) * N, batch, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
 void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void *out) {
   check_args("bias_gelu", M, N, 1, {C, bias, out});
   switch (p) {

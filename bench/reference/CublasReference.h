@@ -78,6 +78,13 @@ void lt_gelu_bias(int M, int N, int K, const float *A, const float *B, const flo
 void gemm(Precision p, int M, int N, int K, const void *A, const void *B, void *C, bool f32_output = false,
           bool b_nk = false);
 
+/// `batch` products C[b] = A[b] * B[b] (or * B[b]^T with `b_nk`), each as
+/// gemm's, the operands `stride_a` and `stride_b` elements apart (0: one
+/// operand for the whole batch), C dense (M x N apart):
+/// cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F, bf16 or f16 only.
+void gemm_strided_batched(Precision p, int batch, int M, int N, int K, const void *A, int64_t stride_a,
+                          const void *B, int64_t stride_b, void *C, bool b_nk = false);
+
 /// out[i][j] = gelu(C[i][j] + bias[j]), C and out in p's output type, the
 /// arithmetic in f32 (exact erf GELU), rounded once to the output type.
 void bias_gelu(Precision p, int M, int N, const void *C, const float *bias, void *out);

@@ -1,0 +1,189 @@
+// coalesce-bench-batched: a batch of bf16 GEMMs, out[b] = bf16(gelu(A[b]
+// B[b] + bias)), A batch x M x K and B batch x K x N, as one kernel
+// (examples/BatchedGemm.h on the tensor-core schedule, the batch the grid's
+// z) against cuBLAS's cublasGemmStridedBatchedEx of the same layout without
+// an epilogue (what the fused kernel must match for the epilogue to cost
+// nothing). Each variant is checked first (its output poisoned, then 16
+// rows, spread over the batch's first, middle and last products, against a
+// double reference on the host), then timed under the benchmark's protocol
+// (runtime/GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA
+// events, the L2 flushed before each, the median). A batch on tensor cores
+// is refused for a GPU until coalesce-gpu-check --sections=batched has
+// passed it; this benchmark compiles it anyway (COALESCE_UNVERIFIED_GPU),
+// after checking its numbers. Google Benchmark's flags pass through
+// (--benchmark_out=batched.json).
+
+#include "bench/common/LayerBench.h"
+#include "bench/reference/CublasReference.h"
+#include "examples/BatchedGemm.h"
+#include "runtime/GpuExecutable.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+using namespace coalesce;
+
+namespace {
+
+using Shape = bench::LayerShape;
+
+enum class Variant { CublasStridedBatched, CoalesceFused };
+constexpr Variant kVariants[] = {Variant::CublasStridedBatched, Variant::CoalesceFused};
+
+const char *variant_name(Variant v) {
+  switch (v) {
+  case Variant::CublasStridedBatched: return "cublas_gemm_strided_batched";
+  case Variant::CoalesceFused: return "coalesce_batched_bias_gelu";
+  }
+  return "";
+}
+
+constexpr int kCheckedRows = 16;
+
+// One shape's data on the host and the device, and the compiled batch.
+struct Problem {
+  Shape s;
+  Buffer a, b, bias;
+  gpu::DeviceBuffer a_dev, b_dev, bias_dev, out_dev;
+  MmaTiling tiling;
+  std::unique_ptr<examples::BatchedGemm> gemm;
+  std::unique_ptr<Pipeline> pipeline;
+  // The checked (product, row) pairs and their exact sums over every column.
+  std::vector<std::pair<int, int>> rows;
+  std::vector<double> sums;
+
+  Problem(const Shape &shape, int sm_count)
+      : s(shape), a({s.batch, s.M, s.K}, BFloat(16)), b({s.batch, s.K, s.N}, BFloat(16)), bias({s.N}) {
+    a.fill_random(51);
+    b.fill_random(52);
+    bias.fill_random(53);
+    a_dev = bench::upload(a);
+    b_dev = bench::upload(b);
+    bias_dev = bench::upload(bias);
+    out_dev = gpu::DeviceBuffer(size_t(s.batch) * s.M * s.N * 2);
+    tiling = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, s.M, s.N, sm_count);
+    gemm = std::make_unique<examples::BatchedGemm>(BFloat(16), BFloat(16), examples::BatchedOperands::Both);
+    gemm->schedule_mma(tiling);
+    pipeline = std::make_unique<Pipeline>(gemm->out);
+    const int products[3] = {0, s.batch / 2, s.batch - 1};
+    for (int n = 0; n < kCheckedRows; ++n)
+      rows.push_back({products[n * 3 / kCheckedRows], int(int64_t(n % 6) * (s.M - 1) / 5)});
+    sums.assign(rows.size() * size_t(s.N), 0.0);
+    for (size_t n = 0; n < rows.size(); ++n) {
+      auto [z, r] = rows[n];
+      for (int k = 0; k < s.K; ++k) {
+        double x = a.get((size_t(z) * s.M + r) * s.K + k);
+        for (int c = 0; c < s.N; ++c)
+          sums[n * s.N + c] += x * b.get((size_t(z) * s.K + k) * s.N + c);
+      }
+    }
+  }
+};
+
+bench::LayerBenchState<Problem> *g_bench = nullptr;
+
+// ||got - want|| / ||want|| over the checked rows: the product for cuBLAS,
+// gelu(product + bias) for ours.
+double sampled_error(Problem &d, Variant v, size_t *not_finite) {
+  const Shape &s = d.s;
+  Buffer out({s.batch, s.M, s.N}, BFloat(16));
+  d.out_dev.download(out.raw_data(), out.size_in_bytes());
+  double error = 0, norm = 0;
+  for (size_t n = 0; n < d.rows.size(); ++n) {
+    auto [z, r] = d.rows[n];
+    for (int c = 0; c < s.N; ++c) {
+      double sum = d.sums[n * s.N + c];
+      if (v == Variant::CoalesceFused) {
+        sum += d.bias.get(size_t(c));
+        sum = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
+      }
+      double got = out.get((size_t(z) * s.M + r) * s.N + c);
+      if (!std::isfinite(got)) {
+        ++*not_finite;
+        continue;
+      }
+      error += (got - sum) * (got - sum);
+      norm += sum * sum;
+    }
+  }
+  return std::sqrt(error / std::max(norm, 1e-30));
+}
+
+void run_benchmark(benchmark::State &state, Shape s, Variant v) {
+  const std::string what = std::string(variant_name(v)) + " " + s.name();
+  try {
+    Problem &d = g_bench->problem_for(s);
+    std::function<void()> run;
+    switch (v) {
+    case Variant::CublasStridedBatched: {
+      const void *A = d.a_dev.as<void>(), *B = d.b_dev.as<void>();
+      void *C = d.out_dev.as<void>();
+      run = [=] {
+        reference::gemm_strided_batched(reference::Precision::BF16, s.batch, s.M, s.N, s.K, A, int64_t(s.M) * s.K,
+                                        B, int64_t(s.K) * s.N, C);
+      };
+      break;
+    }
+    case Variant::CoalesceFused: {
+      const GpuExecutable &exe = d.pipeline->gpu_executable(target_for_current_device());
+      std::map<std::string, CUdeviceptr> by_name{
+          {"A", d.a_dev.ptr()}, {"B", d.b_dev.ptr()}, {"bias", d.bias_dev.ptr()}, {"out", d.out_dev.ptr()}};
+      std::vector<CUdeviceptr> pointers;
+      for (const Argument &arg : exe.program().args)
+        pointers.push_back(by_name.count(arg.name) ? by_name[arg.name] : 0); // workspaces: the executable's own
+      std::map<std::string, int64_t> params{{"Batch", s.batch}, {"M", s.M}, {"N", s.N}, {"K", s.K}};
+      run = [&exe, pointers, params] { exe.launch(pointers, params); };
+      break;
+    }
+    }
+    d.out_dev.fill_bytes(0xFF);
+    std::optional<GpuTiming> t = bench::check_then_time(
+        state, "coalesce-bench-batched", what, s, 2.0 * s.batch * s.M * s.N * double(s.K), /*tolerance=*/4e-3, run,
+        [&](size_t *not_finite) { return sampled_error(d, v, not_finite); }, g_bench->flush);
+    if (!t)
+      return;
+    if (v != Variant::CoalesceFused) {
+      g_bench->baseline_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
+    } else {
+      // Time ratios, as coalesce-bench's: above 1, slower than cuBLAS.
+      for (Variant c : kVariants)
+        if (auto it = g_bench->baseline_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->baseline_ms.end())
+          state.counters[std::string("ratio_vs_") + variant_name(c)] = t->median_ms / it->second;
+      state.SetLabel(d.tiling.str());
+    }
+  } catch (const std::exception &error) {
+    std::string message = what + ": " + error.what();
+    std::fprintf(stderr, "coalesce-bench-batched: ERROR: %s\n", message.c_str());
+    state.SkipWithError(message.c_str());
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // The batch's kernels are compiled for the GPU before the GPU check has
+  // passed them: each is checked here before it is timed.
+  setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1);
+  bench::LayerBenchState<Problem> bench;
+  g_bench = &bench;
+  bench::LayerBenchProgram program{
+      "coalesce-bench-batched",
+      "a batch of bf16 GEMMs + bias + GELU in one kernel (the warpgroup MMA, the batch the grid's z) against "
+      "cublasGemmStridedBatchedEx.\n",
+      "16x2048x2048x2048,64x512x512x512,8x4096x4096x1024",
+      "comma-separated BxMxNxK shapes (N and K multiples of 8)",
+      8,
+      8,
+      "N and K multiples of 8 (16-byte rows, as cuBLAS's fast paths and the TMA read them)",
+      "the batch's warpgroup MMA",
+      /*batched=*/true};
+  return bench::layer_bench_main(
+      argc, argv, program,
+      [&](const std::vector<Shape> &shapes) {
+        bench.flush = make_l2_flush_buffer();
+        bench::register_layer_benchmarks("bf16", shapes, kVariants, variant_name, run_benchmark);
+      },
+      [&] { bench.problem.reset(); });
+}
