@@ -245,6 +245,10 @@ struct InputContents {
   std::string name;
   Type type;
   std::vector<Expr> extents;
+  /// Elements between consecutive coordinates of each dimension, outermost
+  /// first, the last 1 (a view into a larger tensor: Input's strided
+  /// constructor); empty: dense and row-major, the strides the extents give.
+  std::vector<Expr> strides;
 };
 
 /// What a call refers to: another Func or an Input (front end only, replaced

@@ -1,6 +1,7 @@
 #include "dsl/Input.h"
 
 #include "dsl/Error.h"
+#include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/Var.h"
 
@@ -20,7 +21,36 @@ Input::Input(std::string name, Type type, std::vector<Expr> extents) {
     if (auto value = extents[d].as<IntImm>(); value && value->value <= 0)
       user_error("Input '", name, "': extent ", d, " is ", value->value, "; extents must be positive");
   }
-  contents_ = std::make_shared<const InputContents>(InputContents{std::move(name), type, std::move(extents)});
+  contents_ = std::make_shared<const InputContents>(InputContents{std::move(name), type, std::move(extents), {}});
+}
+
+Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector<Expr> strides)
+    : Input(name, type, extents) {
+  if (strides.size() != extents.size())
+    user_error("Input '", name, "' has ", extents.size(), " extents but ", strides.size(),
+               " strides; give one stride per dimension, outermost first");
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (!strides[d].defined() || strides[d].type() != Int(32))
+      user_error("Input '", name, "': stride ", d, " must be an i32 expression (an int or a Param)");
+    auto value = strides[d].as<IntImm>();
+    if (d + 1 == strides.size() && (!value || value->value != 1))
+      user_error("Input '", name, "': the innermost stride is ", to_string(strides[d]),
+                 "; the innermost dimension must be contiguous (stride 1): for a column-major tensor, declare its "
+                 "extents the other way round and swap the coordinates where it is read");
+    if (value && value->value < 1)
+      user_error("Input '", name, "': stride ", d, " is ", value->value, "; strides must be at least 1");
+  }
+  contents_ = std::make_shared<const InputContents>(
+      InputContents{std::move(name), type, std::move(extents), std::move(strides)});
+}
+
+Expr rows_start_at_multiples(const InputContents &input, int elements) {
+  if (input.strides.empty())
+    return input.extents.back() % elements == 0;
+  Expr all = make_const(Bool(), 1);
+  for (size_t d = 0; d + 1 < input.strides.size(); ++d)
+    all = d == 0 ? (input.strides[d] % elements == 0) : (all && input.strides[d] % elements == 0);
+  return all;
 }
 
 Expr Input::operator()(std::vector<Expr> args) const {

@@ -32,16 +32,19 @@ GpuExecutable::tensor_maps(size_t k, const std::vector<CUdeviceptr> &pointers,
     auto arg = std::find_if(program_.args.begin(), program_.args.end(),
                             [&](const Argument &a) { return a.name == param.input && a.is_buffer(); });
     COALESCE_INTERNAL_ASSERT(arg != program_.args.end(), "tensor map of '", param.input, "', which is no argument");
-    std::vector<int64_t> extents;
+    std::vector<int64_t> extents, strides;
     for (const Expr &extent : arg->extents)
       extents.push_back(evaluate_int(extent, params));
+    for (const Expr &stride : arg->strides) // a view's; a dense input has none
+      strides.push_back(evaluate_int(stride, params));
     CUdeviceptr pointer = pointers[static_cast<size_t>(arg - program_.args.begin())];
     EncodedMap &encoded = tensor_maps_[k][m];
-    if (encoded.pointer == pointer && encoded.extents == extents)
+    if (encoded.pointer == pointer && encoded.extents == extents && encoded.strides == strides)
       continue;
-    encoded.map = encode_tensor_map(param, arg->type, extents, pointer);
+    encoded.map = encode_tensor_map(param, arg->type, extents, pointer, strides);
     encoded.pointer = pointer;
     encoded.extents = extents;
+    encoded.strides = strides;
   }
   return tensor_maps_[k];
 }

@@ -50,7 +50,7 @@ private:
   /// reuses it).
   struct EncodedMap {
     CUdeviceptr pointer = 0;
-    std::vector<int64_t> extents;
+    std::vector<int64_t> extents, strides; // strides: a view's (empty: dense)
     CUtensorMap map;
   };
   mutable std::vector<std::vector<EncodedMap>> tensor_maps_;

@@ -33,6 +33,13 @@ void check_gpu_verified(const Environment &env) {
                "`coalesce-gpu-check --sections=tile-stores` has passed it on an H200. Use TileStores::ThroughShared "
                "or TileStores::Direct (the same result), run it on the CPU, or set "
                "COALESCE_UNVERIFIED_GPU=tile-stores-sums to compile it for a GPU anyway");
+  for (const auto &[name, input] : env.inputs)
+    if (!input->strides.empty() && !allowed("strided-inputs"))
+      user_error("input '", name,
+                 "' is a view with strides, which is unverified on a GPU: it has run on the CPU "
+                 "only, and the library compiles it for a GPU once `coalesce-gpu-check --sections=strided` has "
+                 "passed it on an H200. Run it on the CPU, pass a dense copy, or set "
+                 "COALESCE_UNVERIFIED_GPU=strided-inputs to compile it for a GPU anyway");
   for (const FuncContents &func : env.funcs)
     for (const StageSchedule &stage : func.schedule.stages)
       if (stage.mma.kind != MmaKind::None && func.pure_vars.size() > 2 && !allowed("batched-mma"))

@@ -11,6 +11,8 @@
 //     (coalesce-gpu-check --sections=tile-stores).
 //   - a tensor-core reduction over a batch, acc(b, i, j) += A(b, i, k) *
 //     B(b, k, j) (coalesce-gpu-check --sections=batched).
+//   - an input that is a view with strides (Input's strided constructor)
+//     (coalesce-gpu-check --sections=strided).
 //
 // The check itself must compile what it verifies: the environment variable
 // COALESCE_UNVERIFIED_GPU, a comma-separated list of the features' names

@@ -26,6 +26,8 @@ public:
       inputs.push_back(op->input);
       for (const Expr &extent : op->input->extents)
         visit_expr(extent);
+      for (const Expr &stride : op->input->strides)
+        visit_expr(stride);
     }
     IRVisitor::visit(op);
   }

@@ -13,13 +13,17 @@ class Flatten : public IRMutator {
 public:
   explicit Flatten(const std::vector<Argument> &args) {
     for (const Argument &arg : args)
-      if (arg.is_buffer())
+      if (arg.is_buffer()) {
         extents_[arg.name] = arg.extents;
+        if (!arg.strides.empty())
+          strides_[arg.name] = arg.strides;
+      }
   }
 
 private:
   using IRMutator::visit;
   std::map<std::string, std::vector<Expr>> extents_;
+  std::map<std::string, std::vector<Expr>> strides_; // input views (Input's strides); others are dense
 
   Expr flat(const std::string &buffer, const std::vector<Expr> &indices) {
     auto it = extents_.find(buffer);
@@ -28,6 +32,12 @@ private:
                              " indices; it has ", it->second.size(), " dimensions");
     if (indices.empty())
       return 0;
+    if (auto view = strides_.find(buffer); view != strides_.end()) {
+      Expr index = indices.back(); // the innermost stride is 1
+      for (size_t d = 0; d + 1 < indices.size(); ++d)
+        index = indices[d] * view->second[d] + index;
+      return index;
+    }
     Expr index = indices[0];
     for (size_t d = 1; d < indices.size(); ++d)
       index = index * it->second[d] + indices[d];

@@ -201,7 +201,8 @@ Stmt finish(Stmt s, const std::vector<Argument> &args) {
 std::vector<Argument> arguments_of(const Environment &env) {
   std::vector<Argument> args;
   for (const auto &[name, input] : env.inputs)
-    args.push_back(Argument{name, Argument::Kind::Buffer, input->type, input->extents, false, input_reads(env, name)});
+    args.push_back(Argument{name, Argument::Kind::Buffer, input->type, input->extents, false, input_reads(env, name),
+                            false, input->strides});
   args.push_back(Argument{env.output().name, Argument::Kind::Buffer, env.output().type, env.domain, true, {}});
   for (const std::string &param : env.params)
     args.push_back(Argument{param, Argument::Kind::Scalar, Int(32), {}, false, {}});

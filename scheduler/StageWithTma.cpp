@@ -2,9 +2,10 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
+#include "dsl/Input.h"
+#include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitWarpRoles.h"
-#include "scheduler/LoopNames.h"
 #include "scheduler/Substitute.h"
 
 #include <algorithm>
@@ -64,7 +65,7 @@ private:
     for (const TmaTile &tile : p_.tiles) {
       if (tile.padded)
         continue;
-      Expr d = tma_describable(tile.input->type, tile.input->extents);
+      Expr d = tma_describable(*tile.input);
       describable = describable.defined() ? (describable && d) : d;
     }
     return describable.defined() ? simplify(describable) : describable;
@@ -475,6 +476,8 @@ Expr tma_describable(Type type, const std::vector<Expr> &extents) {
   int per_row = 16 / type.bytes();
   return extents.back() % per_row == 0;
 }
+
+Expr tma_describable(const InputContents &input) { return rows_start_at_multiples(input, 16 / input.type.bytes()); }
 
 int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers) {
   int pool = launch_registers * block_threads - producer_registers * producer_threads;

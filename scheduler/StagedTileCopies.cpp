@@ -1,6 +1,7 @@
 #include "scheduler/StagedTile.h"
 
 #include "dsl/IROperator.h"
+#include "dsl/Input.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/Simplify.h"
@@ -251,7 +252,7 @@ Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::st
         return Store::make(tile.buffer, shared_indices(tile, c, slot), async_vector_source(tile, c, shift, vector));
       },
       vector);
-  return IfThenElse::make(tile.input->extents.back() % vector == 0, vectors, scalar);
+  return IfThenElse::make(rows_start_at_multiples(*tile.input, vector), vectors, scalar);
 }
 
 // What a thread stores into the tile for `value`: rounded to tf32 for a
@@ -290,7 +291,7 @@ static Stmt round_in_place(const StagedTile &tile, const ScanBody &scan, const s
   int vector = elements_only ? 1 : vector_width(tile);
   if (vector == 1)
     return rounded(1);
-  return IfThenElse::make(tile.input->extents.back() % vector == 0, rounded(vector), rounded(1));
+  return IfThenElse::make(rows_start_at_multiples(*tile.input, vector), rounded(vector), rounded(1));
 }
 
 // round_in_place for every tile that needs it and whose copies into `slot`

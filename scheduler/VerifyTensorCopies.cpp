@@ -75,7 +75,7 @@ private:
     auto input = env_.inputs.find(op->input);
     if (input == env_.inputs.end())
       internal_error("a TMA copy reads '", op->input, "', which is neither an input nor a row-padded copy of one");
-    Expr describable = simplify(tma_describable(input->second->type, input->second->extents));
+    Expr describable = simplify(tma_describable(*input->second));
     if (auto constant = as_const_int(describable); constant && *constant != 0)
       return;
     std::vector<Expr> needed;

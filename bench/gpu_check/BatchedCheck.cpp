@@ -15,6 +15,7 @@
 
 #include "bench/gpu_check/BatchedCheck.h"
 
+#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
@@ -146,34 +147,12 @@ std::vector<Path> paths() {
   return all;
 }
 
-/// While it lives, the library compiles a batch on tensor cores for the
-/// GPU, which it refuses until this check has passed it
-/// (scheduler/CheckGpuVerified.h).
-class AllowUnverified {
-public:
-  AllowUnverified() {
-    if (const char *was = std::getenv("COALESCE_UNVERIFIED_GPU"))
-      previous_ = was;
-    std::string list = previous_.empty() ? "batched-mma" : previous_ + ",batched-mma";
-    setenv("COALESCE_UNVERIFIED_GPU", list.c_str(), 1);
-  }
-  ~AllowUnverified() {
-    if (previous_.empty())
-      unsetenv("COALESCE_UNVERIFIED_GPU");
-    else
-      setenv("COALESCE_UNVERIFIED_GPU", previous_.c_str(), 1);
-  }
-
-private:
-  std::string previous_;
-};
-
 } // namespace
 
 void check_batched(Precision p) {
   if (p == Precision::FP32)
     return;
-  AllowUnverified allow;
+  AllowUnverified allow("batched-mma");
   std::printf("\n==== %s: a batch of products on tensor cores ====\n", reference::precision_name(p));
   const std::string precision = reference::precision_name(p);
   for (Path path : paths())
@@ -184,7 +163,7 @@ void check_batched(Precision p) {
 }
 
 void batched_sanitizer_case() {
-  AllowUnverified allow;
+  AllowUnverified allow("batched-mma");
   for (Path path : paths())
     check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
               std::string("bf16 batched (sanitizer), ") + path_name(path));

@@ -17,6 +17,7 @@
 #include "bench/gpu_check/TileStoresCheck.h"
 
 #include "bench/common/GemmPointers.h"
+#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
@@ -189,33 +190,12 @@ void check_one(Precision p, const MmaTiling &tiling, StagedAndDirect &kernels, c
   }
 }
 
-/// While it lives, the library compiles the staged sums for the GPU, which
-/// it refuses until this check has passed them (scheduler/CheckGpuVerified.h).
-class AllowUnverified {
-public:
-  AllowUnverified() {
-    if (const char *was = std::getenv("COALESCE_UNVERIFIED_GPU"))
-      previous_ = was;
-    std::string list = previous_.empty() ? "tile-stores-sums" : previous_ + ",tile-stores-sums";
-    setenv("COALESCE_UNVERIFIED_GPU", list.c_str(), 1);
-  }
-  ~AllowUnverified() {
-    if (previous_.empty())
-      unsetenv("COALESCE_UNVERIFIED_GPU");
-    else
-      setenv("COALESCE_UNVERIFIED_GPU", previous_.c_str(), 1);
-  }
-
-private:
-  std::string previous_;
-};
-
 } // namespace
 
 void check_tile_stores(Precision p) {
   if (p == Precision::FP32 || !target_for_current_device().has_warpgroup_mma())
     return;
-  AllowUnverified allow;
+  AllowUnverified allow("tile-stores-sums");
   std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
               reference::precision_name(p));
   std::vector<MmaTiling> ts = tilings(p);
@@ -229,7 +209,7 @@ void check_tile_stores(Precision p) {
 }
 
 void tile_stores_sanitizer_case() {
-  AllowUnverified allow;
+  AllowUnverified allow("tile-stores-sums");
   for (const MmaTiling &t : tilings(Precision::BF16)) {
     StagedAndDirect kernels;
     check_one(Precision::BF16, t, kernels, {131, 264, 200}, "bf16 sums staged (sanitizer)");

@@ -54,6 +54,7 @@
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SplitKCheck.h"
+#include "bench/gpu_check/StridedCheck.h"
 #include "bench/gpu_check/SwiGluCheck.h"
 #include "bench/gpu_check/TileStoresCheck.h"
 #include "bench/reference/CublasReference.h"
@@ -370,7 +371,8 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"fp8", gpu_check::fp8_sanitizer_case},
       {"swiglu", gpu_check::swiglu_sanitizer_case},
       {"tile-stores", gpu_check::tile_stores_sanitizer_case},
-      {"batched", gpu_check::batched_sanitizer_case}};
+      {"batched", gpu_check::batched_sanitizer_case},
+      {"strided", gpu_check::strided_sanitizer_case}};
   return groups;
 }
 
@@ -497,8 +499,8 @@ void fp32_check(bool full) {
 /// The full check's sections, in the order they run (--sections picks some).
 const std::vector<std::string> &full_check_sections() {
   static const std::vector<std::string> sections = {
-      "math",    "fp32",      "mma", "reduction-start",  "k-major", "tile-stores",
-      "batched", "epilogues", "fp8", "fused-reductions", "split-k"};
+      "math",    "fp32",      "mma", "reduction-start",  "k-major", "tile-stores", "batched",
+      "strided", "epilogues", "fp8", "fused-reductions", "split-k"};
   return sections;
 }
 
@@ -554,6 +556,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions, const
         gpu_check::check_tile_stores(p);
       if (runs("batched"))
         gpu_check::check_batched(p);
+      if (runs("strided"))
+        gpu_check::check_strided(p);
       if (p == bench::Precision::BF16) {
         if (runs("epilogues"))
           gpu_check::check_extra_epilogues();
@@ -591,14 +595,15 @@ int main(int argc, char **argv) {
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
   cl::opt<std::string> sanitizer_cases("sanitizer-cases",
                                        cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-                                                "split-k, k-major, fp8, swiglu, tile-stores, batched; "
+                                                "split-k, k-major, fp8, swiglu, tile-stores, batched, strided; "
                                                 "default: all)"),
                                        cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
-      cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-               "tile-stores, batched, epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones "
-               "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
+      cl::desc(
+          "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
+          "tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones "
+          "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
       cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;

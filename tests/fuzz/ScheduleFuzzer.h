@@ -23,6 +23,7 @@
 #include <cmath>
 #include <csignal>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -122,6 +123,31 @@ private:
 
   Expr widen(Expr e) { return e.type() == Float(32) ? e : cast(Float(32), e); }
 
+  // Inputs are sometimes views into wider buffers (rows `lead` elements
+  // apart, 1 to 8 more than a row holds), the elements between NaN.
+  int a_lead_ = 0, b_lead_ = 0; // 0: dense
+  std::unique_ptr<Input> input(const std::string &input_name, std::vector<Expr> extents, int columns, int &lead) {
+    lead = chance(12) ? columns + 1 + pick(8) : 0;
+    if (!lead)
+      return std::make_unique<Input>(input_name, in_type_, extents);
+    log_ << "input " << input_name << " is a view, rows " << lead << " apart\n";
+    return std::make_unique<Input>(input_name, in_type_, extents, std::vector<Expr>{lead, 1});
+  }
+  std::ostringstream log_;
+  /// `dense` laid into rows `lead` apart (0: `dense` itself), NaN between.
+  static Buffer laid_out(const Buffer &dense, int lead) {
+    if (!lead)
+      return dense;
+    int rows = dense.shape()[0], columns = dense.shape()[1];
+    Buffer parent({rows, lead}, dense.type());
+    for (size_t e = 0; e < parent.size(); ++e)
+      parent.set(e, std::numeric_limits<float>::quiet_NaN());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < columns; ++c)
+        parent.set(size_t(r) * lead + c, dense.get(size_t(r) * columns + c));
+    return parent;
+  }
+
   void build(std::ostream &log) {
     kind_ = chance(25) ? 0 : 1;
     int t = pick(10);
@@ -148,13 +174,13 @@ private:
         << ", j " << j_->name() << ", out " << out_->name() << ", bias " << bias_->name() << "\n";
     log << "types in " << in_type_ << " out " << out_type_ << ", M N K " << M_ << " " << N_ << " " << K_ << "\n";
     if (kind_ == 0) {
-      A_ = std::make_unique<Input>(name("A"), in_type_, std::vector<Expr>{*pM_, *pN_});
+      A_ = input(name("A"), {*pM_, *pN_}, N_, a_lead_);
       Expr v = widen((*A_)(i, j)) * 2.0f + (*bias_)(j);
       (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
       log << "out(i, j) = A(i, j) * 2 + bias(j)\n";
     } else {
-      A_ = std::make_unique<Input>(name("A"), in_type_, std::vector<Expr>{*pM_, *pK_});
-      B_ = std::make_unique<Input>(name("B"), in_type_, std::vector<Expr>{*pK_, *pN_});
+      A_ = input(name("A"), {*pM_, *pK_}, K_, a_lead_);
+      B_ = input(name("B"), {*pK_, *pN_}, N_, b_lead_);
       k_ = std::make_unique<RDom>(0, *pK_, name("k"));
       log << "names: A " << A_->name() << ", B " << B_->name() << ", k " << k_->var().name() << "\n";
       acc_ = std::make_unique<Func>(name("acc"));
@@ -679,9 +705,11 @@ private:
     Buffer B(kind_ == 0 ? std::vector<int>{1, 1} : std::vector<int>{K_, N_}, in_type_);
     Buffer B2(u_ ? std::vector<int>{K_, N_} : std::vector<int>{1, 1}, in_type_);
     fill(A, 1), fill(B, 2), fill(bias, 3), fill(B2, 4);
-    Arguments args{{A_->name(), A}, {bias_->name(), bias}, {pM_->name(), M_}, {pN_->name(), N_}};
+    log << log_.str();
+    Buffer A_view = laid_out(A, a_lead_), B_view = laid_out(B, b_lead_);
+    Arguments args{{A_->name(), A_view}, {bias_->name(), bias}, {pM_->name(), M_}, {pN_->name(), N_}};
     if (kind_ == 1) {
-      args.emplace(B_->name(), B);
+      args.emplace(B_->name(), B_view);
       args.emplace(pK_->name(), K_);
       if (u_)
         args.emplace(B2_->name(), B2);

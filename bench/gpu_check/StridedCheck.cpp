@@ -1,0 +1,175 @@
+// A GEMM + bias + exact GELU, out = gelu(A W^T + bias), whose inputs are
+// views (Input's strides): A's rows lda apart, nn.Linear's W's rows ldw
+// apart, the elements between them NaN. Per precision (bf16 and f16, tf32)
+// and path (the warp MMA; the warpgroup MMA with cp.async and with TMA
+// copies, tf32's through padded copies), at leading dimensions of whole
+// 16-byte vectors (vector copies, the TMA) and not (element copies, the
+// kernel's run-time fallback), at whole and ragged shapes. Each against the
+// same schedule on dense copies of the views on the GPU (the same bits:
+// only the addresses differ) and the double reference on 8 sampled rows.
+// Each view's buffer ends at its last element, so a read past it is past
+// the allocation (compute-sanitizer's memcheck sees it).
+
+#include "bench/gpu_check/StridedCheck.h"
+
+#include "bench/gpu_check/AllowUnverified.h"
+#include "bench/gpu_check/Report.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/NarrowFloat.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "runtime/Coalesce.h"
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+
+struct Shape {
+  int M, N, K, lda, ldw;
+  std::string str() const {
+    return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " lda " + std::to_string(lda) +
+           " ldw " + std::to_string(ldw);
+  }
+};
+
+const std::vector<Shape> kShapes = {
+    {256, 256, 192, 200, 256}, {131, 264, 200, 264, 208}, {131, 133, 67, 75, 70}, {130, 136, 64, 68, 72}};
+constexpr int kSampleRows = 8;
+
+enum class Path { WarpMma, WarpgroupAsync, WarpgroupTma };
+
+const char *path_name(Path p) {
+  switch (p) {
+  case Path::WarpMma: return "warp MMA";
+  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async";
+  case Path::WarpgroupTma: return "warpgroup MMA, TMA";
+  }
+  return "";
+}
+
+struct Linear {
+  Param M{"M"}, N{"N"}, K{"K"}, lda{"lda"}, ldw{"ldw"};
+  Var i{"i"}, j{"j"};
+  RDom k{0, K, "k"};
+  Input A, W, bias{"bias", Float(32), {N}};
+  Func acc{"acc"}, out{"out"};
+  Linear(Precision p, Path path, bool views)
+      : A(views ? Input("A", bench::input_type(p), {M, K}, {lda, 1}) : Input("A", bench::input_type(p), {M, K})),
+        W(views ? Input("W", bench::input_type(p), {N, K}, {ldw, 1}) : Input("W", bench::input_type(p), {N, K})) {
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * W(j, k);
+    out(i, j) = cast(bench::output_type(p), gelu(acc(i, j) + bias(j)));
+    const bool warpgroup = path != Path::WarpMma;
+    MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, 132);
+    if (warpgroup)
+      t.tma = path == Path::WarpgroupTma;
+    use_tma_copies_where_needed(t, -1, -1);
+    schedule_gemm_mma(out, acc, A, W, i, j, k, t);
+  }
+};
+
+/// A rows x columns matrix (random, tf32 values for tf32) in a buffer of
+/// rows lead elements apart that ends at its last element; NaN between.
+Buffer view_buffer(Precision p, int rows, int columns, int lead, uint32_t seed) {
+  Type type = bench::input_type(p);
+  Buffer dense({rows, columns}, type), parent({(rows - 1) * lead + columns}, type);
+  dense.fill_random(seed);
+  for (size_t e = 0; e < parent.size(); ++e)
+    parent.set(e, std::numeric_limits<float>::quiet_NaN());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < columns; ++c) {
+      float v = dense.get(size_t(r) * columns + c);
+      parent.set(size_t(r) * lead + c, p == Precision::TF32 ? float_to_tf32(v) : v);
+    }
+  return parent;
+}
+
+Buffer dense_copy(const Buffer &parent, int rows, int columns, int lead) {
+  Buffer dense({rows, columns}, parent.type());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < columns; ++c)
+      dense.set(size_t(r) * columns + c, parent.get(size_t(r) * lead + c));
+  return dense;
+}
+
+void check_one(Precision p, Path path, const Shape &s, const std::string &name) {
+  Outcome o_ref, o_bits;
+  try {
+    Linear views(p, path, true), dense(p, path, false);
+    Buffer a = view_buffer(p, s.M, s.K, s.lda, 81), w = view_buffer(p, s.N, s.K, s.ldw, 82), bias({s.N});
+    bias.fill_random(83);
+    Buffer a_dense = dense_copy(a, s.M, s.K, s.lda), w_dense = dense_copy(w, s.N, s.K, s.ldw);
+    Buffer got({s.M, s.N}, bench::output_type(p)), want({s.M, s.N}, bench::output_type(p));
+    got.poison();
+    want.poison();
+    Pipeline(views.out).realize_on_gpu(
+        {{"A", a}, {"W", w}, {"bias", bias}, {"M", s.M}, {"N", s.N}, {"K", s.K}, {"lda", s.lda}, {"ldw", s.ldw}}, got);
+    Pipeline(dense.out).realize_on_gpu(
+        {{"A", a_dense}, {"W", w_dense}, {"bias", bias}, {"M", s.M}, {"N", s.N}, {"K", s.K}}, want);
+    size_t differ = 0;
+    for (size_t e = 0; e < got.size(); ++e) {
+      o_ref.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
+      differ += got.get(e) == want.get(e) ? 0 : 1;
+    }
+    double diff = 0, norm = 0;
+    for (int n = 0; n < kSampleRows; ++n) {
+      int r = int(int64_t(n) * (s.M - 1) / (kSampleRows - 1));
+      for (int c = 0; c < s.N; ++c) {
+        double sum = bias.get(size_t(c));
+        for (int q = 0; q < s.K; ++q)
+          sum += double(a_dense.get(size_t(r) * s.K + q)) * w_dense.get(size_t(c) * s.K + q);
+        double ref = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0))), d = got.get(size_t(r) * s.N + c) - ref;
+        diff += d * d;
+        norm += ref * ref;
+      }
+    }
+    o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+    o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
+    o_ref.detail = path_name(path);
+    record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o_ref);
+    o_bits.error = double(differ) / double(got.size());
+    o_bits.tolerance = 0;
+    o_bits.detail = std::to_string(differ) + " of " + std::to_string(got.size()) + " differ";
+    record(name, s.str(), "dense copies, bits", o_bits);
+  } catch (const std::exception &error) {
+    o_ref.failure = error.what();
+    record(name, s.str(), "double", o_ref);
+  }
+}
+
+std::vector<Path> paths() {
+  std::vector<Path> all = {Path::WarpMma};
+  if (target_for_current_device().has_warpgroup_mma()) {
+    all.push_back(Path::WarpgroupAsync);
+    all.push_back(Path::WarpgroupTma);
+  }
+  return all;
+}
+
+} // namespace
+
+void check_strided(Precision p) {
+  if (p == Precision::FP32)
+    return;
+  AllowUnverified allow("strided-inputs");
+  std::printf("\n==== %s: inputs that are views (strides) ====\n", reference::precision_name(p));
+  for (Path path : paths())
+    for (const Shape &s : kShapes)
+      check_one(p, path, s, std::string(reference::precision_name(p)) + " views, " + path_name(path));
+}
+
+void strided_sanitizer_case() {
+  AllowUnverified allow("strided-inputs");
+  for (Path path : paths())
+    check_one(Precision::BF16, path, {131, 264, 200, 208, 204},
+              std::string("bf16 views (sanitizer), ") + path_name(path));
+}
+
+} // namespace coalesce::gpu_check
