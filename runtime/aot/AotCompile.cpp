@@ -133,13 +133,6 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
     spec.command_line = request.command_line;
     spec.target = request.target;
     spec.program = named_after_launcher(pipeline.gpu_program(), request.name);
-    // The launcher sizes and checks dense buffers from their extents.
-    for (const Argument &arg : spec.program.args)
-      if (!arg.strides.empty())
-        user_error("input '", arg.name,
-                   "' is a view with strides (Input's strided constructor); the launchers "
-                   "coalesce-aot writes take dense inputs: declare it without strides, or run it through the JIT "
-                   "(Pipeline); nothing was written");
     spec.ptx = compile_to_ptx(spec.program, request.target);
     // A program with warpgroup MMAs is assembled here even without --cubin
     // (where ptxas is found): ptxas reports the kernels it serializes only

@@ -143,6 +143,16 @@ std::string extents_text(const Argument &buffer) {
   return text.empty() ? "(a scalar)" : text;
 }
 
+/// " (a view: rows lda apart)", or "" for a dense buffer; for the header.
+std::string view_text(const Argument &buffer) {
+  if (buffer.strides.empty())
+    return "";
+  std::string text = " (a view: strides";
+  for (size_t d = 0; d < buffer.strides.size(); ++d)
+    text += (d ? " x " : " ") + to_string(buffer.strides[d]);
+  return text + ")";
+}
+
 /// "M*K", for messages about element counts.
 std::string elements_text(const Argument &buffer) {
   std::string text;
@@ -301,8 +311,8 @@ std::string launcher_header(const LauncherSpec &spec) {
     width = std::max(width, arg.name.size());
   for (const LauncherArg &arg : args)
     if (arg.is_buffer())
-      out << "//   " << pad(arg.name, width + 1) << (arg.buffer->is_output ? "output " : "input  ")
-          << arg.buffer->type << " " << extents_text(*arg.buffer) << "\n";
+      out << "//   " << pad(arg.name, width + 1) << (arg.buffer->is_output ? "output " : "input  ") << arg.buffer->type
+          << " " << extents_text(*arg.buffer) << view_text(*arg.buffer) << "\n";
   out << "// Sizes, in argument order after the buffers (each in [0, 2^30], and each buffer\n"
       << "// at most 2^30 elements, since the kernels index with 32-bit integers). A size\n"
       << "// of 0 is accepted where the pipeline accepts it: where it empties the output\n"
@@ -486,7 +496,8 @@ Module &module() {
 thread_local std::string last_error;
 
 CUresult fail(CUresult code, const std::string &why) {
-  last_error = ")cpp" << name << R"cpp(: " + why;
+  last_error = ")cpp"
+      << name << R"cpp(: " + why;
   return code;
 }
 
@@ -503,6 +514,8 @@ std::string describe(CUresult code) {
 
 // a * b for a, b >= 0, or INT64_MAX where that overflows.
 int64_t times(int64_t a, int64_t b) { return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b; }
+// Used by views only (their reach).
+[[maybe_unused]] int64_t plus(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
 
 // The kernels, loading the module first if no call has yet.
 CUresult load(CUkernel *kernels) {
@@ -513,7 +526,8 @@ CUresult load(CUkernel *kernels) {
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof(log)))};
     CUlibrary library = nullptr;
-)cpp" << load_module << R"cpp(
+)cpp" << load_module
+      << R"cpp(
     CUkernel found[kKernels] = {};
     for (int k = 0; k < kKernels; ++k) {
       status = cuLibraryGetKernel(&found[k], library, kKernelNames[k]);
@@ -523,7 +537,8 @@ CUresult load(CUkernel *kernels) {
                                 "' in the PTX: " + describe(status));
       }
     }
-)cpp" << dynamic_shared_setup << R"cpp(    std::copy(found, found + kKernels, loaded.kernels);
+)cpp" << dynamic_shared_setup
+      << R"cpp(    std::copy(found, found + kKernels, loaded.kernels);
     loaded.library = library;
   }
   std::copy(loaded.kernels, loaded.kernels + kKernels, kernels);
@@ -597,6 +612,21 @@ CUresult load(CUkernel *kernels) {
       elements = d == 0 ? cpp_int(arg.buffer->extents[0])
                         : "coalesce_launcher::times(" + elements + ", " + cpp_int(arg.buffer->extents[d]) + ")";
     std::string local = arg.name + "_elements_";
+    if (!arg.buffer->strides.empty()) {
+      // A view: the elements from its first to its last, 1 + the sum of
+      // (extent - 1) * stride (none when it is empty); strides at least 1.
+      std::string empty = "false", reach = "int64_t(1)";
+      for (size_t d = 0; d < arg.buffer->extents.size(); ++d) {
+        std::string extent = cpp_int(arg.buffer->extents[d]), stride = cpp_int(arg.buffer->strides[d]);
+        empty += " || " + extent + " <= 0";
+        reach = "coalesce_launcher::plus(" + reach + ", coalesce_launcher::times(" + extent + " - 1, " + stride + "))";
+        out << "  if (" << stride << " < 1)\n"
+            << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << "'s stride "
+            << escaped(to_string(arg.buffer->strides[d])) << " is \" + std::to_string(" << stride
+            << ") + \"; strides are at least 1\");\n";
+      }
+      elements = "(" + empty + ") ? int64_t(0) : " + reach;
+    }
     out << "  const int64_t " << local << " = " << elements << ";\n"
         << "  if (" << local << " > " << kMaxExtent << ")\n"
         << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "

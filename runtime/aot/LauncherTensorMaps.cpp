@@ -1,6 +1,7 @@
 #include "runtime/aot/LauncherTensorMaps.h"
 
 #include "dsl/Error.h"
+#include "dsl/Input.h"
 #include "runtime/aot/CppExpression.h"
 #include "scheduler/StageWithTma.h"
 
@@ -44,35 +45,48 @@ std::string tensor_map_setup(const LauncherSpec &spec, size_t k, const std::stri
     std::vector<std::string> extents;
     for (const Expr &e : arg->extents)
       extents.push_back(cpp_int(e));
-    const std::string &columns = extents[rank - 1];
+    const std::string columns = extents[rank - 1];
+    // What the map is encoded from, kept to tell when to encode it again:
+    // the extents, and a view's outer strides.
+    std::vector<std::string> key = extents;
+    for (size_t d = 0; d + 1 < arg->strides.size(); ++d)
+      key.push_back(cpp_int(arg->strides[d]));
     int bytes = arg->type.bytes();
     std::string box_text, changed = str_cat(v, ".data != ", pointer), positive, dims, strides, box, ones, keep;
     std::string stride = str_cat("cuuint64_t(", columns, ") * ", bytes);
+    // A view's rows lie its strides apart (dsl/Input.h); a dense input's,
+    // the extents inside them.
+    const bool view = !arg->strides.empty();
     for (size_t d = 0; d < rank; ++d) {
       const std::string &extent = extents[rank - 1 - d];
       const char *comma = d ? ", " : "";
       box_text += str_cat(d ? " x " : "", map.box[d]);
-      changed += str_cat(" || ", v, ".extents[", d, "] != ", extents[d]);
       positive += str_cat(d ? " && " : "", extents[d], " > 0");
       dims += str_cat(comma, "cuuint64_t(", extent, ")");
       box += str_cat(comma, map.box[rank - 1 - d]);
       ones += str_cat(comma, 1);
-      keep += str_cat("    ", v, ".extents[", d, "] = ", extents[d], ";\n");
       if (d > 0) {
-        strides += str_cat(d > 1 ? ", " : "", stride);
+        strides += str_cat(d > 1 ? ", " : "",
+                           view ? str_cat("cuuint64_t(", cpp_int(arg->strides[rank - 1 - d]), ") * ", bytes) : stride);
         stride = str_cat(stride, " * cuuint64_t(", extent, ")");
       }
     }
+    for (size_t n = 0; n < key.size(); ++n) {
+      changed += str_cat(" || ", v, ".extents[", n, "] != ", key[n]);
+      keep += str_cat("    ", v, ".extents[", n, "] = ", key[n], ";\n");
+    }
     out << "\n  // Kernel " << k << "'s tensor map of " << map.input << " (boxes of " << box_text
         << ", 128-byte swizzle, 0 outside " << map.input << ").\n"
-        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t extents[" << rank << "] = {";
-    for (size_t d = 0; d < rank; ++d)
-      out << (d ? ", " : "") << -1;
+        << "  struct TensorMap" << k << "_" << m << " { CUdeviceptr data = 0; int64_t extents[" << key.size()
+        << "] = {";
+    for (size_t n = 0; n < key.size(); ++n)
+      out << (n ? ", " : "") << -1;
     out << "}; CUtensorMap map = {}; };\n"
         << "  static thread_local TensorMap" << k << "_" << m << " " << v << ";\n"
         << "  if (" << changed << ") {\n"
         << "    " << v << " = {};\n"
-        << "    if (" << positive << " && " << cpp_int(tma_describable(arg->type, arg->extents)) << ") {\n"
+        << "    if (" << positive << " && "
+        << cpp_int(tma_describable(InputContents{arg->name, arg->type, arg->extents, arg->strides})) << ") {\n"
         << "      if (" << pointer << " % 16 != 0)\n"
         << "        return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << map.input
         << " is not 16-byte aligned; the kernel copies it with the TMA, which needs 16-byte aligned data\");\n"

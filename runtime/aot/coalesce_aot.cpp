@@ -58,6 +58,9 @@ enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
 /// Which operands of a batch of products carry its dimension (the other is
 /// one for the whole batch: a batch stride of 0).
 enum class Batched { None, Both, A, B };
+
+/// Which inputs are views into larger tensors, rows --lda / --ldb apart.
+enum class Views { None, A, B, Both };
 const std::vector<std::pair<std::string, InputType>> kInputTypes = {
     {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16},
     {"f16", InputType::F16}, {"e4m3", InputType::E4M3}, {"e5m2", InputType::E5M2}};
@@ -160,6 +163,18 @@ public:
       "coalesce-gpu-check --sections=batched has passed it there (COALESCE_UNVERIFIED_GPU=batched-mma compiles it "
       "anyway)"};
   SizeParam batch{this, "batch", "with --batched: products in the batch"};
+  EnumParam<Views> views{
+      this,
+      "views",
+      Views::None,
+      {{"none", Views::None}, {"a", Views::A}, {"b", Views::B}, {"both", Views::Both}},
+      "inputs that are views into larger tensors, their rows --lda (A) or --ldb (B) elements apart: none (dense); "
+      "a; b; both. The launcher takes the leading dimensions after the sizes and checks each buffer's reach; the "
+      "copies test them for 16-byte vectors and the TMA at run time. Not with --batched, FP8 or "
+      "--epilogue=swiglu; for a GPU refused until coalesce-gpu-check --sections=strided has passed views there "
+      "(COALESCE_UNVERIFIED_GPU=strided-inputs generates them anyway)"};
+  SizeParam lda{this, "lda", "with --views=a or both: elements from one row of A to the next"};
+  SizeParam ldb{this, "ldb", "with --views=b or both: elements from one row of B to the next"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,
       "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
@@ -575,6 +590,21 @@ public:
   /// --batched and --batch: what a batch runs with (the tensor-core
   /// schedule, its blocks a grid of one tile per block).
   void check_batch_flags() const {
+    if (views == Views::None && (lda.fixed() || ldb.fixed()))
+      user_error("--", lda.fixed() ? "lda" : "ldb",
+                 " is the leading dimension of a view: give --views=", lda.fixed() ? "a" : "b",
+                 " (or both) too, or leave it out");
+    if (views != Views::None && (batched != Batched::None || epilogue == Algorithm::SwiGlu || fp8()))
+      user_error("--views=", views.value_text(), " with ",
+                 batched != Batched::None        ? "--batched=" + batched.value_text()
+                 : epilogue == Algorithm::SwiGlu ? std::string("--epilogue=swiglu")
+                                                 : "--dtype=" + dtype.value_text(),
+                 ": views are built for the single GEMM's A and B");
+    if (views != Views::None && dtype == InputType::F32)
+      user_error("--views=", views.value_text(), " runs on tensor cores: give --dtype=tf32, bf16 or f16");
+    if (views != Views::None && (autotune || !tuning_db.value().empty()))
+      user_error("--views=", views.value_text(), " with ", autotune ? "--autotune" : "--tuning-db",
+                 ": the tuning problems are dense; leave the flag out");
     if (batched == Batched::None) {
       if (batch.fixed())
         user_error("--batch=", batch.value(),
@@ -621,6 +651,12 @@ public:
     // A single product's command line and signature leave the batch out.
     if (&param == &batch || &param == &batched)
       return batched != Batched::None;
+    if (&param == &views)
+      return views != Views::None;
+    if (&param == &lda)
+      return views == Views::A || views == Views::Both;
+    if (&param == &ldb)
+      return views == Views::B || views == Views::Both;
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -664,8 +700,13 @@ public:
     auto at = [&](bool with_batch, Expr x, Expr y) {
       return with_batch ? std::vector<Expr>{b, x, y} : std::vector<Expr>{x, y};
     };
-    Input A("A", element_type(dtype), extents(a_batched, M, K));
-    Input B("B", element_type(dtype), b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N));
+    // A view's rows lie its leading dimension apart.
+    auto input = [&](const char *input_name, std::vector<Expr> shape, bool view, const SizeParam &lead) {
+      return view ? Input(input_name, element_type(dtype), shape, {lead, 1})
+                  : Input(input_name, element_type(dtype), shape);
+    };
+    Input A = input("A", extents(a_batched, M, K), uses_param(lda), lda);
+    Input B = input("B", b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N), uses_param(ldb), ldb);
     std::optional<Input> bias_vector, residual_matrix;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});

@@ -36,7 +36,7 @@ struct Launch {
   unsigned shared = 0;
   CUstream stream = nullptr;
   CUdeviceptr buffers[8] = {};
-  int32_t scalars[4] = {};
+  int32_t scalars[8] = {};
   uint64_t maps[4] = {}; // the tag cuTensorMapEncodeTiled left in each map passed (0: a zeroed map)
 } last;
 

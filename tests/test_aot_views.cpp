@@ -1,0 +1,73 @@
+// coalesce-aot's inputs that are views (--views=a|b|both, --lda, --ldb):
+// the flags it refuses, by name and before anything is written; the
+// refusal for a GPU until the GPU check has run views there; the
+// launcher's signature and documentation; what it does with the stand-in
+// driver (runtime/aot/testing/fake_driver_views.cpp: the views' reach in
+// the overlap checks, strides at least 1, tensor maps with the row strides
+// and none where a row is no whole 16 bytes). The kernels' numbers are
+// tests/test_strided_inputs.cpp's.
+
+#include "AotTool.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace aot_testing;
+
+namespace {
+
+struct AllowViewsOnGpu {
+  AllowViewsOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "strided-inputs", 1); }
+  ~AllowViewsOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+};
+
+bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_CASE("views are refused for a GPU until the GPU check has run them, and nothing is written") {
+  check_refused("--dtype=bf16 --b=nk --views=a", "input 'A' is a view with strides, which is unverified on a GPU");
+}
+
+TEST_CASE("the flags views cannot take are refused by name") {
+  AllowViewsOnGpu allow;
+  check_refused("--dtype=bf16 --lda=4096", "--lda is the leading dimension of a view: give --views=a");
+  check_refused("--dtype=bf16 --ldb=4096", "--ldb is the leading dimension of a view: give --views=b");
+  check_refused("--views=a", "--views=a runs on tensor cores: give --dtype=tf32, bf16 or f16");
+  check_refused("--dtype=bf16 --views=a --batched=both", "--views=a with --batched=both");
+  check_refused("--dtype=bf16 --views=b --epilogue=swiglu", "--views=b with --epilogue=swiglu");
+  check_refused("--dtype=e4m3 --b=nk --views=both", "--views=both with --dtype=e4m3");
+  check_refused("--dtype=bf16 --views=a --autotune", "--views=a with --autotune");
+}
+
+TEST_CASE("a launcher of views takes the leading dimensions after the sizes and documents them") {
+  AllowViewsOnGpu allow;
+  TempDir dir;
+  Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --views=b --emit=header --name=linear", dir.path);
+  INFO(header.err);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int ldb, CUstream stream);"));
+  CHECK(has(header.out, "//   B    input  bf16 [N][K] (a view: strides ldb x 1)"));
+  CHECK(has(header.out, "//   A    input  bf16 [M][K]\n"));
+  CHECK(has(header.out, "--views=b"));
+  Result fixed = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --views=a --lda=4104 --emit=header --name=linear", dir.path);
+  REQUIRE(fixed.status == 0);
+  CHECK(has(fixed.out, "lda  fixed at 4104 (any other value is rejected)"));
+}
+
+TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, strides, tensor maps") {
+  if (!can_compile_launchers())
+    return;
+  AllowViewsOnGpu allow;
+  TempDir dir;
+  Result generated = aot("--name=views --dtype=bf16 --out-dtype=bf16 --b=nk --views=both --output-dir=.", dir.path);
+  INFO(generated.err);
+  REQUIRE(generated.status == 0);
+  build_fake_driver(dir.path, "fake_driver_views", "views.cpp");
+  Result checked = run("./fake_driver_views", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(has(checked.out, "views launcher checks passed"));
+}
