@@ -176,6 +176,17 @@ static int vector_width(const StagedTile &tile) {
   return vector;
 }
 
+// Whether the 16-byte copies may run: every row of the input starts a whole
+// vector into its buffer and holds whole vectors (async_vector_source keeps
+// each copy's start inside the row, at most extent - vector, which is the
+// true start only where the extent is a multiple). For a dense input the
+// first follows from the second; a view's rows may start aligned and
+// still end ragged (K = 37 in rows 48 apart).
+static Expr rows_of_whole_vectors(const InputContents &input, int vector) {
+  Expr starts = rows_start_at_multiples(input, vector);
+  return input.strides.empty() ? starts : (starts && input.extents.back() % vector == 0);
+}
+
 // A 16-byte asynchronous copy of the `vector` elements starting at the tile
 // coordinates: async_load_vector(read, count) copies the first `count`
 // (those inside the input) and zero-fills the rest. The start is kept a
@@ -252,7 +263,7 @@ Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::st
         return Store::make(tile.buffer, shared_indices(tile, c, slot), async_vector_source(tile, c, shift, vector));
       },
       vector);
-  return IfThenElse::make(rows_start_at_multiples(*tile.input, vector), vectors, scalar);
+  return IfThenElse::make(rows_of_whole_vectors(*tile.input, vector), vectors, scalar);
 }
 
 // What a thread stores into the tile for `value`: rounded to tf32 for a
@@ -291,7 +302,7 @@ static Stmt round_in_place(const StagedTile &tile, const ScanBody &scan, const s
   int vector = elements_only ? 1 : vector_width(tile);
   if (vector == 1)
     return rounded(1);
-  return IfThenElse::make(rows_start_at_multiples(*tile.input, vector), rounded(vector), rounded(1));
+  return IfThenElse::make(rows_of_whole_vectors(*tile.input, vector), rounded(vector), rounded(1));
 }
 
 // round_in_place for every tile that needs it and whose copies into `slot`

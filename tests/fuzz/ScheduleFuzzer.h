@@ -124,10 +124,13 @@ private:
   Expr widen(Expr e) { return e.type() == Float(32) ? e : cast(Float(32), e); }
 
   // Inputs are sometimes views into wider buffers (rows `lead` elements
-  // apart, 1 to 8 more than a row holds), the elements between NaN.
+  // apart, more than a row holds: half the time the next multiple of 8 or
+  // 16 elements, whole 16-byte vectors for 16-bit inputs, so that the
+  // vector copies and the TMA read rows that may end ragged), the elements
+  // between NaN.
   int a_lead_ = 0, b_lead_ = 0; // 0: dense
   std::unique_ptr<Input> input(const std::string &input_name, std::vector<Expr> extents, int columns, int &lead) {
-    lead = chance(12) ? columns + 1 + pick(8) : 0;
+    lead = !chance(12) ? 0 : chance(50) ? columns + 1 + pick(8) : (columns / 8 + 1 + pick(2)) * 8;
     if (!lead)
       return std::make_unique<Input>(input_name, in_type_, extents);
     log_ << "input " << input_name << " is a view, rows " << lead << " apart\n";
