@@ -144,15 +144,9 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
         [&](size_t *not_finite) { return sampled_error(d, v, not_finite); }, g_bench->flush);
     if (!t)
       return;
-    if (v != Variant::CoalesceFused) {
-      g_bench->baseline_ms[s.name() + "/" + variant_name(v)] = t->median_ms;
-    } else {
-      // Time ratios, as coalesce-bench's: above 1, slower than cuBLAS.
-      for (Variant c : kVariants)
-        if (auto it = g_bench->baseline_ms.find(s.name() + "/" + variant_name(c)); it != g_bench->baseline_ms.end())
-          state.counters[std::string("ratio_vs_") + variant_name(c)] = t->median_ms / it->second;
+    g_bench->record_time(state, s, v, v != Variant::CoalesceFused, t->median_ms, kVariants, variant_name);
+    if (v == Variant::CoalesceFused)
       state.SetLabel(d.tiling.str());
-    }
   } catch (const std::exception &error) {
     std::string message = what + ": " + error.what();
     std::fprintf(stderr, "coalesce-bench-batched: ERROR: %s\n", message.c_str());

@@ -146,6 +146,21 @@ template <class Problem> struct LayerBenchState {
   std::unique_ptr<Problem> problem;
   std::map<std::string, double> baseline_ms;
 
+  /// A baseline's median time kept for the shape; for ours (`baseline`
+  /// false), the time ratios against every baseline kept, as counters
+  /// ratio_vs_<name> (as coalesce-bench's: above 1, slower).
+  template <class Variant, size_t Count>
+  void record_time(benchmark::State &state, const LayerShape &s, Variant v, bool baseline, double median_ms,
+                   const Variant (&variants)[Count], const char *(*name)(Variant)) {
+    if (baseline) {
+      baseline_ms[s.name() + "/" + name(v)] = median_ms;
+      return;
+    }
+    for (Variant c : variants)
+      if (auto it = baseline_ms.find(s.name() + "/" + name(c)); it != baseline_ms.end())
+        state.counters[std::string("ratio_vs_") + name(c)] = median_ms / it->second;
+  }
+
   Problem &problem_for(const LayerShape &s) {
     if (!problem || problem->s.name() != s.name()) {
       problem.reset(); // the last shape's device buffers go first

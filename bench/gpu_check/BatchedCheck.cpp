@@ -16,6 +16,7 @@
 #include "bench/gpu_check/BatchedCheck.h"
 
 #include "bench/gpu_check/AllowUnverified.h"
+#include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
@@ -48,25 +49,6 @@ struct Shape {
 const std::vector<Shape> kShapes = {{3, 256, 256, 192}, {3, 131, 264, 200}, {3, 131, 133, 67}};
 constexpr int kSampleRows = 4;
 
-enum class Path { WarpMma, WarpgroupAsync, WarpgroupTma };
-
-const char *path_name(Path p) {
-  switch (p) {
-  case Path::WarpMma: return "warp MMA";
-  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async";
-  case Path::WarpgroupTma: return "warpgroup MMA, TMA";
-  }
-  return "";
-}
-
-MmaTiling tiling(Precision p, Path path) {
-  const bool warpgroup = path != Path::WarpMma;
-  MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, 132);
-  if (warpgroup)
-    t.tma = path == Path::WarpgroupTma;
-  return t;
-}
-
 /// The double reference of product z's element (r, c).
 double reference(const BatchedGemm &g, const Buffer &a, const Buffer &b, const Buffer &bias, const Shape &s, int z,
                  int r, int c) {
@@ -80,12 +62,12 @@ double reference(const BatchedGemm &g, const Buffer &a, const Buffer &b, const B
   return 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
 }
 
-void check_one(Precision p, Path path, BatchedOperands o, const Shape &s, const std::string &name) {
+void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, const std::string &name) {
   Outcome o_ref, o_bits;
   const std::string shape = s.str();
   try {
     Type in = bench::input_type(p), out_type = bench::output_type(p);
-    MmaTiling t = tiling(p, path);
+    MmaTiling t = mma_path_tiling(p, path);
     BatchedGemm batched(in, out_type, o), alone(in, out_type, o, false);
     batched.schedule_mma(t);
     alone.schedule_mma(t);
@@ -125,7 +107,7 @@ void check_one(Precision p, Path path, BatchedOperands o, const Shape &s, const 
     }
     o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o_ref.detail = std::string(path_name(path)) + ", " + examples::batched_operands_name(o) + ", " + t.str();
+    o_ref.detail = std::string(mma_path_name(path)) + ", " + examples::batched_operands_name(o) + ", " + t.str();
     record(name, shape, "double (" + std::to_string(kSampleRows) + " rows per product)", o_ref);
     size_t elements = size_t(s.batch) * s.M * s.N;
     o_bits.error = double(differ) / double(elements);
@@ -138,15 +120,6 @@ void check_one(Precision p, Path path, BatchedOperands o, const Shape &s, const 
   }
 }
 
-std::vector<Path> paths() {
-  std::vector<Path> all = {Path::WarpMma};
-  if (target_for_current_device().has_warpgroup_mma()) {
-    all.push_back(Path::WarpgroupAsync);
-    all.push_back(Path::WarpgroupTma);
-  }
-  return all;
-}
-
 } // namespace
 
 void check_batched(Precision p) {
@@ -155,18 +128,18 @@ void check_batched(Precision p) {
   AllowUnverified allow("batched-mma");
   std::printf("\n==== %s: a batch of products on tensor cores ====\n", reference::precision_name(p));
   const std::string precision = reference::precision_name(p);
-  for (Path path : paths())
+  for (MmaPath path : device_mma_paths())
     for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
                               BatchedOperands::SharedWeightsNK})
       for (const Shape &s : kShapes)
-        check_one(p, path, o, s, precision + " batched, " + path_name(path));
+        check_one(p, path, o, s, precision + " batched, " + mma_path_name(path));
 }
 
 void batched_sanitizer_case() {
   AllowUnverified allow("batched-mma");
-  for (Path path : paths())
+  for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
-              std::string("bf16 batched (sanitizer), ") + path_name(path));
+              std::string("bf16 batched (sanitizer), ") + mma_path_name(path));
 }
 
 } // namespace coalesce::gpu_check

@@ -13,6 +13,7 @@
 #include "bench/gpu_check/StridedCheck.h"
 
 #include "bench/gpu_check/AllowUnverified.h"
+#include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
@@ -43,33 +44,19 @@ const std::vector<Shape> kShapes = {
     {256, 256, 192, 200, 256}, {131, 264, 200, 264, 208}, {131, 133, 67, 75, 70}, {130, 136, 64, 68, 72}};
 constexpr int kSampleRows = 8;
 
-enum class Path { WarpMma, WarpgroupAsync, WarpgroupTma };
-
-const char *path_name(Path p) {
-  switch (p) {
-  case Path::WarpMma: return "warp MMA";
-  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async";
-  case Path::WarpgroupTma: return "warpgroup MMA, TMA";
-  }
-  return "";
-}
-
 struct Linear {
   Param M{"M"}, N{"N"}, K{"K"}, lda{"lda"}, ldw{"ldw"};
   Var i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Input A, W, bias{"bias", Float(32), {N}};
   Func acc{"acc"}, out{"out"};
-  Linear(Precision p, Path path, bool views)
+  Linear(Precision p, MmaPath path, bool views)
       : A(views ? Input("A", bench::input_type(p), {M, K}, {lda, 1}) : Input("A", bench::input_type(p), {M, K})),
         W(views ? Input("W", bench::input_type(p), {N, K}, {ldw, 1}) : Input("W", bench::input_type(p), {N, K})) {
     acc(i, j) = 0.0f;
     acc(i, j) += A(i, k) * W(j, k);
     out(i, j) = cast(bench::output_type(p), gelu(acc(i, j) + bias(j)));
-    const bool warpgroup = path != Path::WarpMma;
-    MmaTiling t = default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, 132);
-    if (warpgroup)
-      t.tma = path == Path::WarpgroupTma;
+    MmaTiling t = mma_path_tiling(p, path);
     use_tma_copies_where_needed(t, -1, -1);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
   }
@@ -99,7 +86,7 @@ Buffer dense_copy(const Buffer &parent, int rows, int columns, int lead) {
   return dense;
 }
 
-void check_one(Precision p, Path path, const Shape &s, const std::string &name) {
+void check_one(Precision p, MmaPath path, const Shape &s, const std::string &name) {
   Outcome o_ref, o_bits;
   try {
     Linear views(p, path, true), dense(p, path, false);
@@ -132,7 +119,7 @@ void check_one(Precision p, Path path, const Shape &s, const std::string &name) 
     }
     o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o_ref.detail = path_name(path);
+    o_ref.detail = mma_path_name(path);
     record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o_ref);
     o_bits.error = double(differ) / double(got.size());
     o_bits.tolerance = 0;
@@ -144,15 +131,6 @@ void check_one(Precision p, Path path, const Shape &s, const std::string &name) 
   }
 }
 
-std::vector<Path> paths() {
-  std::vector<Path> all = {Path::WarpMma};
-  if (target_for_current_device().has_warpgroup_mma()) {
-    all.push_back(Path::WarpgroupAsync);
-    all.push_back(Path::WarpgroupTma);
-  }
-  return all;
-}
-
 } // namespace
 
 void check_strided(Precision p) {
@@ -160,16 +138,16 @@ void check_strided(Precision p) {
     return;
   AllowUnverified allow("strided-inputs");
   std::printf("\n==== %s: inputs that are views (strides) ====\n", reference::precision_name(p));
-  for (Path path : paths())
+  for (MmaPath path : device_mma_paths())
     for (const Shape &s : kShapes)
-      check_one(p, path, s, std::string(reference::precision_name(p)) + " views, " + path_name(path));
+      check_one(p, path, s, std::string(reference::precision_name(p)) + " views, " + mma_path_name(path));
 }
 
 void strided_sanitizer_case() {
   AllowUnverified allow("strided-inputs");
-  for (Path path : paths())
+  for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, {131, 264, 200, 208, 204},
-              std::string("bf16 views (sanitizer), ") + path_name(path));
+              std::string("bf16 views (sanitizer), ") + mma_path_name(path));
 }
 
 } // namespace coalesce::gpu_check
