@@ -629,8 +629,10 @@ CUresult load(CUkernel *kernels) {
     }
     out << "  const int64_t " << local << " = " << elements << ";\n"
         << "  if (" << local << " > " << kMaxExtent << ")\n"
-        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name << " would have "
-        << elements_text(*arg.buffer) << " = \" + std::to_string(" << local
+        << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
+        << (arg.buffer->strides.empty() ? " would have " + elements_text(*arg.buffer) + " = "
+                                        : std::string(", a view, would reach "))
+        << "\" + std::to_string(" << local
         << ") + \" elements; the kernels index with 32-bit integers (at most 2^30 elements)\");\n";
   }
 

@@ -45,6 +45,9 @@ int main() {
   CHECK(message_has("the output out overlaps the input A"));
   CHECK(views(A, B, bias, out, M, N, K, 0, ldb, stream) == CUDA_ERROR_INVALID_VALUE);
   CHECK(message_has("A's stride lda is 0; strides are at least 1"));
+  // 32768 rows 65536 apart reach past 2^30 elements.
+  CHECK(views(A, B, bias, out, 32768, N, K, 65536, ldb, stream) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(message_has("A, a view, would reach 2147418368 elements"));
   CHECK(fake::launches == 0);
 
   CHECK(views(A, B, bias, a_end, M, N, K, lda, ldb, stream) == CUDA_SUCCESS);
