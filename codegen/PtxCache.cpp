@@ -90,14 +90,21 @@ std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target) {
         << (arg.is_output ? " output" : "");
     for (const Expr &extent : arg.extents)
       key << " [" << extent << "]";
+    // A view's strides set its addresses, which the nest (before
+    // flattening) does not show.
+    for (const Expr &stride : arg.strides)
+      key << " stride " << stride;
     key << "\n";
   }
   key << nest.serial;
   ImplicitDetails details;
   details.visit_stmt(nest.serial);
-  for (const Argument &arg : nest.args)
+  for (const Argument &arg : nest.args) {
     for (const Expr &extent : arg.extents)
       details.visit_expr(extent);
+    for (const Expr &stride : arg.strides)
+      details.visit_expr(stride);
+  }
   key << "\ntypes " << details.out.str() << "\n";
   return key.str();
 }

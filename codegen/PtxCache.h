@@ -16,7 +16,7 @@ namespace coalesce {
 /// Everything that determines the PTX of `nest` for `target`, as text: the
 /// compiler's version (compiler_version()), LLVM's, the target's sm and PTX
 /// version, libdevice's identity, the arguments with their types and
-/// extents, the launch-bound request, and the serial loop nest as printed,
+/// extents (and a view's strides), the launch-bound request, and the serial loop nest as printed,
 /// followed by each expression's type (the printer leaves some implicit)
 /// and each float constant's exact bits.
 std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target);

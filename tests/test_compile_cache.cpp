@@ -4,10 +4,11 @@
 // size cap (least recently used entries removed first) and the statistics.
 // Every test works in its own temporary directory.
 
+#include "ErrorCapture.h"
 #include "codegen/CodeGenPTX.h"
 #include "codegen/CompileCache.h"
 #include "codegen/PtxCache.h"
-#include "ErrorCapture.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "examples/Gemm.h"
 #include "examples/Schedules.h"
 #include "scheduler/Lower.h"
@@ -239,6 +240,28 @@ TEST_CASE("the key: the same for the same schedule, another for another target")
   CHECK(ptx_cache_key(lower_gpu_nest(small_gemm()), target) !=
         ptx_cache_key(lower_gpu_nest(small_gemm()), parse_gpu_target("sm_80")));
   CHECK(compiler_version().find("coalesce ") == 0);
+}
+
+TEST_CASE("the key: a view's strides are part of it (the nest before flattening does not show them)") {
+  // Two algorithms that differ only in A's row stride index A differently.
+  auto gemm_reading_a_at = [](int stride) {
+    Param M("M"), N("N"), K("K");
+    Input A("A", Float(32), {M, K}, {Expr(stride), Expr(1)}), B("B", Float(32), {K, N}), bias("bias", Float(32), {N});
+    Var i("i"), j("j");
+    RDom k(0, K, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * B(k, j);
+    out(i, j) = gelu(acc(i, j) + bias(j));
+    schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132));
+    return out;
+  };
+  setenv("COALESCE_UNVERIFIED_GPU", "strided-inputs", 1);
+  GpuTarget target;
+  std::string rows_48 = ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(48)), target);
+  CHECK(rows_48 == ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(48)), target));
+  CHECK(rows_48 != ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(56)), target));
+  unsetenv("COALESCE_UNVERIFIED_GPU");
 }
 
 TEST_CASE("the cache counts its entries and clears them, and only them") {
