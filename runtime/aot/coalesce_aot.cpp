@@ -29,6 +29,7 @@
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
 #include "runtime/aot/GemmFp8.h"
+#include "runtime/aot/GemmLayouts.h"
 #include "runtime/aot/GemmSwiGlu.h"
 #include "runtime/aot/Generator.h"
 
@@ -587,47 +588,26 @@ public:
     return swiglu.y;
   }
 
-  /// --batched and --batch: what a batch runs with (the tensor-core
-  /// schedule, its blocks a grid of one tile per block).
+  /// --batched, --batch, --views, --lda, --ldb: what a batch or a view runs
+  /// with (GemmLayouts.h).
   void check_batch_flags() const {
-    if (views == Views::None && (lda.fixed() || ldb.fixed()))
-      user_error("--", lda.fixed() ? "lda" : "ldb",
-                 " is the leading dimension of a view: give --views=", lda.fixed() ? "a" : "b",
-                 " (or both) too, or leave it out");
-    if (views != Views::None && (batched != Batched::None || epilogue == Algorithm::SwiGlu || fp8()))
-      user_error("--views=", views.value_text(), " with ",
-                 batched != Batched::None        ? "--batched=" + batched.value_text()
-                 : epilogue == Algorithm::SwiGlu ? std::string("--epilogue=swiglu")
-                                                 : "--dtype=" + dtype.value_text(),
-                 ": views are built for the single GEMM's A and B");
-    if (views != Views::None && dtype == InputType::F32)
-      user_error("--views=", views.value_text(), " runs on tensor cores: give --dtype=tf32, bf16 or f16");
-    if (views != Views::None && (autotune || !tuning_db.value().empty()))
-      user_error("--views=", views.value_text(), " with ", autotune ? "--autotune" : "--tuning-db",
-                 ": the tuning problems are dense; leave the flag out");
-    if (batched == Batched::None) {
-      if (batch.fixed())
-        user_error("--batch=", batch.value(),
-                   " is the count of a batch of products: give --batched=both, a or b "
-                   "too, or leave it out");
-      return;
-    }
-    const std::string flag = "--batched=" + batched.value_text();
-    if (epilogue == Algorithm::SwiGlu || fp8())
-      user_error(flag, " with ", epilogue == Algorithm::SwiGlu ? "--epilogue=swiglu" : "--dtype=" + dtype.value_text(),
-                 ": batches are built for the single GEMM of tf32, bf16 or f16 inputs");
-    if (dtype == InputType::F32)
-      user_error(flag, " runs on tensor cores: give --dtype=tf32, bf16 or f16");
-    if (split_k != 1)
-      user_error(flag, " with --split-k=", static_cast<int>(split_k),
-                 ": a batch's products are not split (its blocks are already a grid over the batch); leave "
-                 "--split-k out");
-    if (persistent_blocks > 0 || cluster_blocks > 0)
-      user_error(flag, " with --", persistent_blocks > 0 ? "persistent-blocks" : "cluster-blocks",
-                 ": a batch runs one block per tile; leave the flag out");
-    if (autotune || !tuning_db.value().empty())
-      user_error(flag, " with ", autotune ? "--autotune" : "--tuning-db",
-                 ": the tuning problems are single products; leave the flag out");
+    GemmLayoutFlags flags;
+    flags.batched = batched.value_text();
+    flags.views = views.value_text();
+    flags.dtype = dtype.value_text();
+    flags.f32 = dtype == InputType::F32;
+    flags.fp8 = fp8();
+    flags.swiglu = epilogue == Algorithm::SwiGlu;
+    flags.batch_given = batch.fixed();
+    flags.batch = batch.fixed() ? batch.value() : 0;
+    flags.lda_given = lda.fixed();
+    flags.ldb_given = ldb.fixed();
+    flags.split_k = split_k;
+    flags.persistent_blocks = persistent_blocks;
+    flags.cluster_blocks = cluster_blocks;
+    flags.autotune = autotune;
+    flags.tuning_db = !tuning_db.value().empty();
+    check_gemm_layout_flags(flags);
   }
 
   /// The launcher takes the SwiGLU's inputs as the formula reads them.

@@ -1,0 +1,48 @@
+#include "runtime/aot/GemmLayouts.h"
+
+#include "dsl/Error.h"
+
+namespace coalesce {
+
+void check_gemm_layout_flags(const GemmLayoutFlags &f) {
+  const bool views = f.views != "none", batched = f.batched != "none";
+  if (!views && (f.lda_given || f.ldb_given))
+    user_error("--", f.lda_given ? "lda" : "ldb",
+               " is the leading dimension of a view: give --views=", f.lda_given ? "a" : "b",
+               " (or both) too, or leave it out");
+  if (views && (batched || f.swiglu || f.fp8))
+    user_error("--views=", f.views, " with ",
+               batched    ? "--batched=" + f.batched
+               : f.swiglu ? std::string("--epilogue=swiglu")
+                          : "--dtype=" + f.dtype,
+               ": views are built for the single GEMM's A and B");
+  if (views && f.f32)
+    user_error("--views=", f.views, " runs on tensor cores: give --dtype=tf32, bf16 or f16");
+  if (views && (f.autotune || f.tuning_db))
+    user_error("--views=", f.views, " with ", f.autotune ? "--autotune" : "--tuning-db",
+               ": the tuning problems are dense; leave the flag out");
+  if (!batched) {
+    if (f.batch_given)
+      user_error("--batch=", f.batch,
+                 " is the count of a batch of products: give --batched=both, a or b too, or leave it out");
+    return;
+  }
+  const std::string flag = "--batched=" + f.batched;
+  if (f.swiglu || f.fp8)
+    user_error(flag, " with ", f.swiglu ? "--epilogue=swiglu" : "--dtype=" + f.dtype,
+               ": batches are built for the single GEMM of tf32, bf16 or f16 inputs");
+  if (f.f32)
+    user_error(flag, " runs on tensor cores: give --dtype=tf32, bf16 or f16");
+  if (f.split_k != 1)
+    user_error(flag, " with --split-k=", f.split_k,
+               ": a batch's products are not split (its blocks are already a grid over the batch); leave "
+               "--split-k out");
+  if (f.persistent_blocks > 0 || f.cluster_blocks > 0)
+    user_error(flag, " with --", f.persistent_blocks > 0 ? "persistent-blocks" : "cluster-blocks",
+               ": a batch runs one block per tile; leave the flag out");
+  if (f.autotune || f.tuning_db)
+    user_error(flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
+               ": the tuning problems are single products; leave the flag out");
+}
+
+} // namespace coalesce

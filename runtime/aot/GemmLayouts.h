@@ -1,0 +1,28 @@
+#pragma once
+// coalesce-aot's gemm over a batch of products (--batched, --batch) or
+// inputs that are views (--views, --lda, --ldb): the flags they cannot take,
+// refused by name before anything is compiled. The algorithm is the gemm
+// generator's, its extents and strides from these flags.
+
+#include <string>
+
+namespace coalesce {
+
+/// The flags that decide whether a batched or viewed GEMM can be generated.
+struct GemmLayoutFlags {
+  std::string batched = "none", views = "none";  ///< --batched, --views, as given
+  std::string dtype;                             ///< --dtype, as given
+  bool f32 = false, fp8 = false, swiglu = false; ///< --dtype=f32; e4m3 or e5m2; --epilogue=swiglu
+  bool batch_given = false, lda_given = false, ldb_given = false;
+  int batch = 0; ///< --batch, where given
+  int split_k = 1, persistent_blocks = 0, cluster_blocks = 0;
+  bool autotune = false, tuning_db = false; ///< --autotune; --tuning-db given
+};
+
+/// A UserError naming the flags, for the first combination a batch or a
+/// view cannot take: a count or leading dimension without its --batched or
+/// --views, FP8 or the SwiGLU, f32 (FFMA), a batch with views, split-K,
+/// persistent blocks or clusters with a batch, tuning.
+void check_gemm_layout_flags(const GemmLayoutFlags &flags);
+
+} // namespace coalesce
