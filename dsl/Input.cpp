@@ -47,10 +47,12 @@ Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector
 Expr rows_start_at_multiples(const InputContents &input, int elements) {
   if (input.strides.empty())
     return input.extents.back() % elements == 0;
-  Expr all = make_const(Bool(), 1);
-  for (size_t d = 0; d + 1 < input.strides.size(); ++d)
-    all = d == 0 ? (input.strides[d] % elements == 0) : (all && input.strides[d] % elements == 0);
-  return all;
+  Expr all; // the outer strides' tests, joined
+  for (size_t d = 0; d + 1 < input.strides.size(); ++d) {
+    Expr whole = input.strides[d] % elements == 0;
+    all = all.defined() ? (all && whole) : whole;
+  }
+  return all.defined() ? all : make_const(Bool(), 1);
 }
 
 Expr Input::operator()(std::vector<Expr> args) const {

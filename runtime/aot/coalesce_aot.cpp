@@ -590,7 +590,7 @@ public:
 
   /// --batched, --batch, --views, --lda, --ldb: what a batch or a view runs
   /// with (GemmLayouts.h).
-  void check_batch_flags() const {
+  void check_layout_flags() const {
     GemmLayoutFlags flags;
     flags.batched = batched.value_text();
     flags.views = views.value_text();
@@ -653,7 +653,7 @@ public:
         user_error("--", sizes.first->name(), "=", sizes.first->value(), " and --", sizes.second->name(), "=",
                    sizes.second->value(), " make ", buffer, " ", int64_t{sizes.first->value()} * sizes.second->value(),
                    " elements, over the ", kMaxExtentText, " a buffer may have: no call could run");
-    check_batch_flags();
+    check_layout_flags();
     if (swiglu)
       return build_swiglu();
     if (fp8())
