@@ -18,25 +18,11 @@ using namespace aot_testing;
 
 namespace {
 
-/// While it lives, the tool compiles a batch for a GPU (it refuses to until
-/// coalesce-gpu-check has passed it on one: scheduler/CheckGpuVerified.h);
-/// the tool inherits the variable.
-struct AllowBatchedOnGpu {
-  AllowBatchedOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1); }
-  ~AllowBatchedOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-};
-
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
 } // namespace
 
-TEST_CASE("a batch is refused for a GPU until the GPU check has run it, and nothing is written") {
-  check_refused("--dtype=bf16 --out-dtype=bf16 --batched=both", "is unverified on a GPU: it has run on the CPU only");
-  check_refused("--dtype=bf16 --out-dtype=bf16 --batched=both", "COALESCE_UNVERIFIED_GPU=batched-mma");
-}
-
 TEST_CASE("the flags a batch cannot take are refused by name") {
-  AllowBatchedOnGpu allow;
   struct Bad {
     const char *args, *message;
   };
@@ -55,7 +41,6 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
 }
 
 TEST_CASE("a batch's launcher takes the batch count after M, N and K and documents the dimensions") {
-  AllowBatchedOnGpu allow;
   TempDir dir;
   Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --batched=a --emit=header --name=linear", dir.path);
   INFO(header.err);
@@ -81,7 +66,6 @@ TEST_CASE("a batch's launcher takes the batch count after M, N and K and documen
 TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the grid's z, tensor maps of rank 3") {
   if (!can_compile_launchers())
     return;
-  AllowBatchedOnGpu allow;
   TempDir dir;
   Result generated = aot("--name=batched --dtype=bf16 --out-dtype=bf16 --batched=a --b=nk --output-dir=.", dir.path);
   INFO(generated.err);

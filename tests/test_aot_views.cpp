@@ -18,21 +18,11 @@ using namespace aot_testing;
 
 namespace {
 
-struct AllowViewsOnGpu {
-  AllowViewsOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "strided-inputs", 1); }
-  ~AllowViewsOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-};
-
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
 
 } // namespace
 
-TEST_CASE("views are refused for a GPU until the GPU check has run them, and nothing is written") {
-  check_refused("--dtype=bf16 --b=nk --views=a", "input 'A' is a view with strides, which is unverified on a GPU");
-}
-
 TEST_CASE("the flags views cannot take are refused by name") {
-  AllowViewsOnGpu allow;
   check_refused("--dtype=bf16 --lda=4096", "--lda is the leading dimension of a view: give --views=a");
   check_refused("--dtype=bf16 --ldb=4096", "--ldb is the leading dimension of a view: give --views=b");
   check_refused("--views=a", "--views=a runs on tensor cores: give --dtype=tf32, bf16 or f16");
@@ -43,7 +33,6 @@ TEST_CASE("the flags views cannot take are refused by name") {
 }
 
 TEST_CASE("a launcher of views takes the leading dimensions after the sizes and documents them") {
-  AllowViewsOnGpu allow;
   TempDir dir;
   Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --views=b --emit=header --name=linear", dir.path);
   INFO(header.err);
@@ -60,7 +49,6 @@ TEST_CASE("a launcher of views takes the leading dimensions after the sizes and 
 TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, strides, tensor maps") {
   if (!can_compile_launchers())
     return;
-  AllowViewsOnGpu allow;
   TempDir dir;
   Result generated = aot("--name=views --dtype=bf16 --out-dtype=bf16 --b=nk --views=both --output-dir=.", dir.path);
   INFO(generated.err);

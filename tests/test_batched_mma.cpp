@@ -85,11 +85,6 @@ void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, cons
   }
 }
 
-struct AllowBatchedOnGpu {
-  AllowBatchedOnGpu() { setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1); }
-  ~AllowBatchedOnGpu() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-};
-
 } // namespace
 
 TEST_CASE("each product of a batch on tensor cores has the bits of that product alone") {
@@ -214,16 +209,10 @@ TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming th
   CHECK_HAS(message, "'A' has 3 dimensions (a batch)");
 }
 
-TEST_CASE("for a GPU a batch on tensor cores is refused as unverified, until the GPU check passes it") {
+TEST_CASE("for a GPU a batch on tensor cores is the grid's z") {
   BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
   p.schedule_mma(tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16));
   Pipeline pipeline(p.out);
-  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
-  CHECK_HAS(message, "a batch of tensor-core products (acc has 1 batch dimension before its last two)");
-  CHECK_HAS(message, "coalesce-gpu-check --sections=batched");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=batched-mma");
-  AllowBatchedOnGpu allow;
-  // The batch is the grid's z.
   std::string ptx = pipeline.ptx();
   CHECK(ptx.find("%ctaid.z") != std::string::npos);
 }
@@ -233,7 +222,6 @@ TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
     MESSAGE("ptxas not found: skipping the assembly");
     return;
   }
-  AllowBatchedOnGpu allow;
   for (Path path : {Path::WarpMma, Path::WarpgroupAsync, Path::WarpgroupTma}) {
     INFO(path_name(path));
     MmaKind kind = path == Path::WarpMma ? MmaKind::BF16_m16n8k16 : MmaKind::BF16_wgmma_m64k16;

@@ -256,12 +256,10 @@ TEST_CASE("the key: a view's strides are part of it (the nest before flattening 
     schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132));
     return out;
   };
-  setenv("COALESCE_UNVERIFIED_GPU", "strided-inputs", 1);
   GpuTarget target;
   std::string rows_48 = ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(48)), target);
   CHECK(rows_48 == ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(48)), target));
   CHECK(rows_48 != ptx_cache_key(lower_gpu_nest(gemm_reading_a_at(56)), target));
-  unsetenv("COALESCE_UNVERIFIED_GPU");
 }
 
 TEST_CASE("the cache counts its entries and clears them, and only them") {

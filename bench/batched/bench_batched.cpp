@@ -7,10 +7,7 @@
 // rows, spread over the batch's first, middle and last products, against a
 // double reference on the host), then timed under the benchmark's protocol
 // (runtime/GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA
-// events, the L2 flushed before each, the median). A batch on tensor cores
-// is refused for a GPU until coalesce-gpu-check --sections=batched has
-// passed it; this benchmark compiles it anyway (COALESCE_UNVERIFIED_GPU),
-// after checking its numbers. Google Benchmark's flags pass through
+// events, the L2 flushed before each, the median). Google Benchmark's flags pass through
 // (--benchmark_out=batched.json).
 
 #include "bench/common/LayerBench.h"
@@ -157,9 +154,6 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // The batch's kernels are compiled for the GPU before the GPU check has
-  // passed them: each is checked here before it is timed.
-  setenv("COALESCE_UNVERIFIED_GPU", "batched-mma", 1);
   bench::LayerBenchState<Problem> bench;
   g_bench = &bench;
   bench::LayerBenchProgram program{

@@ -15,7 +15,6 @@
 
 #include "bench/gpu_check/BatchedCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
@@ -125,7 +124,6 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
 void check_batched(Precision p) {
   if (p == Precision::FP32)
     return;
-  AllowUnverified allow("batched-mma");
   std::printf("\n==== %s: a batch of products on tensor cores ====\n", reference::precision_name(p));
   const std::string precision = reference::precision_name(p);
   for (MmaPath path : device_mma_paths())
@@ -136,7 +134,6 @@ void check_batched(Precision p) {
 }
 
 void batched_sanitizer_case() {
-  AllowUnverified allow("batched-mma");
   for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
               std::string("bf16 batched (sanitizer), ") + mma_path_name(path));

@@ -12,7 +12,6 @@
 
 #include "bench/gpu_check/StridedCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
@@ -136,7 +135,6 @@ void check_one(Precision p, MmaPath path, const Shape &s, const std::string &nam
 void check_strided(Precision p) {
   if (p == Precision::FP32)
     return;
-  AllowUnverified allow("strided-inputs");
   std::printf("\n==== %s: inputs that are views (strides) ====\n", reference::precision_name(p));
   for (MmaPath path : device_mma_paths())
     for (const Shape &s : kShapes)
@@ -144,7 +142,6 @@ void check_strided(Precision p) {
 }
 
 void strided_sanitizer_case() {
-  AllowUnverified allow("strided-inputs");
   for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, {131, 264, 200, 208, 204},
               std::string("bf16 views (sanitizer), ") + mma_path_name(path));

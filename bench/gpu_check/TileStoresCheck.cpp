@@ -17,7 +17,6 @@
 #include "bench/gpu_check/TileStoresCheck.h"
 
 #include "bench/common/GemmPointers.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
@@ -195,7 +194,6 @@ void check_one(Precision p, const MmaTiling &tiling, StagedAndDirect &kernels, c
 void check_tile_stores(Precision p) {
   if (p == Precision::FP32 || !target_for_current_device().has_warpgroup_mma())
     return;
-  AllowUnverified allow("tile-stores-sums");
   std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
               reference::precision_name(p));
   std::vector<MmaTiling> ts = tilings(p);
@@ -209,7 +207,6 @@ void check_tile_stores(Precision p) {
 }
 
 void tile_stores_sanitizer_case() {
-  AllowUnverified allow("tile-stores-sums");
   for (const MmaTiling &t : tilings(Precision::BF16)) {
     StagedAndDirect kernels;
     check_one(Precision::BF16, t, kernels, {131, 264, 200}, "bf16 sums staged (sanitizer)");

@@ -160,9 +160,7 @@ public:
       "a batch of products, out batch x M x N, the batch the grid's third dimension: none (one product); both (A "
       "batch x M x K, B batch x K x N, or batch x N x K with --b=nk); a (A batched, one B for the whole batch: a "
       "weight that every input of the batch shares); b (B batched, one A). On tensor cores (tf32, bf16, f16), "
-      "without --split-k, --persistent-blocks, --cluster-blocks or tuning; for a GPU it is refused until "
-      "coalesce-gpu-check --sections=batched has passed it there (COALESCE_UNVERIFIED_GPU=batched-mma compiles it "
-      "anyway)"};
+      "without --split-k, --persistent-blocks, --cluster-blocks or tuning"};
   SizeParam batch{this, "batch", "with --batched: products in the batch"};
   EnumParam<Views> views{
       this,
@@ -172,8 +170,7 @@ public:
       "inputs that are views into larger tensors, their rows --lda (A) or --ldb (B) elements apart: none (dense); "
       "a; b; both. The launcher takes the leading dimensions after the sizes and checks each buffer's reach; the "
       "copies test them for 16-byte vectors and the TMA at run time. Not with --batched, FP8 or "
-      "--epilogue=swiglu; for a GPU refused until coalesce-gpu-check --sections=strided has passed views there "
-      "(COALESCE_UNVERIFIED_GPU=strided-inputs generates them anyway)"};
+      "--epilogue=swiglu"};
   SizeParam lda{this, "lda", "with --views=a or both: elements from one row of A to the next"};
   SizeParam ldb{this, "ldb", "with --views=b or both: elements from one row of B to the next"};
   EnumParam<examples::Fp8Scales> scales{
@@ -284,7 +281,7 @@ public:
       "tensor cores: how blocks store their output tiles (gpu_tile_stores): direct (each thread its elements), "
       "shared (through a shared-memory tile, in 16-byte vectors; 16-bit outputs) or sums (the f32 sums through "
       "shared memory, the epilogue computed in the copy, a vector at a time: its code once, a fraction of the "
-      "compile time; refused for a GPU until coalesce-gpu-check has passed it there); auto: the tiling's"};
+      "compile time); auto: the tiling's"};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "
