@@ -58,7 +58,9 @@ private:
 };
 
 // The statement with its store redirected into the shared tile, and the
-// tile's origin and extents in the output.
+// tile's origin and extents in the output. The tile is the store's last two
+// indices; any before them (a batch) must be one point per statement, so
+// the tile's store drops them.
 class Redirect : public UniformRangesMutator {
 public:
   Redirect(std::set<std::string> bound, std::string tile)
@@ -72,9 +74,11 @@ private:
   const std::string tile_;
   Stmt visit(const Store *op, const Stmt &self) override {
     std::vector<Expr> local;
-    for (const Expr &index : op->indices) {
+    const size_t tile_dims = op->indices.size() - 2;
+    for (size_t d = 0; d < op->indices.size(); ++d) {
+      const Expr &index = op->indices[d];
       std::optional<UniformRange> range = ranges().of(index);
-      if (!range) {
+      if (!range || (d < tile_dims && range->hi != range->lo)) {
         ok = false;
         return self;
       }
@@ -82,7 +86,8 @@ private:
                                             : make_const(index.type(), range->lo);
       origin.push_back(first);
       extents.push_back(range->hi - range->lo + 1);
-      local.push_back(simplify(index - first));
+      if (d >= tile_dims)
+        local.push_back(simplify(index - first));
     }
     return Store::make(tile_, local, op->value);
   }
@@ -217,7 +222,7 @@ private:
       return std::nullopt;
     Survey survey(output_.name);
     survey.visit_stmt(nest);
-    if (!survey.stageable || !survey.store || survey.store->indices.size() != 2)
+    if (!survey.stageable || !survey.store || survey.store->indices.size() < 2)
       return std::nullopt;
     std::string tile = output_tile_name(output_.name);
     Redirect redirect(names_bound_in(nest), tile);
@@ -226,7 +231,8 @@ private:
     int lanes = kVectorBytes / bytes;
     if (!redirect.ok || kVectorBytes % bytes != 0)
       return std::nullopt;
-    int64_t rows = redirect.extents[0], columns = redirect.extents[1];
+    const size_t dims = redirect.extents.size();
+    int64_t rows = redirect.extents[dims - 2], columns = redirect.extents[dims - 1];
     // Each element once: the box is the tile (see the header).
     if (rows * columns != survey.visits || columns % lanes != 0)
       return std::nullopt;
@@ -257,8 +263,8 @@ private:
       return std::nullopt;
     tiles_ = tiles;
     Expr aligned = domain_.back() % lanes == 0;
-    if (!provably_multiple_of(redirect.origin[1], lanes))
-      aligned = aligned && redirect.origin[1] % lanes == 0;
+    if (!provably_multiple_of(redirect.origin.back(), lanes))
+      aligned = aligned && redirect.origin.back() % lanes == 0;
     aligned = simplify(aligned);
     Stmt vectors = copy_out(survey.thread_loops, redirect.origin, rows, columns, lanes, guarded_copy);
     Stmt elements = copy_out(survey.thread_loops, redirect.origin, rows, columns, 1, guarded_copy);
@@ -272,12 +278,21 @@ private:
     return LetStmt::make(name, aligned, Block::make({writes, Barrier::make(), copy, Barrier::make()}));
   }
 
+  // The output's element at (row, column) of the tile whose origin is
+  // `origin` (a batch's indices first).
+  static std::vector<Expr> point_of(const std::vector<Expr> &origin, const Expr &row, const Expr &column) {
+    std::vector<Expr> point(origin.begin(), origin.end() - 2);
+    point.push_back(simplify(origin[origin.size() - 2] + row));
+    point.push_back(simplify(origin.back() + column));
+    return point;
+  }
+
   // What the copy stores at (row, column) of the tile: the tile's element,
   // or the output's definition there, each Func read from its tile.
   Expr value_at(const std::vector<Expr> &origin, const Expr &row, const Expr &column) const {
     if (stores_ != TileStores::SumsThroughShared)
       return Load::make(output_.type, output_tile_name(output_.name), {row, column});
-    std::vector<Expr> point = {simplify(origin[0] + row), simplify(origin[1] + column)};
+    std::vector<Expr> point = point_of(origin, row, column);
     return definition_at_point(output_, point, [&](const std::string &func) {
       auto tile = std::find_if(tiles_->begin(), tiles_->end(),
                                [&](const SharedTile &t) { return t.name == output_tile_name(func); });
@@ -310,7 +325,7 @@ private:
     Expr flat = Variable::make(Int(32), flat_name);
     Expr row = flat / static_cast<int>(runs_per_row);
     Expr column = lanes == 1 ? flat % static_cast<int>(runs_per_row) : flat % static_cast<int>(runs_per_row) * lanes;
-    std::vector<Expr> at = {simplify(origin[0] + row), simplify(origin[1] + column)};
+    std::vector<Expr> at = point_of(origin, row, column);
     bool sums = stores_ == TileStores::SumsThroughShared;
     Stmt copy;
     if (lanes == 1) {
@@ -329,8 +344,12 @@ private:
                                                     {Load::make(output_.type, vector, {Expr(0)}), Expr(lanes)}));
       copy = Allocate::make(vector, output_.type, MemoryType::Register, {Expr(lanes)}, Block::make({fill, store}));
     }
-    if (guarded)
-      copy = IfThenElse::make(simplify(at[0] < domain_[0] && at[1] < domain_[1]), copy);
+    if (guarded) {
+      Expr inside = at[0] < domain_[0];
+      for (size_t d = 1; d < at.size(); ++d)
+        inside = inside && at[d] < domain_[d];
+      copy = IfThenElse::make(simplify(inside), copy);
+    }
     if (runs % threads != 0)
       copy = IfThenElse::make(flat < static_cast<int>(runs), copy);
     copy = LetStmt::make(flat_name, simplify(Variable::make(Int(32), step_name) * static_cast<int>(threads) + thread),

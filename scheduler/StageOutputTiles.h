@@ -17,7 +17,8 @@
 //                                            else:
 //                                              for warp ...: for lane ...: for e in serial(0, 128):
 //                                                let flat = e*256 + warp*32 + lane
-//                                                out[bi*128 + flat/256, bj*256 + flat % 256] = out_tile[flat/256, flat % 256]
+//                                                out[bi*128 + flat/256, bj*256 + flat % 256] = out_tile[flat/256, flat
+//                                                % 256]
 //                                            barrier
 //
 // On partition_full_tiles's `if <whole tile inside>: <full-tile copy>
@@ -51,6 +52,9 @@
 // R x C elements that the statement's loops visit R x C times (a block's
 // tile of a pure definition visits each element once, so the box is
 // exactly its tile), with C times the element's bytes a multiple of 16.
+// The box is the store's last two indices; indices before them (a batch's,
+// out[b, i, j]) must each be one point in the statement, a block's, and
+// the copy stores at them.
 // The vectors need the output's rows and the tile's first column at 16-byte
 // multiples, which the run-time condition checks. The shared tile's rows
 // are padded by 16 bytes, so that the fragment layout's stores (eight rows

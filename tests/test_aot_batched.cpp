@@ -63,6 +63,21 @@ TEST_CASE("a batch's launcher takes the batch count after M, N and K and documen
   CHECK(has(fixed.out, "batch fixed at 8 (any other value is rejected)"));
 }
 
+TEST_CASE("a batch of a known count takes the tile that fills the GPU with every product's blocks") {
+  TempDir dir;
+  // One 512 x 512 product would take small tiles; 64 of them fill 132
+  // multiprocessors with 128 x 256.
+  Result loops = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --batch=64 -M=512 -N=512 -K=512 --emit=loops "
+                     "--name=batch --target=sm_90a",
+                     dir.path);
+  INFO(loops.err);
+  REQUIRE(loops.status == 0);
+  CHECK(has(loops.out, "for b in gpu_block.z(0, 64):"));
+  CHECK(has(loops.out, "for bi in gpu_block.y(0, 4):"));
+  CHECK(has(loops.out, "for bj in gpu_block.x(0, 2):"));
+  CHECK(has(loops.out, "allocate out_tile[128][264] bf16 in shared"));
+}
+
 TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the grid's z, tensor maps of rank 3") {
   if (!can_compile_launchers())
     return;

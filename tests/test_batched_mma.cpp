@@ -209,12 +209,40 @@ TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming th
   CHECK_HAS(message, "'A' has 3 dimensions (a batch)");
 }
 
-TEST_CASE("for a GPU a batch on tensor cores is the grid's z") {
+TEST_CASE("for a GPU a batch on tensor cores is the grid's z, each block's tile stored through shared memory") {
   BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
-  p.schedule_mma(tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16));
+  MmaTiling t = tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16);
+  REQUIRE(t.tile_stores == TileStores::ThroughShared);
+  p.schedule_mma(t);
   Pipeline pipeline(p.out);
+  // The tile is the last two dimensions; the copy stores at the block's b.
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "allocate out_tile[128][264] bf16 in shared");
+  CHECK_HAS(nest, "out[b, bi*128 + flat/32, bj*256 + flat % 32*8] = load_vector(out_tile[");
   std::string ptx = pipeline.ptx();
   CHECK(ptx.find("%ctaid.z") != std::string::npos);
+  CHECK(ptx.find("st.global.v4.b32") != std::string::npos);
+}
+
+TEST_CASE("a batch's default tiling counts the blocks of every product") {
+  const MmaKind kind = MmaKind::BF16_wgmma_m64k16;
+  // One 512 x 512 product fills the GPU only with small tiles; 64 of them
+  // fill it with the widest.
+  MmaTiling one = default_mma_tiling(kind, 512, 512, 512, 132);
+  MmaTiling batch = default_batched_mma_tiling(kind, 64, 512, 512, 512, 132);
+  CHECK(one.block_m * one.block_n < 128 * 256);
+  CHECK(batch.block_m == 128);
+  CHECK(batch.block_n == 256);
+  CHECK(batch.tile_stores == TileStores::ThroughShared);
+  CHECK(batch.split_k == 1);
+  CHECK_FALSE(batch.groups_blocks());
+  // A batch of one is the product's own tile.
+  MmaTiling single = default_batched_mma_tiling(kind, 1, 512, 512, 512, 132);
+  CHECK(single.block_m == default_mma_tiling(kind, 512, 512, 132).block_m);
+  CHECK(single.block_n == default_mma_tiling(kind, 512, 512, 132).block_n);
+  // Rows the TMA cannot read take its padded copies' flag, which the
+  // recipe turns into cp.async copies for a batch.
+  CHECK(default_batched_mma_tiling(kind, 4, 512, 512, 100, 132).tma_padded_copies);
 }
 
 TEST_CASE("a batch's kernels assemble cleanly with ptxas") {

@@ -60,7 +60,7 @@ struct Problem {
     b_dev = bench::upload(b);
     bias_dev = bench::upload(bias);
     out_dev = gpu::DeviceBuffer(size_t(s.batch) * s.M * s.N * 2);
-    tiling = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, s.M, s.N, sm_count);
+    tiling = default_batched_mma_tiling(MmaKind::BF16_wgmma_m64k16, s.batch, s.M, s.N, s.K, sm_count);
     gemm = std::make_unique<examples::BatchedGemm>(BFloat(16), BFloat(16), examples::BatchedOperands::Both);
     gemm->schedule_mma(tiling);
     pipeline = std::make_unique<Pipeline>(gemm->out);

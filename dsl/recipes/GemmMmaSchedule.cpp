@@ -47,8 +47,9 @@ struct Tile {
   bool stores_through_shared = false;
 };
 
-int64_t tile_count(const Tile &t, int64_t M, int64_t N) {
-  return ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
+// The blocks of `batch` products of M x N in tiles `t`.
+int64_t tile_count(const Tile &t, int64_t M, int64_t N, int64_t batch = 1) {
+  return batch * ((M + t.block_m - 1) / t.block_m) * ((N + t.block_n - 1) / t.block_n);
 }
 
 // The first (largest) of `tiles` whose blocks fill nine in ten of the
@@ -61,12 +62,14 @@ int64_t tile_count(const Tile &t, int64_t M, int64_t N) {
 // tiles there, split 2 ways at 4096 x 1024); counting one slot per
 // multiprocessor made 1024^3's tile 128 x 64, 0.0156 -> 0.0162 ms. So
 // 128 x 128 (two per SM) is no default's now: 128 x 256 fills nine in ten
-// SMs wherever it would fill nine in ten of twice as many slots.
-template <size_t Count> const Tile &first_filling(const Tile (&tiles)[Count], int64_t M, int64_t N, int sm_count) {
+// SMs wherever it would fill nine in ten of twice as many slots. A batch
+// counts the blocks of all its products.
+template <size_t Count>
+const Tile &first_filling(const Tile (&tiles)[Count], int64_t M, int64_t N, int sm_count, int64_t batch = 1) {
   for (const Tile &t : tiles) {
     if (t.block_m > 64 && M > 0 && M <= 64)
       continue;
-    if (M <= 0 || N <= 0 || tile_count(t, M, N) * 10 >= int64_t{t.min_blocks} * sm_count * 9)
+    if (M <= 0 || N <= 0 || tile_count(t, M, N, batch) * 10 >= int64_t{t.min_blocks} * sm_count * 9)
       return t;
   }
   return tiles[Count - 1];
@@ -100,12 +103,12 @@ MmaTiling tiling_of(const Tile &pick, MmaKind kind) {
 // 3072^3 0.120 -> 0.092 ms (128 x 192), 2048 x 5120 x 5120 0.181 -> 0.171
 // (128 x 128), 1536 x 8960 x 1536 0.098 (0.094 at 128 x 192, 3.3% by the
 // count: kept); 4096^3, 8192^3, 2048^3 and 4096 x 1024 x 4096 keep 128 x 256.
-const Tile &fewest_waves(const Tile &wide, int64_t M, int64_t N, int sm_count) {
+const Tile &fewest_waves(const Tile &wide, int64_t M, int64_t N, int sm_count, int64_t batch) {
   static const Tile narrower[] = {{128, 192, 64, 192, 1, 4, true}, {128, 128, 64, 128, 1, 4, true}};
   static const double wave_cost[] = {0.77, 0.57};
   if (M <= 0 || N <= 0 || sm_count <= 0)
     return wide;
-  auto waves = [&](const Tile &t) { return double((tile_count(t, M, N) + sm_count - 1) / sm_count); };
+  auto waves = [&](const Tile &t) { return double((tile_count(t, M, N, batch) + sm_count - 1) / sm_count); };
   const Tile *pick = &wide;
   double best = waves(wide) * 0.95;
   for (size_t n = 0; n < std::size(narrower); ++n)
@@ -132,9 +135,8 @@ int one_wave_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blo
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({slots / tiles, deep_enough, kMaxDefaultSlices})));
 }
 
-} // namespace
-
-MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
+// default_mma_tiling's choice for `batch` products of M x N.
+MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_t N, int sm_count) {
   bool tf32 = mma_rounds_to_tf32(kind);
   if (is_warpgroup_mma(kind)) {
     // Where the tiles still fill every multiprocessor: two warpgroups of
@@ -159,8 +161,8 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
                                       {128, 64, 64, 64, 2, 3, false},
                                       {128, 64, 64, 64, 1, 4, true},
                                       {64, 64, 64, 64, 2, 6, false}};
-    const Tile &filling = first_filling(wide_tiles, M, N, sm_count);
-    const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count) : filling;
+    const Tile &filling = first_filling(wide_tiles, M, N, sm_count, batch);
+    const Tile &pick = &filling == &wide_tiles[0] ? fewest_waves(filling, M, N, sm_count, batch) : filling;
     MmaTiling tiling = tiling_of(pick, kind);
     tiling.k_step = 128 / mma_instruction(kind).operand.bytes(); // one 128-byte swizzled row
     // The 128 x 256 tile of a 16-bit output through shared memory (the
@@ -196,13 +198,28 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
-  MmaTiling tiling = tiling_of(first_filling(tiles, M, N, sm_count), kind);
+  MmaTiling tiling = tiling_of(first_filling(tiles, M, N, sm_count, batch), kind);
   tiling.k_step = tf32 ? 16 : 32;
   // Three steps in flight (dynamic shared memory past 48 KiB): at 4096^3 on
   // the H200, bf16 0.631 -> 0.511 ms and tf32 2.075 -> 1.456 ms against
   // double buffering; four or five were no faster.
   tiling.stages = 3;
   return tiling;
+}
+
+} // namespace
+
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
+  return default_tiling_of_batch(kind, 1, M, N, sm_count);
+}
+
+MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count) {
+  MmaTiling t = default_tiling_of_batch(kind, std::max<int64_t>(batch, 1), M, N, sm_count);
+  // The grid's z runs the products one after another, each product's tiles
+  // together: no groups to keep A and B in L2 across products.
+  t.block_group_rows = 0;
+  use_tma_copies_where_needed(t, N, K);
+  return t;
 }
 
 namespace {

@@ -104,6 +104,13 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// with TMA copies, copies of the inputs (tma_padded_copies) where the TMA
 /// needs them (use_tma_copies_where_needed).
 MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
+/// For `batch` products of M x N x K (out(b, i, j), the batch the grid's
+/// z): the tile default_mma_tiling(kind, M, N, sm_count) takes, counting
+/// the blocks of every product (so 64 products of 512 x 512 take 128 x 256
+/// tiles, not the 64 x 64 that fill the GPU for one), unsplit (a batch's
+/// products are not split), without block groups, and with the copies
+/// the TMA needs (use_tma_copies_where_needed).
+MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// For a 16-bit warpgroup MMA where M is at most 32 rows (a decode step;
 /// B stored either way: N x K, nn.Linear's weight, is read K-major, K x N

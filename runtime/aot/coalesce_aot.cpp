@@ -430,8 +430,12 @@ public:
     // --split-k=0 at a fixed shape: the library's default for it, whose
     // split comes with its tile and combine (a deep K's 128 x 128 tiles and
     // combine kernel).
+    // A batch of a known count: the tile counts every product's blocks.
     MmaTiling tiling =
-        split_k == 0 && M.fixed() && N.fixed() && K.fixed()
+        batched != Batched::None && batch.fixed()
+            ? default_batched_mma_tiling(kind, batch.value(), M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0,
+                                         K.fixed() ? K.value() : 0, multiprocessors())
+        : split_k == 0 && M.fixed() && N.fixed() && K.fixed()
             ? default_mma_tiling(kind, M.value(), N.value(), K.value(), multiprocessors())
             : default_mma_tiling(kind, M.fixed() ? M.value() : 0, N.fixed() ? N.value() : 0, multiprocessors());
     // A decode step's few rows of x: swap-AB, as the library's default does
