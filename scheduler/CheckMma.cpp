@@ -36,13 +36,15 @@ struct Context {
   std::string where() const { return str_cat("in schedule for ", stage_description(func, s), ": mma: "); }
 };
 
-// The update must be acc(i, j) + A(i, k) * B(k, j), or + A(i, k) * W(j, k)
-// with B stored N x K (in either order of the factors): the one computation
-// an MMA instruction performs.
+// The update must be acc(i, j) + A(i, k) * B(k, j), with A stored M x K
+// (A(i, k)) or K x M (A(k, i)) and B stored K x N (B(k, j)) or N x K
+// (W(j, k)), in either order of the factors: the one computation an MMA
+// instruction performs.
 MmaOperands match_update(const Context &c, MmaKind kind) {
   const FuncContents &func = c.func;
   const Definition &update = func.updates[c.s - 1];
-  std::string shape = str_cat(func.name, "(i, j) + A(i, k) * B(k, j) (or * W(j, k), B stored N x K)");
+  std::string shape =
+      str_cat(func.name, "(i, j) + A(i, k) * B(k, j) (A may be read A(k, i), stored K x M; B W(j, k), stored N x K)");
   auto reject = [&](const std::string &why) {
     user_error(c.where(), "the update ", func.name, "(...) = ", to_string(update.value), " ", why,
                "; a warp MMA computes exactly ", shape, " with A and B inputs of type ", operand_type(kind),
@@ -92,7 +94,15 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
     size_t n = call->args.size();
     return batch_args(call) && is_var(call->args[n - 2], x) && is_var(call->args[n - 1], y);
   };
-  auto is_a = [&](const Call *call) { return last_two(call, i, k); };
+  // A(i, k) or A(k, i): which of A's last two dimensions k indexes.
+  auto a_k_dim = [&](const Call *call) {
+    if (last_two(call, i, k))
+      return 1;
+    if (last_two(call, k, i))
+      return 0;
+    return -1;
+  };
+  auto is_a = [&](const Call *call) { return a_k_dim(call) >= 0; };
   // B(k, j) or W(j, k): which of B's last two dimensions k indexes.
   auto b_k_dim = [&](const Call *call) {
     if (last_two(call, k, j))
@@ -103,7 +113,8 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
   };
   auto is_b = [&](const Call *call) { return b_k_dim(call) >= 0; };
   if (!(is_a(x) && is_b(y)) && !(is_a(y) && is_b(x)))
-    reject(str_cat("does not read its inputs as A(", i, ", ", k, ") and B(", k, ", ", j, ") or W(", j, ", ", k, ")"));
+    reject(str_cat("does not read its inputs as A(", i, ", ", k, ") or A(", k, ", ", i, ") and B(", k, ", ", j,
+                   ") or W(", j, ", ", k, ")"));
   const Call *a = is_a(x) && is_b(y) ? x : y, *b = a == x ? y : x;
   for (const Call *operand : {a, b}) {
     if (operand->type != operand_type(kind))
@@ -114,13 +125,18 @@ MmaOperands match_update(const Context &c, MmaKind kind) {
                  : operand->type.is_fp8() ? str_cat(" (", operand->type, " wgmma, a warpgroup MMA)")
                                           : "");
   }
-  // The 8-bit instructions read B K-major, and no copy of ours transposes
-  // 8-bit elements: B must be stored N x K, as FP8 weights are.
+  // The 8-bit instructions read A and B K-major, and no copy of ours
+  // transposes 8-bit elements: A must be stored M x K, B N x K, as FP8
+  // activations and weights are.
+  if (operand_type(kind).is_fp8() && a_k_dim(a) != 1)
+    user_error(c.where(), mma_kind_name(kind), " reads both operands K-major, but '", a->name, "' is read as ", a->name,
+               "(", k, ", ", i, "), stored K x M; store it M x K and read it as ", a->name, "(", i, ", ", k, ")");
   if (operand_type(kind).is_fp8() && b_k_dim(b) != 1)
     user_error(c.where(), mma_kind_name(kind), " reads both operands K-major, but '", b->name, "' is read as ",
                b->name, "(", k, ", ", j, "), stored K x N; store it N x K and read it as ", b->name, "(", j, ", ", k,
                ") (nn.Linear's weight layout)");
   MmaOperands operands{a->name, b->name, b_k_dim(b)};
+  operands.a_k_dim = a_k_dim(a);
   // The instruction's rows and columns are out's last two dimensions; the
   // batch ones are loops outside the tile.
   const MmaLayout &layout = func.schedule.stages[c.s].mma_layout;
@@ -233,7 +249,7 @@ void check_ragged_reduction(const Context &c, const MmaOperands &operands) {
     return;
   Expr end = simplify(min + extent);
   for (const auto &[input, dim] :
-       {std::make_pair(operands.a, operands.a_rank - 1), std::make_pair(operands.b, operands.b_k_dimension())}) {
+       {std::make_pair(operands.a, operands.a_k_dimension()), std::make_pair(operands.b, operands.b_k_dimension())}) {
     auto found = c.env.inputs.find(input);
     if (found == c.env.inputs.end())
       continue;
@@ -271,7 +287,8 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
   if (columns % 64 && (!column_operand_k_major || mma_instruction(stage.mma.kind).operand.bits != 16))
     user_error(c.where(), "a warpgroup tile of 64 x ", columns, " for ", mma_kind_name(stage.mma.kind), ": ",
                !column_operand_k_major
-                   ? str_cat("'", operands.column_operand(), "' is read with its rows along k (stored K x N), in ",
+                   ? str_cat("'", operands.column_operand(), "' is read with its rows along k (stored ",
+                             operands.column_operand() == operands.a ? "K x M" : "K x N", "), in ",
                              "swizzled atoms of 64 columns, so N must be a multiple of 64")
                    : str_cat("N narrower than a multiple of 64 takes 16-bit operands (bf16, f16)"),
                "; give mma_tile a multiple of 64");
@@ -286,12 +303,14 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
                  ", layout, copies))", staged == stage.staged_inputs.end() ? std::string()
                                                                   : str_cat(", not at '", staged->at_loop, "'"));
     if (staged->layout.padding || staged->layout.transposed)
-      user_error(c.where(), mma_kind_name(stage.mma.kind), " finds its operands in shared memory by the 128-byte "
-                 "swizzled layout the compiler gives their tiles; staging '", input, "' with ",
+      user_error(c.where(), mma_kind_name(stage.mma.kind),
+                 " finds its operands in shared memory by the 128-byte "
+                 "swizzled layout the compiler gives their tiles; staging '",
+                 input, "' with ",
                  staged->layout.padding ? str_cat("padding ", staged->layout.padding) : std::string("transposition"),
                  " would move them: leave SharedLayout's padding at 0 and transposed false",
-                 mma_staged_transposed(stage.mma.kind, operands, operands.b)
-                     ? " (the compiler stores B K-major itself)"
+                 mma_staged_transposed(stage.mma.kind, operands, input)
+                     ? str_cat(" (the compiler stores ", input, " K-major itself)")
                      : "");
   }
 }
@@ -299,15 +318,30 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
 } // namespace
 
 bool mma_staged_transposed(MmaKind kind, const MmaOperands &operands, const std::string &input) {
-  return input == operands.b && warpgroup_mma_reads_b_k_major(kind) && !operands.b_k_contiguous();
+  // The instruction table's major for B holds for A too: only the 16-bit
+  // warpgroup MMAs have the transpose flags that read an operand MN-major.
+  if (!warpgroup_mma_reads_b_k_major(kind))
+    return false;
+  return (input == operands.b && !operands.b_k_contiguous()) || (input == operands.a && !operands.a_k_contiguous());
 }
 
+namespace {
+
+// Whether `input` (A or B) lies K-major in shared memory: stored with k
+// contiguous, or transposed by the compiler while staging.
+bool staged_k_major(MmaKind kind, const MmaOperands &operands, const std::string &input) {
+  const bool k_contiguous = input == operands.a ? operands.a_k_contiguous() : operands.b_k_contiguous();
+  return k_contiguous || mma_staged_transposed(kind, operands, input);
+}
+
+} // namespace
+
 bool row_operand_staged_k_major(MmaKind kind, const MmaOperands &operands) {
-  return !operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(kind, operands, operands.b);
+  return staged_k_major(kind, operands, operands.row_operand());
 }
 
 bool column_operand_staged_k_major(MmaKind kind, const MmaOperands &operands) {
-  return operands.rows_along_j || operands.b_k_contiguous() || mma_staged_transposed(kind, operands, operands.b);
+  return staged_k_major(kind, operands, operands.column_operand());
 }
 
 MmaOperands mma_operands(const FuncContents &func, size_t stage) {

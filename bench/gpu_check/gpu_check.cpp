@@ -49,6 +49,7 @@
 #include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/Fp8Check.h"
 #include "bench/gpu_check/KMajorCheck.h"
+#include "bench/gpu_check/MMajorCheck.h"
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
@@ -372,7 +373,8 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"swiglu", gpu_check::swiglu_sanitizer_case},
       {"tile-stores", gpu_check::tile_stores_sanitizer_case},
       {"batched", gpu_check::batched_sanitizer_case},
-      {"strided", gpu_check::strided_sanitizer_case}};
+      {"strided", gpu_check::strided_sanitizer_case},
+      {"m-major", gpu_check::m_major_a_sanitizer_case}};
   return groups;
 }
 
@@ -499,7 +501,7 @@ void fp32_check(bool full) {
 /// The full check's sections, in the order they run (--sections picks some).
 const std::vector<std::string> &full_check_sections() {
   static const std::vector<std::string> sections = {
-      "math",    "fp32",      "mma", "reduction-start",  "k-major", "tile-stores", "batched",
+      "math",    "fp32",      "mma", "reduction-start",  "k-major", "m-major", "tile-stores", "batched",
       "strided", "epilogues", "fp8", "fused-reductions", "split-k"};
   return sections;
 }
@@ -552,6 +554,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions, const
         gpu_check::check_reduction_start(p);
       if (runs("k-major"))
         gpu_check::check_k_major_b(p);
+      if (runs("m-major"))
+        gpu_check::check_m_major_a(p);
       if (runs("tile-stores"))
         gpu_check::check_tile_stores(p);
       if (runs("batched"))
@@ -593,17 +597,18 @@ int main(int argc, char **argv) {
                                      "fused SwiGLU once each at a ragged shape (" + kSanitizerShape.str() +
                                      " and near it), for compute-sanitizer";
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
-  cl::opt<std::string> sanitizer_cases("sanitizer-cases",
-                                       cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-                                                "split-k, k-major, fp8, swiglu, tile-stores, batched, strided; "
-                                                "default: all)"),
-                                       cl::value_desc("list"), cl::cat(category));
+  cl::opt<std::string> sanitizer_cases(
+      "sanitizer-cases",
+      cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
+               "split-k, k-major, fp8, swiglu, tile-stores, batched, strided, m-major; "
+               "default: all)"),
+      cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
-      cl::desc(
-          "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-          "tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k; default: all); the bf16-only ones "
-          "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
+      cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
+               "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k; default: all); the "
+               "bf16-only ones "
+               "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
       cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;
