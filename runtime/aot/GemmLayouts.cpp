@@ -6,6 +6,14 @@ namespace coalesce {
 
 void check_gemm_layout_flags(const GemmLayoutFlags &f) {
   const bool views = f.views != "none", batched = f.batched != "none";
+  if (f.a_km && (f.f32 || f.fp8 || f.swiglu))
+    user_error("--a=km (A stored K x M) with ", f.swiglu ? std::string("--epilogue=swiglu") : "--dtype=" + f.dtype,
+               f.f32 ? ": it runs on tensor cores: give --dtype=tf32, bf16 or f16"
+               : f.fp8 ? ": the 8-bit warpgroup MMA reads A K-major; store A M x K (--a=mk)"
+                       : ": the SwiGLU's x is stored M x K; leave --a out");
+  if (f.a_km && (f.autotune || f.tuning_db))
+    user_error("--a=km with ", f.autotune ? "--autotune" : "--tuning-db",
+               ": the tuning problems store A M x K; leave the flag out");
   if (!views && (f.lda_given || f.ldb_given))
     user_error("--", f.lda_given ? "lda" : "ldb",
                " is the leading dimension of a view: give --views=", f.lda_given ? "a" : "b",

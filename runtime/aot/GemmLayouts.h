@@ -1,6 +1,7 @@
 #pragma once
-// coalesce-aot's gemm over a batch of products (--batched, --batch) or
-// inputs that are views (--views, --lda, --ldb): the flags they cannot take,
+// coalesce-aot's gemm with A stored K x M (--a=km), over a batch of
+// products (--batched, --batch) or inputs that are views (--views, --lda,
+// --ldb): the flags they cannot take,
 // refused by name before anything is compiled. The algorithm is the gemm
 // generator's, its extents and strides from these flags.
 
@@ -11,6 +12,7 @@ namespace coalesce {
 /// The flags that decide whether a batched or viewed GEMM can be generated.
 struct GemmLayoutFlags {
   std::string batched = "none", views = "none";  ///< --batched, --views, as given
+  bool a_km = false;                             ///< --a=km: A stored K x M
   std::string dtype;                             ///< --dtype, as given
   bool f32 = false, fp8 = false, swiglu = false; ///< --dtype=f32; e4m3 or e5m2; --epilogue=swiglu
   bool batch_given = false, lda_given = false, ldb_given = false;
@@ -19,8 +21,9 @@ struct GemmLayoutFlags {
   bool autotune = false, tuning_db = false; ///< --autotune; --tuning-db given
 };
 
-/// A UserError naming the flags, for the first combination a batch or a
-/// view cannot take: a count or leading dimension without its --batched or
+/// A UserError naming the flags, for the first combination an A stored K x
+/// M, a batch or a view cannot take: A stored K x M with f32 (FFMA), FP8,
+/// the SwiGLU or tuning; a count or leading dimension without its --batched or
 /// --views, FP8 or the SwiGLU, f32 (FFMA), a batch with views, split-K,
 /// persistent blocks or clusters with a batch, tuning.
 void check_gemm_layout_flags(const GemmLayoutFlags &flags);

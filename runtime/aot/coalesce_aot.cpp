@@ -59,6 +59,8 @@ enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
 /// Which operands of a batch of products carry its dimension (the other is
 /// one for the whole batch: a batch stride of 0).
 enum class Batched { None, Both, A, B };
+// How A is stored: M x K (row-major) or K x M (column-major).
+enum class ALayout { MK, KM };
 
 /// Which inputs are views into larger tensors, rows --lda / --ldb apart.
 enum class Views { None, A, B, Both };
@@ -126,6 +128,13 @@ public:
   GeneratorParam<bool> residual{this, "residual", false,
                                 "add residual[i][j] (M x N, of the output's type) after the activation: "
                                 "out = activation(A B + bias) + residual"};
+  EnumParam<ALayout> a_layout{this,
+                              "a",
+                              ALayout::MK,
+                              {{"mk", ALayout::MK}, {"km", ALayout::KM}},
+                              "how A is stored: mk (M x K, A[m][k], row-major) or km (K x M, A[k][m], column-major, "
+                              "read A(k, i): the 16-bit warpgroup MMA reads its tiles with the transpose flag); km "
+                              "on tensor cores (tf32, bf16, f16), without FP8, --epilogue=swiglu or tuning"};
   EnumParam<GemmBLayout> b_layout{this,
                               "b",
                               GemmBLayout::KN,
@@ -595,6 +604,7 @@ public:
     GemmLayoutFlags flags;
     flags.batched = batched.value_text();
     flags.views = views.value_text();
+    flags.a_km = a_layout == ALayout::KM;
     flags.dtype = dtype.value_text();
     flags.f32 = dtype == InputType::F32;
     flags.fp8 = fp8();
@@ -622,7 +632,7 @@ public:
   /// which the SwiGLU refuses when given (check_swiglu_gemm_flags), and of
   /// the FFMA schedule, which it does not have.
   std::vector<const GeneratorParamBase *> gemm_only_params() const {
-    return {&bias,    &residual,     &b_layout,    &activation, &scales,
+    return {&bias,    &residual,     &a_layout,    &b_layout,    &activation, &scales,
             &split_k, &split_k_mode, &tuning_db,   &autotune,   &autotune_candidates,
             &reg_m,   &reg_n,        &warp_layout, &async_copy, &swap_ab};
   }
@@ -686,7 +696,8 @@ public:
       return view ? Input(input_name, element_type(dtype), shape, {lead, 1})
                   : Input(input_name, element_type(dtype), shape);
     };
-    Input A = input("A", extents(a_batched, M, K), uses_param(lda), lda);
+    const bool a_km = a_layout == ALayout::KM;
+    Input A = input("A", a_km ? extents(a_batched, K, M) : extents(a_batched, M, K), uses_param(lda), lda);
     Input B = input("B", b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N), uses_param(ldb), ldb);
     std::optional<Input> bias_vector, residual_matrix;
     if (bias)
@@ -697,7 +708,8 @@ public:
     Func acc("acc"), out("out");
     const std::vector<Expr> point = at(out_batched, i, j);
     acc(point) = 0.0f;
-    acc(point) += A(at(a_batched, i, k)) * (b_nk ? B(at(b_batched, j, k)) : B(at(b_batched, k, j)));
+    acc(point) += A(a_km ? at(a_batched, k, i) : at(a_batched, i, k)) *
+                  (b_nk ? B(at(b_batched, j, k)) : B(at(b_batched, k, j)));
     Expr sum = acc(point);
     if (bias_vector)
       sum = sum + (*bias_vector)(j);
