@@ -156,7 +156,7 @@ TEST_CASE("--epilogue=gemm is the default: the single GEMM's launcher is unchang
   REQUIRE(named.status == 0);
   CHECK(has(plain.out, "CUresult linear(coalesce_bf16_deviceptr A, coalesce_bf16_deviceptr B, CUdeviceptr bias, "
                        "coalesce_bf16_deviceptr out,"));
-  CHECK(has(plain.out, "--epilogue=gemm --bias=true --residual=false --b=nk --activation=gelu"));
+  CHECK(has(plain.out, "--epilogue=gemm --bias=true --residual=false --a=mk --b=nk --activation=gelu"));
   CHECK(plain.out == named.out);
 }
 
