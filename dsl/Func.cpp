@@ -4,6 +4,7 @@
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/Input.h"
 #include "dsl/Limits.h"
 
 #include <algorithm>
@@ -519,6 +520,16 @@ Func &Func::bound(const Var &var, Expr extent) {
     auto &bounds = contents_->schedule.bounds;
     bounds.resize(vars.size());
     bounds[it - vars.begin()] = std::move(extent);
+    return *this;
+  });
+}
+
+Func &Func::output_strides(std::vector<Expr> strides) {
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    if (!contents_->defined)
+      user_error("output_strides of '", name(), "' before its definition: define it first, then declare its strides");
+    check_view_strides(str_cat("the output strides of '", name(), "'"), contents_->pure_vars.size(), strides);
+    contents_->output_strides = std::move(strides);
     return *this;
   });
 }

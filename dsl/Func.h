@@ -181,6 +181,14 @@ public:
   Func &store_in(MemoryType memory);
   /// Fixes the extent of a pure dimension (otherwise inferred from inputs).
   Func &bound(const Var &var, Expr extent);
+  /// Part of the algorithm, for the pipeline's output: its buffer is a view
+  /// into a larger tensor, element (x0, ..., xn) at x0 * strides[0] + ... +
+  /// xn * strides[n] (outermost first; the innermost 1, the others i32
+  /// constants or Params, at least 1), as BLAS's ldc: out.output_strides({ldc,
+  /// 1}) writes rows ldc elements apart and nothing between them. The
+  /// buffer passed for it holds every element the view reaches. After the
+  /// Func's pure definition; a Func that is not the output is refused.
+  Func &output_strides(std::vector<Expr> strides);
 
   /// Runs this Func (the epilogue) after `producer`'s reduction, on the
   /// producer's register tile: producer.compute_at(*this, loop) in registers.

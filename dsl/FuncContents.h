@@ -27,6 +27,9 @@ struct FuncContents {
   Definition pure;
   std::vector<Definition> updates;
   FuncSchedule schedule;
+  /// The pipeline's output as a view (Func::output_strides): element
+  /// strides, outermost first; empty: dense. Part of the algorithm.
+  std::vector<Expr> output_strides;
 };
 
 } // namespace coalesce::internal

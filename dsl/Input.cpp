@@ -24,35 +24,43 @@ Input::Input(std::string name, Type type, std::vector<Expr> extents) {
   contents_ = std::make_shared<const InputContents>(InputContents{std::move(name), type, std::move(extents), {}});
 }
 
-Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector<Expr> strides)
-    : Input(name, type, extents) {
-  if (strides.size() != extents.size())
-    user_error("Input '", name, "' has ", extents.size(), " extents but ", strides.size(),
+void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides) {
+  if (strides.size() != dimensions)
+    user_error(what, " has ", dimensions, " dimensions but ", strides.size(),
                " strides; give one stride per dimension, outermost first");
   for (size_t d = 0; d < strides.size(); ++d) {
     if (!strides[d].defined() || strides[d].type() != Int(32))
-      user_error("Input '", name, "': stride ", d, " must be an i32 expression (an int or a Param)");
+      user_error(what, ": stride ", d, " must be an i32 expression (an int or a Param)");
     auto value = strides[d].as<IntImm>();
     if (d + 1 == strides.size() && (!value || value->value != 1))
-      user_error("Input '", name, "': the innermost stride is ", to_string(strides[d]),
+      user_error(what, ": the innermost stride is ", to_string(strides[d]),
                  "; the innermost dimension must be contiguous (stride 1): for a column-major tensor, declare its "
                  "extents the other way round and swap the coordinates where it is read");
     if (value && value->value < 1)
-      user_error("Input '", name, "': stride ", d, " is ", value->value, "; strides must be at least 1");
+      user_error(what, ": stride ", d, " is ", value->value, "; strides must be at least 1");
   }
+}
+
+Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector<Expr> strides)
+    : Input(name, type, extents) {
+  check_view_strides(str_cat("Input '", name, "'"), extents.size(), strides);
   contents_ = std::make_shared<const InputContents>(
       InputContents{std::move(name), type, std::move(extents), std::move(strides)});
+}
+
+Expr strides_are_multiples(const std::vector<Expr> &strides, int elements) {
+  Expr all; // the outer strides' tests, joined
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    Expr whole = strides[d] % elements == 0;
+    all = all.defined() ? (all && whole) : whole;
+  }
+  return all.defined() ? all : make_const(Bool(), 1);
 }
 
 Expr rows_start_at_multiples(const InputContents &input, int elements) {
   if (input.strides.empty())
     return input.extents.back() % elements == 0;
-  Expr all; // the outer strides' tests, joined
-  for (size_t d = 0; d + 1 < input.strides.size(); ++d) {
-    Expr whole = input.strides[d] % elements == 0;
-    all = all.defined() ? (all && whole) : whole;
-  }
-  return all.defined() ? all : make_const(Bool(), 1);
+  return strides_are_multiples(input.strides, elements);
 }
 
 Expr Input::operator()(std::vector<Expr> args) const {

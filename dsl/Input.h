@@ -44,4 +44,14 @@ private:
 /// are for a view.
 Expr rows_start_at_multiples(const InputContents &input, int elements);
 
+/// A UserError naming `what` (an Input, or the output Func) unless
+/// `strides` are a view's: one per dimension, each an i32 expression, the
+/// innermost 1, constants at least 1.
+void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides);
+
+/// Whether every row of a view with `strides` starts a multiple of
+/// `elements` elements into its buffer: each outer stride is such a
+/// multiple (true for a single dimension).
+Expr strides_are_multiples(const std::vector<Expr> &strides, int elements);
+
 } // namespace coalesce

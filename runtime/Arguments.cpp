@@ -42,9 +42,10 @@ std::string extents_text(const std::vector<Expr> &extents) {
   return text;
 }
 
-// An input view (Input's strides): the buffer passed for it, of any shape,
-// must hold every element the view reaches, 1 + sum of (extent - 1) *
-// stride (nothing when an extent is 0), within the 32-bit indexing.
+// A view (an Input's strides, or the output's): the buffer passed for it,
+// of any shape, must hold every element the view reaches, 1 + sum of
+// (extent - 1) * stride (nothing when an extent is 0), within the 32-bit
+// indexing.
 void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int64_t> &extents,
                 const std::map<std::string, int64_t> &params) {
   int64_t last = 0;
@@ -52,24 +53,24 @@ void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int
   for (size_t d = 0; d < extents.size(); ++d) {
     int64_t stride = evaluate_int(arg.strides[d], params);
     if (stride < 1 || stride > kMaxExtent)
-      user_error("input '", arg.name, "' is a view with stride ", stride, " (", to_string(arg.strides[d]),
-                 ") in dimension ", d, "; strides are 1 to ", kMaxExtentText);
+      user_error(arg.is_output ? "output '" : "input '", arg.name, "' is a view with stride ", stride, " (",
+                 to_string(arg.strides[d]), ") in dimension ", d, "; strides are 1 to ", kMaxExtentText);
     empty |= extents[d] == 0;
     last += (extents[d] - 1) * stride; // at most 5 * 2^30 * 2^30: no wrap in 64 bits
   }
   if (empty)
     return;
   if (last + 1 > kMaxExtent)
-    user_error("input '", arg.name, "' is a view that reaches element ", last,
+    user_error(arg.is_output ? "output '" : "input '", arg.name, "' is a view that reaches element ", last,
                " of its buffer; a buffer holds at most ", kMaxExtentText,
                " elements, since the generated code indexes in 32 bits");
   if (static_cast<int64_t>(buffer.size()) < last + 1) {
     std::string strides;
     for (size_t d = 0; d < arg.strides.size(); ++d)
       strides += (d ? " x " : "") + to_string(arg.strides[d]);
-    user_error("input buffer '", arg.name, "' holds ", buffer.size(), " elements, but the view (extents ",
-               extents_text(arg.extents), ", strides ", strides, ") reaches element ", last,
-               ": pass the buffer it is a view into");
+    user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' holds ", buffer.size(),
+               " elements, but the view (extents ", extents_text(arg.extents), ", strides ", strides,
+               ") reaches element ", last, ": pass the buffer it is a view into");
   }
 }
 // "K = -3" for each parameter `e` reads (with values), or "'K'" (without).
@@ -166,6 +167,7 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     if (arg.is_output)
       for (const Expr &extent : arg.extents)
         output_empty |= evaluate_int(extent, bound.params) == 0;
+  bound.output_empty = output_empty;
   for (const Argument &arg : args) {
     const Buffer *buffer = nullptr;
     if (arg.is_workspace) {

@@ -37,6 +37,9 @@ struct BoundArguments {
   std::vector<const Buffer *> inputs; ///< per argument; nullptr for scalars, workspaces and the output
   std::vector<size_t> elements;       ///< per argument: buffer size in elements
   std::vector<size_t> bytes;          ///< per argument: buffer size in bytes (0 for scalars)
+  /// An extent of the output is 0: nothing to compute (a view's buffer may
+  /// still hold elements).
+  bool output_empty = false;
 };
 
 /// The elements of a workspace argument (Argument::is_workspace) at these

@@ -86,7 +86,7 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
     scope.emplace(&own);
   const LoweredFunc &lowered = host_lowered();
   BoundArguments bound = bind_arguments(lowered.args, args, output);
-  if (output.size() == 0)
+  if (bound.output_empty)
     return; // an empty result: nothing to compute (and empty buffers have no storage)
   if (!host_kernel_) {
     host_kernel_ = compile_for_host(lowered);
@@ -143,7 +143,7 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
   const GpuProgram &program = gpu_program();
   BoundArguments bound = bind_arguments(program.args, args, output);
   const GpuExecutable &executable = gpu_executable(target);
-  if (output.size() == 0)
+  if (bound.output_empty)
     return; // an empty result: no device buffers (cuMemAlloc rejects 0 bytes), no launch
   std::vector<gpu::DeviceBuffer> device;
   std::vector<CUdeviceptr> pointers;
@@ -162,6 +162,10 @@ void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output, const GpuTa
     if (arg.is_output) {
       device.emplace_back(bound.bytes[a]);
       output_index = a;
+      // A view writes its elements only: the ones between them come back
+      // as the caller's buffer held them.
+      if (!arg.strides.empty())
+        device.back().upload(output.raw_data(), bound.bytes[a]);
     } else if (bound.bytes[a] == 0) {
       device.emplace_back(kEmptyInputBytes);
     } else {

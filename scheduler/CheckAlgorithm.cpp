@@ -190,6 +190,12 @@ private:
 
 void check_algorithm(const Environment &env) {
   for (const FuncContents &func : env.funcs) {
+    // A view is the caller's buffer; the others are the compiler's.
+    if (!func.output_strides.empty() && func.name != env.output().name)
+      user_error("'", func.name, "' declares output strides, but the pipeline's output is '", env.output().name,
+                 "': only the output is stored in the caller's buffer, a view of which the strides describe; "
+                 "declare them on '",
+                 env.output().name, "'");
     CheckCallSites sites(func);
     sites.visit_expr(func.pure.value);
     for (size_t u = 0; u < func.updates.size(); ++u) {

@@ -45,6 +45,8 @@ void visit_definitions(const FuncContents &func, FindDependencies &finder) {
     finder.visit_expr(update.value);
   for (const Expr &bound : func.schedule.bounds)
     finder.visit_expr(bound);
+  for (const Expr &stride : func.output_strides)
+    finder.visit_expr(stride);
 }
 
 // A Func that reads itself through other Funcs: `acc += A*B*gate` with

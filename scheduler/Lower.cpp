@@ -202,7 +202,14 @@ std::vector<Argument> arguments_of(const Environment &env) {
   for (const auto &[name, input] : env.inputs)
     args.push_back(Argument{name, Argument::Kind::Buffer, input->type, input->extents, false, input_reads(env, name),
                             false, input->strides});
-  args.push_back(Argument{env.output().name, Argument::Kind::Buffer, env.output().type, env.domain, true, {}});
+  args.push_back(Argument{env.output().name,
+                          Argument::Kind::Buffer,
+                          env.output().type,
+                          env.domain,
+                          true,
+                          {},
+                          false,
+                          env.output().output_strides});
   for (const std::string &param : env.params)
     args.push_back(Argument{param, Argument::Kind::Scalar, Int(32), {}, false, {}});
   for (const Argument &workspace : workspace_arguments(env))

@@ -40,7 +40,8 @@ struct Argument {
   /// atomic tiles cleared) and rewrites a padded copy whole before reading
   /// it, so it is reused without clearing. Never bound by name.
   bool is_workspace = false;
-  /// An input view's element strides, outermost first (InputContents::strides);
+  /// A view's element strides, outermost first (an input's InputContents::strides,
+  /// the output's FuncContents::output_strides);
   /// empty: dense.
   std::vector<Expr> strides = {};
   bool is_buffer() const { return kind == Kind::Buffer; }

@@ -4,6 +4,7 @@
 #include "dsl/IREquality.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/Input.h"
 #include "scheduler/DefinitionAtPoint.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
@@ -262,7 +263,10 @@ private:
     if (tiles_ && *tiles_ != tiles)
       return std::nullopt;
     tiles_ = tiles;
-    Expr aligned = domain_.back() % lanes == 0;
+    // Every row starts a whole vector into the buffer: a dense output's rows
+    // are its innermost extent apart, a view's its strides.
+    Expr aligned = output_.output_strides.empty() ? domain_.back() % lanes == 0
+                                                  : strides_are_multiples(output_.output_strides, lanes);
     if (!provably_multiple_of(redirect.origin.back(), lanes))
       aligned = aligned && redirect.origin.back() % lanes == 0;
     aligned = simplify(aligned);

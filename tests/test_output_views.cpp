@@ -1,0 +1,234 @@
+// An output that is a view into a larger tensor (Func::output_strides): out
+// (i, j) stored at i * ldc + j, as BLAS's C with its leading dimension, a
+// slice of a wider activation, or a batch's products any stride apart. On
+// the CPU, which runs the statements the GPU runs: every path (FFMA; warp
+// MMA; warpgroup MMA with cp.async and TMA copies, tiles stored directly
+// and through shared memory, the staged sums; split-K combined by the last
+// block and by a kernel of its own) writes the bits of the same schedule's
+// dense output, and leaves every element between the rows as the caller's
+// buffer held it, at ragged shapes and K = 0 / 1 / 3, with leading
+// dimensions that are and are not whole 16-byte vectors (the staged
+// copy's vector and element forms). The rules: only the output, one stride
+// per dimension, the innermost 1, a buffer that holds what the view
+// reaches; the kernels assembled by ptxas.
+
+#include "AssembledCleanly.h"
+#include "ErrorCapture.h"
+#include "SplitKGemm.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
+#include "examples/BatchedGemm.h"
+#include "runtime/Coalesce.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace coalesce;
+
+namespace {
+
+enum class Path { Ffma, WarpMma, WarpgroupAsync, WarpgroupTma, WarpgroupSums, SplitKLastBlock, SplitKKernel };
+
+const char *path_name(Path p) {
+  switch (p) {
+  case Path::Ffma: return "FFMA";
+  case Path::WarpMma: return "warp MMA";
+  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async, direct stores";
+  case Path::WarpgroupTma: return "warpgroup MMA, TMA, tiles through shared memory";
+  case Path::WarpgroupSums: return "warpgroup MMA, TMA, the sums through shared memory";
+  case Path::SplitKLastBlock: return "warpgroup MMA split 3 ways, the last block's combine";
+  case Path::SplitKKernel: return "warpgroup MMA split 3 ways, the combine kernel";
+  }
+  return "";
+}
+
+Type input_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16); }
+Type output_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16); }
+
+/// out = gelu(A B + bias), its buffer a view with rows ldc apart or dense.
+struct Gemm {
+  Param M{"M"}, N{"N"}, K{"K"}, ldc{"ldc"};
+  Var i{"i"}, j{"j"};
+  RDom k{0, K, "k"};
+  Input A, B, bias{"bias", Float(32), {N}};
+  Func acc{"acc"}, out{"out"};
+
+  Gemm(Path path, bool view) : A("A", input_type(path), {M, K}), B("B", input_type(path), {K, N}) {
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * B(k, j);
+    out(i, j) = cast(output_type(path), gelu(acc(i, j) + bias(j)));
+    if (view)
+      out.output_strides({ldc, 1});
+    if (path == Path::Ffma) {
+      schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132));
+      return;
+    }
+    MmaKind kind = path == Path::WarpMma ? MmaKind::BF16_m16n8k16 : MmaKind::BF16_wgmma_m64k16;
+    MmaTiling t = default_mma_tiling(kind, 4096, 4096, 132);
+    if (path != Path::WarpMma) {
+      t.tma = path != Path::WarpgroupAsync;
+      t.tile_stores = path == Path::WarpgroupAsync  ? TileStores::Direct
+                      : path == Path::WarpgroupSums ? TileStores::SumsThroughShared
+                                                    : TileStores::ThroughShared;
+    }
+    if (path == Path::SplitKLastBlock || path == Path::SplitKKernel) {
+      t.block_m = t.block_n = t.warp_n = 128;
+      t.split_k = 3;
+      t.split_k_mode = path == Path::SplitKKernel ? SplitKMode::CombineKernel : SplitKMode::Deterministic;
+      t.tile_stores = TileStores::Direct;
+    }
+    schedule_gemm_mma(out, acc, A, B, i, j, k, t);
+  }
+};
+
+constexpr float kBetweenRows = -123.0f; // exact in bf16
+
+void check_view(Path path, int M, int N, int K, int ldc) {
+  INFO(path_name(path), ", ", M, " x ", N, " x ", K, ", ldc ", ldc);
+  Gemm view(path, true), dense(path, false);
+  Buffer a({M, K}, input_type(path)), b({K, N}, input_type(path)), bias({N});
+  a.fill_random(71);
+  b.fill_random(72);
+  bias.fill_random(73);
+  // The view's buffer ends at its last element.
+  Buffer got({(M - 1) * ldc + N}, output_type(path)), want({M, N}, output_type(path));
+  for (size_t e = 0; e < got.size(); ++e)
+    got.set(e, kBetweenRows);
+  want.poison();
+  Pipeline(view.out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}, {"ldc", ldc}},
+                                    got);
+  Pipeline(dense.out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}}, want);
+  size_t differ = 0, between_changed = 0, nan = 0;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < ldc && size_t(r) * ldc + c < got.size(); ++c) {
+      float v = got.get(size_t(r) * ldc + c);
+      if (c < N) {
+        nan += std::isnan(v) ? 1 : 0;
+        differ += v == want.get(size_t(r) * N + c) ? 0 : 1;
+      } else {
+        between_changed += v == kBetweenRows ? 0 : 1;
+      }
+    }
+  CHECK(nan == 0);
+  CHECK(differ == 0);
+  CHECK(between_changed == 0);
+}
+
+} // namespace
+
+TEST_CASE("an output view gets the dense output's bits on every path, and nothing between its rows is written") {
+  for (Path path : {Path::Ffma, Path::WarpMma, Path::WarpgroupAsync, Path::WarpgroupTma, Path::WarpgroupSums,
+                    Path::SplitKLastBlock, Path::SplitKKernel}) {
+    // Rows of whole 16-byte vectors (the staged copy's vector form), then
+    // not (its element form), at ragged shapes.
+    check_view(path, 70, 72, 37, 80);
+    check_view(path, 131, 136, 72, 139);
+  }
+  // The epilogue once per element, after the whole reduction.
+  for (int K : {0, 1, 3}) {
+    check_view(Path::WarpgroupTma, 67, 40, K, 48);
+    check_view(Path::Ffma, 67, 40, K, 45);
+  }
+}
+
+TEST_CASE("a batch's output view: products any stride apart, rows ldc apart") {
+  using examples::BatchedGemm;
+  using examples::BatchedOperands;
+  const int batch = 3, M = 70, N = 72, K = 37, ldc = 80, batch_stride = M * ldc + 16;
+  BatchedGemm view(BFloat(16), BFloat(16), BatchedOperands::Both), dense(BFloat(16), BFloat(16), BatchedOperands::Both);
+  view.out.output_strides({Expr(batch_stride), Expr(ldc), 1});
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 132);
+  view.schedule_mma(t);
+  dense.schedule_mma(t);
+  Buffer a(view.a_shape(batch, M, K), BFloat(16)), b(view.b_shape(batch, N, K), BFloat(16)), bias({N});
+  a.fill_random(74);
+  b.fill_random(75);
+  bias.fill_random(76);
+  Buffer got({(batch - 1) * batch_stride + (M - 1) * ldc + N}, BFloat(16)), want({batch, M, N}, BFloat(16));
+  for (size_t e = 0; e < got.size(); ++e)
+    got.set(e, kBetweenRows);
+  Pipeline(view.out).realize_on_cpu(view.arguments(a, b, bias, batch, M, N, K), got);
+  Pipeline(dense.out).realize_on_cpu(dense.arguments(a, b, bias, batch, M, N, K), want);
+  size_t differ = 0, written = 0;
+  for (int z = 0; z < batch; ++z)
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c) {
+        differ +=
+            got.get(size_t(z) * batch_stride + size_t(r) * ldc + c) == want.get((size_t(z) * M + r) * N + c) ? 0 : 1;
+      }
+  for (size_t e = 0; e < got.size(); ++e)
+    written += got.get(e) == kBetweenRows ? 0 : 1;
+  CHECK(differ == 0);
+  CHECK(written == size_t(batch) * M * N);
+}
+
+TEST_CASE(
+    "an output view's rules: only the output, one stride per dimension, the innermost 1, a buffer that holds it") {
+  using coalesce::testing::user_error_of;
+  Param M("M"), N("N"), ldc("ldc");
+  Input A("A", Float(32), {M, N});
+  Var i("i"), j("j");
+  {
+    Func f("f");
+    f(i, j) = A(i, j);
+    CHECK_HAS(user_error_of([&] { f.output_strides({ldc}); }),
+              "the output strides of 'f' has 2 dimensions but 1 strides");
+    CHECK_HAS(user_error_of([&] {
+                f.output_strides({1, ldc});
+              }),
+              "the output strides of 'f': the innermost stride is ldc; the innermost dimension must be contiguous");
+    CHECK_HAS(user_error_of([&] { f.output_strides({0, 1}); }), "stride 0 is 0; strides must be at least 1");
+  }
+  {
+    Func before("before");
+    CHECK_HAS(user_error_of([&] {
+                before.output_strides({ldc, 1});
+              }),
+              "output_strides of 'before' before its definition");
+  }
+  {
+    Func f("f"), g("g");
+    f(i, j) = A(i, j) * 2.0f;
+    f.output_strides({ldc, 1});
+    g(i, j) = f(i, j) + 1.0f;
+    CHECK_HAS(user_error_of([&] { Pipeline(g).loop_nest(); }),
+              "'f' declares output strides, but the pipeline's output is 'g'");
+  }
+  Func f("f");
+  f(i, j) = A(i, j) * 2.0f;
+  f.output_strides({ldc, 1});
+  Pipeline p(f);
+  Buffer a({4, 6}), small({3 * 8 + 5}), out({3 * 8 + 6});
+  a.fill_random(1);
+  CHECK_HAS(user_error_of([&] {
+              p.realize_on_cpu({{"A", a}, {"M", 4}, {"N", 6}, {"ldc", 8}}, small);
+            }),
+            "output buffer 'f' holds 29 elements, but the view (extents M x N, strides ldc x 1) reaches element 29");
+  CHECK_HAS(user_error_of([&] {
+              p.realize_on_cpu({{"A", a}, {"M", 4}, {"N", 6}, {"ldc", 0}}, out);
+            }),
+            "output 'f' is a view with stride 0 (ldc) in dimension 0");
+  // An empty view writes nothing, whatever its buffer holds.
+  for (size_t e = 0; e < out.size(); ++e)
+    out.set(e, kBetweenRows);
+  p.realize_on_cpu({{"A", Buffer({0, 6})}, {"M", 0}, {"N", 6}, {"ldc", 8}}, out);
+  CHECK(out.get(0) == kBetweenRows);
+  p.realize_on_cpu({{"A", a}, {"M", 4}, {"N", 6}, {"ldc", 8}}, out);
+  CHECK(out.get(8) == a.get(6) * 2.0f);
+  CHECK(out.get(6) == kBetweenRows);
+}
+
+TEST_CASE("an output view's kernels test its leading dimension for the staged copy's vectors and assemble cleanly") {
+  Gemm view(Path::WarpgroupTma, true);
+  Pipeline pipeline(view.out);
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "ldc % 8 == 0");
+  std::string ptx = pipeline.ptx();
+  CHECK(ptx.find("st.global.v4.b32") != std::string::npos);
+  if (ptxas_available())
+    coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
