@@ -59,3 +59,28 @@ TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, str
   CHECK(checked.status == 0);
   CHECK(has(checked.out, "views launcher checks passed"));
 }
+
+TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, its checks, and the flags refused") {
+  TempDir dir;
+  Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --output-view --emit=header --name=linear", dir.path);
+  INFO(header.err);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int ldc, CUstream stream);"));
+  CHECK(has(header.out, "//   out  output bf16 [M][N] (a view: strides ldc x 1)"));
+  CHECK(has(header.out, "--output-view=true"));
+  check_refused("--dtype=bf16 --ldc=4096", "--ldc is the leading dimension of an output view: give --output-view");
+  check_refused("--output-view", "--output-view with --dtype=f32");
+  check_refused("--dtype=bf16 --output-view --batched=both", "--output-view with --batched=both");
+  check_refused("--dtype=bf16 --output-view --autotune", "--output-view with --autotune");
+  if (!can_compile_launchers())
+    return;
+  Result generated =
+      aot("--name=output_view --dtype=bf16 --out-dtype=bf16 --b=nk --output-view --output-dir=.", dir.path);
+  INFO(generated.err);
+  REQUIRE(generated.status == 0);
+  build_fake_driver(dir.path, "fake_driver_output_view", "output_view.cpp");
+  Result checked = run("./fake_driver_output_view", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(has(checked.out, "output view launcher checks passed"));
+}

@@ -13,6 +13,7 @@ namespace coalesce {
 struct GemmLayoutFlags {
   std::string batched = "none", views = "none";  ///< --batched, --views, as given
   bool a_km = false;                             ///< --a=km: A stored K x M
+  bool output_view = false, ldc_given = false;   ///< --output-view; --ldc given
   std::string dtype;                             ///< --dtype, as given
   bool f32 = false, fp8 = false, swiglu = false; ///< --dtype=f32; e4m3 or e5m2; --epilogue=swiglu
   bool batch_given = false, lda_given = false, ldb_given = false;

@@ -182,6 +182,12 @@ public:
       "--epilogue=swiglu"};
   SizeParam lda{this, "lda", "with --views=a or both: elements from one row of A to the next"};
   SizeParam ldb{this, "ldb", "with --views=b or both: elements from one row of B to the next"};
+  GeneratorParam<bool> output_view{
+      this, "output-view", false,
+      "out a view into a larger tensor, its rows --ldc elements apart (out.output_strides({ldc, 1})): the "
+      "launcher takes ldc after the sizes and checks out's reach; the kernels write nothing between the rows. "
+      "Tensor cores only, not with --batched, FP8, --epilogue=swiglu or tuning"};
+  SizeParam ldc{this, "ldc", "with --output-view: elements from one row of out to the next"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,
       "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
@@ -613,6 +619,8 @@ public:
     flags.batch = batch.fixed() ? batch.value() : 0;
     flags.lda_given = lda.fixed();
     flags.ldb_given = ldb.fixed();
+    flags.output_view = output_view;
+    flags.ldc_given = ldc.fixed();
     flags.split_k = split_k;
     flags.persistent_blocks = persistent_blocks;
     flags.cluster_blocks = cluster_blocks;
@@ -648,6 +656,8 @@ public:
       return views == Views::A || views == Views::Both;
     if (&param == &ldb)
       return views == Views::B || views == Views::Both;
+    if (&param == &output_view || &param == &ldc)
+      return output_view;
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -718,6 +728,8 @@ public:
     if (residual_matrix)
       value = widen_narrow_float(value) + (*residual_matrix)(point);
     out(point) = cast(out_dtype, value);
+    if (output_view)
+      out.output_strides({ldc, 1});
 
     if (autotune || !tuning_db.value().empty()) {
       GemmProblem problem = tuning_problem();
