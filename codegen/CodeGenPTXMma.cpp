@@ -87,6 +87,14 @@ void CodeGenPTX::emit_warp_mma(const WarpMma *op) {
     llvm::Value *row = builder_->CreateOr(builder_->CreateAnd(lane, 7), builder_->CreateAnd(lane, 8));
     llvm::Value *k = builder_->CreateAnd(builder_->CreateLShr(lane, 1), 8);
     ldmatrix(a_of(mul), row, zero, k, llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16, 4);
+  } else if (!tf32 && in_shared(a_of(mul)) && has_ldmatrix_rows(unwrap(a_of(mul)), kMmaRow, kMmaColumn, 16)) {
+    // A stored K x M (A(k, i)): its rows are along m. Lanes 0-7 address k
+    // 0-7 at row 0, 8-15 the same k at row 8, 16-23 k 8-15 at row 0, 24-31
+    // k 8-15 at row 8; .trans hands each lane the pairs along k: a0..a3.
+    llvm::Value *row = builder_->CreateAnd(lane, 8);
+    llvm::Value *k =
+        builder_->CreateOr(builder_->CreateAnd(lane, 7), builder_->CreateAnd(builder_->CreateLShr(lane, 1), 8));
+    ldmatrix(a_of(mul), row, zero, k, llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16, 4);
   } else {
     // A: rows g and g + 8; k from 2t (bf16/f16: pairs, then + 8) or t (tf32: then + 4).
     for (int r = 0; r < 4; ++r) {

@@ -2,8 +2,8 @@
 // or * W(j, k), on every path. The 16-bit warpgroup MMA reads A's tiles
 // MN-major (its transpose flag for A, the TMA copying A's boxes as they
 // lie); tf32's warpgroup MMA reads K-major only, so the compiler stores A's
-// tiles transposed (as it does B's); the warp MMA gathers A's fragments
-// element by element; FFMA reads any layout. On the CPU, which runs the
+// tiles transposed (as it does B's); the warp MMA reads A's fragments with
+// ldmatrix .trans (tf32's element by element); FFMA reads any layout. On the CPU, which runs the
 // statements the GPU runs: each schedule gives the bits of the same
 // schedule reading A(i, k) from a transposed copy, at ragged shapes and K =
 // 0 / 1 / 3, and the double reference; the nests and the PTX; the rules
@@ -187,7 +187,14 @@ TEST_CASE("tf32's warpgroup MMA reads K-major only: the compiler stores A's tile
     check_assembled_cleanly(km.assemble(parse_gpu_target("sm_90a")));
 }
 
-TEST_CASE("the warp MMA's kernel for A stored K x M assembles cleanly") {
+TEST_CASE("the warp MMA reads A's fragments with ldmatrix .trans where A is stored K x M, and assembles cleanly") {
+  const Case bf16{"bf16 warp MMA", MmaKind::BF16_m16n8k16, Path::WarpMma};
+  std::string km = Pipeline(LayoutGemm(bf16, true, false).out).ptx(),
+              mk = Pipeline(LayoutGemm(bf16, false, false).out).ptx();
+  CHECK_HAS(km, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+  CHECK_LACKS(km, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+  CHECK_HAS(mk, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+  CHECK_LACKS(mk, "ldmatrix.sync.aligned.m8n8.x4.trans");
   if (!ptxas_available()) {
     MESSAGE("ptxas not found: skipping the assembly");
     return;

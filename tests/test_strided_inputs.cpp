@@ -218,7 +218,7 @@ TEST_CASE("a view's rules: one stride per dimension, the innermost contiguous, a
   CHECK_HAS(coalesce::testing::user_error_of([&] {
               Input("A", Float(32), {M, K}, {lda});
             }),
-            "Input 'A' has 2 extents but 1 strides");
+            "Input 'A' has 2 dimensions but 1 strides");
   CHECK_HAS(coalesce::testing::user_error_of([&] {
               Input("A", Float(32), {M, K}, {1, M});
             }),

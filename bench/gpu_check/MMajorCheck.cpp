@@ -1,7 +1,7 @@
 // A GEMM + bias + exact GELU, out = gelu(A B + bias), with A stored K x M
 // (column-major, read A(k, i)) and B stored K x N or N x K. Per precision
-// (bf16 and f16, tf32) and path (the warp MMA, whose fragments of A are
-// gathered element by element; the warpgroup MMA with cp.async and with TMA
+// (bf16 and f16, tf32) and path (the warp MMA, which reads 16-bit A's
+// fragments with ldmatrix .trans, tf32's element by element; the warpgroup MMA with cp.async and with TMA
 // copies: 16-bit A read MN-major with the instruction's transpose flag,
 // tf32's A stored transposed by the compiler, through padded copies with
 // the TMA), at whole and ragged shapes (rows of A that are not whole 16
