@@ -129,6 +129,17 @@ private:
   // vector copies and the TMA read rows that may end ragged), the elements
   // between NaN.
   int a_lead_ = 0, b_lead_ = 0; // 0: dense
+  // A is sometimes stored K x M (read A(k, i)), and the output sometimes a
+  // view with rows out_lead_ apart (Func::output_strides), the elements
+  // between them a value the kernels must leave alone.
+  bool a_km_ = false;
+  int out_lead_ = 0; // 0: dense
+  // A bound() may fix an extent the buffers, sized M x N, do not have, and
+  // Params that share a name are one size: the run may then refuse the
+  // buffers, rightly.
+  bool sizes_may_differ_ = false;
+  static constexpr float kBetweenRows = 7.0f; // exact in every output type
+  Expr a_at(const Expr &i, const Expr &k) const { return a_km_ ? (*A_)(k, i) : (*A_)(i, k); }
   std::unique_ptr<Input> input(const std::string &input_name, std::vector<Expr> extents, int columns, int &lead) {
     lead = !chance(12) ? 0 : chance(50) ? columns + 1 + pick(8) : (columns / 8 + 1 + pick(2)) * 8;
     if (!lead)
@@ -168,6 +179,7 @@ private:
     pM_ = std::make_unique<Param>(name("M"));
     pN_ = std::make_unique<Param>(name("N"));
     pK_ = std::make_unique<Param>(name("K"));
+    sizes_may_differ_ = pM_->name() == pN_->name() || pM_->name() == pK_->name() || pN_->name() == pK_->name();
     i_ = std::make_unique<Var>(name("i"));
     j_ = std::make_unique<Var>(name("j"));
     Var &i = *i_, &j = *j_;
@@ -182,7 +194,10 @@ private:
       (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
       log << "out(i, j) = A(i, j) * 2 + bias(j)\n";
     } else {
-      A_ = input(name("A"), {*pM_, *pK_}, K_, a_lead_);
+      a_km_ = chance(12);
+      if (a_km_)
+        log << "A stored K x M, read A(k, i)\n";
+      A_ = a_km_ ? input(name("A"), {*pK_, *pM_}, M_, a_lead_) : input(name("A"), {*pM_, *pK_}, K_, a_lead_);
       B_ = input(name("B"), {*pK_, *pN_}, N_, b_lead_);
       k_ = std::make_unique<RDom>(0, *pK_, name("k"));
       log << "names: A " << A_->name() << ", B " << B_->name() << ", k " << k_->var().name() << "\n";
@@ -193,14 +208,14 @@ private:
       if (cycle) {
         Func gate(name("gate"));
         gate(i, j) = select(acc(i, j) > 0.0f, 1.0f, 0.5f);
-        acc(i, j) += (*A_)(i, *k_) * (*B_)(*k_, j) * gate(i, j);
+        acc(i, j) += a_at(i, *k_) * (*B_)(*k_, j) * gate(i, j);
         if (chance(50))
           gate.compute_root();
         funcs_.push_back(gate);
         must_reject_ = true;
         log << "acc += A*B*gate(acc): must be rejected\n";
       } else {
-        acc(i, j) += (*A_)(i, *k_) * (*B_)(*k_, j);
+        acc(i, j) += a_at(i, *k_) * (*B_)(*k_, j);
       }
       if (post_stage_)
         acc(i, j) = acc(i, j) * 0.5f + 1.0f;
@@ -215,13 +230,18 @@ private:
         B2_ = std::make_unique<Input>(name("B2"), in_type_, std::vector<Expr>{*pK_, *pN_});
         u_ = std::make_unique<Func>(name("u"));
         (*u_)(i, j) = 0.0f;
-        (*u_)(i, j) += (*A_)(i, *k_) * (*B2_)(*k_, j);
+        (*u_)(i, j) += a_at(i, *k_) * (*B2_)(*k_, j);
         v = v * (*u_)(i, j);
         log << "u += A*B2 (" << B2_->name() << ", " << u_->name() << "); out = epilogue * u\n";
       }
       (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
       log << "acc += A*B" << (post_stage_ ? "; acc = acc*0.5 + 1" : "") << (mid_ ? "; mid = acc + bias" : "")
           << "; out = epilogue " << epilogue_ << "\n";
+    }
+    if (chance(10)) {
+      out_lead_ = chance(50) ? N_ + 1 + pick(8) : (N_ / 8 + 1 + pick(2)) * 8;
+      out_->output_strides({out_lead_, 1});
+      log << "out is a view, rows " << out_lead_ << " apart\n";
     }
     schedule(log);
   }
@@ -590,6 +610,7 @@ private:
       case 19: {
         log << "bound";
         f.bound(chance(50) ? *i_ : *j_, chance(90) ? Expr(chance(50) ? *pM_ : *pN_) : Expr(pick(50)));
+        sizes_may_differ_ = true;
         break;
       }
       case 20: { int b = pick(34); log << "gpu_min_blocks_per_sm " << b; f.gpu_min_blocks_per_sm(b); break; }
@@ -709,7 +730,23 @@ private:
     Buffer B2(u_ ? std::vector<int>{K_, N_} : std::vector<int>{1, 1}, in_type_);
     fill(A, 1), fill(B, 2), fill(bias, 3), fill(B2, 4);
     log << log_.str();
-    Buffer A_view = laid_out(A, a_lead_), B_view = laid_out(B, b_lead_);
+    Buffer A_stored = A;
+    if (a_km_) { // the same values, stored K x M
+      A_stored = Buffer({K_, M_}, in_type_);
+      for (int r = 0; r < M_; ++r)
+        for (int q = 0; q < K_; ++q)
+          A_stored.set(static_cast<size_t>(q) * M_ + r, A.get(static_cast<size_t>(r) * K_ + q));
+    }
+    Buffer A_view = laid_out(A_stored, a_lead_), B_view = laid_out(B, b_lead_);
+    // An output view's buffer ends at its last element (one element where
+    // the view is empty), the elements between the rows kBetweenRows.
+    Buffer out_view = out;
+    if (out_lead_) {
+      int reach = M_ > 0 && N_ > 0 ? (M_ - 1) * out_lead_ + N_ : 1;
+      out_view = Buffer({reach}, out_type_);
+      for (size_t e = 0; e < out_view.size(); ++e)
+        out_view.set(e, kBetweenRows);
+    }
     Arguments args{{A_->name(), A_view}, {bias_->name(), bias}, {pM_->name(), M_}, {pN_->name(), N_}};
     if (kind_ == 1) {
       args.emplace(B_->name(), B_view);
@@ -717,7 +754,28 @@ private:
       if (u_)
         args.emplace(B2_->name(), B2);
     }
-    p.realize_on_cpu(args, out);
+    // The buffers are made to the algorithm's declarations: once the nest
+    // is accepted, a UserError binding them is the compiler's fault.
+    try {
+      p.realize_on_cpu(args, out_lead_ ? out_view : out);
+    } catch (const UserError &e) {
+      if (sizes_may_differ_)
+        throw;
+      log << "accepted the schedule, then refused its buffers: " << e.what() << "\n" << nest;
+      return Outcome::Wrong;
+    }
+    if (out_lead_) {
+      for (size_t e = 0; e < out_view.size(); ++e) {
+        size_t r = e / static_cast<size_t>(out_lead_), c = e % static_cast<size_t>(out_lead_);
+        if (M_ > 0 && c < static_cast<size_t>(N_))
+          out.set(r * N_ + c, out_view.get(e));
+        else if (out_view.get(e) != kBetweenRows) {
+          log << "the output view's element " << e << ", between its rows, was written: " << out_view.get(e) << "\n"
+              << nest;
+          return Outcome::Wrong;
+        }
+      }
+    }
     // The reference, in double, from the values the buffers hold.
     bool tf32 = has_mma_ && in_type_ == Float(32);
     // An 8-bit output keeps 3 mantissa bits (e4m3): 2^-4 relative.
