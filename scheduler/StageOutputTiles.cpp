@@ -263,10 +263,14 @@ private:
     if (tiles_ && *tiles_ != tiles)
       return std::nullopt;
     tiles_ = tiles;
-    // Every row starts a whole vector into the buffer: a dense output's rows
-    // are its innermost extent apart, a view's its strides.
-    Expr aligned = output_.output_strides.empty() ? domain_.back() % lanes == 0
-                                                  : strides_are_multiples(output_.output_strides, lanes);
+    // Every row holds whole vectors (so none straddles its end) and starts
+    // a whole vector into the buffer: a dense output's rows are its
+    // innermost extent apart, a view's its strides. (A view whose rows are
+    // aligned but end ragged would write the last vector's tail between
+    // the rows: the GPU check found that.)
+    Expr aligned = domain_.back() % lanes == 0;
+    if (!output_.output_strides.empty())
+      aligned = aligned && strides_are_multiples(output_.output_strides, lanes);
     if (!provably_multiple_of(redirect.origin.back(), lanes))
       aligned = aligned && redirect.origin.back() % lanes == 0;
     aligned = simplify(aligned);
