@@ -10,7 +10,8 @@
 // dimensions that are and are not whole 16-byte vectors (the staged
 // copy's vector and element forms). The rules: only the output, one stride
 // per dimension, the innermost 1, a buffer that holds what the view
-// reaches; the kernels assembled by ptxas.
+// reaches; the refusal for a GPU until the GPU check has run output views
+// there; the kernels assembled by ptxas.
 
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
@@ -23,6 +24,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -225,7 +227,20 @@ TEST_CASE(
   CHECK(out.get(6) == kBetweenRows);
 }
 
+TEST_CASE("for a GPU an output view is refused as unverified until the GPU check passes it") {
+  Gemm view(Path::WarpgroupTma, true);
+  Pipeline pipeline(view.out);
+  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
+  CHECK_HAS(message, "output 'out' is a view with strides (output_strides), which is unverified on a GPU");
+  CHECK_HAS(message, "coalesce-gpu-check --sections=strided");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=output-views");
+}
+
 TEST_CASE("an output view's kernels test its leading dimension for the staged copy's vectors and assemble cleanly") {
+  struct AllowOutputViews {
+    AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
+    ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+  } allow;
   Gemm view(Path::WarpgroupTma, true);
   Pipeline pipeline(view.out);
   std::string nest = pipeline.loop_nest();
