@@ -2,10 +2,10 @@
 
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
-#include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <functional>
@@ -126,76 +126,6 @@ Stmt copy_nest(const TmaInputCopy &copy) {
 }
 
 } // namespace
-
-std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
-  std::map<std::string, TmaInputCopy> copies;
-  std::map<std::string, std::string> first_stage;
-  for (const FuncContents &func : env.funcs)
-    for (size_t s = 0; s < func.schedule.stages.size(); ++s) {
-      const StageSchedule &stage = func.schedule.stages[s];
-      for (const SharedStaging &staged : stage.staged_inputs) {
-        if (!tma_copies(staged.copies) || !tma_copies(staged.copies)->padded_copy)
-          continue;
-        auto found = env.inputs.find(staged.input);
-        COALESCE_INTERNAL_ASSERT(found != env.inputs.end(), "staged input '", staged.input,
-                                 "' is no input of the pipeline");
-        TmaInputCopy copy;
-        copy.input = found->second.get();
-        // check_mma made sure the TMA feeds only warpgroup MMAs.
-        if (is_warpgroup_mma(stage.mma.kind)) {
-          copy.round_to_tf32 = mma_rounds_to_tf32(stage.mma.kind);
-          copy.transposed = mma_staged_transposed(stage.mma.kind, mma_operands(func, s), staged.input);
-        }
-        std::string where = stage_description(func, s);
-        auto [known, inserted] = copies.emplace(staged.input, copy);
-        if (inserted) {
-          first_stage[staged.input] = where;
-          continue;
-        }
-        // One workspace per input: every stage must want the same copy.
-        if (known->second.transposed != copy.transposed || known->second.round_to_tf32 != copy.round_to_tf32) {
-          auto describe = [](const TmaInputCopy &c) {
-            return str_cat(c.transposed ? "transposed" : "as it lies", c.round_to_tf32 ? " and rounded to tf32" : "");
-          };
-          user_error("in schedule for ", where, ": '", staged.input, "' is staged with TmaCopies::padded_copy, "
-                     "so it is copied once, into one workspace, for every stage that reads it; ",
-                     first_stage[staged.input], " needs that copy ", describe(known->second), ", this stage ",
-                     describe(copy), ": stage it with padded_copy = false in one of them");
-        }
-      }
-    }
-  std::vector<TmaInputCopy> result;
-  for (const auto &[name, copy] : copies)
-    result.push_back(copy);
-  return result;
-}
-
-TmaInputCopy tma_input_copy(const Environment &env, const std::string &input) {
-  for (const TmaInputCopy &copy : tma_input_copies(env))
-    if (copy.input->name == input)
-      return copy;
-  internal_error("input '", input, "' has no copy for the TMA");
-}
-
-std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy) {
-  std::vector<Expr> extents = copy.input->extents;
-  if (copy.transposed)
-    std::reverse(extents.begin(), extents.end());
-  int per_16_bytes = 16 / copy.input->type.bytes();
-  extents.back() = simplify((extents.back() + (per_16_bytes - 1)) / per_16_bytes * per_16_bytes);
-  return extents;
-}
-
-std::vector<Argument> tma_padded_workspaces(const Environment &env) {
-  std::vector<Argument> workspaces;
-  for (const TmaInputCopy &copy : tma_input_copies(env)) {
-    Argument padded{tma_padded_name(copy.input->name), Argument::Kind::Buffer, copy.input->type,
-                    tma_copy_extents(copy), false, {}};
-    padded.is_workspace = true;
-    workspaces.push_back(padded);
-  }
-  return workspaces;
-}
 
 Stmt pad_tma_inputs(const Stmt &s, const Environment &env) {
   std::vector<Stmt> nests;

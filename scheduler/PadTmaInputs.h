@@ -32,39 +32,9 @@
 // copy as a K8-column input (the tensor map's extent) adds nothing past K,
 // exactly as the TMA's zero fill past the input's end does.
 
-#include "dsl/IR.h"
 #include "scheduler/Environment.h"
-#include "scheduler/LoweredFunc.h"
-
-#include <vector>
 
 namespace coalesce {
-
-/// How one input is copied for the TMA.
-struct TmaInputCopy {
-  const InputContents *input = nullptr;
-  /// Stored transposed (K-major): the B of a tf32 warpgroup MMA.
-  bool transposed = false;
-  /// Rounded to tf32: the operands of a tf32 warpgroup MMA.
-  bool round_to_tf32 = false;
-};
-
-/// The inputs some stage stages with TmaCopies::padded_copy, each
-/// once, in name order, with how each is copied (the same for every stage
-/// that stages it, or a UserError).
-std::vector<TmaInputCopy> tma_input_copies(const Environment &env);
-
-/// The copy of `input` (an internal error where none is made).
-TmaInputCopy tma_input_copy(const Environment &env, const std::string &input);
-
-/// The extents of an input's copy, in the copy's own order (the input's,
-/// reversed where it is transposed), the innermost rounded up to whole 16
-/// bytes.
-std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy);
-
-/// The workspace arguments of the copies (Argument::is_workspace: scratch
-/// memory the runtime allocates, never bound by name).
-std::vector<Argument> tma_padded_workspaces(const Environment &env);
 
 /// `s` after the copy nests of the padded inputs.
 Stmt pad_tma_inputs(const Stmt &s, const Environment &env);

@@ -1,4 +1,5 @@
 #include "scheduler/SplitWarpRoles.h"
+#include "scheduler/CountBarriers.h"
 
 #include "dsl/Error.h"
 #include "dsl/IREquality.h"
@@ -116,23 +117,6 @@ private:
 };
 
 } // namespace
-
-Stmt count_barriers(const Stmt &s, int threads) {
-  class Count : public IRMutator {
-  public:
-    explicit Count(int threads) : threads_(threads) {}
-
-  private:
-    using IRMutator::visit;
-    int threads_;
-    Stmt visit(const Barrier *op, const Stmt &self) override {
-      COALESCE_INTERNAL_ASSERT(op->threads == 0 || op->threads == threads_, "a barrier of ", op->threads,
-                               " threads inside a part of the block's first ", threads_);
-      return op->threads == threads_ ? self : Barrier::make(threads_);
-    }
-  } count(threads);
-  return count.mutate(s);
-}
 
 Expr on_producer_warps(int dim, int others) { return thread_index(dim) >= others; }
 Expr on_other_warps(int dim, int others) { return thread_index(dim) < others; }

@@ -39,10 +39,4 @@ Expr on_other_warps(int dim, int others);
 /// no statement of the producer warps run by the others alone, its
 /// barriers theirs (Barrier::threads = `other_threads`).
 Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads);
-
-/// `s`, a part only the block's first `threads` threads run, with its
-/// barriers of the whole block counting those threads alone (a barrier
-/// counting any other number is an internal error).
-Stmt count_barriers(const Stmt &s, int threads);
-
 } // namespace coalesce

@@ -5,14 +5,15 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
-#include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/MmaOperands.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StageWithTma.h"
 #include "scheduler/StagedTile.h"
 #include "scheduler/StagedTileRegion.h"
 #include "scheduler/StagingLoops.h"
 #include "scheduler/Substitute.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <functional>
@@ -648,8 +649,6 @@ class MergeSiblingAllocations : public IRMutator {
 };
 
 } // namespace
-
-int mma_groups_in_flight(bool warpgroup_mma, int stages) { return warpgroup_mma && stages >= 3 ? 1 : 0; }
 
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
   Stmt result = s;

@@ -20,11 +20,4 @@
 namespace coalesce {
 
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env);
-
-/// The groups of warpgroup MMAs a k step leaves running when it ends: with a
-/// pipeline of 3 or more stages, 1 (the step waits for the previous step's
-/// MMAs, not its own, and the pipeline refills the slot two steps back,
-/// which that wait freed), else 0. Staging and tensorize_mma both follow it.
-int mma_groups_in_flight(bool warpgroup_mma, int stages);
-
 } // namespace coalesce

@@ -3,10 +3,11 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/Input.h"
+#include "scheduler/CountBarriers.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
-#include "scheduler/SplitWarpRoles.h"
 #include "scheduler/Substitute.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 
@@ -471,13 +472,6 @@ private:
 };
 
 } // namespace
-
-Expr tma_describable(Type type, const std::vector<Expr> &extents) {
-  int per_row = 16 / type.bytes();
-  return extents.back() % per_row == 0;
-}
-
-Expr tma_describable(const InputContents &input) { return rows_start_at_multiples(input, 16 / input.type.bytes()); }
 
 int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers) {
   int pool = launch_registers * block_threads - producer_registers * producer_threads;

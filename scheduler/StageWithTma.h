@@ -175,14 +175,4 @@ Stmt tma_pipeline(const TmaPipeline &p);
 /// tiles and the barrier arrays around the tile loop.
 TmaPipelineAcrossTiles tma_pipeline_across_tiles(const TmaPipeline &p);
 
-/// Whether the TMA can describe a row-major input of `type` with these
-/// extents: its innermost extent holds whole 16-byte rows. The kernel
-/// tests it at run time; the AOT launcher encodes a tensor map only where
-/// it holds (and the runtime, runtime/TensorMaps.h, on the extents' values).
-Expr tma_describable(Type type, const std::vector<Expr> &extents);
-/// The same for an input, a view (Input's strides) included: every row
-/// starts a whole 16 bytes into its buffer (rows_start_at_multiples,
-/// dsl/Input.h).
-Expr tma_describable(const InputContents &input);
-
 } // namespace coalesce

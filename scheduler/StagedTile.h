@@ -13,7 +13,7 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "dsl/Schedule.h"
-#include "scheduler/PadTmaInputs.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <functional>

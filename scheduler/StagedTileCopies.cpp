@@ -3,9 +3,9 @@
 #include "dsl/IROperator.h"
 #include "dsl/Input.h"
 #include "scheduler/LoopNames.h"
-#include "scheduler/PadTmaInputs.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <memory>

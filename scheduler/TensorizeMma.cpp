@@ -4,10 +4,9 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
-#include "scheduler/CheckMma.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/MmaOperands.h"
 #include "scheduler/Simplify.h"
-#include "scheduler/StageInShared.h"
 #include "scheduler/Substitute.h"
 
 #include <algorithm>

@@ -2,13 +2,12 @@
 
 #include "dsl/Error.h"
 #include "dsl/IREquality.h"
-#include "dsl/IRPrinter.h"
 #include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
-#include "scheduler/PadTmaInputs.h"
 #include "scheduler/Simplify.h"
-#include "scheduler/StageWithTma.h"
+#include "scheduler/TmaInputs.h"
 
 #include <map>
 

@@ -3,7 +3,7 @@
 #include "dsl/Error.h"
 #include "dsl/Input.h"
 #include "runtime/aot/CppExpression.h"
-#include "scheduler/StageWithTma.h"
+#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <sstream>
