@@ -73,6 +73,38 @@ void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int
                ") reaches element ", last, ": pass the buffer it is a view into");
   }
 }
+// An output view whose elements overlap (rows ldc < N apart) stores two of
+// its elements at one address, and which store lands last is the
+// schedule's choice: the result would depend on the schedule. Each stride,
+// taken in increasing order, must step past everything the dimensions with
+// smaller strides span, 1 + the sum of their (extent - 1) * stride; that
+// proves the elements distinct (it refuses some interleaved views whose
+// elements happen not to meet). Dimensions of one element step nowhere.
+void check_output_view_distinct(const Argument &arg, const std::vector<int64_t> &extents,
+                                const std::map<std::string, int64_t> &params) {
+  if (std::find(extents.begin(), extents.end(), 0) != extents.end())
+    return;
+  std::vector<size_t> order;
+  for (size_t d = 0; d < extents.size(); ++d)
+    if (extents[d] > 1)
+      order.push_back(d);
+  auto stride = [&](size_t d) { return evaluate_int(arg.strides[d], params); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride(a) < stride(b); });
+  int64_t span = 1; // the elements the dimensions so far reach, from the first
+  for (size_t n = 0; n < order.size(); ++n) {
+    const size_t d = order[n];
+    if (n > 0 && stride(d) < span)
+      user_error("output '", arg.name, "' is a view whose elements overlap: its stride ", stride(d), " (",
+                 to_string(arg.strides[d]), ") in dimension ", d, " steps less than the ", span,
+                 " elements the dimensions with smaller strides span (extents ", extents_text(arg.extents), " = ",
+                 shape_text(extents),
+                 "), so two of its elements would be stored at one address, and which lands "
+                 "last would depend on the schedule; pass strides that step past each other (",
+                 to_string(arg.strides[d]), " >= ", span, ")");
+    span += (extents[d] - 1) * stride(d);
+  }
+}
+
 // "K = -3" for each parameter `e` reads (with values), or "'K'" (without).
 std::string params_text(const Expr &e, const std::map<std::string, int64_t> &params, bool values = true) {
   std::string text;
@@ -231,6 +263,8 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
     }
     if (!arg.strides.empty()) {
       check_view(arg, *buffer, needed, bound.params);
+      if (arg.is_output)
+        check_output_view_distinct(arg, needed, bound.params);
       bound.elements.push_back(buffer->size());
       bound.bytes.push_back(buffer->size_in_bytes());
       continue;

@@ -227,6 +227,59 @@ TEST_CASE(
   CHECK(out.get(6) == kBetweenRows);
 }
 
+TEST_CASE("an output view whose elements overlap is refused: the schedule would choose which store lands") {
+  // Rows 2 apart hold 4 elements each: out(0, 2) and out(1, 0) share an
+  // address. Stored row by row, the later row's elements land there; with
+  // j outermost, the earlier row's. Both schedules are refused when bound,
+  // with the stride that must grow, before anything is written.
+  Param M{"M"}, N{"N"}, ldc{"ldc"}, batch_stride{"batch_stride"};
+  Var b{"b"}, i{"i"}, j{"j"};
+  Input A("A", Float(32), {M, N});
+  Buffer a({4, 4});
+  a.fill_random(2);
+  for (bool j_outermost : {false, true}) {
+    Func out("out");
+    out(i, j) = A(i, j) + 0.5f;
+    out.output_strides({ldc, 1});
+    if (j_outermost)
+      out.reorder({j, i});
+    Pipeline p(out);
+    Buffer buffer({3 * 4 + 4});
+    for (size_t e = 0; e < buffer.size(); ++e)
+      buffer.set(e, kBetweenRows);
+    CHECK_HAS(coalesce::testing::user_error_of([&] {
+                p.realize_on_cpu({{"A", a}, {"M", 4}, {"N", 4}, {"ldc", 2}}, buffer);
+              }),
+              "output 'out' is a view whose elements overlap: its stride 2 (ldc) in dimension 0 steps less than "
+              "the 4 elements the dimensions with smaller strides span (extents M x N = 4 x 4), so two of its "
+              "elements would be stored at one address, and which lands last would depend on the schedule; pass "
+              "strides that step past each other (ldc >= 4)");
+    for (size_t e = 0; e < buffer.size(); ++e)
+      CHECK(buffer.get(e) == kBetweenRows);
+    // Rows exactly N apart are the dense layout; one row overlaps nothing.
+    p.realize_on_cpu({{"A", a}, {"M", 4}, {"N", 4}, {"ldc", 4}}, buffer);
+    CHECK(buffer.get(13) == a.get(13) + 0.5f);
+    p.realize_on_cpu({{"A", Buffer({1, 4})}, {"M", 1}, {"N", 4}, {"ldc", 1}}, buffer);
+  }
+  // A batch: each product must start past the previous one's last element,
+  // (M - 1) * ldc + N = 3 * 5 + 4 = 19 elements on.
+  Input X("X", Float(32), {Expr(2), M, N});
+  Func batched("batched");
+  batched(b, i, j) = X(b, i, j) * 2.0f;
+  batched.output_strides({batch_stride, ldc, 1});
+  Pipeline p(batched);
+  Buffer x({2, 4, 4}), buffer({18 + 3 * 5 + 4});
+  x.fill_random(3);
+  CHECK_HAS(coalesce::testing::user_error_of([&] {
+              p.realize_on_cpu({{"X", x}, {"M", 4}, {"N", 4}, {"ldc", 5}, {"batch_stride", 18}}, buffer);
+            }),
+            "its stride 18 (batch_stride) in dimension 0 steps less than the 19 elements the dimensions with "
+            "smaller strides span (extents 2 x M x N = 2 x 4 x 4)");
+  Buffer room({19 + 3 * 5 + 4});
+  p.realize_on_cpu({{"X", x}, {"M", 4}, {"N", 4}, {"ldc", 5}, {"batch_stride", 19}}, room);
+  CHECK(room.get(19 + 5 + 1) == x.get(16 + 4 + 1) * 2.0f);
+}
+
 TEST_CASE("for a GPU an output view is refused as unverified until the GPU check passes it") {
   Gemm view(Path::WarpgroupTma, true);
   Pipeline pipeline(view.out);

@@ -409,7 +409,8 @@ std::string launcher_source(const LauncherSpec &spec) {
       << (spec.cubin.empty() ? " PTX" : " cubin and PTX") << " embedded. It needs only the\n"
       << "// CUDA Driver API (cuda.h and libcuda) from CUDA 12 or newer.\n\n"
       << "#include \"" << name << ".h\"\n\n"
-      << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n\n"
+      << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n#include <utility>\n#include "
+         "<vector>\n\n"
       << "#if !defined(CUDA_VERSION) || CUDA_VERSION < 12000\n"
       << "#error \"" << name << ".cpp needs cuda.h from CUDA 12 or newer (cuLibraryLoadData)\"\n"
       << "#endif\n\n"
@@ -516,6 +517,28 @@ std::string describe(CUresult code) {
 int64_t times(int64_t a, int64_t b) { return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b; }
 // Used by views only (their reach).
 [[maybe_unused]] int64_t plus(int64_t a, int64_t b) { return b > INT64_MAX - a ? INT64_MAX : a + b; }
+
+// Used by output views only: "" where the view's elements are distinct,
+// else why they may not be. Two elements at one address would be stored in
+// an order the kernel chooses. Each stride, in increasing order, must step
+// past all that the smaller ones span (1 + their (extent - 1) * stride);
+// dimensions of one element step nowhere, and an empty view stores nothing.
+[[maybe_unused]] std::string overlapping_view(std::vector<std::pair<int64_t, int64_t>> strides_extents) {
+  for (const auto &[stride, extent] : strides_extents)
+    if (extent <= 0)
+      return "";
+  std::stable_sort(strides_extents.begin(), strides_extents.end());
+  int64_t span = 1;
+  for (const auto &[stride, extent] : strides_extents) {
+    if (extent == 1)
+      continue;
+    if (span > 1 && stride < span)
+      return "a stride of " + std::to_string(stride) + " steps less than the " + std::to_string(span) +
+             " elements the smaller strides span";
+    span = plus(span, times(extent - 1, stride));
+  }
+  return "";
+}
 
 // The kernels, loading the module first if no call has yet.
 CUresult load(CUkernel *kernels) {
@@ -626,6 +649,19 @@ CUresult load(CUkernel *kernels) {
             << ") + \"; strides are at least 1\");\n";
       }
       elements = "(" + empty + ") ? int64_t(0) : " + reach;
+      if (arg.buffer->is_output) {
+        std::string pairs;
+        for (size_t d = 0; d < arg.buffer->extents.size(); ++d)
+          pairs += std::string(d ? ", " : "") + "{" + cpp_int(arg.buffer->strides[d]) + ", " +
+                   cpp_int(arg.buffer->extents[d]) + "}";
+        out << "  const std::string " << arg.name << "_overlap_ = coalesce_launcher::overlapping_view({" << pairs
+            << "});\n"
+            << "  if (!" << arg.name << "_overlap_.empty())\n"
+            << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
+            << " is a view whose elements overlap (\" + " << arg.name
+            << "_overlap_ + \"): two of them would be stored at one address, in an order the kernel chooses; "
+               "pass strides that step past each other\");\n";
+      }
     }
     out << "  const int64_t " << local << " = " << elements << ";\n"
         << "  if (" << local << " > " << kMaxExtent << ")\n"

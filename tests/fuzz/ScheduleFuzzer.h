@@ -134,6 +134,7 @@ private:
   // between them a value the kernels must leave alone.
   bool a_km_ = false;
   int out_lead_ = 0; // 0: dense
+  bool out_overlaps_ = false; // rows closer than N elements: refused when bound
   // A bound() may fix an extent the buffers, sized M x N, do not have, and
   // Params that share a name are one size: the run may then refuse the
   // buffers, rightly.
@@ -240,8 +241,12 @@ private:
     }
     if (chance(10)) {
       out_lead_ = chance(50) ? N_ + 1 + pick(8) : (N_ / 8 + 1 + pick(2)) * 8;
+      // Rows closer than N overlap: binding must refuse them, writing nothing.
+      out_overlaps_ = M_ > 1 && N_ > 1 && chance(20);
+      if (out_overlaps_)
+        out_lead_ = 1 + pick(N_ - 1);
       out_->output_strides({out_lead_, 1});
-      log << "out is a view, rows " << out_lead_ << " apart\n";
+      log << "out is a view, rows " << out_lead_ << " apart" << (out_overlaps_ ? " (overlapping)" : "") << "\n";
     }
     schedule(log);
   }
@@ -759,9 +764,22 @@ private:
     try {
       p.realize_on_cpu(args, out_lead_ ? out_view : out);
     } catch (const UserError &e) {
+      if (out_overlaps_) {
+        bool untouched = true;
+        for (size_t n = 0; n < out_view.size(); ++n)
+          untouched &= out_view.get(n) == kBetweenRows;
+        if (std::string(e.what()).find("is a view whose elements overlap") != std::string::npos && untouched)
+          return Outcome::UserError;
+        log << "an overlapping output view refused for another reason, or after writing: " << e.what() << "\n";
+        return Outcome::Wrong;
+      }
       if (sizes_may_differ_)
         throw;
       log << "accepted the schedule, then refused its buffers: " << e.what() << "\n" << nest;
+      return Outcome::Wrong;
+    }
+    if (out_overlaps_) {
+      log << "an output view whose rows overlap (" << out_lead_ << " apart, " << N_ << " wide) was accepted\n" << nest;
       return Outcome::Wrong;
     }
     if (out_lead_) {
