@@ -409,8 +409,7 @@ std::string launcher_source(const LauncherSpec &spec) {
       << (spec.cubin.empty() ? " PTX" : " cubin and PTX") << " embedded. It needs only the\n"
       << "// CUDA Driver API (cuda.h and libcuda) from CUDA 12 or newer.\n\n"
       << "#include \"" << name << ".h\"\n\n"
-      << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n#include <utility>\n#include "
-         "<vector>\n\n"
+      << "#include <algorithm>\n#include <cstdint>\n#include <mutex>\n#include <string>\n\n"
       << "#if !defined(CUDA_VERSION) || CUDA_VERSION < 12000\n"
       << "#error \"" << name << ".cpp needs cuda.h from CUDA 12 or newer (cuLibraryLoadData)\"\n"
       << "#endif\n\n"
@@ -523,19 +522,24 @@ int64_t times(int64_t a, int64_t b) { return a != 0 && b > INT64_MAX / a ? INT64
 // an order the kernel chooses. Each stride, in increasing order, must step
 // past all that the smaller ones span (1 + their (extent - 1) * stride);
 // dimensions of one element step nowhere, and an empty view stores nothing.
-[[maybe_unused]] std::string overlapping_view(std::vector<std::pair<int64_t, int64_t>> strides_extents) {
-  for (const auto &[stride, extent] : strides_extents)
-    if (extent <= 0)
+// `dims` holds {stride, extent} per dimension; it is sorted in place.
+template <std::size_t N> std::string overlapping_view(int64_t (&dims)[N][2]) {
+  for (const auto &dim : dims)
+    if (dim[1] <= 0)
       return "";
-  std::stable_sort(strides_extents.begin(), strides_extents.end());
+  for (std::size_t d = 1; d < N; ++d) // by stride, smallest first
+    for (std::size_t e = d; e > 0 && dims[e][0] < dims[e - 1][0]; --e) {
+      std::swap(dims[e][0], dims[e - 1][0]);
+      std::swap(dims[e][1], dims[e - 1][1]);
+    }
   int64_t span = 1;
-  for (const auto &[stride, extent] : strides_extents) {
-    if (extent == 1)
+  for (const auto &dim : dims) {
+    if (dim[1] == 1)
       continue;
-    if (span > 1 && stride < span)
-      return "a stride of " + std::to_string(stride) + " steps less than the " + std::to_string(span) +
+    if (span > 1 && dim[0] < span)
+      return "a stride of " + std::to_string(dim[0]) + " steps less than the " + std::to_string(span) +
              " elements the smaller strides span";
-    span = plus(span, times(extent - 1, stride));
+    span = plus(span, times(dim[1] - 1, dim[0]));
   }
   return "";
 }
@@ -654,8 +658,9 @@ CUresult load(CUkernel *kernels) {
         for (size_t d = 0; d < arg.buffer->extents.size(); ++d)
           pairs += std::string(d ? ", " : "") + "{" + cpp_int(arg.buffer->strides[d]) + ", " +
                    cpp_int(arg.buffer->extents[d]) + "}";
-        out << "  const std::string " << arg.name << "_overlap_ = coalesce_launcher::overlapping_view({" << pairs
-            << "});\n"
+        out << "  int64_t " << arg.name << "_dims_[][2] = {" << pairs << "};\n"
+            << "  const std::string " << arg.name << "_overlap_ = coalesce_launcher::overlapping_view(" << arg.name
+            << "_dims_);\n"
             << "  if (!" << arg.name << "_overlap_.empty())\n"
             << "    return coalesce_launcher::fail(CUDA_ERROR_INVALID_VALUE, \"" << arg.name
             << " is a view whose elements overlap (\" + " << arg.name
