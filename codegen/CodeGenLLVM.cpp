@@ -526,4 +526,8 @@ void CodeGenLLVM::visit(const WarpMma *op) { emit_warp_mma(op); }
 
 void CodeGenLLVM::visit(const TensorCopy *op) { emit_tensor_copy(op); }
 
+void CodeGenLLVM::visit(const TmaStaging *) {
+  internal_error("a TMA staging mark reached code generation: lower_tma_pipelines replaces every one");
+}
+
 } // namespace coalesce

@@ -229,6 +229,11 @@ Stmt WarpMma::rebuild(Expr new_lane, Expr new_warp, Stmt new_update) const {
   return make(kind, std::move(new_lane), std::move(new_update));
 }
 
+Stmt TmaStaging::make(Stmt loop, Stmt fallback) {
+  COALESCE_INTERNAL_ASSERT(loop.as<For>() && fallback.defined(), "a TMA staging mark needs its loop and its fallback");
+  return Stmt(std::make_shared<const TmaStaging>(std::move(loop), std::move(fallback)));
+}
+
 Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination,
                       Expr barrier, Stmt copy, int multicast) {
   COALESCE_INTERNAL_ASSERT(!input.empty() && !origin.empty() && origin.size() == box.size() &&

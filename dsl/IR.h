@@ -19,9 +19,9 @@ namespace coalesce {
   X(IntImm) X(FloatImm) X(Variable) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max)      \
   X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Load) X(Call) X(Let)
 
-#define COALESCE_FOR_EACH_STMT(X)                                                                  \
-  X(For) X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma)     \
-  X(TensorCopy)
+#define COALESCE_FOR_EACH_STMT(X)                                                                                      \
+  X(For)                                                                                                               \
+  X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma) X(TensorCopy) X(TmaStaging)
 
 /// The tensor-core instructions a schedule can map a reduction onto. The
 /// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
@@ -513,6 +513,23 @@ struct TensorCopy : BaseStmtNode {
   /// The box one block issues: the rows split between the blocks of the
   /// multicast (the tensor map's box).
   std::vector<int> issued_box() const;
+};
+
+/// A staging loop whose tiles the tensor memory accelerator copies
+/// (TmaCopies), between two passes: stage_inputs_in_shared leaves it,
+/// lower_tma_pipelines replaces it by the TMA's pipeline (mbarriers,
+/// producer warps, multicast, the pipeline across a persistent block's
+/// tiles), and nothing else sees it. `loop` is the loop as the schedule
+/// made it, its body still reading the inputs, from which the TMA's tiles
+/// and steps are planned; `fallback` is the cp.async pipeline staging built
+/// for it, which the kernel runs where the TMA cannot describe an input.
+/// It never reaches code generation.
+struct TmaStaging : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::TmaStaging;
+  TmaStaging(Stmt l, Stmt f) : BaseStmtNode(node_kind), loop(std::move(l)), fallback(std::move(f)) {}
+  const Stmt loop;
+  const Stmt fallback;
+  static Stmt make(Stmt loop, Stmt fallback);
 };
 
 } // namespace coalesce

@@ -256,6 +256,14 @@ private:
     }
     nested(op->update);
   }
+  void visit(const TmaStaging *op) override {
+    line_start();
+    out_ << "tma_staging (for lower_tma_pipelines) of:\n";
+    nested(op->loop);
+    line_start();
+    out_ << "its cp.async pipeline:\n";
+    nested(op->fallback);
+  }
   void visit(const TensorCopy *op) override {
     line_start();
     out_ << "tensor_copy " << op->input << "[";

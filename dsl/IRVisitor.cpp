@@ -110,6 +110,11 @@ void IRVisitor::visit(const TensorCopy *op) {
   visit_stmt(op->copy);
 }
 
+void IRVisitor::visit(const TmaStaging *op) {
+  visit_stmt(op->loop);
+  visit_stmt(op->fallback);
+}
+
 // ------------------------------------------------------------------- mutator
 
 Expr IRMutator::mutate(const Expr &e) {
@@ -284,6 +289,14 @@ Stmt IRMutator::visit(const TensorCopy *op, const Stmt &self) {
   if (!changed && destination.same_as(op->destination) && barrier.same_as(op->barrier) && copy.same_as(op->copy))
     return self;
   return TensorCopy::make(op->input, origin, op->box, destination, barrier, copy, op->multicast);
+}
+
+Stmt IRMutator::visit(const TmaStaging *op, const Stmt &self) {
+  Stmt loop = mutate(op->loop);
+  Stmt fallback = mutate(op->fallback);
+  if (loop.same_as(op->loop) && fallback.same_as(op->fallback))
+    return self;
+  return TmaStaging::make(loop, fallback);
 }
 
 } // namespace coalesce

@@ -4,7 +4,7 @@
 // past the last tile), and not with split-K, a persistent grid or grouped
 // blocks. That a multicast input (TmaCopies::multicast) has clusters to
 // share with is check_staging's rule; whether its tile is the same for
-// every block of its cluster is stage_inputs_in_shared's to check (it knows
+// every block of its cluster is lower_tma_pipelines' to check (it knows
 // where each tile starts).
 
 #include "scheduler/Environment.h"

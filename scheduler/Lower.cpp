@@ -31,6 +31,7 @@
 #include "scheduler/InlineFuncs.h"
 #include "scheduler/InputReads.h"
 #include "scheduler/LoopNames.h"
+#include "scheduler/LowerTmaPipelines.h"
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
@@ -127,6 +128,10 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // become clamped loads.
   s = attributed_to("stage_inputs_in_shared", [&] { return stage_inputs_in_shared(s, env); });
   log("stage_inputs_in_shared", s);
+  // The staging loops the TMA copies: their mbarrier pipelines, producer
+  // warps, multicast, and pipelines across a persistent block's tiles.
+  s = attributed_to("lower_tma_pipelines", [&] { return lower_tma_pipelines(s, env); });
+  log("lower_tma_pipelines", s);
   s = attributed_to("clamp_input_loads", [&] { return clamp_input_loads(s); });
   log("clamp_input_loads", s);
   // On every target, so the CPU runs the statement the GPU runs.

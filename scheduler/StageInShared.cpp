@@ -8,12 +8,10 @@
 #include "scheduler/LoopNames.h"
 #include "scheduler/MmaOperands.h"
 #include "scheduler/Simplify.h"
-#include "scheduler/StageWithTma.h"
 #include "scheduler/StagedTile.h"
 #include "scheduler/StagedTileRegion.h"
 #include "scheduler/StagingLoops.h"
 #include "scheduler/Substitute.h"
-#include "scheduler/TmaInputs.h"
 
 #include <algorithm>
 #include <functional>
@@ -28,232 +26,45 @@ namespace {
 
 using namespace staging;
 
-// An expression as the user wrote its names: "acc.s1.ko" reads "ko".
-std::string readable(const Expr &e) {
-  static const std::regex qualifier("[A-Za-z_][A-Za-z0-9_]*\\.s[0-9]+\\.");
-  return std::regex_replace(to_string(e), qualifier, "");
-}
-
 class StageAtLoop : public IRMutator {
 public:
-  StageAtLoop(const std::string &loop, std::vector<SharedStaging> requests, const Environment &env,
-              const std::string &stage, MmaKind mma_kind, std::vector<MmaOperands> mma_operands)
-      : loop_(loop), requests_(std::move(requests)), env_(env), stage_(stage), mma_kind_(mma_kind),
-        warpgroup_mma_(is_warpgroup_mma(mma_kind)), mma_operands_(std::move(mma_operands)) {}
+  StageAtLoop(StagingSite site, std::vector<SharedStaging> requests, const Environment &env)
+      : site_(std::move(site)), requests_(std::move(requests)), env_(env) {}
   bool found = false;
 
 private:
   using IRMutator::visit;
-  const std::string loop_; // a copy: a caller may pass a temporary, and a reference would dangle
+  const StagingSite site_;
   std::vector<SharedStaging> requests_;
   const Environment &env_;
-  const std::string stage_;  // a copy: a caller may pass a temporary, and a reference would dangle
-  const MmaKind mma_kind_;   // the instruction of the stage's reduction (None: no MMA)
-  const bool warpgroup_mma_; // the stage's reduction runs on warpgroup MMAs, which read these tiles
-  // The MMA operands of the stage, or of each fused reduction staging here
-  // (warpgroup MMAs only; else none).
-  const std::vector<MmaOperands> mma_operands_;
-
-  // A persistent block's tile loop. Where a pipeline inside it runs across
-  // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
-  //
-  //   allocate the tiles and barriers
-  //     if describable: setup; for tile: <body, the pipeline's per-tile part>; teardown
-  //     else:           fallback setup; for tile: <body, the cp.async pipeline>
-  //
-  // The condition depends on the inputs' extents only, so taking it out
-  // of the loop changes no tile's work.
-  Stmt visit_tiles(const For *op, const Stmt &self) {
-    const For *outer = tiles_loop_;
-    tiles_loop_ = op;
-    Stmt result = IRMutator::visit(op, self);
-    tiles_loop_ = outer;
-    if (!across_)
-      return result;
-    AcrossTiles across = std::move(*across_);
-    across_.reset();
-    const auto *loop = result.as<For>();
-    const TmaPipelineAcrossTiles &parts = across.parts;
-    auto tiles_with = [&](const Stmt &pipeline) {
-      Stmt body = ReplaceStmt(across.per_tile, pipeline).mutate(loop->body);
-      return For::make(loop->name, loop->min, loop->extent, loop->for_kind, body, loop->gpu_dim, loop->reduction_of,
-                       loop->role);
-    };
-    Stmt s = Block::make({parts.setup, tiles_with(parts.per_tile), parts.teardown});
-    if (parts.describable.defined())
-      s = IfThenElse::make(parts.describable, s,
-                           Block::make({parts.fallback_setup, tiles_with(parts.fallback_per_tile)}));
-    for (auto array = parts.barrier_arrays.rbegin(); array != parts.barrier_arrays.rend(); ++array)
-      s = Allocate::make(*array, UInt(64), MemoryType::Shared, {Expr(across.stages)}, s);
-    return allocate_tiles(across.tiles, across.stages, s);
-  }
-
-  // `s` with the statement `from` (the same node) replaced by `to`.
-  class ReplaceStmt : public IRMutator {
-  public:
-    ReplaceStmt(Stmt from, Stmt to) : from_(std::move(from)), to_(std::move(to)) {}
-
-  private:
-    using IRMutator::visit;
-    Stmt from_, to_;
-    Stmt visit(const Block *op, const Stmt &self) override {
-      return self.same_as(from_) ? to_ : IRMutator::visit(op, self);
-    }
-    Stmt visit(const IfThenElse *op, const Stmt &self) override {
-      return self.same_as(from_) ? to_ : IRMutator::visit(op, self);
-    }
-  };
-
-  // Where the staging loop `op` runs a TMA pipeline with producer warps
-  // inside a persistent block's tile loop, and every tile runs the same
-  // steps (the loop's bounds read parameters only): the steps of the
-  // block's tiles before this one, from which the pipeline counts its
-  // slots and phases so that it runs across the tiles. Else undefined; so
-  // also for a second pipeline in the same tile loop, which keeps a
-  // pipeline per tile (the tile loop places one pipeline's parts).
-  Expr steps_before_tile(const For *op, const std::vector<StagedTile> &tiles) const {
-    if (!tiles_loop_ || across_ || producer_warp_count(tiles.front().copies) == 0)
-      return Expr();
-    for (const Expr &bound : {op->min, op->extent})
-      for (const Variable *v : variables_of(bound))
-        if (v->variable_kind != VariableKind::Param)
-          return Expr();
-    Expr tile = Variable::make(Int(32), tiles_loop_->name);
-    return simplify((tile - tiles_loop_->min) * op->extent);
-  }
-
-  // `s` inside the allocations of the tiles' shared buffers.
-  static Stmt allocate_tiles(const std::vector<StagedTile> &tiles, int stages, Stmt s) {
-    for (const StagedTile &tile : tiles) {
-      std::vector<Expr> extents = {Expr(stages)};
-      for (int64_t e : tile.shared_extents)
-        extents.push_back(static_cast<int>(e));
-      s = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, s, tile.input->name);
-    }
-    return s;
-  }
-
-  StagedTile plan_tile(const SharedStaging &request, const For *op, const ScanBody &scan) {
-    StagedTile tile;
-    tile.input = env_.inputs.at(request.input).get();
-    tile.layout = request.layout;
-    tile.copies = request.copies;
-    tile.buffer = staging_buffer_name(request.input);
-    FindCalls finder(request.input, scan.lets, scan.ambiguous);
-    finder.visit_stmt(op->body);
-    std::string short_loop = loop_short_name(loop_);
-    if (!finder.ambiguous_name.empty())
-      user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '", short_loop,
-                 "': its coordinates depend on '", loop_short_name(finder.ambiguous_name),
-                 "', which names loops or values of different ranges inside '", short_loop,
-                 "' (a split whose factor does not divide the loop, with bounds known only at run time); split by a "
-                 "factor that divides it");
-
-    for (size_t d = 0; d < tile.input->extents.size(); ++d) {
-      Expr base;
-      int64_t extent = 0;
-      for (const auto &call : finder.calls) {
-        Expr call_base;
-        int64_t call_extent;
-        if (!affine_span(call[d], scan.loops, &call_base, &call_extent))
-          user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
-                     short_loop, "': its coordinate ", readable(call[d]),
-                     " is not an affine function of the loops inside '", short_loop, "' with constant coefficients");
-        if (base.defined() && !is_const(simplify(base - call_base), 0))
-          user_error("in schedule for ", stage_, ": cannot stage '", request.input, "' in shared memory at '",
-                     short_loop, "': it is read at tiles that start at different places (", readable(base), " and ",
-                     readable(call_base), ")");
-        base = call_base;
-        extent = std::max(extent, call_extent);
-      }
-      tile.region.min.push_back(base);
-      tile.region.extent.push_back(extent);
-      tile.elements *= extent;
-    }
-    for (size_t d = 0; d < tile.input->extents.size(); ++d)
-      tile.order.push_back(static_cast<int>(d));
-    if (tile.layout.transposed)
-      std::swap(tile.order[0], tile.order[1]);
-    for (int d : tile.order)
-      tile.shared_extents.push_back(tile.region.extent[d]);
-    tile.shared_extents.back() += tile.layout.padding;
-    if (warpgroup_mma_) {
-      // check_mma made sure the tile can be swizzled: 2-D, of the
-      // instruction's operand type (16-bit, f32 for tf32, 8-bit), rows of whole atoms, no padding or transposition. A B
-      // that the instruction reads K-major but that is stored K x N is
-      // stored transposed: its rows run along n. An N x K one (W(j, k))
-      // is staged as it lies, K-major, like A.
-      const std::vector<int64_t> &extent = tile.region.extent;
-      tile.swizzled = true;
-      bool transposed = std::any_of(mma_operands_.begin(), mma_operands_.end(), [&](const MmaOperands &operands) {
-        return mma_staged_transposed(mma_kind_, operands, request.input);
-      });
-      const int first = static_cast<int>(extent.size()) - 2;
-      tile.swizzle_row_dim = first + (transposed ? 1 : 0);
-      tile.swizzle_column_dim = first + (transposed ? 0 : 1);
-      tile.round_to_tf32 = mma_rounds_to_tf32(mma_kind_);
-      int bytes = tile.input->type.bytes(), rows = tile.swizzle_row_dim, columns = tile.swizzle_column_dim;
-      bool batch_of_one = first >= 0 && std::all_of(extent.begin(), extent.begin() + std::max(first, 0),
-                                                    [](int64_t e) { return e == 1; });
-      COALESCE_INTERNAL_ASSERT(batch_of_one && bytes == mma_instruction(mma_kind_).operand.bytes() &&
-                                   extent[columns] % tile.swizzle_row() == 0 && extent[rows] % 8 == 0 &&
-                                   !tile.layout.padding && !tile.layout.transposed,
-                               "tile of '", request.input, "' cannot be swizzled for a warpgroup MMA");
-      tile.shared_extents = {extent[columns] / tile.swizzle_row(), extent[rows], tile.swizzle_row()};
-    }
-    return tile;
-  }
-
-  // The persistent tile loop (gpu_persistent_blocks) around the loops being
-  // visited, if any.
-  const For *tiles_loop_ = nullptr;
-  // Left by a staging loop inside tiles_loop_ whose TMA pipeline runs
-  // across the block's tiles, for the tile loop to place around itself:
-  // the pipeline's parts, the statement standing for it in the tile's body
-  // (`per_tile`), and the tiles to allocate.
-  struct AcrossTiles {
-    TmaPipelineAcrossTiles parts;
-    Stmt per_tile;
-    std::vector<StagedTile> tiles;
-    int stages = 0;
-  };
-  std::optional<AcrossTiles> across_;
 
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->role == LoopRole::PersistentTiles)
-      return visit_tiles(op, self);
-    if (op->name != loop_)
+    if (op->name != site_.loop)
       return IRMutator::visit(op, self);
     found = true;
     ScanBody scan;
     scan.visit_stmt(op->body);
     std::vector<StagedTile> tiles;
     for (const SharedStaging &request : requests_)
-      tiles.push_back(plan_tile(request, op, scan));
+      tiles.push_back(plan_staged_tile(site_, request, op, scan, env_));
     // check_staging made every input here name the same pipeline.
     const TileCopies &shared_copies = tiles.front().copies;
     bool double_buffered = tile_buffers(shared_copies) > 1;
     if (double_buffered && op->for_kind != ForKind::Serial)
-      user_error("in schedule for ", stage_, ": double-buffered staging at '", loop_short_name(loop_), "', which is ",
-                 for_kind_name(op->for_kind), "; double buffering needs a serial loop");
+      user_error("in schedule for ", site_.stage, ": double-buffered staging at '", loop_short_name(site_.loop),
+                 "', which is ", for_kind_name(op->for_kind), "; double buffering needs a serial loop");
 
     int stages = tile_buffers(shared_copies);
     for (const StagedTile &tile : tiles)
       COALESCE_INTERNAL_ASSERT(same_pipeline(tile.copies, shared_copies), "the inputs staged at '",
-                               loop_short_name(loop_), "' name different pipelines");
+                               loop_short_name(site_.loop), "' name different pipelines");
     if (stages > 2)
-      return pipeline(op, scan, tiles, stages);
+      return pipeline(op, self, scan, tiles, stages);
 
     Expr loop_var = Variable::make(Int(32), op->name);
     Expr which = simplify((loop_var - op->min) % 2);
     Expr next_which = simplify((loop_var - op->min + 1) % 2);
-    Stmt body = op->body;
-    for (const StagedTile &tile : tiles) {
-      ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
-      body = replace.mutate(body);
-      // The replaced loads index in input order: permute, add the selector.
-      body = PermuteLoads(tile, which).mutate(body);
-    }
+    Stmt body = read_from_tiles(op->body, tiles, scan, which);
     std::vector<Stmt> prologue, fetches, stores, copies;
     for (const StagedTile &tile : tiles) {
       std::string prefix = tile.buffer + ".";
@@ -395,30 +206,22 @@ private:
   // every thread is past the barrier, so done with it), and computes. Each
   // request is one commit group, empty past the end, so that "all but the
   // newest stages - 2 groups are complete" always means "this tile is here".
-  Stmt pipeline(const For *op, const ScanBody &scan, const std::vector<StagedTile> &tiles, int stages) {
+  Stmt pipeline(const For *op, const Stmt &self, const ScanBody &scan, const std::vector<StagedTile> &tiles,
+                int stages) {
     if (op->for_kind != ForKind::Serial)
-      user_error("in schedule for ", stage_, ": pipelined staging at '", loop_short_name(loop_), "', which is ",
-                 for_kind_name(op->for_kind), "; a pipeline needs a serial loop");
+      user_error("in schedule for ", site_.stage, ": pipelined staging at '", loop_short_name(site_.loop),
+                 "', which is ", for_kind_name(op->for_kind), "; a pipeline needs a serial loop");
     Expr loop_var = Variable::make(Int(32), op->name);
     Expr end = op->min + op->extent;
-    // The loop's body reading the tiles from slot `slot` of their buffers.
-    auto body_reading = [&](const Expr &slot) {
-      Stmt body = op->body;
-      for (const StagedTile &tile : tiles) {
-        ReplaceCalls replace(tile.input->name, tile.buffer, tile.region, scan.lets);
-        body = PermuteLoads(tile, slot).mutate(replace.mutate(body));
-      }
-      return body;
-    };
     Expr which = simplify((loop_var - op->min) % stages);
-    Stmt body = body_reading(which);
+    Stmt body = read_from_tiles(op->body, tiles, scan, which);
     auto intrinsic = [](Intrinsic which, std::vector<Expr> args = {}) {
       return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
     };
     // Tiles requested ahead of the one in use: every slot but this one, and
     // but the previous one while warpgroup MMAs may still be reading it
     // (they complete one k step later, see mma_groups_in_flight).
-    int ahead_tiles = stages - 1 - mma_groups_in_flight(warpgroup_mma_, stages);
+    int ahead_tiles = stages - 1 - mma_groups_in_flight(site_.warpgroup_mma(), stages);
     std::vector<Stmt> prologue;
     for (int s = 0; s < ahead_tiles; ++s) {
       Expr at = simplify(op->min + s);
@@ -449,202 +252,9 @@ private:
                                intrinsic(Intrinsic::AsyncWaitGroup, {Expr(0)}), Barrier::make()});
     if (!tma_copies(tiles.front().copies))
       return allocate_tiles(tiles, stages, result);
-    Expr steps_before = steps_before_tile(op, tiles);
-    if (!steps_before.defined())
-      return allocate_tiles(tiles, stages, tma_pipeline(tma_request(op, scan, tiles, stages, body, result, Expr())));
-    // Across the tiles: the TMA steps read the slots of the block's run,
-    // the cp.async ones (a pipeline per tile) their own.
-    Stmt run_body = body_reading(simplify((steps_before + loop_var - op->min) % stages));
-    TmaPipelineAcrossTiles parts =
-        tma_pipeline_across_tiles(tma_request(op, scan, tiles, stages, run_body, result, steps_before));
-    Stmt per_tile = parts.describable.defined()
-                        ? IfThenElse::make(parts.describable, parts.per_tile, parts.fallback_per_tile)
-                        : parts.per_tile;
-    across_ = AcrossTiles{parts, per_tile, tiles, stages};
-    return per_tile;
-  }
-
-  // The TMA form of the pipeline (StageWithTma.h), with `fallback` where
-  // the TMA cannot describe an input.
-  TmaPipeline tma_request(const For *op, const ScanBody &scan, const std::vector<StagedTile> &tiles, int stages,
-                          const Stmt &body, const Stmt &fallback, const Expr &steps_before) {
-    TmaPipeline p;
-    p.steps_before = steps_before;
-    p.loop = op;
-    p.stage = stage_;
-    p.body = body;
-    p.stages = stages;
-    p.mma_groups_in_flight = mma_groups_in_flight(warpgroup_mma_, stages);
-    for (const std::string &name : scan.thread_loops) {
-      const LoopInfo &loop = scan.loops.at(name);
-      p.threads.push_back(BlockThreadLoop{name, loop.min, loop.extent, loop.gpu_dim});
-    }
-    p.barriers = tma_barrier_name(tiles.front().input->name);
-    const TmaCopies &tma = *tma_copies(tiles.front().copies);
-    p.producer_warps = tma.producer ? tma.producer->warps : 0;
-    p.producer_registers = tma.producer ? tma.producer->registers : 0;
-    p.blocks_per_sm = env_.output().schedule.min_blocks_per_sm;
-    if (p.producer_registers > 0) {
-      // What the pipeline cannot reallocate around (the count the MMA
-      // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
-      const std::string refused =
-          str_cat("in schedule for ", stage_, ": the TMA copies staged at '", loop_short_name(op->name),
-                  "' reallocate registers "
-                  "(ProducerWarps::registers), ");
-      if (env_.output().schedule.split_k.requested())
-        user_error(refused,
-                   "so the producer warps leave the kernel after their copies, but split_k's last block "
-                   "combines the slices behind barriers of the whole block; reallocate no registers with split_k");
-      if (env_.output().schedule.persistent_blocks > 0 && !steps_before.defined())
-        user_error(refused,
-                   "so the producer warps leave the kernel after their copies, but on this persistent grid "
-                   "(gpu_persistent_blocks) the pipeline cannot run across the block's tiles (the bounds of '",
-                   loop_short_name(op->name),
-                   "' depend on the tile, not only on parameters), and the block's next "
-                   "tile needs them again; reallocate no registers, or a reduction whose bounds are the same "
-                   "for every tile");
-      if (p.blocks_per_sm < 1)
-        user_error(refused, "which needs the launch's registers per thread known: set gpu_min_blocks_per_sm on '",
-                   env_.output().name, "'");
-    }
-    p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
-    p.fallback = fallback;
-    for (const StagedTile &staged : tiles) {
-      TmaTile tile;
-      tile.input = staged.input;
-      tile.buffer = staged.buffer;
-      tile.origin = staged.region.min;
-      tile.extent = staged.region.extent;
-      tile.shared_indices = [staged](const std::vector<Expr> &coords, const Expr &slot) {
-        return shared_indices(staged, coords, slot);
-      };
-      tile.source = staged.input->name;
-      tile.value = [staged](const std::vector<Expr> &coords, const std::map<std::string, Expr> &shift) {
-        return source_value(staged, coords, shift);
-      };
-      const TmaCopies &staged_tma = *tma_copies(staged.copies);
-      if (staged_tma.multicast)
-        tile.multicast = multicast_blocks(staged);
-      if (staged_tma.padded_copy) {
-        TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
-        // The copy is what the tile needs: stored the way the MMA reads it
-        // (K-major for tf32's B), rounded where the MMA rounds.
-        COALESCE_INTERNAL_ASSERT(copy.transposed == staged.swizzled_transposed() &&
-                                     copy.round_to_tf32 == staged.round_to_tf32,
-                                 "the TMA's copy of '", staged.input->name, "' is not laid out as its tile");
-        tile.source = tma_padded_name(staged.input->name);
-        tile.padded = true;
-        if (copy.transposed) {
-          // The boxes are the copy's: rows along n, columns along k.
-          std::reverse(tile.origin.begin(), tile.origin.end());
-          std::reverse(tile.extent.begin(), tile.extent.end());
-        }
-        auto input_order = [transposed = copy.transposed](std::vector<Expr> coords) {
-          if (transposed)
-            std::reverse(coords.begin(), coords.end());
-          return coords;
-        };
-        tile.shared_indices = [staged, input_order](const std::vector<Expr> &coords, const Expr &slot) {
-          return shared_indices(staged, input_order(coords), slot);
-        };
-        tile.value = [staged, copy, input_order](const std::vector<Expr> &coords,
-                                                 const std::map<std::string, Expr> &shift) {
-          return padded_source_value(staged, copy, input_order(coords), shift);
-        };
-      }
-      check_tma_box_start(staged, tile);
-      p.tiles.push_back(std::move(tile));
-    }
-    return p;
-  }
-
-  // The TMA faults (an illegal instruction, which loses the context) on a
-  // box whose first element along the source's contiguous dimension is not
-  // at a 16-byte multiple: measured on the H200, a bf16 reduction
-  // RDom(2, K - 2) copied from column 2 + 64 ko trapped, RDom(8, K - 8)
-  // ran. Refused here, with the Func and the loop, where the cp.async
-  // copies would have taken it; verify_tensor_copies checks the result.
-  void check_tma_box_start(const StagedTile &staged, const TmaTile &tile) const {
-    const int per_16_bytes = 16 / staged.input->type.bytes();
-    const Expr start = simplify(tile.origin.back());
-    if (provably_multiple_of(start, per_16_bytes))
-      return;
-    user_error("in schedule for ", stage_, ": '", staged.input->name, "' is staged with TmaCopies, whose ",
-               "copies must start each row at a multiple of 16 bytes (", per_16_bytes, " ", staged.input->type,
-               " elements) along the contiguous dimension of '", tile.source, "', but the tile staged at '",
-               loop_short_name(loop_), "' starts at ", with_short_loop_names(start),
-               ", which is not provably one (a reduction starting at a column that is not a multiple of ", per_16_bytes,
-               "?): start the reduction at a multiple of ", per_16_bytes, ", or stage it with AsyncCopies");
-  }
-
-  // The blocks of a cluster that share `staged`'s tile (TmaCopies::
-  // multicast): all of the output's cluster, which is legal only where the
-  // tile is the same for each of them, so where its first element does
-  // not depend on the clustered block loop.
-  int multicast_blocks(const StagedTile &staged) const {
-    const FuncSchedule &output = env_.output().schedule;
-    COALESCE_INTERNAL_ASSERT(output.cluster_blocks > 1, "a multicast tile without clusters");
-    std::string cluster_loop = cluster_loop_name(env_.output());
-    for (size_t d = 0; d < staged.region.min.size(); ++d)
-      if (expr_uses_var(staged.region.min[d], cluster_loop))
-        user_error("in schedule for ", stage_, ": '", staged.input->name,
-                   "' is staged with TmaCopies::multicast, "
-                   "but its tile starts at ",
-                   readable(staged.region.min[d]), " in dimension ", d,
-                   ", which depends "
-                   "on '",
-                   output.cluster_var,
-                   "', along which the blocks of a cluster lie (gpu_cluster), so each "
-                   "block needs a tile of its own; multicast an input whose tile does not depend on '",
-                   output.cluster_var, "', or cluster the blocks along another block loop");
-    return output.cluster_blocks;
-  }
-
-  // Loads of a staged buffer come out of ReplaceCalls in input order.
-  class PermuteLoads : public IRMutator {
-  public:
-    PermuteLoads(const StagedTile &tile, const Expr &which) : tile_(tile), which_(which) {}
-
-  private:
-    using IRMutator::visit;
-    Expr visit(const Load *op, const Expr &self) override {
-      if (op->buffer != tile_.buffer)
-        return IRMutator::visit(op, self);
-      return Load::make(op->type, op->buffer, shared_indices(tile_, op->indices, which_));
-    }
-    const StagedTile &tile_;
-    const Expr &which_;
-  };
-};
-
-// A reduction loop split into steady state and tail is staged twice; its
-// two copies share one set of buffers.
-class MergeSiblingAllocations : public IRMutator {
-  using IRMutator::visit;
-  static bool same(const Allocate *a, const Allocate *b) {
-    if (a->name != b->name || a->type != b->type || a->memory != b->memory || a->extents.size() != b->extents.size())
-      return false;
-    for (size_t d = 0; d < a->extents.size(); ++d)
-      if (!equal(a->extents[d], b->extents[d]))
-        return false;
-    return true;
-  }
-  Stmt visit(const Block *op, const Stmt &self) override {
-    std::vector<Stmt> merged;
-    for (const Stmt &s : op->stmts) {
-      const Allocate *previous = merged.empty() ? nullptr : merged.back().as<Allocate>();
-      const Allocate *current = s.as<Allocate>();
-      if (previous && current && same(previous, current)) {
-        merged.back() = Allocate::make(previous->name, previous->type, previous->memory, previous->extents,
-                                       Block::make({previous->body, current->body}), previous->staged_input);
-        continue;
-      }
-      merged.push_back(s);
-    }
-    std::vector<Stmt> result;
-    for (const Stmt &s : merged)
-      result.push_back(mutate(s));
-    return Block::make(result);
+    // The TMA's form is lower_tma_pipelines' to build, from the loop as
+    // it is here; this cp.async pipeline is its fallback.
+    return TmaStaging::make(self, result);
   }
 };
 
@@ -653,19 +263,11 @@ class MergeSiblingAllocations : public IRMutator {
 Stmt stage_inputs_in_shared(const Stmt &s, const Environment &env) {
   Stmt result = s;
   for (const StagingLoop &at : staging_loops(s, env)) {
-    const FuncContents &func = *at.func;
-    MmaKind kind = func.schedule.stages[at.stage].mma.kind;
-    std::vector<MmaOperands> operands;
-    if (is_warpgroup_mma(kind)) {
-      operands.push_back(mma_operands(func, at.stage));
-      for (const FuncContents *other : at.fused)
-        operands.push_back(mma_operands(*other, at.stage));
-    }
-    StageAtLoop pass(at.loop, at.requests, env, stage_description(func, at.stage), kind, operands);
+    StageAtLoop pass(staging_site(at), at.requests, env);
     result = pass.mutate(result);
     COALESCE_INTERNAL_ASSERT(pass.found, "staging loop '", at.loop, "' not found");
   }
-  return MergeSiblingAllocations().mutate(result);
+  return merge_sibling_allocations(result);
 }
 
 } // namespace coalesce

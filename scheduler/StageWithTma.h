@@ -1,5 +1,5 @@
 #pragma once
-// Part of stage_inputs_in_shared: the software pipeline of a k-step loop
+// Part of lower_tma_pipelines: the software pipeline of a k-step loop
 // whose tiles warpgroup MMAs read, fed by the tensor memory accelerator
 // (TmaCopies) instead of every thread's cp.async copies:
 //

@@ -1,11 +1,11 @@
 #pragma once
-// Part of stage_inputs_in_shared: a staged input's tile (where it starts in
-// the input, how it is laid out in shared memory) and the statements that
-// copy it there, cooperatively, one thread per element or 16-byte vector,
-// synchronously or with cp.async, and round it to tf32 in place where tf32
-// MMAs read it. StageInShared.cpp places these copies around the staging
-// loop (double buffering, the software pipeline); StageWithTma.h has the
-// TMA's.
+// Shared by stage_inputs_in_shared and lower_tma_pipelines: a staged
+// input's tile (where it starts in the input, how it is laid out in shared
+// memory) and the statements that copy it there, cooperatively, one thread
+// per element or 16-byte vector, synchronously or with cp.async, and round
+// it to tf32 in place where tf32 MMAs read it. StageInShared.cpp places
+// these copies around the staging loop (double buffering, the software
+// pipeline); StageWithTma.h has the TMA's.
 
 #include "dsl/FuncContents.h"
 #include "dsl/IR.h"
@@ -157,5 +157,14 @@ Stmt round_landed_tiles(const std::vector<StagedTile> &tiles, const ScanBody &sc
 /// The proxy fence a tile that warpgroup MMAs read needs before the barrier
 /// that publishes it; undefined where no tile does.
 Stmt publish_fence(const std::vector<StagedTile> &tiles);
+
+/// `s` inside the allocations of the tiles' shared buffers, `stages` slots
+/// each.
+Stmt allocate_tiles(const std::vector<StagedTile> &tiles, int stages, Stmt s);
+
+/// `s` with sibling allocations of one buffer merged: a reduction loop
+/// split into steady state and tail is staged twice, and its two copies
+/// share one set of buffers.
+Stmt merge_sibling_allocations(const Stmt &s);
 
 } // namespace coalesce::staging

@@ -326,4 +326,51 @@ Stmt publish_fence(const std::vector<StagedTile> &tiles) {
   return any ? Evaluate::make(Call::make_intrinsic(Intrinsic::FenceProxyAsync, Int(32), {})) : Stmt();
 }
 
+Stmt allocate_tiles(const std::vector<StagedTile> &tiles, int stages, Stmt s) {
+  for (const StagedTile &tile : tiles) {
+    std::vector<Expr> extents = {Expr(stages)};
+    for (int64_t e : tile.shared_extents)
+      extents.push_back(static_cast<int>(e));
+    s = Allocate::make(tile.buffer, tile.input->type, MemoryType::Shared, extents, s, tile.input->name);
+  }
+  return s;
+}
+
+namespace {
+
+// A reduction loop split into steady state and tail is staged twice; its
+// two copies share one set of buffers.
+class MergeSiblingAllocations : public IRMutator {
+  using IRMutator::visit;
+  static bool same(const Allocate *a, const Allocate *b) {
+    if (a->name != b->name || a->type != b->type || a->memory != b->memory || a->extents.size() != b->extents.size())
+      return false;
+    for (size_t d = 0; d < a->extents.size(); ++d)
+      if (!equal(a->extents[d], b->extents[d]))
+        return false;
+    return true;
+  }
+  Stmt visit(const Block *op, const Stmt &self) override {
+    std::vector<Stmt> merged;
+    for (const Stmt &s : op->stmts) {
+      const Allocate *previous = merged.empty() ? nullptr : merged.back().as<Allocate>();
+      const Allocate *current = s.as<Allocate>();
+      if (previous && current && same(previous, current)) {
+        merged.back() = Allocate::make(previous->name, previous->type, previous->memory, previous->extents,
+                                       Block::make({previous->body, current->body}), previous->staged_input);
+        continue;
+      }
+      merged.push_back(s);
+    }
+    std::vector<Stmt> result;
+    for (const Stmt &s : merged)
+      result.push_back(mutate(s));
+    return Block::make(result);
+  }
+};
+
+} // namespace
+
+Stmt merge_sibling_allocations(const Stmt &s) { return MergeSiblingAllocations().mutate(s); }
+
 } // namespace coalesce::staging

@@ -1,12 +1,14 @@
 #pragma once
-// Part of stage_inputs_in_shared: where a staged input's tile lies. The
-// input's calls inside the staging loop (lets expanded), each coordinate
-// split into a part outside the loop and the span of the loops inside it,
-// and the calls rewritten as loads of the tile.
+// Shared by stage_inputs_in_shared and lower_tma_pipelines: where a staged
+// input's tile lies. The input's calls inside the staging loop (lets
+// expanded), each coordinate split into a part outside the loop and the
+// span of the loops inside it, and the calls rewritten as loads of the
+// tile.
 
 #include "dsl/IR.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/StagedTile.h"
+#include "scheduler/StagingLoops.h"
 
 #include <cstdint>
 #include <functional>
@@ -58,5 +60,20 @@ private:
   const Region &region_;
   const std::map<std::string, Expr> &lets_;
 };
+
+/// An expression as the user wrote its names: "acc.s1.ko" reads "ko".
+std::string readable(const Expr &e);
+
+/// The tile of the input `request` stages at `op` (`scan` its body): where
+/// it starts, its extents, its layout in shared memory (swizzled where
+/// warpgroup MMAs read it). A UserError where the input's coordinates are
+/// not affine in the loops inside `op`, or its reads start at different
+/// places.
+StagedTile plan_staged_tile(const StagingSite &site, const SharedStaging &request, const For *op, const ScanBody &scan,
+                            const Environment &env);
+
+/// `body` (a staging loop's, reading the inputs) reading each tile from
+/// slot `slot` of its shared buffer instead.
+Stmt read_from_tiles(const Stmt &body, const std::vector<StagedTile> &tiles, const ScanBody &scan, const Expr &slot);
 
 } // namespace coalesce::staging

@@ -86,4 +86,15 @@ std::vector<StagingLoop> staging_loops(const Stmt &s, const Environment &env) {
   return result;
 }
 
+StagingSite staging_site(const StagingLoop &at) {
+  const FuncContents &func = *at.func;
+  StagingSite site{at.loop, stage_description(func, at.stage), func.schedule.stages[at.stage].mma.kind, {}};
+  if (site.warpgroup_mma()) {
+    site.mma_operands.push_back(mma_operands(func, at.stage));
+    for (const FuncContents *other : at.fused)
+      site.mma_operands.push_back(mma_operands(*other, at.stage));
+  }
+  return site;
+}
+
 } // namespace coalesce

@@ -8,6 +8,7 @@
 // both).
 
 #include "scheduler/Environment.h"
+#include "scheduler/MmaOperands.h"
 
 #include <string>
 #include <vector>
@@ -27,5 +28,18 @@ struct StagingLoop {
 /// The staging loops of `s`, in the order of the Funcs, stages and
 /// requests that name them.
 std::vector<StagingLoop> staging_loops(const Stmt &s, const Environment &env);
+
+/// What the passes that stage a loop's inputs (stage_inputs_in_shared,
+/// lower_tma_pipelines) read of its stage: the loop, the stage for
+/// messages, its MMA instruction (None: none), and with warpgroup MMAs the
+/// operands of the stage and of each fused reduction staging there.
+struct StagingSite {
+  std::string loop;
+  std::string stage;
+  MmaKind mma_kind = MmaKind::None;
+  std::vector<MmaOperands> mma_operands;
+  bool warpgroup_mma() const { return is_warpgroup_mma(mma_kind); }
+};
+StagingSite staging_site(const StagingLoop &at);
 
 } // namespace coalesce

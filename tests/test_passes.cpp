@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "WarpgroupGemms.h"
 #include "dsl/Activations.h"
 #include "dsl/Func.h"
 #include "dsl/IROperator.h"
@@ -20,6 +21,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace coalesce;
@@ -434,6 +436,64 @@ TEST_CASE("stage_inputs_in_shared marks what it makes: the copies' loops by role
   renamed.visit_stmt(strip_stage_prefixes(nest));
   CHECK(renamed.copy_loops == marks.copy_loops);
   CHECK(renamed.staged_from["A_shared"] == "A");
+}
+
+TEST_CASE("lower_tma_pipelines builds the TMA's pipeline of every loop staging left to it") {
+  // stage_inputs_in_shared leaves a loop staged with TmaCopies as a
+  // TmaStaging statement (the loop, its cp.async pipeline); the next pass
+  // replaces each with mbarriers, tensor copies and the cp.async branch. None
+  // may survive lowering, whatever the pipeline's variant.
+  struct Count : IRVisitor {
+    int marks = 0, tensor_copies = 0, waits = 0, producer_loops = 0;
+    using IRVisitor::visit;
+    void visit(const TmaStaging *op) override {
+      ++marks;
+      IRVisitor::visit(op);
+    }
+    void visit(const TensorCopy *op) override {
+      ++tensor_copies;
+      IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+      producer_loops += op->role == LoopRole::ProducerWarps;
+      IRVisitor::visit(op);
+    }
+    void visit(const Call *op) override {
+      waits += op->intrinsic == Intrinsic::MbarrierWait;
+      IRVisitor::visit(op);
+    }
+  };
+  using coalesce::testing::bf16_scheduled;
+  MmaTiling first_thread = coalesce::testing::one_tile_tma_tiling(MmaKind::BF16_wgmma_m64k16);
+  MmaTiling producers = coalesce::testing::wide_producer_tiling(MmaKind::BF16_wgmma_m64k16);
+  MmaTiling across_tiles = producers;
+  across_tiles.persistent_blocks = 132;
+  MmaTiling cp_async = first_thread;
+  cp_async.tma = false;
+  for (const auto &[name, tiling, producer] : std::vector<std::tuple<std::string, MmaTiling, bool>>{
+           {"the first thread's copies", first_thread, false},
+           {"producer warps", producers, true},
+           {"producer warps across a persistent block's tiles", across_tiles, true}}) {
+    CAPTURE(name);
+    Count count;
+    count.visit_stmt(lower_loop_nest(bf16_scheduled(tiling).out));
+    CHECK(count.marks == 0);
+    CHECK(count.tensor_copies > 0);
+    CHECK(count.waits > 0);
+    CHECK((count.producer_loops > 0) == producer);
+  }
+  // Without TmaCopies staging leaves no mark, and the pass changes nothing.
+  Count plain;
+  plain.visit_stmt(lower_loop_nest(bf16_scheduled(cp_async).out));
+  CHECK(plain.marks == 0);
+  CHECK(plain.tensor_copies == 0);
+  CHECK(plain.waits == 0);
+  // The mark prints both of its parts.
+  Stmt loop = For::make("ko", 0, 4, ForKind::Serial, Evaluate::make(0));
+  std::string printed = to_string(TmaStaging::make(loop, Barrier::make()));
+  CHECK(printed.find("tma_staging (for lower_tma_pipelines) of:") != std::string::npos);
+  CHECK(printed.find("for ko in serial(0, 4):") != std::string::npos);
+  CHECK(printed.find("its cp.async pipeline:") != std::string::npos);
 }
 
 // ------------------------------------------------- fuse_gpu_thread_loops
