@@ -528,7 +528,8 @@ Func &Func::output_strides(std::vector<Expr> strides) {
   return all_or_nothing({contents_}, [&]() -> Func & {
     if (!contents_->defined)
       user_error("output_strides of '", name(), "' before its definition: define it first, then declare its strides");
-    check_view_strides(str_cat("the output strides of '", name(), "'"), contents_->pure_vars.size(), strides);
+    check_view_strides(str_cat("the output strides of '", name(), "'"), contents_->pure_vars.size(), strides,
+                       ViewOrders::RowOrColumnMajor);
     contents_->output_strides = std::move(strides);
     return *this;
   });

@@ -24,21 +24,44 @@ Input::Input(std::string name, Type type, std::vector<Expr> extents) {
   contents_ = std::make_shared<const InputContents>(InputContents{std::move(name), type, std::move(extents), {}});
 }
 
-void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides) {
+void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides,
+                        ViewOrders orders) {
   if (strides.size() != dimensions)
     user_error(what, " has ", dimensions, " dimensions but ", strides.size(),
                " strides; give one stride per dimension, outermost first");
+  auto is_one = [&](size_t d) {
+    auto value = strides[d].as<IntImm>();
+    return value && value->value == 1;
+  };
   for (size_t d = 0; d < strides.size(); ++d) {
     if (!strides[d].defined() || strides[d].type() != Int(32))
       user_error(what, ": stride ", d, " must be an i32 expression (an int or a Param)");
     auto value = strides[d].as<IntImm>();
-    if (d + 1 == strides.size() && (!value || value->value != 1))
-      user_error(what, ": the innermost stride is ", to_string(strides[d]),
-                 "; the innermost dimension must be contiguous (stride 1): for a column-major tensor, declare its "
-                 "extents the other way round and swap the coordinates where it is read");
     if (value && value->value < 1)
       user_error(what, ": stride ", d, " is ", value->value, "; strides must be at least 1");
   }
+  const size_t last = strides.size() - 1;
+  if (is_one(last))
+    return;
+  if (orders == ViewOrders::RowMajor)
+    user_error(what, ": the innermost stride is ", to_string(strides[last]),
+               "; the innermost dimension must be contiguous (stride 1): for a column-major tensor, declare its "
+               "extents the other way round and swap the coordinates where it is read");
+  if (strides.size() < 2 || !is_one(last - 1))
+    user_error(what, ": the innermost stride is ", to_string(strides[last]),
+               strides.size() < 2 ? std::string()
+                                  : str_cat(" and the next-to-innermost ", to_string(strides[last - 1])),
+               "; an output is stored row-major (the innermost stride 1: output_strides({ldc, 1})) or column-major "
+               "(the next-to-innermost stride 1: output_strides({1, ldc}), out(i, j) at i + j * ldc)");
+}
+
+size_t contiguous_dimension(const std::vector<Expr> &strides) {
+  if (strides.size() >= 2) {
+    auto innermost = strides.back().as<IntImm>();
+    if (!innermost || innermost->value != 1)
+      return strides.size() - 2;
+  }
+  return strides.empty() ? 0 : strides.size() - 1;
 }
 
 Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector<Expr> strides)
@@ -49,8 +72,11 @@ Input::Input(std::string name, Type type, std::vector<Expr> extents, std::vector
 }
 
 Expr strides_are_multiples(const std::vector<Expr> &strides, int elements) {
-  Expr all; // the outer strides' tests, joined
-  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+  const size_t contiguous = contiguous_dimension(strides);
+  Expr all; // the other strides' tests, joined
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (d == contiguous)
+      continue;
     Expr whole = strides[d] % elements == 0;
     all = all.defined() ? (all && whole) : whole;
   }

@@ -44,13 +44,27 @@ private:
 /// are for a view.
 Expr rows_start_at_multiples(const InputContents &input, int elements);
 
-/// A UserError naming `what` (an Input, or the output Func) unless
-/// `strides` are a view's: one per dimension, each an i32 expression, the
-/// innermost 1, constants at least 1.
-void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides);
+/// Which dimension of a view may be the contiguous one: an Input's
+/// innermost (a column-major input is declared the other way round and
+/// read with its coordinates swapped); an output's innermost (row-major)
+/// or next-to-innermost (column-major: out(i, j) at i + j * ldc), since the
+/// algorithm names the output's coordinates once, for every layout.
+enum class ViewOrders { RowMajor, RowOrColumnMajor };
 
-/// Whether every row of a view with `strides` starts a multiple of
-/// `elements` elements into its buffer: each outer stride is such a
+/// A UserError naming `what` (an Input, or the output Func) unless
+/// `strides` are a view's: one per dimension, each an i32 expression,
+/// constants at least 1, the constant 1 in a dimension `orders` allows.
+void check_view_strides(const std::string &what, size_t dimensions, const std::vector<Expr> &strides,
+                        ViewOrders orders = ViewOrders::RowMajor);
+
+/// The contiguous dimension of a view (its stride the constant 1): the
+/// innermost where it is, else the next-to-innermost (a column-major
+/// output); the innermost for a dense tensor (no strides).
+size_t contiguous_dimension(const std::vector<Expr> &strides);
+
+/// Whether every run of a view with `strides` along its contiguous
+/// dimension (a row, or a column-major output's column) starts a multiple of
+/// `elements` elements into its buffer: every other stride is such a
 /// multiple (true for a single dimension).
 Expr strides_are_multiples(const std::vector<Expr> &strides, int elements);
 

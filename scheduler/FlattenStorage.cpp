@@ -3,6 +3,7 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/Input.h"
 
 #include <map>
 
@@ -23,7 +24,7 @@ public:
 private:
   using IRMutator::visit;
   std::map<std::string, std::vector<Expr>> extents_;
-  std::map<std::string, std::vector<Expr>> strides_; // input views (Input's strides); others are dense
+  std::map<std::string, std::vector<Expr>> strides_; // views (an Input's or the output's strides); others are dense
 
   Expr flat(const std::string &buffer, const std::vector<Expr> &indices) {
     auto it = extents_.find(buffer);
@@ -33,9 +34,13 @@ private:
     if (indices.empty())
       return 0;
     if (auto view = strides_.find(buffer); view != strides_.end()) {
-      Expr index = indices.back(); // the innermost stride is 1
-      for (size_t d = 0; d + 1 < indices.size(); ++d)
-        index = indices[d] * view->second[d] + index;
+      // The contiguous dimension's index (its stride 1: the innermost, or a
+      // column-major output's next-to-innermost), plus the others' steps.
+      const size_t contiguous = contiguous_dimension(view->second);
+      Expr index = indices[contiguous];
+      for (size_t d = 0; d < indices.size(); ++d)
+        if (d != contiguous)
+          index = indices[d] * view->second[d] + index;
       return index;
     }
     Expr index = indices[0];

@@ -156,7 +156,9 @@ private:
 class StageTiles : public IRMutator {
 public:
   explicit StageTiles(const Environment &env)
-      : output_(env.output()), stores_(env.output().schedule.tile_stores), domain_(env.domain) {}
+      : output_(env.output()), stores_(env.output().schedule.tile_stores), domain_(env.domain),
+        down_columns_(!env.output().output_strides.empty() &&
+                      contiguous_dimension(env.output().output_strides) + 2 == env.domain.size()) {}
 
   /// The shared tiles around `body`.
   Stmt allocate(Stmt body) const {
@@ -174,6 +176,9 @@ private:
   const FuncContents &output_;
   const TileStores stores_;
   const std::vector<Expr> domain_;
+  // A column-major output (output_strides({1, ldc})): the tile is copied
+  // out in runs down its columns, which are contiguous in the output.
+  const bool down_columns_;
   int enclosing_loops_ = 0; ///< loops around this point other than the block loops
   std::optional<std::vector<SharedTile>> tiles_; ///< what the staged statements write
   bool allocated_ = false;
@@ -234,8 +239,9 @@ private:
       return std::nullopt;
     const size_t dims = redirect.extents.size();
     int64_t rows = redirect.extents[dims - 2], columns = redirect.extents[dims - 1];
-    // Each element once: the box is the tile (see the header).
-    if (rows * columns != survey.visits || columns % lanes != 0)
+    // Each element once: the box is the tile (see the header); whole
+    // vectors along the output's contiguous dimension.
+    if (rows * columns != survey.visits || (down_columns_ ? rows : columns) % lanes != 0)
       return std::nullopt;
 
     // Every staged statement of the kernel shares the tiles.
@@ -267,12 +273,14 @@ private:
     // a whole vector into the buffer: a dense output's rows are its
     // innermost extent apart, a view's its strides. (A view whose rows are
     // aligned but end ragged would write the last vector's tail between
-    // the rows: the GPU check found that.)
-    Expr aligned = domain_.back() % lanes == 0;
+    // the rows: the GPU check found that.) For a column-major output, its
+    // columns.
+    const size_t along = down_columns_ ? dims - 2 : dims - 1;
+    Expr aligned = domain_[along] % lanes == 0;
     if (!output_.output_strides.empty())
       aligned = aligned && strides_are_multiples(output_.output_strides, lanes);
-    if (!provably_multiple_of(redirect.origin.back(), lanes))
-      aligned = aligned && redirect.origin.back() % lanes == 0;
+    if (!provably_multiple_of(redirect.origin[along], lanes))
+      aligned = aligned && redirect.origin[along] % lanes == 0;
     aligned = simplify(aligned);
     Stmt vectors = copy_out(survey.thread_loops, redirect.origin, rows, columns, lanes, guarded_copy);
     Stmt elements = copy_out(survey.thread_loops, redirect.origin, rows, columns, 1, guarded_copy);
@@ -312,9 +320,11 @@ private:
   // The copy of the tile into the output, in runs of `lanes` elements (one
   // vector access each; 1: element by element, in a loop): the statement's
   // thread loops, each thread `per_thread` runs a thread count apart, so
-  // that consecutive threads copy consecutive runs of a row. With the sums
-  // staged, each run computes the epilogue into registers first, in a loop
-  // that is not unrolled (its code once).
+  // that consecutive threads copy consecutive runs of a row (of a column,
+  // for a column-major output: what is contiguous in the output). With the
+  // sums staged, each run computes the epilogue into registers first, in a
+  // loop that is not unrolled (its code once); a run down a column gathers
+  // its elements into registers too.
   Stmt copy_out(const std::vector<const For *> &thread_loops, const std::vector<Expr> &origin, int64_t rows,
                 int64_t columns, int lanes, bool guarded) const {
     int64_t threads = 1;
@@ -325,7 +335,9 @@ private:
       thread = thread.defined() ? thread * static_cast<int>(extent) + index : index;
       threads *= extent;
     }
-    int64_t runs_per_row = columns / lanes, runs = rows * runs_per_row;
+    // Runs along a row of the tile, or down a column of it.
+    int64_t runs_per_row = (down_columns_ ? rows : columns) / lanes,
+            runs = (down_columns_ ? columns : rows) * runs_per_row;
     int64_t per_thread = (runs + threads - 1) / threads;
     std::string tile = output_tile_name(output_.name);
     std::string flat_name = tile + ".flat", step_name = tile + ".e", lane_name = tile + ".lane",
@@ -333,20 +345,24 @@ private:
     Expr flat = Variable::make(Int(32), flat_name);
     Expr row = flat / static_cast<int>(runs_per_row);
     Expr column = lanes == 1 ? flat % static_cast<int>(runs_per_row) : flat % static_cast<int>(runs_per_row) * lanes;
+    if (down_columns_)
+      std::swap(row, column);
     std::vector<Expr> at = point_of(origin, row, column);
     bool sums = stores_ == TileStores::SumsThroughShared;
     Stmt copy;
     if (lanes == 1) {
       copy = Store::make(output_.name, at, value_at(origin, row, column));
-    } else if (!sums) {
+    } else if (!sums && !down_columns_) {
       copy = Store::make(
           output_.name, at,
           Call::make_intrinsic(Intrinsic::LoadVector, output_.type, {value_at(origin, row, column), Expr(lanes)}));
     } else {
       Expr lane = Variable::make(Int(32), lane_name);
-      Stmt fill =
-          For::make(lane_name, 0, lanes, ForKind::Unrolled,
-                    Store::make(vector, {lane}, value_at(origin, row, column + lane)), -1, {}, LoopRole::StagingCopy);
+      Stmt fill = For::make(
+          lane_name, 0, lanes, ForKind::Unrolled,
+          Store::make(vector, {lane},
+                      down_columns_ ? value_at(origin, row + lane, column) : value_at(origin, row, column + lane)),
+          -1, {}, LoopRole::StagingCopy);
       Stmt store = Store::make(output_.name, at,
                                Call::make_intrinsic(Intrinsic::LoadVector, output_.type,
                                                     {Load::make(output_.type, vector, {Expr(0)}), Expr(lanes)}));

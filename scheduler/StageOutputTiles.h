@@ -51,12 +51,18 @@
 // guards, whose indices' ranges (scheduler/UniformRanges.h) span a box of
 // R x C elements that the statement's loops visit R x C times (a block's
 // tile of a pure definition visits each element once, so the box is
-// exactly its tile), with C times the element's bytes a multiple of 16.
+// exactly its tile), with C times the element's bytes a multiple of 16
+// (R times, for a column-major output).
 // The box is the store's last two indices; indices before them (a batch's,
 // out[b, i, j]) must each be one point in the statement, a block's, and
 // the copy stores at them.
 // The vectors need the output's rows and the tile's first column at 16-byte
-// multiples, which the run-time condition checks. The shared tile's rows
+// multiples, which the run-time condition checks. A column-major output
+// (output_strides({1, ldc})) is contiguous down its columns: the copy-out
+// runs down the tile's columns instead, consecutive threads copying
+// consecutive runs of a column, each gathering its 8 elements from the
+// tile's rows into registers and storing them as one vector (M, ldc and the
+// tile's first row whole vectors; element by element otherwise). The shared tile's rows
 // are padded by 16 bytes, so that the fragment layout's stores (eight rows
 // by four columns per warp) fall in different banks. The last barrier keeps
 // a persistent block's next tile from overwriting the tile before every

@@ -60,6 +60,33 @@ TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, str
   CHECK(has(checked.out, "views launcher checks passed"));
 }
 
+TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and the flags refused") {
+  TempDir dir;
+  check_refused("--dtype=bf16 --out=nm", "output 'out' is a view with strides (output_strides), which is "
+                                         "unverified on a GPU");
+  struct AllowOutputViews {
+    AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
+    ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
+  } allow;
+  Result dense =
+      aot("--dtype=bf16 --out-dtype=bf16 --b=nk --out=nm --emit=header,ptx --name=transposed --output-dir=.", dir.path);
+  INFO(dense.err);
+  REQUIRE(dense.status == 0);
+  CHECK(has(read_file(dir.path / "transposed.h"), "int M, int N, int K, CUstream stream);"));
+  CHECK(has(read_file(dir.path / "transposed.h"), "//   out  output bf16 [M][N] (a view: strides 1 x M)"));
+  CHECK(has(read_file(dir.path / "transposed.h"), "--out=nm"));
+  // The staged tiles leave in vectors down the columns.
+  CHECK(has(read_file(dir.path / "transposed.ptx"), "st.global.v4.b32"));
+  Result view = aot("--dtype=bf16 --out-dtype=bf16 --out=nm --output-view --emit=header --name=into", dir.path);
+  INFO(view.err);
+  REQUIRE(view.status == 0);
+  CHECK(has(view.out, "int M, int N, int K, int ldc, CUstream stream);"));
+  CHECK(has(view.out, "//   out  output bf16 [M][N] (a view: strides 1 x ldc)"));
+  check_refused("--out=nm", "--out=nm with --dtype=f32");
+  check_refused("--dtype=bf16 --out=nm --batched=both", "--out=nm with --batched=both");
+  check_refused("--dtype=bf16 --out=nm --autotune", "--out=nm with --autotune");
+}
+
 TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, its checks, and the flags refused") {
   TempDir dir;
   // Refused for a GPU until coalesce-gpu-check has run output views there.

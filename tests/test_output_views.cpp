@@ -9,12 +9,13 @@
 // buffer held it, at ragged shapes and K = 0 / 1 / 3, with leading
 // dimensions that are and are not whole 16-byte vectors (the staged
 // copy's vector and element forms). The rules: only the output, one stride
-// per dimension, the innermost 1, a buffer that holds what the view
-// reaches; the refusal for a GPU until the GPU check has run output views
-// there; the kernels assembled by ptxas.
+// per dimension, the innermost 1 (or the next-to-innermost: column-major),
+// a buffer that holds what the view reaches; the refusal for a GPU until
+// the GPU check has run output views there; the kernels assembled by ptxas.
 
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
+#include "OutputViewGemm.h"
 #include "SplitKGemm.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
@@ -30,68 +31,20 @@
 #include <vector>
 
 using namespace coalesce;
+using coalesce::testing::input_type;
+using coalesce::testing::LayoutGemm;
+using coalesce::testing::output_type;
+using coalesce::testing::OutputLayout;
+using coalesce::testing::Path;
+using coalesce::testing::path_name;
 
 namespace {
-
-enum class Path { Ffma, WarpMma, WarpgroupAsync, WarpgroupTma, WarpgroupSums, SplitKLastBlock, SplitKKernel };
-
-const char *path_name(Path p) {
-  switch (p) {
-  case Path::Ffma: return "FFMA";
-  case Path::WarpMma: return "warp MMA";
-  case Path::WarpgroupAsync: return "warpgroup MMA, cp.async, direct stores";
-  case Path::WarpgroupTma: return "warpgroup MMA, TMA, tiles through shared memory";
-  case Path::WarpgroupSums: return "warpgroup MMA, TMA, the sums through shared memory";
-  case Path::SplitKLastBlock: return "warpgroup MMA split 3 ways, the last block's combine";
-  case Path::SplitKKernel: return "warpgroup MMA split 3 ways, the combine kernel";
-  }
-  return "";
-}
-
-Type input_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16); }
-Type output_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16); }
-
-/// out = gelu(A B + bias), its buffer a view with rows ldc apart or dense.
-struct Gemm {
-  Param M{"M"}, N{"N"}, K{"K"}, ldc{"ldc"};
-  Var i{"i"}, j{"j"};
-  RDom k{0, K, "k"};
-  Input A, B, bias{"bias", Float(32), {N}};
-  Func acc{"acc"}, out{"out"};
-
-  Gemm(Path path, bool view) : A("A", input_type(path), {M, K}), B("B", input_type(path), {K, N}) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * B(k, j);
-    out(i, j) = cast(output_type(path), gelu(acc(i, j) + bias(j)));
-    if (view)
-      out.output_strides({ldc, 1});
-    if (path == Path::Ffma) {
-      schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132));
-      return;
-    }
-    MmaKind kind = path == Path::WarpMma ? MmaKind::BF16_m16n8k16 : MmaKind::BF16_wgmma_m64k16;
-    MmaTiling t = default_mma_tiling(kind, 4096, 4096, 132);
-    if (path != Path::WarpMma) {
-      t.tma = path != Path::WarpgroupAsync;
-      t.tile_stores = path == Path::WarpgroupAsync  ? TileStores::Direct
-                      : path == Path::WarpgroupSums ? TileStores::SumsThroughShared
-                                                    : TileStores::ThroughShared;
-    }
-    if (path == Path::SplitKLastBlock || path == Path::SplitKKernel) {
-      t.block_m = t.block_n = t.warp_n = 128;
-      t.split_k = 3;
-      t.split_k_mode = path == Path::SplitKKernel ? SplitKMode::CombineKernel : SplitKMode::Deterministic;
-      t.tile_stores = TileStores::Direct;
-    }
-    schedule_gemm_mma(out, acc, A, B, i, j, k, t);
-  }
-};
 
 constexpr float kBetweenRows = -123.0f; // exact in bf16
 
 void check_view(Path path, int M, int N, int K, int ldc) {
   INFO(path_name(path), ", ", M, " x ", N, " x ", K, ", ldc ", ldc);
-  Gemm view(path, true), dense(path, false);
+  LayoutGemm view(path, OutputLayout::RowsApart), dense(path, OutputLayout::Dense);
   Buffer a({M, K}, input_type(path)), b({K, N}, input_type(path)), bias({N});
   a.fill_random(71);
   b.fill_random(72);
@@ -171,8 +124,7 @@ TEST_CASE("a batch's output view: products any stride apart, rows ldc apart") {
   CHECK(written == size_t(batch) * M * N);
 }
 
-TEST_CASE(
-    "an output view's rules: only the output, one stride per dimension, the innermost 1, a buffer that holds it") {
+TEST_CASE("an output view's rules: only the output, one stride per dimension, one of them 1, a buffer that holds it") {
   using coalesce::testing::user_error_of;
   Param M("M"), N("N"), ldc("ldc");
   Input A("A", Float(32), {M, N});
@@ -182,10 +134,13 @@ TEST_CASE(
     f(i, j) = A(i, j);
     CHECK_HAS(user_error_of([&] { f.output_strides({ldc}); }),
               "the output strides of 'f' has 2 dimensions but 1 strides");
+    // {1, ldc} is column-major (tests/test_column_major_output.cpp); a
+    // stride 1 in neither of the last two dimensions is refused.
     CHECK_HAS(user_error_of([&] {
-                f.output_strides({1, ldc});
+                f.output_strides({ldc, ldc});
               }),
-              "the output strides of 'f': the innermost stride is ldc; the innermost dimension must be contiguous");
+              "the output strides of 'f': the innermost stride is ldc and the next-to-innermost ldc; an output is "
+              "stored row-major (the innermost stride 1: output_strides({ldc, 1})) or column-major");
     CHECK_HAS(user_error_of([&] { f.output_strides({0, 1}); }), "stride 0 is 0; strides must be at least 1");
   }
   {
@@ -281,7 +236,7 @@ TEST_CASE("an output view whose elements overlap is refused: the schedule would 
 }
 
 TEST_CASE("for a GPU an output view is refused as unverified until the GPU check passes it") {
-  Gemm view(Path::WarpgroupTma, true);
+  LayoutGemm view(Path::WarpgroupTma, OutputLayout::RowsApart);
   Pipeline pipeline(view.out);
   std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
   CHECK_HAS(message, "output 'out' is a view with strides (output_strides), which is unverified on a GPU");
@@ -294,7 +249,7 @@ TEST_CASE("an output view's kernels test its leading dimension for the staged co
     AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
     ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
   } allow;
-  Gemm view(Path::WarpgroupTma, true);
+  LayoutGemm view(Path::WarpgroupTma, OutputLayout::RowsApart);
   Pipeline pipeline(view.out);
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "N % 8 == 0 && ldc % 8 == 0");

@@ -9,8 +9,9 @@
 // only the addresses differ) and the double reference on 8 sampled rows.
 // Each view's buffer ends at its last element, so a read past it is past
 // the allocation (compute-sanitizer's memcheck sees it). The output as a
-// view (rows ldc apart) against the dense output: the same bits, and
-// nothing written between its rows.
+// view (rows ldc apart) and stored column-major (columns ldc apart, the
+// staged tiles copied out down the columns) against the dense output: the
+// same bits, and nothing written between its rows (columns).
 
 #include "bench/gpu_check/StridedCheck.h"
 
@@ -46,20 +47,26 @@ const std::vector<Shape> kShapes = {
     {256, 256, 192, 200, 256}, {131, 264, 200, 264, 208}, {131, 133, 67, 75, 70}, {130, 136, 64, 68, 72}};
 constexpr int kSampleRows = 8;
 
+/// How out is stored: dense, rows ldc apart, or column-major with columns
+/// ldc apart (out(i, j) at i + j * ldc).
+enum class OutLayout { Dense, RowsApart, ColumnMajor };
+
 struct Linear {
   Param M{"M"}, N{"N"}, K{"K"}, lda{"lda"}, ldw{"ldw"}, ldc{"ldc"};
   Var i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Input A, W, bias{"bias", Float(32), {N}};
   Func acc{"acc"}, out{"out"};
-  Linear(Precision p, MmaPath path, bool views, bool output_view = false)
+  Linear(Precision p, MmaPath path, bool views, OutLayout layout = OutLayout::Dense)
       : A(views ? Input("A", bench::input_type(p), {M, K}, {lda, 1}) : Input("A", bench::input_type(p), {M, K})),
         W(views ? Input("W", bench::input_type(p), {N, K}, {ldw, 1}) : Input("W", bench::input_type(p), {N, K})) {
     acc(i, j) = 0.0f;
     acc(i, j) += A(i, k) * W(j, k);
     out(i, j) = cast(bench::output_type(p), gelu(acc(i, j) + bias(j)));
-    if (output_view)
+    if (layout == OutLayout::RowsApart)
       out.output_strides({ldc, 1});
+    if (layout == OutLayout::ColumnMajor)
+      out.output_strides({1, ldc});
     MmaTiling t = mma_path_tiling(p, path);
     use_tma_copies_where_needed(t, -1, -1);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
@@ -137,21 +144,27 @@ void check_one(Precision p, MmaPath path, const Shape &s, const std::string &nam
 
 // The output a view with rows ldc apart (the dense inputs): the dense
 // output's bits, and every element between the rows as the buffer held it.
-void check_output_view(Precision p, MmaPath path, const Shape &s, const std::string &name) {
+// out as a view (rows ldc apart) or column-major (columns ldc apart): the
+// dense output's bits at each element's place, nothing written between the
+// rows (columns).
+void check_output_view(Precision p, MmaPath path, const Shape &s, const std::string &name, OutLayout layout) {
   Outcome o;
-  // Rows of whole 16-byte vectors where A's are, else not.
-  const int ldc = s.N + (s.lda % 8 == 0 ? 8 : 3);
+  const bool column_major = layout == OutLayout::ColumnMajor;
+  // Runs along the contiguous dimension (rows, or columns) of whole 16-byte
+  // vectors where A's rows are, else not.
+  const int length = column_major ? s.M : s.N, runs = column_major ? s.N : s.M;
+  const int ldc = length + (s.lda % 8 == 0 ? 8 : 3);
   const std::string shape =
       std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) + " ldc " + std::to_string(ldc);
   try {
     AllowUnverified allow("output-views");
-    Linear view(p, path, false, true), dense(p, path, false);
+    Linear view(p, path, false, layout), dense(p, path, false);
     Buffer a({s.M, s.K}, bench::input_type(p)), w({s.N, s.K}, bench::input_type(p)), bias({s.N});
     a.fill_random(84);
     w.fill_random(85);
     bias.fill_random(86);
     const float between = -123.0f;
-    Buffer got({(s.M - 1) * ldc + s.N}, bench::output_type(p)), want({s.M, s.N}, bench::output_type(p));
+    Buffer got({(runs - 1) * ldc + length}, bench::output_type(p)), want({s.M, s.N}, bench::output_type(p));
     for (size_t e = 0; e < got.size(); ++e)
       got.set(e, between);
     want.poison();
@@ -160,8 +173,9 @@ void check_output_view(Precision p, MmaPath path, const Shape &s, const std::str
     Pipeline(dense.out).realize_on_gpu({{"A", a}, {"W", w}, {"bias", bias}, {"M", s.M}, {"N", s.N}, {"K", s.K}}, want);
     size_t differ = 0, between_written = 0;
     for (size_t e = 0; e < got.size(); ++e) {
-      size_t r = e / size_t(ldc), c = e % size_t(ldc);
-      if (c < size_t(s.N))
+      size_t run = e / size_t(ldc), along = e % size_t(ldc);
+      size_t r = column_major ? along : run, c = column_major ? run : along;
+      if (along < size_t(length))
         differ += got.get(e) == want.get(r * s.N + c) ? 0 : 1;
       else
         between_written += got.get(e) == between ? 0 : 1;
@@ -169,7 +183,8 @@ void check_output_view(Precision p, MmaPath path, const Shape &s, const std::str
     o.error = double(differ + between_written) / double(got.size());
     o.tolerance = 0;
     o.detail = std::to_string(differ) + " of " + std::to_string(size_t(s.M) * s.N) + " differ, " +
-               std::to_string(between_written) + " between the rows written";
+               std::to_string(between_written) + (column_major ? " between the columns" : " between the rows") +
+               " written";
     record(name, shape, "dense output, bits", o);
   } catch (const std::exception &error) {
     o.failure = error.what();
@@ -186,7 +201,11 @@ void check_strided(Precision p) {
   for (MmaPath path : device_mma_paths())
     for (const Shape &s : kShapes) {
       check_one(p, path, s, std::string(reference::precision_name(p)) + " views, " + mma_path_name(path));
-      check_output_view(p, path, s, std::string(reference::precision_name(p)) + " output view, " + mma_path_name(path));
+      check_output_view(p, path, s, std::string(reference::precision_name(p)) + " output view, " + mma_path_name(path),
+                        OutLayout::RowsApart);
+      check_output_view(p, path, s,
+                        std::string(reference::precision_name(p)) + " column-major output, " + mma_path_name(path),
+                        OutLayout::ColumnMajor);
     }
 }
 
@@ -195,7 +214,10 @@ void strided_sanitizer_case() {
     check_one(Precision::BF16, path, {131, 264, 200, 208, 204},
               std::string("bf16 views (sanitizer), ") + mma_path_name(path));
     check_output_view(Precision::BF16, path, {131, 264, 200, 203, 204},
-                      std::string("bf16 output view (sanitizer), ") + mma_path_name(path));
+                      std::string("bf16 output view (sanitizer), ") + mma_path_name(path), OutLayout::RowsApart);
+    check_output_view(Precision::BF16, path, {136, 131, 200, 208, 204},
+                      std::string("bf16 column-major output (sanitizer), ") + mma_path_name(path),
+                      OutLayout::ColumnMajor);
   }
 }
 

@@ -26,14 +26,16 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
                ": views are built for the single GEMM's A and B");
   if (!f.output_view && f.ldc_given)
     user_error("--ldc is the leading dimension of an output view: give --output-view too, or leave it out");
-  if (f.output_view && (batched || f.swiglu || f.fp8 || f.f32))
-    user_error("--output-view with ",
+  const bool output_view = f.output_view || f.out_nm;
+  const std::string view_flag = f.out_nm ? "--out=nm" : "--output-view";
+  if (output_view && (batched || f.swiglu || f.fp8 || f.f32))
+    user_error(view_flag, " with ",
                batched    ? "--batched=" + f.batched
                : f.swiglu ? std::string("--epilogue=swiglu")
                           : "--dtype=" + f.dtype,
                ": output views are built for the single GEMM of tf32, bf16 or f16 inputs");
-  if (f.output_view && (f.autotune || f.tuning_db))
-    user_error("--output-view with ", f.autotune ? "--autotune" : "--tuning-db",
+  if (output_view && (f.autotune || f.tuning_db))
+    user_error(view_flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are dense; leave the flag out");
   if (views && f.f32)
     user_error("--views=", f.views, " runs on tensor cores: give --dtype=tf32, bf16 or f16");

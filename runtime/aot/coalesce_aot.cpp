@@ -61,6 +61,8 @@ enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
 enum class Batched { None, Both, A, B };
 // How A is stored: M x K (row-major) or K x M (column-major).
 enum class ALayout { MK, KM };
+// How out is stored: M x N (row-major) or N x M (column-major).
+enum class OutLayout { MN, NM };
 
 /// Which inputs are views into larger tensors, rows --lda / --ldb apart.
 enum class Views { None, A, B, Both };
@@ -111,9 +113,13 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
 /// bf16/f16 output is the finished f32 value rounded to nearest even.
 class GemmGenerator : public Generator {
 public:
-  SizeParam M{this, "M", "rows of A and of out (swiglu: of x and y)"};
-  SizeParam N{this, "N", "columns of B and of out; elements of bias (swiglu: rows of Wg and Wu, columns of y)"};
-  SizeParam K{this, "K", "columns of A and rows of B, the reduction (swiglu: columns of x, Wg and Wu)"};
+  SizeParam M{this, "M", "the product's rows: A's (its columns with --a=km) and out's (swiglu: x's and y's)"};
+  SizeParam N{this, "N",
+              "the product's columns: B's (its rows with --b=nk) and out's; elements of bias (swiglu: rows of Wg "
+              "and Wu, columns of y)"};
+  SizeParam K{this, "K",
+              "the reduction: A's columns (rows with --a=km) and B's rows (columns with --b=nk) (swiglu: "
+              "columns of x, Wg and Wu)"};
   EnumParam<Algorithm> epilogue{
       this,
       "epilogue",
@@ -187,7 +193,17 @@ public:
       "out a view into a larger tensor, its rows --ldc elements apart (out.output_strides({ldc, 1})): the "
       "launcher takes ldc after the sizes and checks out's reach; the kernels write nothing between the rows. "
       "Tensor cores only, not with --batched, FP8, --epilogue=swiglu or tuning"};
-  SizeParam ldc{this, "ldc", "with --output-view: elements from one row of out to the next"};
+  SizeParam ldc{this, "ldc",
+                "with --output-view: elements from one row of out to the next (with --out=nm, one column to the "
+                "next)"};
+  EnumParam<OutLayout> out_layout{
+      this,
+      "out",
+      OutLayout::MN,
+      {{"mn", OutLayout::MN}, {"nm", OutLayout::NM}},
+      "how out is stored: mn (M x N, out[m][n], row-major) or nm (N x M, out[n][m], column-major: out(i, j) at i + "
+      "j * M, or i + j * ldc with --output-view; the staged tiles are copied out in 16-byte vectors down the "
+      "columns). nm is an output view: tensor cores only, not with --batched, FP8, --epilogue=swiglu or tuning"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,
       "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
@@ -620,6 +636,7 @@ public:
     flags.lda_given = lda.fixed();
     flags.ldb_given = ldb.fixed();
     flags.output_view = output_view;
+    flags.out_nm = out_layout == OutLayout::NM;
     flags.ldc_given = ldc.fixed();
     flags.split_k = split_k;
     flags.persistent_blocks = persistent_blocks;
@@ -658,6 +675,8 @@ public:
       return views == Views::B || views == Views::Both;
     if (&param == &output_view || &param == &ldc)
       return output_view;
+    if (&param == &out_layout)
+      return out_layout == OutLayout::NM;
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -728,7 +747,10 @@ public:
     if (residual_matrix)
       value = widen_narrow_float(value) + (*residual_matrix)(point);
     out(point) = cast(out_dtype, value);
-    if (output_view)
+    // A column-major out's columns lie M apart, or ldc in a view.
+    if (out_layout == OutLayout::NM)
+      out.output_strides({1, output_view ? ldc.expr() : M.expr()});
+    else if (output_view)
       out.output_strides({ldc, 1});
 
     if (autotune || !tuning_db.value().empty()) {

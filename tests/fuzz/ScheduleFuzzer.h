@@ -130,11 +130,17 @@ private:
   // between NaN.
   int a_lead_ = 0, b_lead_ = 0; // 0: dense
   // A is sometimes stored K x M (read A(k, i)), and the output sometimes a
-  // view with rows out_lead_ apart (Func::output_strides), the elements
-  // between them a value the kernels must leave alone.
+  // view with rows out_lead_ apart (Func::output_strides), or stored
+  // column-major with columns out_lead_ apart, the elements between them a
+  // value the kernels must leave alone.
   bool a_km_ = false;
   int out_lead_ = 0; // 0: dense
-  bool out_overlaps_ = false; // rows closer than N elements: refused when bound
+  bool out_column_major_ = false; // out(i, j) at i + j * out_lead_
+  bool out_overlaps_ = false;     // rows (columns) closer than N (M) elements: refused when bound
+  // The output view's runs along its contiguous dimension: their length,
+  // and how many.
+  int out_run_length() const { return out_column_major_ ? M_ : N_; }
+  int out_runs() const { return out_column_major_ ? N_ : M_; }
   // A bound() may fix an extent the buffers, sized M x N, do not have, and
   // Params that share a name are one size: the run may then refuse the
   // buffers, rightly.
@@ -240,13 +246,22 @@ private:
           << "; out = epilogue " << epilogue_ << "\n";
     }
     if (chance(10)) {
-      out_lead_ = chance(50) ? N_ + 1 + pick(8) : (N_ / 8 + 1 + pick(2)) * 8;
-      // Rows closer than N overlap: binding must refuse them, writing nothing.
+      out_column_major_ = chance(30);
+      const int length = out_run_length();
+      out_lead_ = chance(50) ? length + 1 + pick(8) : (length / 8 + 1 + pick(2)) * 8;
+      if (out_column_major_ && chance(30))
+        out_lead_ = std::max(1, length); // dense column-major
+      // Runs closer than their length overlap: binding must refuse them,
+      // writing nothing.
       out_overlaps_ = M_ > 1 && N_ > 1 && chance(20);
       if (out_overlaps_)
-        out_lead_ = 1 + pick(N_ - 1);
-      out_->output_strides({out_lead_, 1});
-      log << "out is a view, rows " << out_lead_ << " apart" << (out_overlaps_ ? " (overlapping)" : "") << "\n";
+        out_lead_ = 1 + pick(length - 1);
+      if (out_column_major_)
+        out_->output_strides({1, out_lead_});
+      else
+        out_->output_strides({out_lead_, 1});
+      log << "out is a view, " << (out_column_major_ ? "column-major, columns " : "rows ") << out_lead_ << " apart"
+          << (out_overlaps_ ? " (overlapping)" : "") << "\n";
     }
     schedule(log);
   }
@@ -747,7 +762,7 @@ private:
     // the view is empty), the elements between the rows kBetweenRows.
     Buffer out_view = out;
     if (out_lead_) {
-      int reach = M_ > 0 && N_ > 0 ? (M_ - 1) * out_lead_ + N_ : 1;
+      int reach = M_ > 0 && N_ > 0 ? (out_runs() - 1) * out_lead_ + out_run_length() : 1;
       out_view = Buffer({reach}, out_type_);
       for (size_t e = 0; e < out_view.size(); ++e)
         out_view.set(e, kBetweenRows);
@@ -779,13 +794,16 @@ private:
       return Outcome::Wrong;
     }
     if (out_overlaps_) {
-      log << "an output view whose rows overlap (" << out_lead_ << " apart, " << N_ << " wide) was accepted\n" << nest;
+      log << "an output view whose runs overlap (" << out_lead_ << " apart, " << out_run_length()
+          << " long) was accepted\n"
+          << nest;
       return Outcome::Wrong;
     }
     if (out_lead_) {
       for (size_t e = 0; e < out_view.size(); ++e) {
-        size_t r = e / static_cast<size_t>(out_lead_), c = e % static_cast<size_t>(out_lead_);
-        if (M_ > 0 && c < static_cast<size_t>(N_))
+        size_t run = e / static_cast<size_t>(out_lead_), along = e % static_cast<size_t>(out_lead_);
+        size_t r = out_column_major_ ? along : run, c = out_column_major_ ? run : along;
+        if (M_ > 0 && along < static_cast<size_t>(out_run_length()))
           out.set(r * N_ + c, out_view.get(e));
         else if (out_view.get(e) != kBetweenRows) {
           log << "the output view's element " << e << ", between its rows, was written: " << out_view.get(e) << "\n"
