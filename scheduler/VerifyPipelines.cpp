@@ -5,6 +5,8 @@
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/ConcreteValue.h"
+#include "scheduler/PipelinePhases.h"
 
 #include <algorithm>
 #include <map>
@@ -18,46 +20,6 @@ namespace {
 
 enum class Role { Producer, Others };
 const char *role_name(Role role) { return role == Role::Producer ? "the producer warps" : "the MMA warps"; }
-
-// The value of an integer expression of the thread loops' variables
-// (`at`), or nothing where it reads anything else. Division and remainder
-// of the non-negative thread indices by positive constants: C's and the
-// floor's agree there.
-std::optional<int64_t> value_at(const Expr &e, const std::map<std::string, int64_t> &at) {
-  if (const auto *imm = e.as<IntImm>())
-    return imm->value;
-  if (const auto *var = e.as<Variable>()) {
-    auto found = at.find(var->name);
-    return found == at.end() ? std::nullopt : std::optional<int64_t>(found->second);
-  }
-  if (const auto *cast = e.as<Cast>())
-    return value_at(cast->value, at);
-  if (const auto *no = e.as<Not>()) {
-    auto a = value_at(no->a, at);
-    return a ? std::optional<int64_t>(*a == 0) : std::nullopt;
-  }
-  auto binary = [&](const auto *op, auto f) -> std::optional<int64_t> {
-    auto a = value_at(op->a, at), b = value_at(op->b, at);
-    return a && b ? f(*a, *b) : std::nullopt;
-  };
-  using V = std::optional<int64_t>;
-  if (const auto *op = e.as<Add>()) return binary(op, [](int64_t a, int64_t b) { return V(a + b); });
-  if (const auto *op = e.as<Sub>()) return binary(op, [](int64_t a, int64_t b) { return V(a - b); });
-  if (const auto *op = e.as<Mul>()) return binary(op, [](int64_t a, int64_t b) { return V(a * b); });
-  if (const auto *op = e.as<Div>()) return binary(op, [](int64_t a, int64_t b) { return b > 0 && a >= 0 ? V(a / b) : V(); });
-  if (const auto *op = e.as<Mod>()) return binary(op, [](int64_t a, int64_t b) { return b > 0 && a >= 0 ? V(a % b) : V(); });
-  if (const auto *op = e.as<Min>()) return binary(op, [](int64_t a, int64_t b) { return V(std::min(a, b)); });
-  if (const auto *op = e.as<Max>()) return binary(op, [](int64_t a, int64_t b) { return V(std::max(a, b)); });
-  if (const auto *op = e.as<EQ>()) return binary(op, [](int64_t a, int64_t b) { return V(a == b); });
-  if (const auto *op = e.as<NE>()) return binary(op, [](int64_t a, int64_t b) { return V(a != b); });
-  if (const auto *op = e.as<LT>()) return binary(op, [](int64_t a, int64_t b) { return V(a < b); });
-  if (const auto *op = e.as<LE>()) return binary(op, [](int64_t a, int64_t b) { return V(a <= b); });
-  if (const auto *op = e.as<GT>()) return binary(op, [](int64_t a, int64_t b) { return V(a > b); });
-  if (const auto *op = e.as<GE>()) return binary(op, [](int64_t a, int64_t b) { return V(a >= b); });
-  if (const auto *op = e.as<And>()) return binary(op, [](int64_t a, int64_t b) { return V(a != 0 && b != 0); });
-  if (const auto *op = e.as<Or>()) return binary(op, [](int64_t a, int64_t b) { return V(a != 0 || b != 0); });
-  return std::nullopt;
-}
 
 // The barrier array a barrier operand (a Load of one of its slots) names.
 const Load *barrier_of(const Call *op) {
@@ -255,7 +217,7 @@ private:
         at[loops[d]->name] = *as_const_int(loops[d]->min) + index[d];
       bool runs = true;
       for (const Expr &guard : guards_) {
-        auto holds = value_at(guard, at);
+        auto holds = concrete_value(guard, at);
         runs &= !holds || *holds != 0;
       }
       points += runs;
@@ -278,12 +240,78 @@ private:
   std::vector<Wait> waits_;
 };
 
+// The phases rule, on the trace of one block (PipelinePhases.h): per
+// barrier slot, from each init, the waits of one role alternate parity
+// (two in a row for the same parity: the second finds the phase the first
+// waited for complete and goes on before the next one, reading a slot not
+// yet refilled, or refilling one still being read), and every phase a
+// role's waits reach completes (else the wait never returns). The waits
+// reach at least the phase of their first one's parity plus one per wait
+// after it.
+void check_phases(const Stmt &s, const std::string &output) {
+  const PhaseTrace trace = trace_pipeline_phases(s);
+  if (!trace.complete)
+    return;
+  struct RoleWaits {
+    int64_t count = 0;
+    int first = 0, last = 0;
+    std::string where;
+  };
+  struct Slot {
+    int64_t completions = 0;
+    std::map<bool, RoleWaits> waits; // by producer
+  };
+  auto fail = [&](const std::string &array, int64_t slot, const std::string &why) {
+    internal_error("the pipeline of '", output, "' breaks the 'phases' rule on mbarrier '", array, "' (slot ", slot,
+                   "): ", why);
+  };
+  auto role = [](bool producer) { return producer ? "the producer warps" : "the MMA warps"; };
+  std::map<std::pair<std::string, int64_t>, Slot> slots;
+  auto close = [&](const std::pair<std::string, int64_t> &key, const Slot &slot) {
+    for (const auto &[producer, waits] : slot.waits) {
+      const int64_t reached = waits.first + waits.count - 1;
+      if (slot.completions < reached + 1)
+        fail(key.first, key.second,
+             str_cat(role(producer), " wait for its phase ", reached, " at least (", waits.count, " waits from parity ",
+                     waits.first, "), but only ", slot.completions,
+                     " phases complete from its init: the last wait never returns"));
+    }
+  };
+  for (const PhaseEvent &event : trace.events) {
+    const auto key = std::make_pair(event.array, event.slot);
+    Slot &slot = slots[key];
+    switch (event.kind) {
+    case PhaseEvent::Kind::Init:
+      close(key, slot);
+      slot = Slot();
+      break;
+    case PhaseEvent::Kind::Complete: ++slot.completions; break;
+    case PhaseEvent::Kind::Wait: {
+      RoleWaits &waits = slot.waits[event.producer];
+      if (waits.count > 0 && waits.last == event.parity)
+        fail(event.array, event.slot,
+             str_cat(role(event.producer), " wait for parity ", event.parity, " twice in a row (", waits.where,
+                     ", then ", event.where, "): the second finds the phase the first waited for complete"));
+      if (waits.count == 0)
+        waits.first = event.parity;
+      waits.last = event.parity;
+      waits.where = event.where;
+      ++waits.count;
+      break;
+    }
+    }
+  }
+  for (const auto &[key, slot] : slots)
+    close(key, slot);
+}
+
 } // namespace
 
 void verify_pipelines(const Stmt &s, const std::string &output) {
   Verify verify(output);
   verify.visit_stmt(s);
   verify.finish();
+  check_phases(s, output);
 }
 
 } // namespace coalesce

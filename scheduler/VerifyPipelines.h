@@ -21,7 +21,15 @@
 //              warps' loops, LoopRole::ProducerWarps, against the rest),
 //              or arrivals of its own role that come before it (a wait
 //              for the last releases); a role never waits for arrivals
-//              only it makes later.
+//              only it makes later;
+//   phases     run for one block at known sizes (PipelinePhases.h): on
+//              each barrier slot, from its init, one role's waits
+//              alternate parity (the same parity twice in a row: the
+//              second wait finds the first's phase complete and reads a
+//              slot not yet refilled, or refills one still read), and
+//              every phase the waits reach completes (else a wait never
+//              returns). Where the trace cannot know a bound or condition
+//              around a barrier, this rule checks nothing.
 //
 // The GPU's role split checks separately that no barrier of the whole
 // block follows the producer warps' exit (SplitWarpRoles.h).

@@ -3,20 +3,24 @@
 // through it), and each of its rules fails on a nest mutated to break it:
 // an expect_tx announcing other bytes than its copies deliver, a copy
 // dropped, a barrier initialized for other arrivals than a phase brings, a
-// release run by every thread instead of each warp's first, arrivals gone.
+// release run by every thread instead of each warp's first, arrivals gone,
+// waits whose parities do not follow their slot's phases, a refill gone.
 
-#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
 #include "WarpgroupGemms.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "scheduler/Lower.h"
+#include "scheduler/PipelinePhases.h"
+#include "scheduler/Simplify.h"
 #include "scheduler/VerifyPipelines.h"
 
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -176,4 +180,54 @@ TEST_CASE("the waits rule: something completes every barrier a role waits on") {
   // A barrier nobody initialized.
   Stmt wait = call(Intrinsic::MbarrierWait, {Load::make(UInt(64), "X_full", {Expr(0)}), Expr(0)});
   CHECK_HAS(verifier_error(wait), "breaks the 'waits' rule on mbarrier 'X_full'");
+}
+
+TEST_CASE("the phases rule: each role's waits on a slot alternate parity, and every phase they reach completes") {
+  for (const MmaTiling &t : pipelines()) {
+    CAPTURE(t.str());
+    Stmt nest = serial_nest(t);
+    // The trace runs every pipeline kind to its end: several tiles' worth
+    // of k steps, each slot reused, both roles waiting.
+    PhaseTrace trace = trace_pipeline_phases(nest);
+    INFO(trace.why);
+    REQUIRE(trace.complete);
+    std::map<std::pair<std::string, int64_t>, int> waits;
+    int producer_waits = 0;
+    for (const PhaseEvent &e : trace.events)
+      if (e.kind == PhaseEvent::Kind::Wait) {
+        ++waits[{e.array, e.slot}];
+        producer_waits += e.producer;
+      }
+    CHECK(waits[{"A_full", 0}] >= 3);
+    CHECK((producer_waits > 0) == (t.producer_warps > 0));
+    // Every wait for parity 0: the second wait on a slot finds the first
+    // phase complete.
+    Stmt same_parity = rewrite_calls(nest, Intrinsic::MbarrierWait, [](const Call *op) {
+      return call(Intrinsic::MbarrierWait, {op->args[0], Expr(0)});
+    });
+    CHECK_HAS(verifier_error(same_parity), "breaks the 'phases' rule on mbarrier 'A_full' (slot 0)");
+    CHECK_HAS(verifier_error(same_parity), "wait for parity 0 twice in a row");
+    // Every wait one phase late: the last one waits for a phase no fill
+    // completes.
+    Stmt late = rewrite_calls(nest, Intrinsic::MbarrierWait, [](const Call *op) {
+      return call(Intrinsic::MbarrierWait, {op->args[0], simplify((op->args[1] + 1) % 2)});
+    });
+    CHECK_HAS(verifier_error(late), "breaks the 'phases' rule");
+    CHECK_HAS(verifier_error(late), "the last wait never returns");
+  }
+  // A refill dropped (the steps' expect_tx and copies of the first thread's
+  // pipeline): the slot's later phases never complete.
+  class DropRefills : public IRMutator {
+    using IRMutator::visit;
+    Stmt visit(const For *op, const Stmt &self) override {
+      // The copies of "next" tiles run in the thread loops named for them.
+      if (op->for_kind == ForKind::GpuThread && op->name.find("next") != std::string::npos)
+        return Block::make({});
+      return IRMutator::visit(op, self);
+    }
+  } drop;
+  Stmt nest = serial_nest(pipelines().front());
+  Stmt dropped = drop.mutate(nest);
+  REQUIRE(!dropped.same_as(nest));
+  CHECK_HAS(verifier_error(dropped), "the last wait never returns");
 }

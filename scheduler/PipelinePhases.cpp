@@ -1,0 +1,176 @@
+#include "scheduler/PipelinePhases.h"
+
+#include "dsl/Error.h"
+#include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/ConcreteValue.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace coalesce {
+
+namespace {
+
+bool is_mbarrier_operation(const Call *op) {
+  if (op->call_type != CallType::Intrinsic)
+    return false;
+  switch (*op->intrinsic) {
+  case Intrinsic::MbarrierInit:
+  case Intrinsic::MbarrierExpectTx:
+  case Intrinsic::MbarrierArrive:
+  case Intrinsic::MbarrierWait: return true;
+  default: return false;
+  }
+}
+
+// Whether a statement holds an mbarrier operation, memoized by node.
+class HoldsBarriers {
+public:
+  bool operator()(const Stmt &s) {
+    auto found = memo_.find(s.get());
+    if (found != memo_.end())
+      return found->second;
+    struct Find : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Call *op) override {
+        found |= is_mbarrier_operation(op);
+        IRVisitor::visit(op);
+      }
+    } find;
+    find.visit_stmt(s);
+    return memo_[s.get()] = find.found;
+  }
+
+private:
+  std::unordered_map<const IRNode *, bool> memo_;
+};
+
+class Trace {
+public:
+  PhaseTrace result;
+
+  void run(const Stmt &s) {
+    if (!result.complete || !s.defined() || !holds_(s))
+      return;
+    if (++steps_ > kMaxSteps)
+      return give_up("the trace ran past its ", kMaxSteps, " steps");
+    if (const auto *op = s.as<For>())
+      return run_loop(op);
+    if (const auto *op = s.as<Block>()) {
+      for (const Stmt &part : op->stmts)
+        run(part);
+      return;
+    }
+    if (const auto *op = s.as<IfThenElse>()) {
+      auto holds = value(op->condition);
+      if (!holds)
+        return give_up("the condition ", to_string(op->condition), " around a barrier's operation");
+      return run(*holds ? op->then_case : op->else_case);
+    }
+    if (const auto *op = s.as<LetStmt>()) {
+      auto bound = value(op->value);
+      auto saved = at_.find(op->name) == at_.end() ? std::nullopt : std::optional<int64_t>(at_[op->name]);
+      if (bound)
+        at_[op->name] = *bound;
+      else
+        at_.erase(op->name);
+      run(op->body);
+      if (saved)
+        at_[op->name] = *saved;
+      else
+        at_.erase(op->name);
+      return;
+    }
+    if (const auto *op = s.as<Allocate>())
+      return run(op->body);
+    if (const auto *op = s.as<Evaluate>()) {
+      if (const auto *call = op->value.as<Call>(); call && is_mbarrier_operation(call))
+        return record(call, s);
+      return;
+    }
+    give_up("a ", to_string(s).substr(0, 40), " around a barrier's operation");
+  }
+
+private:
+  static constexpr int64_t kMaxSteps = 2000000;
+  static constexpr int64_t kTracedTiles = 4;
+  HoldsBarriers holds_;
+  std::map<std::string, int64_t> at_;
+  int producer_depth_ = 0;
+  int64_t steps_ = 0;
+
+  template <typename... Parts> void give_up(const Parts &...parts) {
+    if (!result.complete)
+      return;
+    result.complete = false;
+    result.why = str_cat(parts...);
+  }
+
+  // Parameters take the trace's size; other unknowns stay unknown.
+  std::optional<int64_t> value(const Expr &e) {
+    for (const Variable *v : variables_of(e))
+      if (v->variable_kind == VariableKind::Param && !at_.count(v->name))
+        at_[v->name] = kPhaseTraceSize;
+    return concrete_value(e, at_);
+  }
+
+  void run_loop(const For *op) {
+    auto min = value(op->min), extent = value(op->extent);
+    if (!min || !extent)
+      return give_up("the bounds of loop '", op->name, "' around a barrier's operation");
+    const bool once = op->for_kind == ForKind::GpuBlock || op->for_kind == ForKind::GpuThread;
+    const bool producer = op->role == LoopRole::ProducerWarps;
+    producer_depth_ += producer;
+    // A persistent block's first few tiles: a prefix of whole tiles keeps
+    // every fill and wait of the tiles it holds.
+    const int64_t runs = op->role == LoopRole::PersistentTiles ? std::min(*extent, kTracedTiles) : *extent;
+    for (int64_t v = *min; v < *min + runs && result.complete; ++v) {
+      at_[op->name] = v;
+      run(op->body);
+      if (once)
+        break; // the first block, the first thread
+    }
+    at_.erase(op->name);
+    producer_depth_ -= producer;
+  }
+
+  void record(const Call *op, const Stmt &s) {
+    const auto *barrier = op->args[0].as<Load>();
+    auto slot = barrier && barrier->indices.size() == 1 ? value(barrier->indices[0]) : std::nullopt;
+    if (!slot)
+      return give_up("the slot of ", to_string(op->args[0]));
+    std::string where = to_string(s);
+    while (!where.empty() && (where.back() == '\n' || where.back() == ' '))
+      where.pop_back();
+    while (!where.empty() && where.front() == ' ')
+      where.erase(where.begin());
+    PhaseEvent event{PhaseEvent::Kind::Complete, barrier->buffer, *slot, 0, producer_depth_ > 0, where};
+    switch (*op->intrinsic) {
+    case Intrinsic::MbarrierInit: event.kind = PhaseEvent::Kind::Init; break;
+    case Intrinsic::MbarrierWait: {
+      auto parity = value(op->args[1]);
+      if (!parity)
+        return give_up("the parity of ", to_string(s));
+      event.kind = PhaseEvent::Kind::Wait;
+      event.parity = static_cast<int>(*parity);
+      break;
+    }
+    default: break;
+    }
+    result.events.push_back(std::move(event));
+  }
+};
+
+} // namespace
+
+PhaseTrace trace_pipeline_phases(const Stmt &s) {
+  Trace trace;
+  trace.run(s);
+  return std::move(trace.result);
+}
+
+} // namespace coalesce
