@@ -83,8 +83,13 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
   CHECK(has(view.out, "int M, int N, int K, int ldc, CUstream stream);"));
   CHECK(has(view.out, "//   out  output bf16 [M][N] (a view: strides 1 x ldc)"));
   check_refused("--out=nm", "--out=nm with --dtype=f32");
-  check_refused("--dtype=bf16 --out=nm --batched=both", "--out=nm with --batched=both");
   check_refused("--dtype=bf16 --out=nm --autotune", "--out=nm with --autotune");
+  // A batch's column-major products, batch_stride apart.
+  Result batched = aot("--dtype=bf16 --out-dtype=bf16 --out=nm --batched=both --emit=header --name=b", dir.path);
+  INFO(batched.err);
+  REQUIRE(batched.status == 0);
+  CHECK(has(batched.out, "output bf16 [batch][M][N] (a view: strides batch_stride x 1 x M)"));
+  CHECK(has(batched.out, "int batch_stride"));
 }
 
 TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, its checks, and the flags refused") {
@@ -104,7 +109,16 @@ TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, it
   CHECK(has(header.out, "--output-view=true"));
   check_refused("--dtype=bf16 --ldc=4096", "--ldc is the leading dimension of an output view: give --output-view");
   check_refused("--output-view", "--output-view with --dtype=f32");
-  check_refused("--dtype=bf16 --output-view --batched=both", "--output-view with --batched=both");
+  // A batch's products batch_stride apart, rows ldc apart; the stride only
+  // with a batch's output view.
+  Result batched =
+      aot("--dtype=bf16 --out-dtype=bf16 --output-view --batched=both --emit=header --name=batched", dir.path);
+  INFO(batched.err);
+  REQUIRE(batched.status == 0);
+  CHECK(has(batched.out, "output bf16 [batch][M][N] (a view: strides batch_stride x ldc x 1)"));
+  check_refused("--dtype=bf16 --batch_stride=4096", "--batch_stride is the distance between a batch's products in "
+                                                    "an output view: give --batched and --output-view");
+  check_refused("--dtype=bf16 --batched=both --batch_stride=4096", "--batch_stride is the distance");
   check_refused("--dtype=bf16 --output-view --autotune", "--output-view with --autotune");
   if (!can_compile_launchers())
     return;

@@ -16,6 +16,7 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "OutputViewGemm.h"
+#include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
 
 #include <doctest/doctest.h>
@@ -162,4 +163,35 @@ TEST_CASE("a column-major output's staged copy-out stores vectors down the colum
     if (ptxas_available())
       coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   }
+}
+
+TEST_CASE("a batch's column-major output: products any stride apart, columns ldc apart") {
+  using examples::BatchedGemm;
+  using examples::BatchedOperands;
+  const int batch = 3, M = 72, N = 70, K = 37, ldc = 80, batch_stride = N * ldc + 24;
+  BatchedGemm column_major(BFloat(16), BFloat(16), BatchedOperands::Both),
+      dense(BFloat(16), BFloat(16), BatchedOperands::Both);
+  column_major.out.output_strides({Expr(batch_stride), 1, Expr(ldc)});
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 132);
+  column_major.schedule_mma(t);
+  dense.schedule_mma(t);
+  Buffer a(column_major.a_shape(batch, M, K), BFloat(16)), b(column_major.b_shape(batch, N, K), BFloat(16)), bias({N});
+  a.fill_random(87);
+  b.fill_random(88);
+  bias.fill_random(89);
+  Buffer got({(batch - 1) * batch_stride + (N - 1) * ldc + M}, BFloat(16)), want({batch, M, N}, BFloat(16));
+  for (size_t e = 0; e < got.size(); ++e)
+    got.set(e, kBetweenColumns);
+  Pipeline(column_major.out).realize_on_cpu(column_major.arguments(a, b, bias, batch, M, N, K), got);
+  Pipeline(dense.out).realize_on_cpu(dense.arguments(a, b, bias, batch, M, N, K), want);
+  size_t differ = 0, written = 0;
+  for (int z = 0; z < batch; ++z)
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c)
+        differ +=
+            got.get(size_t(z) * batch_stride + size_t(c) * ldc + r) == want.get((size_t(z) * M + r) * N + c) ? 0 : 1;
+  for (size_t e = 0; e < got.size(); ++e)
+    written += got.get(e) == kBetweenColumns ? 0 : 1;
+  CHECK(differ == 0);
+  CHECK(written == size_t(batch) * M * N);
 }

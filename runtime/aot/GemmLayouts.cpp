@@ -28,12 +28,12 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
     user_error("--ldc is the leading dimension of an output view: give --output-view too, or leave it out");
   const bool output_view = f.output_view || f.out_nm;
   const std::string view_flag = f.out_nm ? "--out=nm" : "--output-view";
-  if (output_view && (batched || f.swiglu || f.fp8 || f.f32))
-    user_error(view_flag, " with ",
-               batched    ? "--batched=" + f.batched
-               : f.swiglu ? std::string("--epilogue=swiglu")
-                          : "--dtype=" + f.dtype,
-               ": output views are built for the single GEMM of tf32, bf16 or f16 inputs");
+  if (output_view && (f.swiglu || f.fp8 || f.f32))
+    user_error(view_flag, " with ", f.swiglu ? std::string("--epilogue=swiglu") : "--dtype=" + f.dtype,
+               ": output views are built for the GEMMs of tf32, bf16 or f16 inputs");
+  if (f.batch_stride_given && !(batched && output_view))
+    user_error("--batch_stride is the distance between a batch's products in an output view: give --batched and "
+               "--output-view (or --out=nm) too, or leave it out");
   if (output_view && (f.autotune || f.tuning_db))
     user_error(view_flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are dense; leave the flag out");

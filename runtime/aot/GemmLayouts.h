@@ -15,6 +15,7 @@ struct GemmLayoutFlags {
   bool a_km = false;                             ///< --a=km: A stored K x M
   bool output_view = false, ldc_given = false;   ///< --output-view; --ldc given
   bool out_nm = false;                           ///< --out=nm: out stored N x M (an output view too)
+  bool batch_stride_given = false;               ///< --batch_stride given
   std::string dtype;                             ///< --dtype, as given
   bool f32 = false, fp8 = false, swiglu = false; ///< --dtype=f32; e4m3 or e5m2; --epilogue=swiglu
   bool batch_given = false, lda_given = false, ldb_given = false;

@@ -192,10 +192,14 @@ public:
       this, "output-view", false,
       "out a view into a larger tensor, its rows --ldc elements apart (out.output_strides({ldc, 1})): the "
       "launcher takes ldc after the sizes and checks out's reach; the kernels write nothing between the rows. "
-      "Tensor cores only, not with --batched, FP8, --epilogue=swiglu or tuning"};
+      "Tensor cores only, not with FP8, --epilogue=swiglu or tuning; with --batched, out's products "
+      "--batch_stride elements apart"};
   SizeParam ldc{this, "ldc",
                 "with --output-view: elements from one row of out to the next (with --out=nm, one column to the "
                 "next)"};
+  SizeParam batch_stride{this, "batch_stride",
+                         "with --batched and --output-view or --out=nm: elements from one product of out to the "
+                         "next"};
   EnumParam<OutLayout> out_layout{
       this,
       "out",
@@ -203,7 +207,8 @@ public:
       {{"mn", OutLayout::MN}, {"nm", OutLayout::NM}},
       "how out is stored: mn (M x N, out[m][n], row-major) or nm (N x M, out[n][m], column-major: out(i, j) at i + "
       "j * M, or i + j * ldc with --output-view; the staged tiles are copied out in 16-byte vectors down the "
-      "columns). nm is an output view: tensor cores only, not with --batched, FP8, --epilogue=swiglu or tuning"};
+      "columns). nm is an output view: tensor cores only, not with FP8, --epilogue=swiglu or tuning; with "
+      "--batched, out's products --batch_stride elements apart"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,
       "e4m3 and e5m2: what multiplies the f32 sum, before the bias and the activation: none; tensor (scale_a and "
@@ -637,6 +642,7 @@ public:
     flags.ldb_given = ldb.fixed();
     flags.output_view = output_view;
     flags.out_nm = out_layout == OutLayout::NM;
+    flags.batch_stride_given = batch_stride.fixed();
     flags.ldc_given = ldc.fixed();
     flags.split_k = split_k;
     flags.persistent_blocks = persistent_blocks;
@@ -677,6 +683,8 @@ public:
       return output_view;
     if (&param == &out_layout)
       return out_layout == OutLayout::NM;
+    if (&param == &batch_stride)
+      return batched != Batched::None && (output_view || out_layout == OutLayout::NM);
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -747,11 +755,17 @@ public:
     if (residual_matrix)
       value = widen_narrow_float(value) + (*residual_matrix)(point);
     out(point) = cast(out_dtype, value);
-    // A column-major out's columns lie M apart, or ldc in a view.
+    // A column-major out's columns lie M apart, or ldc in a view; a
+    // batch's products batch_stride apart.
+    std::vector<Expr> strides;
     if (out_layout == OutLayout::NM)
-      out.output_strides({1, output_view ? ldc.expr() : M.expr()});
+      strides = {1, output_view ? ldc.expr() : M.expr()};
     else if (output_view)
-      out.output_strides({ldc, 1});
+      strides = {ldc.expr(), 1};
+    if (!strides.empty() && out_batched)
+      strides.insert(strides.begin(), batch_stride.expr());
+    if (!strides.empty())
+      out.output_strides(strides);
 
     if (autotune || !tuning_db.value().empty()) {
       GemmProblem problem = tuning_problem();
