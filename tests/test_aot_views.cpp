@@ -73,7 +73,7 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
   INFO(dense.err);
   REQUIRE(dense.status == 0);
   CHECK(has(read_file(dir.path / "transposed.h"), "int M, int N, int K, CUstream stream);"));
-  CHECK(has(read_file(dir.path / "transposed.h"), "//   out  output bf16 [M][N] (a view: strides 1 x M)"));
+  CHECK(has(read_file(dir.path / "transposed.h"), "//   out  output bf16 [M][N] (column-major: strides 1 x M)"));
   CHECK(has(read_file(dir.path / "transposed.h"), "--out=nm"));
   // The staged tiles leave in vectors down the columns.
   CHECK(has(read_file(dir.path / "transposed.ptx"), "st.global.v4.b32"));
@@ -81,14 +81,14 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
   INFO(view.err);
   REQUIRE(view.status == 0);
   CHECK(has(view.out, "int M, int N, int K, int ldc, CUstream stream);"));
-  CHECK(has(view.out, "//   out  output bf16 [M][N] (a view: strides 1 x ldc)"));
+  CHECK(has(view.out, "//   out  output bf16 [M][N] (column-major: strides 1 x ldc)"));
   check_refused("--out=nm", "--out=nm with --dtype=f32");
   check_refused("--dtype=bf16 --out=nm --autotune", "--out=nm with --autotune");
   // A batch's column-major products, batch_stride apart.
   Result batched = aot("--dtype=bf16 --out-dtype=bf16 --out=nm --batched=both --emit=header --name=b", dir.path);
   INFO(batched.err);
   REQUIRE(batched.status == 0);
-  CHECK(has(batched.out, "output bf16 [batch][M][N] (a view: strides batch_stride x 1 x M)"));
+  CHECK(has(batched.out, "output bf16 [batch][M][N] (column-major: strides batch_stride x 1 x M)"));
   CHECK(has(batched.out, "int batch_stride"));
 }
 

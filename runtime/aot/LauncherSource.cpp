@@ -6,6 +6,7 @@
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/Input.h"
 #include "dsl/Limits.h"
 
 #include <algorithm>
@@ -143,11 +144,14 @@ std::string extents_text(const Argument &buffer) {
   return text.empty() ? "(a scalar)" : text;
 }
 
-/// " (a view: rows lda apart)", or "" for a dense buffer; for the header.
+/// " (a view: strides lda x 1)", " (column-major: strides 1 x M)" for an
+/// output whose columns are contiguous, or "" for a dense buffer; for the
+/// header.
 std::string view_text(const Argument &buffer) {
   if (buffer.strides.empty())
     return "";
-  std::string text = " (a view: strides";
+  const bool column_major = contiguous_dimension(buffer.strides) + 1 != buffer.strides.size();
+  std::string text = column_major ? " (column-major: strides" : " (a view: strides";
   for (size_t d = 0; d < buffer.strides.size(); ++d)
     text += (d ? " x " : " ") + to_string(buffer.strides[d]);
   return text + ")";
