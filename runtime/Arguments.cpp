@@ -45,13 +45,15 @@ std::string extents_text(const std::vector<Expr> &extents) {
 // A view (an Input's strides, or the output's): the buffer passed for it,
 // of any shape, must hold every element the view reaches, 1 + sum of
 // (extent - 1) * stride (nothing when an extent is 0), within the 32-bit
-// indexing.
-void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int64_t> &extents,
-                const std::map<std::string, int64_t> &params) {
+// indexing. Returns the strides' values.
+std::vector<int64_t> check_view(const Argument &arg, const Buffer &buffer, const std::vector<int64_t> &extents,
+                                const std::map<std::string, int64_t> &params) {
   int64_t last = 0;
   bool empty = false;
+  std::vector<int64_t> strides;
   for (size_t d = 0; d < extents.size(); ++d) {
     int64_t stride = evaluate_int(arg.strides[d], params);
+    strides.push_back(stride);
     if (stride < 1 || stride > kMaxExtent)
       user_error(arg.is_output ? "output '" : "input '", arg.name, "' is a view with stride ", stride, " (",
                  to_string(arg.strides[d]), ") in dimension ", d, "; strides are 1 to ", kMaxExtentText);
@@ -59,20 +61,22 @@ void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int
     last += (extents[d] - 1) * stride; // at most 5 * 2^30 * 2^30: no wrap in 64 bits
   }
   if (empty)
-    return;
+    return strides;
   if (last + 1 > kMaxExtent)
     user_error(arg.is_output ? "output '" : "input '", arg.name, "' is a view that reaches element ", last,
                " of its buffer; a buffer holds at most ", kMaxExtentText,
                " elements, since the generated code indexes in 32 bits");
   if (static_cast<int64_t>(buffer.size()) < last + 1) {
-    std::string strides;
+    std::string text;
     for (size_t d = 0; d < arg.strides.size(); ++d)
-      strides += (d ? " x " : "") + to_string(arg.strides[d]);
+      text += (d ? " x " : "") + to_string(arg.strides[d]);
     user_error(arg.is_output ? "output" : "input", " buffer '", arg.name, "' holds ", buffer.size(),
-               " elements, but the view (extents ", extents_text(arg.extents), ", strides ", strides,
-               ") reaches element ", last, ": pass the buffer it is a view into");
+               " elements, but the view (extents ", extents_text(arg.extents), ", strides ", text, ") reaches element ",
+               last, ": pass the buffer it is a view into");
   }
+  return strides;
 }
+
 // An output view whose elements overlap (rows ldc < N apart) stores two of
 // its elements at one address, and which store lands last is the
 // schedule's choice: the result would depend on the schedule. Each stride,
@@ -81,14 +85,14 @@ void check_view(const Argument &arg, const Buffer &buffer, const std::vector<int
 // proves the elements distinct (it refuses some interleaved views whose
 // elements happen not to meet). Dimensions of one element step nowhere.
 void check_output_view_distinct(const Argument &arg, const std::vector<int64_t> &extents,
-                                const std::map<std::string, int64_t> &params) {
+                                const std::vector<int64_t> &strides) {
   if (std::find(extents.begin(), extents.end(), 0) != extents.end())
     return;
   std::vector<size_t> order;
   for (size_t d = 0; d < extents.size(); ++d)
     if (extents[d] > 1)
       order.push_back(d);
-  auto stride = [&](size_t d) { return evaluate_int(arg.strides[d], params); };
+  auto stride = [&](size_t d) { return strides[d]; };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride(a) < stride(b); });
   int64_t span = 1; // the elements the dimensions so far reach, from the first
   for (size_t n = 0; n < order.size(); ++n) {
@@ -262,9 +266,9 @@ BoundArguments bind_arguments(const std::vector<Argument> &args, const Arguments
       needed.push_back(value);
     }
     if (!arg.strides.empty()) {
-      check_view(arg, *buffer, needed, bound.params);
+      const std::vector<int64_t> strides = check_view(arg, *buffer, needed, bound.params);
       if (arg.is_output)
-        check_output_view_distinct(arg, needed, bound.params);
+        check_output_view_distinct(arg, needed, strides);
       bound.elements.push_back(buffer->size());
       bound.bytes.push_back(buffer->size_in_bytes());
       continue;

@@ -8,7 +8,8 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 namespace coalesce {
 
@@ -26,35 +27,50 @@ bool is_mbarrier_operation(const Call *op) {
   }
 }
 
-// Whether a statement holds an mbarrier operation, memoized by node.
-class HoldsBarriers {
+// The statements that hold an mbarrier operation, found in one walk: each
+// operation marks the statements on the path to it.
+class BarrierHolders : public IRVisitor {
 public:
-  bool operator()(const Stmt &s) {
-    auto found = memo_.find(s.get());
-    if (found != memo_.end())
-      return found->second;
-    struct Find : IRVisitor {
-      bool found = false;
-      using IRVisitor::visit;
-      void visit(const Call *op) override {
-        found |= is_mbarrier_operation(op);
-        IRVisitor::visit(op);
-      }
-    } find;
-    find.visit_stmt(s);
-    return memo_[s.get()] = find.found;
-  }
+  explicit BarrierHolders(const Stmt &root) { visit_stmt(root); }
+  bool holds(const Stmt &s) const { return holders_.count(s.get()) > 0; }
 
 private:
-  std::unordered_map<const IRNode *, bool> memo_;
+  using IRVisitor::visit;
+  std::vector<const IRNode *> path_;
+  std::unordered_set<const IRNode *> holders_;
+
+  template <typename Node> void enter(const Node *op) {
+    path_.push_back(op);
+    IRVisitor::visit(op);
+    path_.pop_back();
+  }
+  void visit(const For *op) override { enter(op); }
+  void visit(const Block *op) override { enter(op); }
+  void visit(const IfThenElse *op) override { enter(op); }
+  void visit(const LetStmt *op) override { enter(op); }
+  void visit(const Allocate *op) override { enter(op); }
+  void visit(const Evaluate *op) override { enter(op); }
+  void visit(const Store *op) override { enter(op); }
+  void visit(const WarpMma *op) override { enter(op); }
+  void visit(const TensorCopy *op) override { enter(op); }
+  void visit(const TmaStaging *op) override { enter(op); }
+  void visit(const Call *op) override {
+    // Up the path until a statement marked already (and so its ancestors).
+    if (is_mbarrier_operation(op))
+      for (auto node = path_.rbegin(); node != path_.rend(); ++node)
+        if (!holders_.insert(*node).second)
+          break;
+    IRVisitor::visit(op);
+  }
 };
 
 class Trace {
 public:
+  explicit Trace(const Stmt &root) : holders_(root) {}
   PhaseTrace result;
 
   void run(const Stmt &s) {
-    if (!result.complete || !s.defined() || !holds_(s))
+    if (!result.complete || !s.defined() || !holders_.holds(s))
       return;
     if (++steps_ > kMaxSteps)
       return give_up("the trace ran past its ", kMaxSteps, " steps");
@@ -98,7 +114,7 @@ public:
 private:
   static constexpr int64_t kMaxSteps = 2000000;
   static constexpr int64_t kTracedTiles = 4;
-  HoldsBarriers holds_;
+  const BarrierHolders holders_;
   std::map<std::string, int64_t> at_;
   int producer_depth_ = 0;
   int64_t steps_ = 0;
@@ -168,7 +184,7 @@ private:
 } // namespace
 
 PhaseTrace trace_pipeline_phases(const Stmt &s) {
-  Trace trace;
+  Trace trace(s);
   trace.run(s);
   return std::move(trace.result);
 }

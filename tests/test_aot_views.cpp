@@ -8,6 +8,7 @@
 // tests/test_strided_inputs.cpp's.
 
 #include "AotTool.h"
+#include "bench/gpu_check/AllowUnverified.h"
 
 #include <doctest/doctest.h>
 
@@ -64,10 +65,7 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
   TempDir dir;
   check_refused("--dtype=bf16 --out=nm", "output 'out' is a view with strides (output_strides), which is "
                                          "unverified on a GPU");
-  struct AllowOutputViews {
-    AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
-    ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-  } allow;
+  coalesce::gpu_check::AllowUnverified allow("output-views");
   Result dense =
       aot("--dtype=bf16 --out-dtype=bf16 --b=nk --out=nm --emit=header,ptx --name=transposed --output-dir=.", dir.path);
   INFO(dense.err);
@@ -97,10 +95,7 @@ TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, it
   // Refused for a GPU until coalesce-gpu-check has run output views there.
   check_refused("--dtype=bf16 --output-view", "output 'out' is a view with strides (output_strides), which is "
                                               "unverified on a GPU");
-  struct AllowOutputViews {
-    AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
-    ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-  } allow;
+  coalesce::gpu_check::AllowUnverified allow("output-views");
   Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --output-view --emit=header --name=linear", dir.path);
   INFO(header.err);
   REQUIRE(header.status == 0);

@@ -16,6 +16,7 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "OutputViewGemm.h"
+#include "bench/gpu_check/AllowUnverified.h"
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
 
@@ -36,41 +37,8 @@ namespace {
 constexpr float kBetweenColumns = -123.0f; // exact in bf16
 
 void check_column_major(Path path, int M, int N, int K, int ldc) {
-  INFO(coalesce::testing::path_name(path), ", ", M, " x ", N, " x ", K, ", ldc ", ldc);
-  LayoutGemm column_major(path, OutputLayout::ColumnMajor), dense(path, OutputLayout::Dense);
-  Type in = coalesce::testing::input_type(path), out = coalesce::testing::output_type(path);
-  Buffer a({M, K}, in), b({K, N}, in), bias({N});
-  a.fill_random(81);
-  b.fill_random(82);
-  bias.fill_random(83);
-  // Column j starts at j * ldc; the buffer ends at the last element.
-  Buffer got({(N - 1) * ldc + M}, out), want({M, N}, out);
-  for (size_t e = 0; e < got.size(); ++e)
-    got.set(e, kBetweenColumns);
-  want.poison();
-  Pipeline(column_major.out)
-      .realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}, {"ldc", ldc}}, got);
-  Pipeline(dense.out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}}, want);
-  size_t differ = 0, between_changed = 0, nan = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    size_t column = e / size_t(ldc), row = e % size_t(ldc);
-    float v = got.get(e);
-    if (row < size_t(M)) {
-      nan += std::isnan(v) ? 1 : 0;
-      differ += v == want.get(row * N + column) ? 0 : 1;
-    } else {
-      between_changed += v == kBetweenColumns ? 0 : 1;
-    }
-  }
-  CHECK(nan == 0);
-  CHECK(differ == 0);
-  CHECK(between_changed == 0);
+  coalesce::testing::check_against_dense(path, OutputLayout::ColumnMajor, M, N, K, ldc, kBetweenColumns, 81);
 }
-
-struct AllowOutputViews {
-  AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
-  ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-};
 
 } // namespace
 
@@ -149,7 +117,7 @@ TEST_CASE("for a GPU a column-major output is refused as unverified, as every ou
 }
 
 TEST_CASE("a column-major output's staged copy-out stores vectors down the columns, and its kernels assemble") {
-  AllowOutputViews allow;
+  coalesce::gpu_check::AllowUnverified allow("output-views");
   for (Path path : {Path::WarpgroupTma, Path::WarpgroupSums}) {
     INFO(coalesce::testing::path_name(path));
     LayoutGemm column_major(path, OutputLayout::ColumnMajor);

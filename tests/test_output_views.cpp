@@ -17,6 +17,7 @@
 #include "ErrorCapture.h"
 #include "OutputViewGemm.h"
 #include "SplitKGemm.h"
+#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
 #include "examples/BatchedGemm.h"
@@ -43,34 +44,7 @@ namespace {
 constexpr float kBetweenRows = -123.0f; // exact in bf16
 
 void check_view(Path path, int M, int N, int K, int ldc) {
-  INFO(path_name(path), ", ", M, " x ", N, " x ", K, ", ldc ", ldc);
-  LayoutGemm view(path, OutputLayout::RowsApart), dense(path, OutputLayout::Dense);
-  Buffer a({M, K}, input_type(path)), b({K, N}, input_type(path)), bias({N});
-  a.fill_random(71);
-  b.fill_random(72);
-  bias.fill_random(73);
-  // The view's buffer ends at its last element.
-  Buffer got({(M - 1) * ldc + N}, output_type(path)), want({M, N}, output_type(path));
-  for (size_t e = 0; e < got.size(); ++e)
-    got.set(e, kBetweenRows);
-  want.poison();
-  Pipeline(view.out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}, {"ldc", ldc}},
-                                    got);
-  Pipeline(dense.out).realize_on_cpu({{"A", a}, {"B", b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}}, want);
-  size_t differ = 0, between_changed = 0, nan = 0;
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < ldc && size_t(r) * ldc + c < got.size(); ++c) {
-      float v = got.get(size_t(r) * ldc + c);
-      if (c < N) {
-        nan += std::isnan(v) ? 1 : 0;
-        differ += v == want.get(size_t(r) * N + c) ? 0 : 1;
-      } else {
-        between_changed += v == kBetweenRows ? 0 : 1;
-      }
-    }
-  CHECK(nan == 0);
-  CHECK(differ == 0);
-  CHECK(between_changed == 0);
+  coalesce::testing::check_against_dense(path, OutputLayout::RowsApart, M, N, K, ldc, kBetweenRows, 71);
 }
 
 } // namespace
@@ -245,10 +219,7 @@ TEST_CASE("for a GPU an output view is refused as unverified until the GPU check
 }
 
 TEST_CASE("an output view's kernels test its leading dimension for the staged copy's vectors and assemble cleanly") {
-  struct AllowOutputViews {
-    AllowOutputViews() { setenv("COALESCE_UNVERIFIED_GPU", "output-views", 1); }
-    ~AllowOutputViews() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-  } allow;
+  coalesce::gpu_check::AllowUnverified allow("output-views");
   LayoutGemm view(Path::WarpgroupTma, OutputLayout::RowsApart);
   Pipeline pipeline(view.out);
   std::string nest = pipeline.loop_nest();
