@@ -530,4 +530,8 @@ void CodeGenLLVM::visit(const TmaStaging *) {
   internal_error("a TMA staging mark reached code generation: lower_tma_pipelines replaces every one");
 }
 
+void CodeGenLLVM::visit(const ProducerBoundary *) {
+  internal_error("a producer boundary reached code generation: reallocate_registers replaces every one");
+}
+
 } // namespace coalesce

@@ -234,6 +234,14 @@ Stmt TmaStaging::make(Stmt loop, Stmt fallback) {
   return Stmt(std::make_shared<const TmaStaging>(std::move(loop), std::move(fallback)));
 }
 
+Stmt ProducerBoundary::make(ProducerPoint point, Stmt producers, Stmt consumers, int registers, std::string stage,
+                            std::string loop) {
+  COALESCE_INTERNAL_ASSERT(producers.as<For>() && consumers.as<For>(),
+                           "a producer boundary needs the thread loops of both roles");
+  return Stmt(std::make_shared<const ProducerBoundary>(point, std::move(producers), std::move(consumers), registers,
+                                                       std::move(stage), std::move(loop)));
+}
+
 Stmt TensorCopy::make(std::string input, std::vector<Expr> origin, std::vector<int> box, Expr destination,
                       Expr barrier, Stmt copy, int multicast) {
   COALESCE_INTERNAL_ASSERT(!input.empty() && !origin.empty() && origin.size() == box.size() &&

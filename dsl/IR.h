@@ -21,7 +21,9 @@ namespace coalesce {
 
 #define COALESCE_FOR_EACH_STMT(X)                                                                                      \
   X(For)                                                                                                               \
-  X(Store) X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma) X(TensorCopy) X(TmaStaging)
+  X(Store)                                                                                                             \
+  X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma) X(TensorCopy) X(TmaStaging)          \
+      X(ProducerBoundary)
 
 /// The tensor-core instructions a schedule can map a reduction onto. The
 /// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
@@ -530,6 +532,34 @@ struct TmaStaging : BaseStmtNode {
   const Stmt loop;
   const Stmt fallback;
   static Stmt make(Stmt loop, Stmt fallback);
+};
+
+/// Where a point of the producer warps' program lies (ProducerBoundary).
+enum class ProducerPoint : uint8_t {
+  Start, ///< after the pipeline's barriers are initialized: the producers' program begins
+  Leave, ///< after their last copy: their program is done
+  Idle,  ///< a pipeline in which they have nothing to do (the cp.async fallback)
+};
+
+/// A point of the producer warps' program in a warp-specialized TMA
+/// pipeline (TmaCopies::producer), between two passes:
+/// lower_tma_pipelines leaves it, reallocate_registers replaces it (by the
+/// register reallocation the schedule asks for, ProducerWarps::registers,
+/// or by nothing), and nothing else sees it. `producers` and `consumers`
+/// are the thread loops of the two roles around an empty body; `registers` is what
+/// the schedule asks the producers to keep (0: no reallocation); `stage`
+/// and `loop` say whose staging it is, for messages.
+struct ProducerBoundary : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::ProducerBoundary;
+  ProducerBoundary(ProducerPoint p, Stmt prod, Stmt cons, int r, std::string st, std::string l)
+      : BaseStmtNode(node_kind), point(p), producers(std::move(prod)), consumers(std::move(cons)), registers(r),
+        stage(std::move(st)), loop(std::move(l)) {}
+  const ProducerPoint point;
+  const Stmt producers, consumers;
+  const int registers;
+  const std::string stage, loop;
+  static Stmt make(ProducerPoint point, Stmt producers, Stmt consumers, int registers, std::string stage,
+                   std::string loop);
 };
 
 } // namespace coalesce

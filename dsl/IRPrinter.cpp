@@ -264,6 +264,14 @@ private:
     out_ << "its cp.async pipeline:\n";
     nested(op->fallback);
   }
+  void visit(const ProducerBoundary *op) override {
+    static const char *const what[] = {"start", "leave", "idle"};
+    line_start();
+    out_ << "producer_warps_" << what[static_cast<int>(op->point)] << " (for reallocate_registers";
+    if (op->registers > 0)
+      out_ << ": keep " << op->registers << " registers";
+    out_ << ")\n";
+  }
   void visit(const TensorCopy *op) override {
     line_start();
     out_ << "tensor_copy " << op->input << "[";

@@ -115,6 +115,11 @@ void IRVisitor::visit(const TmaStaging *op) {
   visit_stmt(op->fallback);
 }
 
+void IRVisitor::visit(const ProducerBoundary *op) {
+  visit_stmt(op->producers);
+  visit_stmt(op->consumers);
+}
+
 // ------------------------------------------------------------------- mutator
 
 Expr IRMutator::mutate(const Expr &e) {
@@ -297,6 +302,14 @@ Stmt IRMutator::visit(const TmaStaging *op, const Stmt &self) {
   if (loop.same_as(op->loop) && fallback.same_as(op->fallback))
     return self;
   return TmaStaging::make(loop, fallback);
+}
+
+Stmt IRMutator::visit(const ProducerBoundary *op, const Stmt &self) {
+  Stmt producers = mutate(op->producers);
+  Stmt consumers = mutate(op->consumers);
+  if (producers.same_as(op->producers) && consumers.same_as(op->consumers))
+    return self;
+  return ProducerBoundary::make(op->point, producers, consumers, op->registers, op->stage, op->loop);
 }
 
 } // namespace coalesce

@@ -35,6 +35,7 @@
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
+#include "scheduler/ReallocateRegisters.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/RollHostLoops.h"
 #include "scheduler/SharedTileLayout.h"
@@ -132,6 +133,10 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // warps, multicast, and pipelines across a persistent block's tiles.
   s = attributed_to("lower_tma_pipelines", [&] { return lower_tma_pipelines(s, env); });
   log("lower_tma_pipelines", s);
+  // At the points of the producer warps' program it marked: their
+  // registers handed to the MMA warps, and their exit (or nothing).
+  s = attributed_to("reallocate_registers", [&] { return reallocate_registers(s, env); });
+  log("reallocate_registers", s);
   s = attributed_to("clamp_input_loads", [&] { return clamp_input_loads(s); });
   log("clamp_input_loads", s);
   // On every target, so the CPU runs the statement the GPU runs.

@@ -175,30 +175,6 @@ private:
     const TmaCopies &tma = *tma_copies(tiles.front().copies);
     p.producer_warps = tma.producer ? tma.producer->warps : 0;
     p.producer_registers = tma.producer ? tma.producer->registers : 0;
-    p.blocks_per_sm = env_.output().schedule.min_blocks_per_sm;
-    if (p.producer_registers > 0) {
-      // What the pipeline cannot reallocate around (the count the MMA
-      // warps take, and its own rule, are the pipeline's: StageWithTma.cpp).
-      const std::string refused =
-          str_cat("in schedule for ", site_.stage, ": the TMA copies staged at '", loop_short_name(op->name),
-                  "' reallocate registers "
-                  "(ProducerWarps::registers), ");
-      if (env_.output().schedule.split_k.requested())
-        user_error(refused,
-                   "so the producer warps leave the kernel after their copies, but split_k's last block "
-                   "combines the slices behind barriers of the whole block; reallocate no registers with split_k");
-      if (env_.output().schedule.persistent_blocks > 0 && !steps_before.defined())
-        user_error(refused,
-                   "so the producer warps leave the kernel after their copies, but on this persistent grid "
-                   "(gpu_persistent_blocks) the pipeline cannot run across the block's tiles (the bounds of '",
-                   loop_short_name(op->name),
-                   "' depend on the tile, not only on parameters), and the block's next "
-                   "tile needs them again; reallocate no registers, or a reduction whose bounds are the same "
-                   "for every tile");
-      if (p.blocks_per_sm < 1)
-        user_error(refused, "which needs the launch's registers per thread known: set gpu_min_blocks_per_sm on '",
-                   env_.output().name, "'");
-    }
     p.empty_barriers = tma_empty_barrier_name(tiles.front().input->name);
     p.fallback = fallback;
     for (const StagedTile &staged : tiles) {

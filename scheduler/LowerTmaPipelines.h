@@ -5,8 +5,8 @@
 // the TMA's pipeline (StageWithTma.h): a full mbarrier per slot whose
 // phases come from the loop's variable; the copies issued by the MMA
 // warps' first thread, or by producer warps of their own with an empty
-// mbarrier per slot (and with ProducerWarps::registers, register
-// reallocation); multicast tiles shared by the blocks of a cluster; on a
+// mbarrier per slot, the points of their program marked for
+// reallocate_registers (ProducerBoundary); multicast tiles shared by the blocks of a cluster; on a
 // persistent grid, one pipeline across the block's tiles, its barriers set
 // up around the tile loop. The cp.async pipeline stays the branch the
 // kernel takes where the TMA cannot describe an input.
@@ -16,10 +16,7 @@
 //   its cp.async pipeline: ...            else: <the cp.async pipeline>
 //
 // The TMA's rules live here: a box starts each row at a 16-byte multiple,
-// a multicast tile is the same for every block of the cluster, register
-// reallocation needs the launch's registers known and no barrier of the
-// whole block after the producers leave (split_k's combine; a persistent
-// grid whose pipeline cannot run across its tiles).
+// a multicast tile is the same for every block of the cluster.
 
 #include "scheduler/Environment.h"
 

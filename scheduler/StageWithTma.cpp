@@ -3,7 +3,6 @@
 #include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/Input.h"
-#include "scheduler/CountBarriers.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
@@ -72,23 +71,26 @@ private:
     return describable.defined() ? simplify(describable) : describable;
   }
 
-  // The cp.async pipeline. With register reallocation the producer warps
-  // have nothing to do in it: they give their registers back and leave at
+  // The cp.async pipeline. The producer warps have nothing to do in it:
+  // with register reallocation they give their registers back and leave at
   // once, as after the TMA pipeline, so the code after both (the epilogue)
-  // is reached with the same registers; its barriers count the MMA warps.
+  // is reached with the same registers (reallocate_registers).
   Stmt fallback() const { return Block::make({fallback_setup(), fallback_per_tile()}); }
   Stmt fallback_setup() const {
-    if (p_.producer_registers == 0)
+    if (p_.producer_warps == 0)
       return Stmt();
-    return Block::make({producer_threads("fallback_registers",
-                                         Block::make({call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}),
-                                                      call(Intrinsic::ThreadExit)}),
-                                         false),
-                        all_threads("fallback_registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())}))});
+    return boundary(ProducerPoint::Idle, producer_threads("fallback_registers", hole(), false),
+                    all_threads("fallback_registers", hole()));
   }
-  Stmt fallback_per_tile() const {
-    return p_.producer_registers == 0 ? p_.fallback : count_barriers(p_.fallback, static_cast<int>(mma_threads()));
+  Stmt fallback_per_tile() const { return p_.fallback; }
+
+  // A point of the producers' program, for reallocate_registers.
+  Stmt boundary(ProducerPoint point, Stmt producers, Stmt consumers) const {
+    return ProducerBoundary::make(point, std::move(producers), std::move(consumers), p_.producer_registers, p_.stage,
+                                  p_.loop->name);
   }
+  // The body of a boundary's thread loops, which reallocate_registers fills.
+  static Stmt hole() { return Block::make(std::vector<Stmt>{}); }
 
   // The MMA threads' first thread issues every copy, after a block-wide
   // barrier per step.
@@ -160,13 +162,10 @@ private:
       setup.push_back(all_threads("cluster_init", call(Intrinsic::ClusterBarrier)));
       setup.push_back(producer_threads("cluster_init", call(Intrinsic::ClusterBarrier), false));
     }
-    if (p_.producer_registers > 0) {
-      // Register reallocation, each warpgroup once: the producers give
-      // theirs back, the MMA warps take them (blocking until freed).
-      setup.push_back(producer_threads("producer_registers",
-                                       call(Intrinsic::RegistersDecrease, {Expr(p_.producer_registers)}), false));
-      setup.push_back(all_threads("registers", call(Intrinsic::RegistersIncrease, {Expr(mma_registers())})));
-    }
+    // The producers' program starts: reallocate_registers may have each
+    // warpgroup reallocate its registers here, once.
+    setup.push_back(boundary(ProducerPoint::Start, producer_threads("producer_registers", hole(), false),
+                             all_threads("registers", hole())));
 
     // The first S steps of the run. A slot that an earlier tile used is
     // refilled once the MMAs of the step S before have released it: phase
@@ -272,20 +271,15 @@ private:
   Stmt teardown(const std::vector<std::string> &arrays, const Stmt &before = Stmt()) const {
     std::vector<Stmt> invals = invalidations(arrays);
     invals.insert(invals.begin(), before);
-    if (p_.producer_registers > 0) {
-      // The producer warps leave after their last copy: the code after
-      // the pipeline (the epilogue) is then the MMA warps' alone, so ptxas
-      // can give it their registers (C7507 otherwise), and the barriers
-      // left count only the MMA warps, the block's first threads.
-      int threads = static_cast<int>(mma_threads());
-      return Block::make({producer_threads("producer_exit", call(Intrinsic::ThreadExit), false),
-                          Barrier::make(threads), one_thread("inval", Block::make(invals)), Barrier::make(threads)});
-    }
     // With producer warps the cluster's blocks meet on the empty barriers
     // instead (`before`), and the producers, which have their own program,
-    // meet the others at a barrier of the block.
-    Stmt end = p_.producer_warps > 0 ? Barrier::make() : step_barrier("end_barrier");
-    return Block::make({end, one_thread("inval", Block::make(invals)), Barrier::make()});
+    // meet the others at a barrier of the block, after their program's end
+    // (where reallocate_registers may have them leave instead).
+    if (p_.producer_warps > 0)
+      return Block::make({boundary(ProducerPoint::Leave, producer_threads("producer_exit", hole(), false),
+                                   all_threads("producer_exit", hole())),
+                          Barrier::make(), one_thread("inval", Block::make(invals)), Barrier::make()});
+    return Block::make({step_barrier("end_barrier"), one_thread("inval", Block::make(invals)), Barrier::make()});
   }
 
   const TmaPipeline &p_;
@@ -332,29 +326,6 @@ private:
   }
   int mma_warps() const { return static_cast<int>(mma_threads() / 32); }
 
-  // With register reallocation: what the MMA warps take, from the launch's
-  // registers (ptxas allocates them at entry for the block's threads and
-  // the blocks per SM asked for) less what the producer warpgroup keeps.
-  int mma_registers() const {
-    int producer_threads = 32 * p_.producer_warps;
-    int block_threads = static_cast<int>(mma_threads()) + producer_threads;
-    int launch = launch_registers(block_threads, p_.blocks_per_sm);
-    int mma = mma_warp_registers(launch, block_threads, producer_threads, p_.producer_registers);
-    auto refused = [&] {
-      return str_cat("in schedule for ", p_.stage, ": the TMA copies staged at '", loop_short_name(p_.loop->name),
-                     "' reallocate registers (ProducerWarps::registers = ", p_.producer_registers,
-                     "), but a launch of ", block_threads, " threads, ", p_.blocks_per_sm, " block",
-                     p_.blocks_per_sm > 1 ? "s" : "", " per SM, ");
-    };
-    if (p_.producer_registers >= launch)
-      user_error(refused(), "gives ", launch, " per thread, so the producer warps would give none back: ask for fewer "
-                 "than ", launch, " producer registers");
-    if (mma <= launch)
-      user_error(refused(), "already gives every thread ", launch, " registers, and the MMA warps take at most ",
-                 kMaxMmaWarpRegisters, " (", mma, " here): reallocation gains them nothing; use producer_registers = 0, "
-                 "or more blocks per SM (gpu_min_blocks_per_sm) or MMA warps, so that the launch gives fewer");
-    return mma;
-  }
   // The thread loop of the outermost GPU dimension the MMA threads use: the
   // one the producer warps extend, past its extent.
   const BlockThreadLoop &outermost_dim() const {
@@ -472,12 +443,6 @@ private:
 };
 
 } // namespace
-
-int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers) {
-  int pool = launch_registers * block_threads - producer_registers * producer_threads;
-  int per_thread = pool / (block_threads - producer_threads);
-  return std::min(per_thread / 8 * 8, kMaxMmaWarpRegisters);
-}
 
 Stmt tma_pipeline(const TmaPipeline &p) { return Builder(p).build(); }
 

@@ -63,7 +63,6 @@
 // (a multiple of 16 bytes per row): the branch picks the cp.async copies
 // where it is not, and says so in the nest.
 
-#include "scheduler/ResourceBudget.h" // launch_registers
 #include "dsl/IR.h"
 
 #include <functional>
@@ -113,11 +112,11 @@ struct TmaPipeline {
   std::vector<BlockThreadLoop> threads;
   std::string barriers;         ///< the name of the (full) mbarrier array
   int producer_warps = 0;       ///< ProducerWarps::warps; 0: the MMA warps issue
-  /// With register reallocation (ProducerWarps::registers): the
-  /// producer warpgroup's registers per thread (0: none), and the blocks per
-  /// SM the output asks for, which fix the launch's registers and so the
-  /// MMA warps' count (mma_warp_registers).
-  int producer_registers = 0, blocks_per_sm = 0;
+  /// What the schedule asks the producer warps to keep with register
+  /// reallocation (ProducerWarps::registers; 0: none). The pipeline only
+  /// carries it, in the producer boundaries it leaves
+  /// (ProducerBoundary): reallocate_registers reallocates.
+  int producer_registers = 0;
   std::string empty_barriers;   ///< with producer warps: the name of the empty mbarriers
   Stmt fallback;                ///< the cp.async pipeline, where the TMA cannot run
   /// With producer warps on a persistent grid (gpu_persistent_blocks): the
@@ -137,14 +136,15 @@ struct TmaPipeline {
 ///       ... per_tile ...                      ... fallback_per_tile ...
 ///     teardown     (once per block)
 ///
-/// The setup initializes the barriers (and reallocates registers); per
+/// The setup initializes the barriers and marks the producers' start; per
 /// tile, the producer fills the tile's first slots once the steps S before
 /// have released them (the previous tile's last steps, so it runs ahead
 /// into the next tile while the MMA warps finish this one), and the MMA
 /// warps release every slot they read, the last one after the loop. The
-/// teardown lets the producer warps leave (with register reallocation) and
-/// invalidates the barriers. `describable` is undefined where the TMA can
-/// always run (no fallback).
+/// teardown marks the producers' end and invalidates the barriers; the
+/// fallback's setup marks that the producers have nothing to do in it
+/// (ProducerBoundary, for reallocate_registers). `describable` is
+/// undefined where the TMA can always run (no fallback).
 struct TmaPipelineAcrossTiles {
   Expr describable;
   Stmt setup, per_tile, teardown;
@@ -152,20 +152,6 @@ struct TmaPipelineAcrossTiles {
   /// The mbarrier arrays to allocate around it all, S u64 each.
   std::vector<std::string> barrier_arrays;
 };
-
-/// The most registers per thread the MMA warps take with register
-/// reallocation: what the largest accumulators (a 64 x 256 f32 tile per
-/// warpgroup, 128 registers) and their operands need, with a margin under
-/// the 248 a launch gives at most. Where the launch already gives the MMA
-/// warps this many, reallocation is refused: it could give them nothing.
-constexpr int kMaxMmaWarpRegisters = 240;
-
-/// The registers per thread the MMA warps take with register reallocation:
-/// what the launch gives the block (`launch_registers` per thread, for
-/// `block_threads`) less what the producer warpgroup keeps, per MMA
-/// thread, down to a multiple of 8 and at most 240.
-int mma_warp_registers(int launch_registers, int block_threads, int producer_threads, int producer_registers);
-
 
 /// The pipeline above; the caller allocates the tiles around it.
 Stmt tma_pipeline(const TmaPipeline &p);

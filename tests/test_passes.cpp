@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "ErrorCapture.h"
+#include "TextCount.h"
 #include "WarpgroupGemms.h"
 #include "dsl/Activations.h"
 #include "dsl/Func.h"
@@ -11,8 +13,10 @@
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/ClampInputLoads.h"
+#include "scheduler/Environment.h"
 #include "scheduler/FlattenStorage.h"
 #include "scheduler/Lower.h"
+#include "scheduler/ReallocateRegisters.h"
 #include "scheduler/Simplify.h"
 #include "scheduler/StripStagePrefixes.h"
 #include "scheduler/UnrollLoops.h"
@@ -450,6 +454,10 @@ TEST_CASE("lower_tma_pipelines builds the TMA's pipeline of every loop staging l
       ++marks;
       IRVisitor::visit(op);
     }
+    void visit(const ProducerBoundary *op) override {
+      ++marks; // reallocate_registers replaces every one
+      IRVisitor::visit(op);
+    }
     void visit(const TensorCopy *op) override {
       ++tensor_copies;
       IRVisitor::visit(op);
@@ -494,6 +502,83 @@ TEST_CASE("lower_tma_pipelines builds the TMA's pipeline of every loop staging l
   CHECK(printed.find("tma_staging (for lower_tma_pipelines) of:") != std::string::npos);
   CHECK(printed.find("for ko in serial(0, 4):") != std::string::npos);
   CHECK(printed.find("its cp.async pipeline:") != std::string::npos);
+}
+
+// ------------------------------------------------- reallocate_registers
+
+namespace {
+
+// A role's thread loops around an empty body, as lower_tma_pipelines makes
+// them: `rows` steps of y from `first_row` (8 x 32 threads for the MMA
+// warps, 4 x 32 past them for the producers').
+Stmt role_loops(const std::string &role, int first_row, int rows, LoopRole loop_role) {
+  Stmt x = For::make(role + ".tx", 0, 32, ForKind::GpuThread, Block::make(std::vector<Stmt>{}), 0, {},
+                     LoopRole::StagingCopy);
+  return For::make(role + ".ty", first_row, rows, ForKind::GpuThread, x, 1, {}, loop_role);
+}
+
+Stmt boundary(ProducerPoint point, int registers) {
+  return ProducerBoundary::make(point, role_loops("producers", 8, 4, LoopRole::ProducerWarps),
+                                role_loops("consumers", 0, 8, LoopRole::StagingCopy), registers, "'acc' (update 0)",
+                                "out.s0.ko");
+}
+
+Stmt work(const std::string &name) { return Store::make(name, {Expr(0)}, Expr(1.0f)); }
+
+} // namespace
+
+TEST_CASE("reallocate_registers hands the producers' registers over where lower_tma_pipelines marked their program") {
+  // One block of 256 MMA threads and 128 producer threads, one block per
+  // SM: the launch gives 168 registers per thread; the producers keep 40,
+  // and the MMA warps take (168 * 384 - 40 * 128) / 256, down to 232.
+  auto g = coalesce::testing::bf16_scheduled(coalesce::testing::wide_producer_tiling(MmaKind::BF16_wgmma_m64k16));
+  Environment env = make_environment(g.out);
+  auto pipeline = [](int registers) {
+    return Block::make({work("init"), Barrier::make(), boundary(ProducerPoint::Start, registers), work("steps"),
+                        boundary(ProducerPoint::Leave, registers), Barrier::make(), work("inval"), Barrier::make()});
+  };
+  std::string reallocated = to_string(reallocate_registers(pipeline(40), env));
+  CAPTURE(reallocated);
+  CHECK_HAS(reallocated, "registers_decrease(40)");
+  CHECK_HAS(reallocated, "registers_increase(232)");
+  CHECK_HAS(reallocated, "thread_exit()");
+  CHECK(reallocated.find("producer_warps_") == std::string::npos);
+  // The barrier before the producers leave is the whole block's; the two
+  // after it count the MMA warps alone.
+  CHECK(coalesce::testing::occurrences(reallocated, "barrier (the first 256 threads)") == 2);
+  CHECK(coalesce::testing::occurrences(reallocated, "barrier\n") +
+            coalesce::testing::occurrences(reallocated, "barrier (") ==
+        3);
+  // The decrease runs on the producers' threads, the increase on the MMA
+  // warps'.
+  CHECK(reallocated.find("producers.ty in gpu_thread.y(8, 4)") < reallocated.find("registers_decrease(40)"));
+  CHECK(reallocated.find("consumers.ty in gpu_thread.y(0, 8)") < reallocated.find("registers_increase(232)"));
+
+  // Where the producers have nothing to do, they give the registers back
+  // and leave at once; every barrier after that counts the MMA warps.
+  std::string idle = to_string(reallocate_registers(
+      Block::make({boundary(ProducerPoint::Idle, 40), Barrier::make(), work("fallback"), Barrier::make()}), env));
+  CAPTURE(idle);
+  CHECK(idle.find("registers_decrease(40)") < idle.find("thread_exit()"));
+  CHECK_HAS(idle, "registers_increase(232)");
+  CHECK(coalesce::testing::occurrences(idle, "barrier (the first 256 threads)") == 2);
+
+  // Without reallocation the marks go and nothing else changes.
+  std::string plain = to_string(reallocate_registers(pipeline(0), env));
+  CHECK(plain == to_string(Block::make(
+                     {work("init"), Barrier::make(), work("steps"), Barrier::make(), work("inval"), Barrier::make()})));
+
+  // Producers that would leave inside a persistent block's tile loop: the
+  // next tile needs them.
+  Stmt in_tiles = For::make("tile", 0, 4, ForKind::Serial, pipeline(40), -1, {}, LoopRole::PersistentTiles);
+  CHECK_HAS(coalesce::testing::user_error_of([&] { reallocate_registers(in_tiles, env); }),
+            "in schedule for 'acc' (update 0): the TMA copies staged at 'ko' reallocate registers "
+            "(ProducerWarps::registers), so the producer warps leave the kernel after their copies, but on this "
+            "persistent grid");
+
+  // The mark prints what it stands for.
+  std::string printed = to_string(boundary(ProducerPoint::Start, 40));
+  CHECK_HAS(printed, "producer_warps_start (for reallocate_registers: keep 40 registers)");
 }
 
 // ------------------------------------------------- fuse_gpu_thread_loops

@@ -7,15 +7,15 @@
 // count only the MMA warps; ptxas honours it (no C7507 / C7508, the
 // launch's registers as computed); the rules; the verifier after the split.
 
-#include "examples/Reference.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Reference.h"
+#include "scheduler/ReallocateRegisters.h"
 #include "scheduler/SplitWarpRoles.h"
-#include "scheduler/StageWithTma.h"
 
 #include <doctest/doctest.h>
 
