@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -32,6 +33,18 @@ void check_gpu_verified(const Environment &env) {
                "only, and the library compiles it for a GPU once `coalesce-gpu-check --sections=strided` has "
                "passed it on an H200. Run it on the CPU, write a dense output, or set "
                "COALESCE_UNVERIFIED_GPU=output-views to compile it for a GPU anyway");
+  // A persistent grid walking a batch's tiles: three block loops (the
+  // batch's z around rows and columns).
+  const std::vector<Dim> &dims = output.schedule.stages.front().dims;
+  const auto block_loops =
+      std::count_if(dims.begin(), dims.end(), [](const Dim &d) { return d.kind == ForKind::GpuBlock; });
+  if (output.schedule.persistent_blocks > 0 && block_loops == 3 && !allowed("persistent-batch"))
+    user_error("output '", output.name,
+               "' walks a batch's tiles on a persistent grid (gpu_persistent_blocks with three block loops), "
+               "which is unverified on a GPU: it has run on the CPU only, and the library compiles it for a GPU "
+               "once `coalesce-gpu-check --sections=batched` has passed it on an H200. Run it on the CPU, use a "
+               "block per tile (no gpu_persistent_blocks), or set COALESCE_UNVERIFIED_GPU=persistent-batch to "
+               "compile it for a GPU anyway");
 }
 
 } // namespace coalesce

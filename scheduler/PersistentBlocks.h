@@ -10,10 +10,13 @@
 //                                           let bj = bi.linear % C
 //                                           body
 //
+// A batch's three block loops (b in z around bi and bj) are walked alike:
+// let b = tile_index/(R*C), bi = tile_index/C % R, bj = tile_index % C.
 // Block b computes tiles b, b + P, ..., each exactly once, so the result is
 // the same (the CPU runs the same loops). After group_gpu_blocks, whose
-// grouped order it then follows. The output's nest must have exactly its two
-// block loops, rows (y) around columns (x): split_k's third is refused.
+// grouped order it then follows. The output's block loops must be two, rows
+// (y) around columns (x), or three, a batch (z) around both, with none
+// inside: split_k's slice loop is refused.
 
 #include "scheduler/Environment.h"
 

@@ -30,7 +30,12 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
       {"--batch=4", "--batch=4 is the count of a batch of products: give --batched=both, a or b"},
       {"--batched=both", "--batched=both runs on tensor cores: give --dtype=tf32, bf16 or f16"},
       {"--dtype=bf16 --batched=a --split-k=2", "--batched=a with --split-k=2: a batch's products are not split"},
-      {"--dtype=bf16 --batched=b --persistent-blocks=132", "--batched=b with --persistent-blocks"},
+      {"--dtype=bf16 --batched=b --cluster-blocks=2", "--batched=b with --cluster-blocks"},
+      // A persistent grid over a batch's tiles compiles for the CPU; for a
+      // GPU it waits for the GPU check (scheduler/CheckGpuVerified.h).
+      {"--dtype=bf16 --batched=b --persistent-blocks=132",
+       "walks a batch's tiles on a persistent grid (gpu_persistent_blocks with three block loops), which is "
+       "unverified on a GPU"},
       {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},
       {"--dtype=bf16 --epilogue=swiglu --batched=both", "--batched=both with --epilogue=swiglu"},
       {"--dtype=e4m3 --b=nk --batched=a", "--batched=a with --dtype=e4m3"},

@@ -11,12 +11,14 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "SplitKGemm.h"
+#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -52,13 +54,12 @@ struct Shape {
   int batch, M, N, K;
 };
 
-/// Runs the batched product and each product alone on the CPU; every
-/// element of the batch has the bits of its product alone.
-void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, const Shape &s) {
-  INFO(path_name(path), ", ", mma_kind_name(kind), ", ", examples::batched_operands_name(o), ", ", s.batch, " x ", s.M,
-       " x ", s.N, " x ", s.K);
-  MmaTiling t = tiling(path, kind);
-  Type in = mma_instruction(kind).operand;
+/// Runs the batched product and each product alone on the CPU, both
+/// scheduled with `t`; every element of the batch has the bits of its
+/// product alone.
+void check_against_each_product(const MmaTiling &t, BatchedOperands o, const Shape &s) {
+  INFO(t.str(), ", ", examples::batched_operands_name(o), ", ", s.batch, " x ", s.M, " x ", s.N, " x ", s.K);
+  Type in = mma_instruction(t.kind).operand;
   BatchedGemm batched(in, BFloat(16), o), alone(in, BFloat(16), o, false);
   batched.schedule_mma(t);
   alone.schedule_mma(t);
@@ -83,6 +84,35 @@ void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, cons
       nan += std::isnan(got.get(e)) ? 1 : 0;
     CHECK(nan == 0);
   }
+}
+
+void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, const Shape &s) {
+  INFO(path_name(path));
+  check_against_each_product(tiling(path, kind), o, s);
+}
+
+/// `path`'s tiling on a persistent grid of `blocks` blocks. The output's
+/// tile in shared memory no longer takes the slots' bytes there (a block's
+/// next tile may need them), so three stages leave room for it.
+MmaTiling persistent(Path path, MmaKind kind, int blocks) {
+  MmaTiling t = tiling(path, kind);
+  t.persistent_blocks = blocks;
+  t.stages = std::min(t.stages, 3);
+  return t;
+}
+
+/// The TMA's tiling on a persistent grid of `blocks` whose producer
+/// warpgroup keeps 40 registers: its pipeline runs across the block's
+/// tiles, the batch's included, and the producers leave after the last.
+MmaTiling persistent_with_producers(int blocks) {
+  MmaTiling t = persistent(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16, blocks);
+  t.block_n = t.warp_n = 256;
+  t.min_blocks_per_sm = 1;
+  t.stages = 4;
+  t.producer_warps = 4;
+  t.producer_registers = 40;
+  t.tile_stores = TileStores::Direct; // four stages leave no room for the tile
+  return t;
 }
 
 } // namespace
@@ -245,6 +275,58 @@ TEST_CASE("a batch's default tiling counts the blocks of every product") {
   CHECK(default_batched_mma_tiling(kind, 4, 512, 512, 100, 132).tma_padded_copies);
 }
 
+TEST_CASE("a persistent grid walks a batch's tiles: each product has the bits of that product alone") {
+  // 3 products of 1 x 2 tiles (128 x 256 at 70 x 264; 128 x 128 ...): a
+  // grid of fewer blocks than tiles walks several, each into the next
+  // product; more blocks than tiles leave some without a tile.
+  const Shape aligned{3, 70, 264, 72}, ragged{3, 70, 75, 37};
+  for (int blocks : {2, 5, 1000}) {
+    CAPTURE(blocks);
+    check_against_each_product(persistent(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16, blocks),
+                               BatchedOperands::Both, aligned);
+    check_against_each_product(persistent(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16, blocks),
+                               BatchedOperands::SharedWeightsNK, ragged);
+    check_against_each_product(persistent(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16, blocks),
+                               BatchedOperands::SharedA, ragged);
+    check_against_each_product(persistent(Path::WarpMma, MmaKind::BF16_m16n8k16, blocks), BatchedOperands::Both,
+                               ragged);
+    // Producer warps: one pipeline across the block's tiles of every
+    // product; rows the TMA cannot read take the cp.async copies.
+    check_against_each_product(persistent_with_producers(blocks), BatchedOperands::Both, aligned);
+    check_against_each_product(persistent_with_producers(blocks), BatchedOperands::SharedA, ragged);
+  }
+}
+
+TEST_CASE("on a persistent grid a batch's epilogue runs once per element, after its whole reduction (K = 0 / 1 / 3)") {
+  for (int K : {0, 1, 3}) {
+    check_against_each_product(persistent(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16, 3),
+                               BatchedOperands::SharedWeightsNK, {3, 33, 40, K});
+    check_against_each_product(persistent_with_producers(4), BatchedOperands::Both, {3, 33, 40, K});
+  }
+}
+
+TEST_CASE("a persistent grid over a batch: the nest, and the refusal for a GPU until the GPU check has run it") {
+  BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
+  p.schedule_mma(persistent_with_producers(132));
+  Pipeline pipeline(p.out);
+  // Tile t of the row-major order over (product, row, column).
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "for b_persistent in gpu_block.x(0, min(Batch*(ceil(M/128)*(ceil(N/256))), 132)):");
+  CHECK_HAS(nest, "let b = tile_index/(ceil(M/128)*(ceil(N/256)))");
+  CHECK_HAS(nest, "let bi = tile_index/(ceil(N/256)) % (ceil(M/128))");
+  CHECK_HAS(nest, "let bj = tile_index % (ceil(N/256))");
+  // Its barriers count over the block's tiles: one pipeline across them.
+  CHECK_HAS(nest, "b_tile*(ceil(K/64))");
+  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
+  CHECK_HAS(message, "output 'out' walks a batch's tiles on a persistent grid");
+  CHECK_HAS(message, "coalesce-gpu-check --sections=batched");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=persistent-batch");
+  // Two block loops are verified: a product alone is not refused.
+  BatchedGemm alone(BFloat(16), BFloat(16), BatchedOperands::Both, false);
+  alone.schedule_mma(persistent_with_producers(132));
+  CHECK_FALSE(Pipeline(alone.out).ptx().empty());
+}
+
 TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
   if (!ptxas_available()) {
     MESSAGE("ptxas not found: skipping the assembly");
@@ -264,4 +346,12 @@ TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
     }
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   }
+  // On a persistent grid with producer warps that reallocate registers,
+  // compiled as the GPU check will (its section lets the feature through).
+  coalesce::gpu_check::AllowUnverified allow("persistent-batch");
+  BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::SharedWeightsNK);
+  p.schedule_mma(persistent_with_producers(132));
+  Pipeline pipeline(p.out);
+  CHECK(pipeline.ptx().find("setmaxnreg.dec") != std::string::npos);
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
 }

@@ -8,7 +8,14 @@
 // double reference on the host), then timed under the benchmark's protocol
 // (runtime/GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA
 // events, the L2 flushed before each, the median). Google Benchmark's flags pass through
-// (--benchmark_out=batched.json).
+// (--benchmark_out=batched.json). Ours runs twice: the default tiling (a
+// block per tile), and the same tiles on a persistent grid of one block
+// per multiprocessor whose producer warps run one pipeline across the
+// block's tiles, the next tile's copies under this tile's epilogue. The
+// library refuses the persistent grid over a batch for a GPU until
+// `coalesce-gpu-check --sections=batched` has passed it; until then that
+// variant reports the refusal (or runs with COALESCE_UNVERIFIED_GPU=
+// persistent-batch).
 
 #include "bench/common/LayerBench.h"
 #include "bench/reference/CublasReference.h"
@@ -26,16 +33,50 @@ namespace {
 
 using Shape = bench::LayerShape;
 
-enum class Variant { CublasStridedBatched, CoalesceFused };
-constexpr Variant kVariants[] = {Variant::CublasStridedBatched, Variant::CoalesceFused};
+enum class Variant { CublasStridedBatched, CoalesceFused, CoalescePersistent };
+constexpr Variant kVariants[] = {Variant::CublasStridedBatched, Variant::CoalesceFused, Variant::CoalescePersistent};
 
 const char *variant_name(Variant v) {
   switch (v) {
   case Variant::CublasStridedBatched: return "cublas_gemm_strided_batched";
   case Variant::CoalesceFused: return "coalesce_batched_bias_gelu";
+  case Variant::CoalescePersistent: return "coalesce_batched_persistent";
   }
   return "";
 }
+
+/// The default's tiles on a persistent grid of one block per
+/// multiprocessor, fed by a producer warpgroup keeping 40 registers whose
+/// pipeline runs across the block's tiles (four stages: the output's tile
+/// is stored directly, as for single products on such a grid).
+MmaTiling persistent_tiling(MmaTiling t, int sm_count) {
+  t.persistent_blocks = sm_count;
+  t.producer_warps = 4;
+  t.producer_registers = 40;
+  t.min_blocks_per_sm = 1;
+  t.stages = 4;
+  t.tile_stores = TileStores::Direct;
+  return t;
+}
+
+/// One kernel of ours: its schedule, or why the library refused it.
+struct Compiled {
+  MmaTiling tiling;
+  std::unique_ptr<examples::BatchedGemm> gemm;
+  std::unique_ptr<Pipeline> pipeline;
+  std::string refused;
+
+  explicit Compiled(const MmaTiling &t) : tiling(t) {
+    gemm = std::make_unique<examples::BatchedGemm>(BFloat(16), BFloat(16), examples::BatchedOperands::Both);
+    gemm->schedule_mma(tiling);
+    pipeline = std::make_unique<Pipeline>(gemm->out);
+    try {
+      pipeline->gpu_executable(target_for_current_device());
+    } catch (const UserError &error) {
+      refused = error.what();
+    }
+  }
+};
 
 constexpr int kCheckedRows = 16;
 
@@ -44,9 +85,7 @@ struct Problem {
   Shape s;
   Buffer a, b, bias;
   gpu::DeviceBuffer a_dev, b_dev, bias_dev, out_dev;
-  MmaTiling tiling;
-  std::unique_ptr<examples::BatchedGemm> gemm;
-  std::unique_ptr<Pipeline> pipeline;
+  std::unique_ptr<Compiled> fused, persistent;
   // The checked (product, row) pairs and their exact sums over every column.
   std::vector<std::pair<int, int>> rows;
   std::vector<double> sums;
@@ -60,10 +99,9 @@ struct Problem {
     b_dev = bench::upload(b);
     bias_dev = bench::upload(bias);
     out_dev = gpu::DeviceBuffer(size_t(s.batch) * s.M * s.N * 2);
-    tiling = default_batched_mma_tiling(MmaKind::BF16_wgmma_m64k16, s.batch, s.M, s.N, s.K, sm_count);
-    gemm = std::make_unique<examples::BatchedGemm>(BFloat(16), BFloat(16), examples::BatchedOperands::Both);
-    gemm->schedule_mma(tiling);
-    pipeline = std::make_unique<Pipeline>(gemm->out);
+    MmaTiling tiling = default_batched_mma_tiling(MmaKind::BF16_wgmma_m64k16, s.batch, s.M, s.N, s.K, sm_count);
+    fused = std::make_unique<Compiled>(tiling);
+    persistent = std::make_unique<Compiled>(persistent_tiling(tiling, sm_count));
     const int products[3] = {0, s.batch / 2, s.batch - 1};
     for (int n = 0; n < kCheckedRows; ++n)
       rows.push_back({products[n * 3 / kCheckedRows], int(int64_t(n % 6) * (s.M - 1) / 5)});
@@ -92,7 +130,7 @@ double sampled_error(Problem &d, Variant v, size_t *not_finite) {
     auto [z, r] = d.rows[n];
     for (int c = 0; c < s.N; ++c) {
       double sum = d.sums[n * s.N + c];
-      if (v == Variant::CoalesceFused) {
+      if (v != Variant::CublasStridedBatched) {
         sum += d.bias.get(size_t(c));
         sum = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
       }
@@ -123,8 +161,14 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
       };
       break;
     }
-    case Variant::CoalesceFused: {
-      const GpuExecutable &exe = d.pipeline->gpu_executable(target_for_current_device());
+    case Variant::CoalesceFused:
+    case Variant::CoalescePersistent: {
+      const Compiled &ours = v == Variant::CoalesceFused ? *d.fused : *d.persistent;
+      if (!ours.refused.empty()) {
+        state.SkipWithError((what + ": " + ours.refused).c_str());
+        return;
+      }
+      const GpuExecutable &exe = ours.pipeline->gpu_executable(target_for_current_device());
       std::map<std::string, CUdeviceptr> by_name{
           {"A", d.a_dev.ptr()}, {"B", d.b_dev.ptr()}, {"bias", d.bias_dev.ptr()}, {"out", d.out_dev.ptr()}};
       std::vector<CUdeviceptr> pointers;
@@ -141,9 +185,10 @@ void run_benchmark(benchmark::State &state, Shape s, Variant v) {
         [&](size_t *not_finite) { return sampled_error(d, v, not_finite); }, g_bench->flush);
     if (!t)
       return;
-    g_bench->record_time(state, s, v, v != Variant::CoalesceFused, t->median_ms, kVariants, variant_name);
-    if (v == Variant::CoalesceFused)
-      state.SetLabel(d.tiling.str());
+    const bool ours = v != Variant::CublasStridedBatched;
+    g_bench->record_time(state, s, v, !ours, t->median_ms, kVariants, variant_name);
+    if (ours)
+      state.SetLabel((v == Variant::CoalesceFused ? d.fused : d.persistent)->tiling.str());
   } catch (const std::exception &error) {
     std::string message = what + ": " + error.what();
     std::fprintf(stderr, "coalesce-bench-batched: ERROR: %s\n", message.c_str());

@@ -11,9 +11,14 @@
 // 2-D kernels this check does not vouch for: the other sections do), and
 // matches the double reference on 4 sampled rows of every product. The
 // output is poisoned (NaN) before the launch; every element must be
-// finite.
+// finite. On a persistent grid (gpu_persistent_blocks walking the batch's
+// tiles, which the library refuses for a GPU until this section passes:
+// scheduler/CheckGpuVerified.h), fewer blocks than tiles, with and without
+// producer warps whose pipeline runs across the tiles, compared alike.
 
 #include "bench/gpu_check/BatchedCheck.h"
+
+#include "bench/gpu_check/AllowUnverified.h"
 
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
@@ -22,12 +27,14 @@
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,12 +68,49 @@ double reference(const BatchedGemm &g, const Buffer &a, const Buffer &b, const B
   return 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
 }
 
-void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, const std::string &name) {
+/// How a case's blocks walk the batch's tiles.
+enum class Grid { BlockPerTile, Persistent, PersistentWithProducers };
+
+const char *grid_name(Grid g) {
+  switch (g) {
+  case Grid::BlockPerTile: return "";
+  case Grid::Persistent: return ", a persistent grid of 5 blocks";
+  case Grid::PersistentWithProducers: return ", a persistent grid of 5 blocks, producer warps across tiles";
+  }
+  return "";
+}
+
+/// The path's tiling on grid `g`. A persistent block's output tile cannot
+/// take the slots' bytes, so three stages leave it room; producer warps
+/// keep 40 registers on 128 x 256 tiles, storing directly (the
+/// configuration measured for single products).
+MmaTiling grid_tiling(Precision p, MmaPath path, Grid g) {
+  MmaTiling t = mma_path_tiling(p, path);
+  if (g == Grid::BlockPerTile)
+    return t;
+  t.persistent_blocks = 5;
+  t.stages = std::min(t.stages, 3);
+  if (g == Grid::PersistentWithProducers) {
+    t.block_n = t.warp_n = 256;
+    t.min_blocks_per_sm = 1;
+    t.stages = 4;
+    t.producer_warps = 4;
+    t.producer_registers = 40;
+    t.tile_stores = TileStores::Direct;
+  }
+  return t;
+}
+
+void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, const std::string &name,
+               Grid grid = Grid::BlockPerTile) {
   Outcome o_ref, o_bits;
   const std::string shape = s.str();
   try {
     Type in = bench::input_type(p), out_type = bench::output_type(p);
-    MmaTiling t = mma_path_tiling(p, path);
+    MmaTiling t = grid_tiling(p, path, grid);
+    std::optional<AllowUnverified> allow;
+    if (grid != Grid::BlockPerTile)
+      allow.emplace("persistent-batch");
     BatchedGemm batched(in, out_type, o), alone(in, out_type, o, false);
     batched.schedule_mma(t);
     alone.schedule_mma(t);
@@ -106,7 +150,8 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
     }
     o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o_ref.detail = std::string(mma_path_name(path)) + ", " + examples::batched_operands_name(o) + ", " + t.str();
+    o_ref.detail =
+        std::string(mma_path_name(path)) + grid_name(grid) + ", " + examples::batched_operands_name(o) + ", " + t.str();
     record(name, shape, "double (" + std::to_string(kSampleRows) + " rows per product)", o_ref);
     size_t elements = size_t(s.batch) * s.M * s.N;
     o_bits.error = double(differ) / double(elements);
@@ -131,12 +176,26 @@ void check_batched(Precision p) {
                               BatchedOperands::SharedWeightsNK})
       for (const Shape &s : kShapes)
         check_one(p, path, o, s, precision + " batched, " + mma_path_name(path));
+  // Persistent grids on the warpgroup MMA's TMA path (tf32 takes cp.async
+  // copies for a batch; producer warps need the TMA's).
+  for (MmaPath path : device_mma_paths())
+    for (Grid grid : {Grid::Persistent, Grid::PersistentWithProducers}) {
+      if (grid == Grid::PersistentWithProducers && (path != MmaPath::WarpgroupTma || p == Precision::TF32))
+        continue;
+      for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::SharedWeightsNK})
+        for (const Shape &s : kShapes)
+          check_one(p, path, o, s, precision + " batched, " + mma_path_name(path) + grid_name(grid), grid);
+    }
 }
 
 void batched_sanitizer_case() {
   for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
               std::string("bf16 batched (sanitizer), ") + mma_path_name(path));
+  if (target_for_current_device().has_warpgroup_mma())
+    for (Grid grid : {Grid::Persistent, Grid::PersistentWithProducers})
+      check_one(Precision::BF16, MmaPath::WarpgroupTma, BatchedOperands::Both, {3, 131, 264, 200},
+                std::string("bf16 batched (sanitizer), warpgroup MMA, TMA") + grid_name(grid), grid);
 }
 
 } // namespace coalesce::gpu_check

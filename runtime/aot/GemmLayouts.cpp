@@ -58,9 +58,8 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
     user_error(flag, " with --split-k=", f.split_k,
                ": a batch's products are not split (its blocks are already a grid over the batch); leave "
                "--split-k out");
-  if (f.persistent_blocks > 0 || f.cluster_blocks > 0)
-    user_error(flag, " with --", f.persistent_blocks > 0 ? "persistent-blocks" : "cluster-blocks",
-               ": a batch runs one block per tile; leave the flag out");
+  if (f.cluster_blocks > 0)
+    user_error(flag, " with --cluster-blocks: a batch's blocks are not clustered; leave the flag out");
   if (f.autotune || f.tuning_db)
     user_error(flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are single products; leave the flag out");
