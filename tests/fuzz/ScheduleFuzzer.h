@@ -541,7 +541,7 @@ private:
     int stages = static_cast<int>(f.contents()->schedule.stages.size());
     int s = pick(stages);
     Stage st = s == 0 ? f.pure() : f.update(s - 1);
-    int op = pick(26);
+    int op = pick(27);
     log << "  op " << op << " on " << st.describe() << ": ";
     try {
       switch (op) {
@@ -654,6 +654,12 @@ private:
         break;
       }
       case 24: { int rows = pick(10); log << "gpu_block_groups " << rows; f.gpu_block_groups(rows); break; }
+      case 26: {
+        int blocks = 1 + pick(6);
+        log << "gpu_persistent_blocks " << blocks;
+        f.gpu_persistent_blocks(blocks);
+        break;
+      }
       case 25: {
         TileStores stores = one_of(std::vector<TileStores>(std::begin(kTileStores), std::end(kTileStores)));
         log << "gpu_tile_stores " << tile_stores_name(stores);
