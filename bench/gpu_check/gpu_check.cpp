@@ -49,6 +49,7 @@
 #include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/Fp8Check.h"
 #include "bench/gpu_check/KMajorCheck.h"
+#include "bench/gpu_check/LayoutMatrixCheck.h"
 #include "bench/gpu_check/MMajorCheck.h"
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
@@ -373,7 +374,11 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"swiglu", gpu_check::swiglu_sanitizer_case},
       {"tile-stores", gpu_check::tile_stores_sanitizer_case},
       {"batched", gpu_check::batched_sanitizer_case},
-      {"strided", gpu_check::strided_sanitizer_case},
+      {"strided",
+       [] {
+         gpu_check::strided_sanitizer_case();
+         gpu_check::layout_matrix_sanitizer_case();
+       }},
       {"m-major", gpu_check::m_major_a_sanitizer_case}};
   return groups;
 }
@@ -560,8 +565,11 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions, const
         gpu_check::check_tile_stores(p);
       if (runs("batched"))
         gpu_check::check_batched(p);
-      if (runs("strided"))
+      if (runs("strided")) {
         gpu_check::check_strided(p);
+        if (p == bench::Precision::BF16)
+          gpu_check::check_layout_matrix();
+      }
       if (p == bench::Precision::BF16) {
         if (runs("epilogues"))
           gpu_check::check_extra_epilogues();
