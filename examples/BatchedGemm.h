@@ -9,7 +9,9 @@
 // for the whole batch, or one A for many weights), and B may be stored
 // N x K and read B(b, j, k), as nn.Linear keeps its weight. The same
 // algorithm without the batch (out(i, j)) is one product of it, what a
-// batch's element is checked against.
+// batch's element is checked against. With views, A and B are strided
+// batches as cublasGemmStridedBatchedEx takes them: each product's rows
+// lda (ldb) apart, the products stride_a (stride_b) apart.
 
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/Coalesce.h"
@@ -37,10 +39,18 @@ inline const char *batched_operands_name(BatchedOperands o) {
   return "";
 }
 
+/// Where a strided batch's elements lie: rows `lda` (`ldb`) apart, products
+/// `stride_a` (`stride_b`) apart.
+struct BatchStrides {
+  int stride_a = 0, lda = 0, stride_b = 0, ldb = 0;
+};
+
 struct BatchedGemm {
   BatchedOperands operands;
   bool batched; ///< false: one product (out(i, j)), the same layouts without the batch
+  bool views;   ///< A and B views: rows lda / ldb apart, products stride_a / stride_b apart
   Param batch{"Batch"}, M{"M"}, N{"N"}, K{"K"};
+  Param stride_a{"stride_a"}, lda{"lda"}, stride_b{"stride_b"}, ldb{"ldb"};
   Var b{"b"}, i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Input A, B, bias{"bias", Float(32), {N}};
@@ -52,10 +62,13 @@ struct BatchedGemm {
     return operands == BatchedOperands::BothWeightsNK || operands == BatchedOperands::SharedWeightsNK;
   }
 
-  /// The algorithm, A and B of type `in`, out of `out_type`; unscheduled.
-  BatchedGemm(Type in, Type out_type, BatchedOperands o, bool with_batch = true)
-      : operands(o), batched(with_batch), A("A", in, extents(a_batched(), M, K)),
-        B("B", in, b_nk() ? extents(b_batched(), N, K) : extents(b_batched(), K, N)) {
+  /// The algorithm, A and B of type `in` (views, with `strided`), out of
+  /// `out_type`; unscheduled.
+  BatchedGemm(Type in, Type out_type, BatchedOperands o, bool with_batch = true, bool strided = false)
+      : operands(o), batched(with_batch), views(strided),
+        A(input("A", in, extents(a_batched(), M, K), a_batched(), stride_a, lda)),
+        B(input("B", in, b_nk() ? extents(b_batched(), N, K) : extents(b_batched(), K, N), b_batched(), stride_b,
+                ldb)) {
     std::vector<Expr> point = batched ? std::vector<Expr>{b, i, j} : std::vector<Expr>{i, j};
     acc(point) = 0.0f;
     acc(point) += A(at(a_batched(), i, k)) * (b_nk() ? B(at(b_batched(), j, k)) : B(at(b_batched(), k, j)));
@@ -75,16 +88,35 @@ struct BatchedGemm {
   }
   std::vector<int> out_shape(int count, int m, int n) const { return shape(batched, count, m, n); }
 
-  /// The arguments, by name.
-  Arguments arguments(const Buffer &a, const Buffer &w, const Buffer &bias_values, int count, int m, int n,
-                      int kk) const {
+  /// The arguments, by name (with views, their strides from `strides`).
+  Arguments arguments(const Buffer &a, const Buffer &w, const Buffer &bias_values, int count, int m, int n, int kk,
+                      const BatchStrides &strides = {}) const {
     Arguments args = {{"A", a}, {"B", w}, {"bias", bias_values}, {"M", m}, {"N", n}, {"K", kk}};
     if (batched)
       args.emplace("Batch", count);
+    if (views) {
+      args.emplace("lda", strides.lda);
+      args.emplace("ldb", strides.ldb);
+      if (a_batched())
+        args.emplace("stride_a", strides.stride_a);
+      if (b_batched())
+        args.emplace("stride_b", strides.stride_b);
+    }
     return args;
   }
 
 private:
+  // A dense input, or with views one whose rows are `lead` apart and, with
+  // a batch, products `stride` apart.
+  Input input(const char *name, Type type, std::vector<Expr> shape, bool with_batch, const Param &stride,
+              const Param &lead) const {
+    if (!views)
+      return Input(name, type, shape);
+    std::vector<Expr> strides = {lead, 1};
+    if (with_batch)
+      strides.insert(strides.begin(), stride);
+    return Input(name, type, shape, strides);
+  }
   std::vector<Expr> extents(bool with_batch, Expr rows, Expr columns) const {
     return with_batch ? std::vector<Expr>{batch, rows, columns} : std::vector<Expr>{rows, columns};
   }

@@ -33,6 +33,15 @@ void check_gpu_verified(const Environment &env) {
                "only, and the library compiles it for a GPU once `coalesce-gpu-check --sections=strided` has "
                "passed it on an H200. Run it on the CPU, write a dense output, or set "
                "COALESCE_UNVERIFIED_GPU=output-views to compile it for a GPU anyway");
+  // An input that is a view with a batch (strides over three or more
+  // dimensions: a strided batch's products apart, and their rows).
+  for (const auto &[name, input] : env.inputs)
+    if (input->strides.size() >= 3 && !allowed("batched-views"))
+      user_error("input '", name, "' is a view with a batch (strides over ", input->strides.size(),
+                 " dimensions), which is unverified on a GPU: it has run on the CPU only, and the library compiles "
+                 "it for a GPU once `coalesce-gpu-check --sections=batched` has passed it on an H200. Run it on the "
+                 "CPU, pass dense products, or set COALESCE_UNVERIFIED_GPU=batched-views to compile it for a GPU "
+                 "anyway");
   // A persistent grid walking a batch's tiles: three block loops (the
   // batch's z around rows and columns).
   const std::vector<Dim> &dims = output.schedule.stages.front().dims;

@@ -10,7 +10,9 @@
 //   - an output that is a view (Func::output_strides)
 //     (coalesce-gpu-check --sections=strided);
 //   - a persistent grid walking a batch's tiles (gpu_persistent_blocks
-//     with three block loops) (coalesce-gpu-check --sections=batched).
+//     with three block loops) (coalesce-gpu-check --sections=batched);
+//   - an input that is a view with a batch (strides over three or more
+//     dimensions) (coalesce-gpu-check --sections=batched).
 //
 // The check itself must compile what it verifies: the environment variable
 // COALESCE_UNVERIFIED_GPU, a comma-separated list of the features' names

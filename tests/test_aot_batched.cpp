@@ -8,6 +8,7 @@
 // same algorithm (examples/BatchedGemm.h).
 
 #include "AotTool.h"
+#include "bench/gpu_check/AllowUnverified.h"
 
 #include <doctest/doctest.h>
 
@@ -37,6 +38,9 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
        "walks a batch's tiles on a persistent grid (gpu_persistent_blocks with three block loops), which is "
        "unverified on a GPU"},
       {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},
+      {"--dtype=bf16 --batched=b --views=a --batch_stride_a=100", "--batch_stride_a is the distance between the "
+                                                                  "products of a batched view of A"},
+      {"--dtype=bf16 --batched=both --batch_stride_b=100", "--batch_stride_b is the distance between the products"},
       {"--dtype=bf16 --epilogue=swiglu --batched=both", "--batched=both with --epilogue=swiglu"},
       {"--dtype=e4m3 --b=nk --batched=a", "--batched=a with --dtype=e4m3"},
       {"--dtype=bf16 --batched=all", "--batched=all: expected one of none, both, a, b"},
@@ -81,6 +85,32 @@ TEST_CASE("a batch of a known count takes the tile that fills the GPU with every
   CHECK(has(loops.out, "for bi in gpu_block.y(0, 4):"));
   CHECK(has(loops.out, "for bj in gpu_block.x(0, 2):"));
   CHECK(has(loops.out, "allocate out_tile[128][264] bf16 in shared"));
+}
+
+TEST_CASE("a strided batch: views of A and B whose products lie their batch strides apart") {
+  TempDir dir;
+  // For a GPU it waits for the GPU check (scheduler/CheckGpuVerified.h);
+  // compiled as the check compiles it.
+  Result refused = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --views=both --emit=header --name=sb", dir.path);
+  CHECK(refused.status == 1);
+  CHECK(has(refused.err, "input 'A' is a view with a batch (strides over 3 dimensions), which is unverified on a GPU"));
+  coalesce::gpu_check::AllowUnverified allow("batched-views");
+  Result header = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --views=both --emit=header --name=sb", dir.path);
+  INFO(header.err);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int batch, int lda, int ldb, int batch_stride_a, int batch_stride_b, "
+                        "CUstream stream);"));
+  CHECK(has(header.out, "[batch][M][K] (a view: strides batch_stride_a x lda x 1)"));
+  CHECK(has(header.out, "[batch][K][N] (a view: strides batch_stride_b x ldb x 1)"));
+  // One weight for the batch: B's view has no batch stride.
+  Result shared = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --batched=a --views=both --batch_stride_a=300000 "
+                      "--emit=header --name=sb",
+                      dir.path);
+  INFO(shared.err);
+  REQUIRE(shared.status == 0);
+  CHECK(has(shared.out, "[N][K] (a view: strides ldb x 1)"));
+  CHECK(has(shared.out, "batch_stride_a fixed at 300000"));
+  CHECK_FALSE(has(shared.out, "batch_stride_b"));
 }
 
 TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the grid's z, tensor maps of rank 3") {

@@ -327,6 +327,89 @@ TEST_CASE("a persistent grid over a batch: the nest, and the refusal for a GPU u
   CHECK_FALSE(Pipeline(alone.out).ptx().empty());
 }
 
+namespace {
+
+/// A strided batch's buffer: `count` products (1 without a batch) of rows
+/// x columns, rows `lead` apart, products `stride` apart, random; and its
+/// dense copy.
+struct StridedOperand {
+  Buffer view, dense;
+  StridedOperand(Type type, bool with_batch, int count, int rows, int columns, int stride, int lead, uint32_t seed)
+      : view({(with_batch ? (count - 1) * stride : 0) + (rows - 1) * lead + columns}, type),
+        dense(with_batch ? std::vector<int>{count, rows, columns} : std::vector<int>{rows, columns}, type) {
+    view.fill_random(seed);
+    for (int z = 0; z < (with_batch ? count : 1); ++z)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < columns; ++c)
+          dense.set((size_t(z) * rows + r) * columns + c, view.get(size_t(z) * stride + size_t(r) * lead + c));
+  }
+};
+
+/// The strided batch (A and B views) against the same schedule on dense
+/// copies: the same bits.
+void check_strided_batch(Path path, BatchedOperands o, const Shape &s, const examples::BatchStrides &strides) {
+  INFO(path_name(path), ", ", examples::batched_operands_name(o), ", ", s.batch, " x ", s.M, " x ", s.N, " x ", s.K,
+       ", A rows ", strides.lda, " and products ", strides.stride_a, " apart, B ", strides.ldb, " and ",
+       strides.stride_b);
+  MmaTiling t = tiling(path, MmaKind::BF16_wgmma_m64k16);
+  if (path == Path::WarpMma)
+    t = tiling(path, MmaKind::BF16_m16n8k16);
+  BatchedGemm views(BFloat(16), BFloat(16), o, true, true), dense(BFloat(16), BFloat(16), o);
+  views.schedule_mma(t);
+  dense.schedule_mma(t);
+  const int b_rows = views.b_nk() ? s.N : s.K, b_columns = views.b_nk() ? s.K : s.N;
+  StridedOperand a(BFloat(16), views.a_batched(), s.batch, s.M, s.K, strides.stride_a, strides.lda, 61);
+  StridedOperand b(BFloat(16), views.b_batched(), s.batch, b_rows, b_columns, strides.stride_b, strides.ldb, 62);
+  Buffer bias({s.N});
+  bias.fill_random(63);
+  Buffer got(views.out_shape(s.batch, s.M, s.N), BFloat(16)), want(views.out_shape(s.batch, s.M, s.N), BFloat(16));
+  got.poison();
+  want.poison();
+  Pipeline(views.out).realize_on_cpu(views.arguments(a.view, b.view, bias, s.batch, s.M, s.N, s.K, strides), got);
+  Pipeline(dense.out).realize_on_cpu(dense.arguments(a.dense, b.dense, bias, s.batch, s.M, s.N, s.K), want);
+  CHECK(coalesce::testing::same_bits(got, want));
+}
+
+} // namespace
+
+TEST_CASE("a strided batch (A and B views, products and rows apart) has the bits of its dense copy") {
+  // Rows of whole 16-byte vectors, products apart by a multiple of them
+  // (the TMA describes them), and not (the cp.async copies at run time).
+  const Shape s{3, 70, 136, 72};
+  for (Path path : {Path::WarpMma, Path::WarpgroupAsync, Path::WarpgroupTma})
+    for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
+                              BatchedOperands::SharedWeightsNK}) {
+      const bool nk = o == BatchedOperands::BothWeightsNK || o == BatchedOperands::SharedWeightsNK;
+      const int b_rows = nk ? s.N : s.K, b_lead = (nk ? s.K : s.N) + 8;
+      check_strided_batch(path, o, s, {s.M * (s.K + 8) + 64, s.K + 8, b_rows * b_lead + 24, b_lead});
+      check_strided_batch(path, o, s, {s.M * (s.K + 3) + 5, s.K + 3, b_rows * (b_lead + 1) + 7, b_lead + 1});
+    }
+  // K = 1 / 3: the epilogue once, after the whole reduction.
+  for (int K : {1, 3})
+    check_strided_batch(Path::WarpgroupTma, BatchedOperands::Both, {2, 33, 40, K}, {33 * 16 + 8, 16, K * 48, 48});
+}
+
+TEST_CASE("a strided batch is refused for a GPU until the GPU check has run it") {
+  BatchedGemm views(BFloat(16), BFloat(16), BatchedOperands::Both, true, true);
+  views.schedule_mma(tiling(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16));
+  Pipeline pipeline(views.out);
+  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
+  CHECK_HAS(message, "input 'A' is a view with a batch (strides over 3 dimensions), which is unverified on a GPU");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=batched-views");
+  // A view without a batch (one A for the batch) is verified.
+  BatchedGemm shared(BFloat(16), BFloat(16), BatchedOperands::SharedA, true, true);
+  shared.schedule_mma(tiling(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16));
+  std::string only_b = coalesce::testing::user_error_of([&] { Pipeline(shared.out).ptx(); });
+  CHECK_HAS(only_b, "input 'B' is a view with a batch");
+  if (!ptxas_available())
+    return;
+  // As the GPU check compiles it: 3-D boxes of the views' tensor maps.
+  coalesce::gpu_check::AllowUnverified allow("batched-views");
+  std::string ptx = pipeline.ptx();
+  CHECK(ptx.find("cp.async.bulk.tensor.3d") != std::string::npos);
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
+
 TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
   if (!ptxas_available()) {
     MESSAGE("ptxas not found: skipping the assembly");

@@ -14,7 +14,11 @@
 // finite. On a persistent grid (gpu_persistent_blocks walking the batch's
 // tiles, which the library refuses for a GPU until this section passes:
 // scheduler/CheckGpuVerified.h), fewer blocks than tiles, with and without
-// producer warps whose pipeline runs across the tiles, compared alike.
+// producer warps whose pipeline runs across the tiles, compared alike. A
+// strided batch (A and B views: rows lda / ldb apart, products stride_a /
+// stride_b apart, as cublasGemmStridedBatchedEx takes them, refused for a
+// GPU until this section passes) against the same schedule on dense
+// copies: the same bits.
 
 #include "bench/gpu_check/BatchedCheck.h"
 
@@ -164,6 +168,70 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
   }
 }
 
+/// A strided batch's buffer on the host: products (1 without a batch) of
+/// rows x columns, rows `lead` apart, products `stride` apart, the elements
+/// between them NaN; and its dense copy.
+struct StridedOperand {
+  Buffer view, dense;
+  StridedOperand(Type type, bool with_batch, int count, int rows, int columns, int stride, int lead, uint32_t seed)
+      : view({(with_batch ? (count - 1) * stride : 0) + (rows - 1) * lead + columns}, type),
+        dense(with_batch ? std::vector<int>{count, rows, columns} : std::vector<int>{rows, columns}, type) {
+    view.poison();
+    Buffer values(dense.shape(), type);
+    values.fill_random(seed);
+    if (type == Float(32)) // tf32: the values the instruction multiplies
+      for (float &v : values.values())
+        v = float_to_tf32(v);
+    for (int z = 0; z < (with_batch ? count : 1); ++z)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < columns; ++c) {
+          float v = values.get((size_t(z) * rows + r) * columns + c);
+          dense.set((size_t(z) * rows + r) * columns + c, v);
+          view.set(size_t(z) * stride + size_t(r) * lead + c, v);
+        }
+  }
+};
+
+/// The strided batch on `path` against the same schedule on dense copies,
+/// on the GPU: the same bits, every element finite.
+void check_strided_batch(Precision p, MmaPath path, BatchedOperands o, const Shape &s, int pad,
+                         const std::string &name) {
+  Outcome outcome;
+  const std::string shape = s.str() + " rows +" + std::to_string(pad);
+  try {
+    AllowUnverified allow("batched-views");
+    Type in = bench::input_type(p), out_type = bench::output_type(p);
+    MmaTiling t = mma_path_tiling(p, path);
+    BatchedGemm views(in, out_type, o, true, true), dense(in, out_type, o);
+    views.schedule_mma(t);
+    dense.schedule_mma(t);
+    const int b_rows = views.b_nk() ? s.N : s.K, b_columns = views.b_nk() ? s.K : s.N;
+    examples::BatchStrides strides{s.M * (s.K + pad) + 3 * pad, s.K + pad, b_rows * (b_columns + pad) + 5 * pad,
+                                   b_columns + pad};
+    StridedOperand a(in, views.a_batched(), s.batch, s.M, s.K, strides.stride_a, strides.lda, 71);
+    StridedOperand b(in, views.b_batched(), s.batch, b_rows, b_columns, strides.stride_b, strides.ldb, 72);
+    Buffer bias({s.N});
+    bias.fill_random(73);
+    Buffer got(views.out_shape(s.batch, s.M, s.N), out_type), want(views.out_shape(s.batch, s.M, s.N), out_type);
+    got.poison();
+    want.poison();
+    Pipeline(views.out).realize_on_gpu(views.arguments(a.view, b.view, bias, s.batch, s.M, s.N, s.K, strides), got);
+    Pipeline(dense.out).realize_on_gpu(dense.arguments(a.dense, b.dense, bias, s.batch, s.M, s.N, s.K), want);
+    size_t differ = 0;
+    for (size_t e = 0; e < got.size(); ++e) {
+      outcome.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
+      differ += got.get(e) == want.get(e) ? 0 : 1;
+    }
+    outcome.error = double(differ) / double(got.size());
+    outcome.tolerance = 0;
+    outcome.detail = std::to_string(differ) + " of " + std::to_string(got.size()) + " differ, " +
+                     examples::batched_operands_name(o) + ", " + t.str();
+  } catch (const std::exception &error) {
+    outcome.failure = error.what();
+  }
+  record(name, shape, "dense copies, bits", outcome);
+}
+
 } // namespace
 
 void check_batched(Precision p) {
@@ -186,6 +254,12 @@ void check_batched(Precision p) {
         for (const Shape &s : kShapes)
           check_one(p, path, o, s, precision + " batched, " + mma_path_name(path) + grid_name(grid), grid);
     }
+  // Strided batches: rows of whole 16-byte vectors (pad 8) and not (pad 3).
+  for (MmaPath path : device_mma_paths())
+    for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
+                              BatchedOperands::SharedWeightsNK})
+      for (int pad : {8, 3})
+        check_strided_batch(p, path, o, kShapes[1], pad, precision + " strided batch, " + mma_path_name(path));
 }
 
 void batched_sanitizer_case() {
@@ -196,6 +270,9 @@ void batched_sanitizer_case() {
     for (Grid grid : {Grid::Persistent, Grid::PersistentWithProducers})
       check_one(Precision::BF16, MmaPath::WarpgroupTma, BatchedOperands::Both, {3, 131, 264, 200},
                 std::string("bf16 batched (sanitizer), warpgroup MMA, TMA") + grid_name(grid), grid);
+  for (MmaPath path : device_mma_paths())
+    check_strided_batch(Precision::BF16, path, BatchedOperands::BothWeightsNK, {2, 131, 264, 200}, 8,
+                        std::string("bf16 strided batch (sanitizer), ") + mma_path_name(path));
 }
 
 } // namespace coalesce::gpu_check

@@ -18,12 +18,19 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
     user_error("--", f.lda_given ? "lda" : "ldb",
                " is the leading dimension of a view: give --views=", f.lda_given ? "a" : "b",
                " (or both) too, or leave it out");
-  if (views && (batched || f.swiglu || f.fp8))
-    user_error("--views=", f.views, " with ",
-               batched    ? "--batched=" + f.batched
-               : f.swiglu ? std::string("--epilogue=swiglu")
-                          : "--dtype=" + f.dtype,
-               ": views are built for the single GEMM's A and B");
+  if (views && (f.swiglu || f.fp8))
+    user_error("--views=", f.views, " with ", f.swiglu ? std::string("--epilogue=swiglu") : "--dtype=" + f.dtype,
+               ": views are built for the GEMM's A and B");
+  // A batch stride is a batched view's: A's with --batched=both or a and
+  // --views=a or both; B's likewise.
+  const bool a_batched = f.batched == "both" || f.batched == "a", b_batched = f.batched == "both" || f.batched == "b";
+  const bool a_view = f.views == "a" || f.views == "both", b_view = f.views == "b" || f.views == "both";
+  if (f.batch_stride_a_given && !(a_batched && a_view))
+    user_error("--batch_stride_a is the distance between the products of a batched view of A: give --batched=both "
+               "or a and --views=a or both too, or leave it out");
+  if (f.batch_stride_b_given && !(b_batched && b_view))
+    user_error("--batch_stride_b is the distance between the products of a batched view of B: give --batched=both "
+               "or b and --views=b or both too, or leave it out");
   if (!f.output_view && f.ldc_given)
     user_error("--ldc is the leading dimension of an output view: give --output-view too, or leave it out");
   const bool output_view = f.output_view || f.out_nm;

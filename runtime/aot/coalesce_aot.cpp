@@ -184,10 +184,17 @@ public:
       {{"none", Views::None}, {"a", Views::A}, {"b", Views::B}, {"both", Views::Both}},
       "inputs that are views into larger tensors, their rows --lda (A) or --ldb (B) elements apart: none (dense); "
       "a; b; both. The launcher takes the leading dimensions after the sizes and checks each buffer's reach; the "
-      "copies test them for 16-byte vectors and the TMA at run time. Not with --batched, FP8 or "
-      "--epilogue=swiglu"};
+      "copies test them for 16-byte vectors and the TMA at run time. With --batched, a batched view's products "
+      "are --batch_stride_a (A) or --batch_stride_b (B) elements apart (a strided batch, as "
+      "cublasGemmStridedBatchedEx takes it). Not with FP8 or --epilogue=swiglu"};
   SizeParam lda{this, "lda", "with --views=a or both: elements from one row of A to the next"};
   SizeParam ldb{this, "ldb", "with --views=b or both: elements from one row of B to the next"};
+  SizeParam batch_stride_a{this, "batch_stride_a",
+                           "with --batched=both or a and --views=a or both: elements from one product of A to the "
+                           "next"};
+  SizeParam batch_stride_b{this, "batch_stride_b",
+                           "with --batched=both or b and --views=b or both: elements from one product of B to the "
+                           "next"};
   GeneratorParam<bool> output_view{
       this, "output-view", false,
       "out a view into a larger tensor, its rows --ldc elements apart (out.output_strides({ldc, 1})): the "
@@ -643,6 +650,8 @@ public:
     flags.output_view = output_view;
     flags.out_nm = out_layout == OutLayout::NM;
     flags.batch_stride_given = batch_stride.fixed();
+    flags.batch_stride_a_given = batch_stride_a.fixed();
+    flags.batch_stride_b_given = batch_stride_b.fixed();
     flags.ldc_given = ldc.fixed();
     flags.split_k = split_k;
     flags.persistent_blocks = persistent_blocks;
@@ -685,6 +694,10 @@ public:
       return out_layout == OutLayout::NM;
     if (&param == &batch_stride)
       return batched != Batched::None && (output_view || out_layout == OutLayout::NM);
+    if (&param == &batch_stride_a)
+      return (batched == Batched::Both || batched == Batched::A) && uses_param(lda);
+    if (&param == &batch_stride_b)
+      return (batched == Batched::Both || batched == Batched::B) && uses_param(ldb);
     const std::vector<const GeneratorParamBase *> gemm_only = gemm_only_params();
     return epilogue != Algorithm::SwiGlu || std::find(gemm_only.begin(), gemm_only.end(), &param) == gemm_only.end();
   }
@@ -728,14 +741,22 @@ public:
     auto at = [&](bool with_batch, Expr x, Expr y) {
       return with_batch ? std::vector<Expr>{b, x, y} : std::vector<Expr>{x, y};
     };
-    // A view's rows lie its leading dimension apart.
-    auto input = [&](const char *input_name, std::vector<Expr> shape, bool view, const SizeParam &lead) {
-      return view ? Input(input_name, element_type(dtype), shape, {lead, 1})
-                  : Input(input_name, element_type(dtype), shape);
+    // A view's rows lie its leading dimension apart, a batched view's
+    // products its batch stride.
+    auto input = [&](const char *input_name, std::vector<Expr> shape, bool view, const SizeParam &lead, bool with_batch,
+                     const SizeParam &stride) {
+      if (!view)
+        return Input(input_name, element_type(dtype), shape);
+      std::vector<Expr> strides = {lead, 1};
+      if (with_batch)
+        strides.insert(strides.begin(), stride.expr());
+      return Input(input_name, element_type(dtype), shape, strides);
     };
     const bool a_km = a_layout == ALayout::KM;
-    Input A = input("A", a_km ? extents(a_batched, K, M) : extents(a_batched, M, K), uses_param(lda), lda);
-    Input B = input("B", b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N), uses_param(ldb), ldb);
+    Input A = input("A", a_km ? extents(a_batched, K, M) : extents(a_batched, M, K), uses_param(lda), lda, a_batched,
+                    batch_stride_a);
+    Input B = input("B", b_nk ? extents(b_batched, N, K) : extents(b_batched, K, N), uses_param(ldb), ldb, b_batched,
+                    batch_stride_b);
     std::optional<Input> bias_vector, residual_matrix;
     if (bias)
       bias_vector = Input("bias", Float(32), {N});
