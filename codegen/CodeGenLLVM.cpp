@@ -530,6 +530,10 @@ void CodeGenLLVM::visit(const TmaStaging *) {
   internal_error("a TMA staging mark reached code generation: lower_tma_pipelines replaces every one");
 }
 
+void CodeGenLLVM::visit(const PipelinedStaging *) {
+  internal_error("a pipelined staging mark reached code generation: pipeline_staged_copies replaces every one");
+}
+
 void CodeGenLLVM::visit(const ProducerBoundary *) {
   internal_error("a producer boundary reached code generation: reallocate_registers replaces every one");
 }

@@ -234,6 +234,11 @@ Stmt TmaStaging::make(Stmt loop, Stmt fallback) {
   return Stmt(std::make_shared<const TmaStaging>(std::move(loop), std::move(fallback)));
 }
 
+Stmt PipelinedStaging::make(Stmt loop) {
+  COALESCE_INTERNAL_ASSERT(loop.as<For>(), "a pipelined staging mark needs its loop");
+  return Stmt(std::make_shared<const PipelinedStaging>(std::move(loop)));
+}
+
 Stmt ProducerBoundary::make(ProducerPoint point, Stmt producers, Stmt consumers, int registers, std::string stage,
                             std::string loop) {
   COALESCE_INTERNAL_ASSERT(producers.as<For>() && consumers.as<For>(),

@@ -22,8 +22,9 @@ namespace coalesce {
 #define COALESCE_FOR_EACH_STMT(X)                                                                                      \
   X(For)                                                                                                               \
   X(Store)                                                                                                             \
-  X(Allocate) X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma) X(TensorCopy) X(TmaStaging)          \
-      X(ProducerBoundary)
+  X(Allocate)                                                                                                          \
+  X(Block) X(IfThenElse) X(LetStmt) X(Barrier) X(Evaluate) X(WarpMma) X(TensorCopy) X(TmaStaging) X(ProducerBoundary)  \
+      X(PipelinedStaging)
 
 /// The tensor-core instructions a schedule can map a reduction onto. The
 /// warp-level ones (mma.sync, sm_80 and later): D (16 x 8, f32) += A (16 x k)
@@ -532,6 +533,19 @@ struct TmaStaging : BaseStmtNode {
   const Stmt loop;
   const Stmt fallback;
   static Stmt make(Stmt loop, Stmt fallback);
+};
+
+/// A staging loop whose tiles are pipelined (two buffers, a copy through
+/// registers, a cp.async pipeline of S slots, or the TMA's), between two
+/// passes: stage_inputs_in_shared leaves it (staging the loops of one
+/// buffer itself, copy then barrier), pipeline_staged_copies replaces it,
+/// and nothing else sees it. `loop` is the loop as the schedule made it,
+/// its body still reading the inputs.
+struct PipelinedStaging : BaseStmtNode {
+  static constexpr IRNodeKind node_kind = IRNodeKind::PipelinedStaging;
+  explicit PipelinedStaging(Stmt l) : BaseStmtNode(node_kind), loop(std::move(l)) {}
+  const Stmt loop;
+  static Stmt make(Stmt loop);
 };
 
 /// Where a point of the producer warps' program lies (ProducerBoundary).

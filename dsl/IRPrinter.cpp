@@ -264,6 +264,11 @@ private:
     out_ << "its cp.async pipeline:\n";
     nested(op->fallback);
   }
+  void visit(const PipelinedStaging *op) override {
+    line_start();
+    out_ << "pipelined_staging (for pipeline_staged_copies) of:\n";
+    nested(op->loop);
+  }
   void visit(const ProducerBoundary *op) override {
     static const char *const what[] = {"start", "leave", "idle"};
     line_start();

@@ -115,6 +115,8 @@ void IRVisitor::visit(const TmaStaging *op) {
   visit_stmt(op->fallback);
 }
 
+void IRVisitor::visit(const PipelinedStaging *op) { visit_stmt(op->loop); }
+
 void IRVisitor::visit(const ProducerBoundary *op) {
   visit_stmt(op->producers);
   visit_stmt(op->consumers);
@@ -302,6 +304,11 @@ Stmt IRMutator::visit(const TmaStaging *op, const Stmt &self) {
   if (loop.same_as(op->loop) && fallback.same_as(op->fallback))
     return self;
   return TmaStaging::make(loop, fallback);
+}
+
+Stmt IRMutator::visit(const PipelinedStaging *op, const Stmt &self) {
+  Stmt loop = mutate(op->loop);
+  return loop.same_as(op->loop) ? self : PipelinedStaging::make(loop);
 }
 
 Stmt IRMutator::visit(const ProducerBoundary *op, const Stmt &self) {

@@ -35,6 +35,7 @@
 #include "scheduler/PadTmaInputs.h"
 #include "scheduler/PartitionFullTiles.h"
 #include "scheduler/PersistentBlocks.h"
+#include "scheduler/PipelineStagedCopies.h"
 #include "scheduler/ReallocateRegisters.h"
 #include "scheduler/ResolveSchedule.h"
 #include "scheduler/RollHostLoops.h"
@@ -129,6 +130,11 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // become clamped loads.
   s = attributed_to("stage_inputs_in_shared", [&] { return stage_inputs_in_shared(s, env); });
   log("stage_inputs_in_shared", s);
+  // The loops it left for two buffers or a pipeline: their copies ahead of
+  // the reads (the TMA's left to the next pass, with this one's cp.async
+  // pipeline as its fallback).
+  s = attributed_to("pipeline_staged_copies", [&] { return pipeline_staged_copies(s, env); });
+  log("pipeline_staged_copies", s);
   // The staging loops the TMA copies: their mbarrier pipelines, producer
   // warps, multicast, and pipelines across a persistent block's tiles.
   s = attributed_to("lower_tma_pipelines", [&] { return lower_tma_pipelines(s, env); });

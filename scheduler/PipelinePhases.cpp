@@ -55,6 +55,7 @@ private:
   void visit(const TensorCopy *op) override { enter(op); }
   void visit(const TmaStaging *op) override { enter(op); }
   void visit(const ProducerBoundary *op) override { enter(op); }
+  void visit(const PipelinedStaging *op) override { enter(op); }
   void visit(const Call *op) override {
     // Up the path until a statement marked already (and so its ancestors).
     if (is_mbarrier_operation(op))

@@ -13,11 +13,11 @@
 // The copy is spread over the thread loops found inside the loop (each
 // thread copies every T-th element, so consecutive threads read consecutive
 // addresses). Accesses must be affine in the inner loops with constant
-// coefficients, so that the tile has a constant size. Two buffers, or a
-// pipeline of cp.async copies over S slots, where the request asks. A loop
-// whose copies are the TMA's (TmaCopies) is left as a TmaStaging statement
-// holding the loop and its cp.async pipeline: lower_tma_pipelines, next,
-// builds the TMA's form.
+// coefficients, so that the tile has a constant size. This is the plain
+// form, one buffer, copy then barrier; a loop whose request asks for two
+// buffers or a pipeline (cp.async slots, the TMA's) is checked and planned
+// alike, and left as a PipelinedStaging mark holding the loop:
+// pipeline_staged_copies, next, builds its pipeline.
 
 #include "scheduler/Environment.h"
 

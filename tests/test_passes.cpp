@@ -458,6 +458,10 @@ TEST_CASE("lower_tma_pipelines builds the TMA's pipeline of every loop staging l
       ++marks; // reallocate_registers replaces every one
       IRVisitor::visit(op);
     }
+    void visit(const PipelinedStaging *op) override {
+      ++marks; // pipeline_staged_copies replaces every one
+      IRVisitor::visit(op);
+    }
     void visit(const TensorCopy *op) override {
       ++tensor_copies;
       IRVisitor::visit(op);
@@ -502,6 +506,53 @@ TEST_CASE("lower_tma_pipelines builds the TMA's pipeline of every loop staging l
   CHECK(printed.find("tma_staging (for lower_tma_pipelines) of:") != std::string::npos);
   CHECK(printed.find("for ko in serial(0, 4):") != std::string::npos);
   CHECK(printed.find("its cp.async pipeline:") != std::string::npos);
+  CHECK(to_string(PipelinedStaging::make(loop)).find("pipelined_staging (for pipeline_staged_copies) of:\n  for ko") !=
+        std::string::npos);
+}
+
+TEST_CASE("stage_inputs_in_shared stages one buffer itself and leaves every pipeline to pipeline_staged_copies") {
+  // One buffer: copy, barrier, read, barrier, in the loop. Two buffers or
+  // cp.async slots: the first tiles copied before the loop, the next ones
+  // during it. No PipelinedStaging mark survives lowering.
+  struct Count : IRVisitor {
+    int marks = 0, async_waits = 0, barriers_in_ko = 0, ko_loops = 0;
+    bool in_ko = false;
+    using IRVisitor::visit;
+    void visit(const PipelinedStaging *op) override {
+      ++marks;
+      IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+      bool outer = in_ko;
+      bool ko = op->name == "ko" || op->name.find(".ko") != std::string::npos;
+      ko_loops += ko && !outer;
+      in_ko |= ko;
+      IRVisitor::visit(op);
+      in_ko = outer;
+    }
+    void visit(const Barrier *) override { barriers_in_ko += in_ko; }
+    void visit(const Call *op) override {
+      async_waits += op->intrinsic == Intrinsic::AsyncWaitGroup || op->intrinsic == Intrinsic::AsyncWait;
+      IRVisitor::visit(op);
+    }
+  };
+  auto staged = [](bool two_buffers) {
+    Gemm g;
+    g.fused(false, false);
+    TileCopies copies = two_buffers ? TileCopies(AsyncCopies{2}) : TileCopies(OneBuffer{});
+    g.acc.update().stage_in_shared(g.A, g.ko, {}, copies).stage_in_shared(g.B, g.ko, {}, copies);
+    Count count;
+    count.visit_stmt(lower_loop_nest(g.out));
+    return count;
+  };
+  Count one = staged(false), two = staged(true);
+  CHECK(one.marks == 0);
+  CHECK(two.marks == 0);
+  // (The k loop runs as a whole-tile loop and a ragged tail, each staged.)
+  REQUIRE(one.ko_loops > 0);
+  CHECK(one.barriers_in_ko == 2 * one.ko_loops); // before and after the reads
+  CHECK(two.barriers_in_ko == two.ko_loops);     // one per step
+  CHECK(two.async_waits > 0);
 }
 
 // ------------------------------------------------- reallocate_registers
