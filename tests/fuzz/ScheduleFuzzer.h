@@ -134,6 +134,7 @@ private:
   // column-major with columns out_lead_ apart, the elements between them a
   // value the kernels must leave alone.
   bool a_km_ = false;
+  bool b_nk_ = false; // B stored N x K (nn.Linear's weight), read B(j, k)
   int out_lead_ = 0; // 0: dense
   bool out_column_major_ = false; // out(i, j) at i + j * out_lead_
   bool out_overlaps_ = false;     // rows (columns) closer than N (M) elements: refused when bound
@@ -147,6 +148,7 @@ private:
   bool sizes_may_differ_ = false;
   static constexpr float kBetweenRows = 7.0f; // exact in every output type
   Expr a_at(const Expr &i, const Expr &k) const { return a_km_ ? (*A_)(k, i) : (*A_)(i, k); }
+  Expr b_at(const Expr &k, const Expr &j) const { return b_nk_ ? (*B_)(j, k) : (*B_)(k, j); }
   std::unique_ptr<Input> input(const std::string &input_name, std::vector<Expr> extents, int columns, int &lead) {
     lead = !chance(12) ? 0 : chance(50) ? columns + 1 + pick(8) : (columns / 8 + 1 + pick(2)) * 8;
     if (!lead)
@@ -205,7 +207,10 @@ private:
       if (a_km_)
         log << "A stored K x M, read A(k, i)\n";
       A_ = a_km_ ? input(name("A"), {*pK_, *pM_}, M_, a_lead_) : input(name("A"), {*pM_, *pK_}, K_, a_lead_);
-      B_ = input(name("B"), {*pK_, *pN_}, N_, b_lead_);
+      b_nk_ = chance(15);
+      if (b_nk_)
+        log << "B stored N x K, read B(j, k)\n";
+      B_ = b_nk_ ? input(name("B"), {*pN_, *pK_}, K_, b_lead_) : input(name("B"), {*pK_, *pN_}, N_, b_lead_);
       k_ = std::make_unique<RDom>(0, *pK_, name("k"));
       log << "names: A " << A_->name() << ", B " << B_->name() << ", k " << k_->var().name() << "\n";
       acc_ = std::make_unique<Func>(name("acc"));
@@ -215,14 +220,14 @@ private:
       if (cycle) {
         Func gate(name("gate"));
         gate(i, j) = select(acc(i, j) > 0.0f, 1.0f, 0.5f);
-        acc(i, j) += a_at(i, *k_) * (*B_)(*k_, j) * gate(i, j);
+        acc(i, j) += a_at(i, *k_) * b_at(*k_, j) * gate(i, j);
         if (chance(50))
           gate.compute_root();
         funcs_.push_back(gate);
         must_reject_ = true;
         log << "acc += A*B*gate(acc): must be rejected\n";
       } else {
-        acc(i, j) += a_at(i, *k_) * (*B_)(*k_, j);
+        acc(i, j) += a_at(i, *k_) * b_at(*k_, j);
       }
       if (post_stage_)
         acc(i, j) = acc(i, j) * 0.5f + 1.0f;
@@ -763,7 +768,14 @@ private:
         for (int q = 0; q < K_; ++q)
           A_stored.set(static_cast<size_t>(q) * M_ + r, A.get(static_cast<size_t>(r) * K_ + q));
     }
-    Buffer A_view = laid_out(A_stored, a_lead_), B_view = laid_out(B, b_lead_);
+    Buffer B_stored = B;
+    if (b_nk_) { // the same values, stored N x K
+      B_stored = Buffer({N_, K_}, in_type_);
+      for (int q = 0; q < K_; ++q)
+        for (int c = 0; c < N_; ++c)
+          B_stored.set(static_cast<size_t>(c) * K_ + q, B.get(static_cast<size_t>(q) * N_ + c));
+    }
+    Buffer A_view = laid_out(A_stored, a_lead_), B_view = laid_out(B_stored, b_lead_);
     // An output view's buffer ends at its last element (one element where
     // the view is empty), the elements between the rows kBetweenRows.
     Buffer out_view = out;
@@ -791,6 +803,10 @@ private:
           untouched &= out_view.get(n) == kBetweenRows;
         if (std::string(e.what()).find("is a view whose elements overlap") != std::string::npos && untouched)
           return Outcome::UserError;
+        // M, N and K sharing a name are one size: the buffers made to
+        // different sizes may be refused first, before anything is written.
+        if (sizes_may_differ_ && untouched)
+          throw;
         log << "an overlapping output view refused for another reason, or after writing: " << e.what() << "\n";
         return Outcome::Wrong;
       }
