@@ -49,6 +49,10 @@ inline const char *out_name(Out o) {
 struct Layout {
   bool a_km = false, b_nk = false;
   Out out = Out::Dense;
+  /// A batch of products (a dimension before the product's two in A, B and
+  /// out; an output view's products batch_stride apart): the tensor-core
+  /// paths without split-K only.
+  bool batched = false;
 };
 
 inline Type input_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16); }
@@ -56,22 +60,23 @@ inline Type output_type(Path p) { return p == Path::Ffma ? Float(32) : BFloat(16
 
 /// out = gelu(A B + bias) in `layout`, scheduled for `path`.
 struct MatrixGemm {
-  Param M{"M"}, N{"N"}, K{"K"}, ldc{"ldc"};
-  Var i{"i"}, j{"j"};
+  Param batch{"Batch"}, M{"M"}, N{"N"}, K{"K"}, ldc{"ldc"}, batch_stride{"batch_stride"};
+  Var b{"b"}, i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Input A, B, bias{"bias", Float(32), {N}};
   Func acc{"acc"}, out{"out"};
 
   MatrixGemm(Path path, const Layout &layout)
-      : A("A", input_type(path), layout.a_km ? std::vector<Expr>{K, M} : std::vector<Expr>{M, K}),
-        B("B", input_type(path), layout.b_nk ? std::vector<Expr>{N, K} : std::vector<Expr>{K, N}) {
-    acc(i, j) = 0.0f;
-    acc(i, j) += (layout.a_km ? A(k, i) : A(i, k)) * (layout.b_nk ? B(j, k) : B(k, j));
-    out(i, j) = cast(output_type(path), gelu(acc(i, j) + bias(j)));
+      : A("A", input_type(path), with_batch(layout, layout.a_km ? std::vector<Expr>{K, M} : std::vector<Expr>{M, K})),
+        B("B", input_type(path), with_batch(layout, layout.b_nk ? std::vector<Expr>{N, K} : std::vector<Expr>{K, N})) {
+    auto at = [&](Expr x, Expr y) { return with_batch(layout, {x, y}, b); };
+    acc(at(i, j)) = 0.0f;
+    acc(at(i, j)) += (layout.a_km ? A(at(k, i)) : A(at(i, k))) * (layout.b_nk ? B(at(j, k)) : B(at(k, j)));
+    out(at(i, j)) = cast(output_type(path), gelu(acc(at(i, j)) + bias(j)));
     if (layout.out == Out::RowsApart)
-      out.output_strides({ldc, 1});
+      out.output_strides(with_batch(layout, {ldc, 1}, batch_stride));
     if (layout.out == Out::ColumnMajor)
-      out.output_strides({1, ldc});
+      out.output_strides(with_batch(layout, {1, ldc}, batch_stride));
     if (path == Path::Ffma) {
       schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132));
       return;
@@ -92,25 +97,40 @@ struct MatrixGemm {
     }
     schedule_gemm_mma(out, acc, A, B, i, j, k, t);
   }
+
+private:
+  // `dims` after the batch's dimension (`first`: its extent, its variable,
+  // its stride) where the layout has one.
+  std::vector<Expr> with_batch(const Layout &layout, std::vector<Expr> dims, Expr first = Expr()) const {
+    if (layout.batched)
+      dims.insert(dims.begin(), first.defined() ? first : Expr(batch));
+    return dims;
+  }
 };
 
-/// `m` (rows x columns, row-major) stored transposed.
-inline Buffer transposed(const Buffer &m, int rows, int columns) {
-  Buffer t({columns, rows}, m.type());
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < columns; ++c)
-      t.set(size_t(c) * rows + r, m.get(size_t(r) * columns + c));
+/// Whether `path` runs a batch (the tensor-core recipe without split-K).
+inline bool runs_batches(Path p) { return p != Path::Ffma && p != Path::SplitKLastBlock && p != Path::SplitKKernel; }
+
+/// `m`'s `count` products of rows x columns (row-major), each stored
+/// transposed.
+inline Buffer transposed(const Buffer &m, int rows, int columns, int count = 1) {
+  Buffer t(m.shape().size() == 3 ? std::vector<int>{count, columns, rows} : std::vector<int>{columns, rows}, m.type());
+  const size_t product = size_t(rows) * columns;
+  for (int z = 0; z < count; ++z)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < columns; ++c)
+        t.set(z * product + size_t(c) * rows + r, m.get(z * product + size_t(r) * columns + c));
   return t;
 }
 
-/// Every layout but the dense one, the reference.
-inline std::vector<Layout> layouts_besides_dense() {
+/// Every layout but the dense one, the reference (batched or not).
+inline std::vector<Layout> layouts_besides_dense(bool batched = false) {
   std::vector<Layout> all;
   for (bool a_km : {false, true})
     for (bool b_nk : {false, true})
       for (Out out : {Out::Dense, Out::RowsApart, Out::ColumnMajor})
         if (a_km || b_nk || out != Out::Dense)
-          all.push_back(Layout{a_km, b_nk, out});
+          all.push_back(Layout{a_km, b_nk, out, batched});
   return all;
 }
 
@@ -125,53 +145,76 @@ inline int leading_dimension(const Layout &layout, int M, int N) {
 /// The value the elements between a view's rows (columns) hold.
 inline constexpr float kBetween = -7.0f;
 
-/// `layout`'s output buffer at M x N, every element kBetween: the view's
-/// ends at its last element.
-inline Buffer output_buffer(Path path, const Layout &layout, int M, int N) {
-  const int ldc = leading_dimension(layout, M, N);
+/// Elements of one product of `layout`'s output, from its first to its
+/// last.
+inline int product_reach(const Layout &layout, int M, int N) {
   const int length = layout.out == Out::ColumnMajor ? M : N, runs = layout.out == Out::ColumnMajor ? N : M;
-  Buffer out(layout.out == Out::Dense ? std::vector<int>{M, N} : std::vector<int>{(runs - 1) * ldc + length},
-             output_type(path));
+  return (runs - 1) * leading_dimension(layout, M, N) + length;
+}
+
+/// Elements from one product of `layout`'s output to the next: 3 past its
+/// reach for a view.
+inline int product_stride(const Layout &layout, int M, int N) {
+  return layout.out == Out::Dense ? M * N : product_reach(layout, M, N) + 3;
+}
+
+/// `layout`'s output buffer at `count` products (one unless batched) of M x
+/// N, every element kBetween: a view's ends at its last element.
+inline Buffer output_buffer(Path path, const Layout &layout, int M, int N, int count = 1) {
+  const int products = layout.batched ? count : 1;
+  std::vector<int> shape = {(products - 1) * product_stride(layout, M, N) + product_reach(layout, M, N)};
+  if (layout.out == Out::Dense)
+    shape = layout.batched ? std::vector<int>{products, M, N} : std::vector<int>{M, N};
+  Buffer out(shape, output_type(path));
   for (size_t e = 0; e < out.size(); ++e)
     out.set(e, kBetween);
   return out;
 }
 
-/// A (M x K) and B (K x N) stored as `layout` says.
+/// A (M x K) and B (K x N), `count` products of each where batched, stored
+/// as `layout` says.
 struct StoredInputs {
   Buffer a, b;
-  StoredInputs(const Layout &layout, const Buffer &a_mk, const Buffer &b_kn, int M, int N, int K)
-      : a(layout.a_km ? transposed(a_mk, M, K) : a_mk), b(layout.b_nk ? transposed(b_kn, K, N) : b_kn) {}
+  StoredInputs(const Layout &layout, const Buffer &a_mk, const Buffer &b_kn, int M, int N, int K, int count = 1)
+      : a(layout.a_km ? transposed(a_mk, M, K, count) : a_mk), b(layout.b_nk ? transposed(b_kn, K, N, count) : b_kn) {}
 };
 
 /// The arguments of `layout`'s GEMM (they refer to `inputs` and `bias`,
-/// which must outlive them): the sizes, and ldc for an output view.
+/// which must outlive them): the sizes, ldc for an output view, and a
+/// batch's count and its products' stride.
 inline Arguments layout_arguments(const Layout &layout, const StoredInputs &inputs, const Buffer &bias, int M, int N,
-                                  int K) {
+                                  int K, int count = 1) {
   Arguments args = {{"A", inputs.a}, {"B", inputs.b}, {"bias", bias}, {"M", M}, {"N", N}, {"K", K}};
   if (layout.out != Out::Dense)
     args.emplace("ldc", leading_dimension(layout, M, N));
+  if (layout.batched)
+    args.emplace("Batch", count);
+  if (layout.batched && layout.out != Out::Dense)
+    args.emplace("batch_stride", product_stride(layout, M, N));
   return args;
 }
 
-/// `got`, `layout`'s output, against `want`, the dense layouts' (M x N).
+/// `got`, `layout`'s output, against `want`, the dense layouts' (M x N per
+/// product).
 struct Comparison {
   size_t differ = 0;          ///< elements without want's bits
   size_t nan = 0;             ///< elements NaN
-  size_t between_written = 0; ///< elements between a view's rows (columns) no longer kBetween
+  size_t between_written = 0; ///< elements between a view's rows (columns) or products no longer kBetween
 };
 
 inline Comparison compare_with_dense(const Layout &layout, const Buffer &got, const Buffer &want, int M, int N) {
   const bool column_major = layout.out == Out::ColumnMajor;
   const size_t ldc = size_t(leading_dimension(layout, M, N)), length = size_t(column_major ? M : N);
+  const size_t stride = size_t(product_stride(layout, M, N)), reach = size_t(product_reach(layout, M, N));
   Comparison c;
   for (size_t e = 0; e < got.size(); ++e) {
-    size_t run = e / ldc, along = e % ldc;
-    size_t row = column_major ? along : run, column = column_major ? run : along;
+    size_t z = e / stride, in_product = e % stride;
     float v = got.get(e);
-    if (along < length) {
+    size_t run = in_product / ldc, along = in_product % ldc;
+    if (in_product < reach && along < length) {
+      size_t row = column_major ? along : run, column = column_major ? run : along;
       c.nan += std::isnan(v) ? 1 : 0;
-      c.differ += v == want.get(row * size_t(N) + column) ? 0 : 1;
+      c.differ += v == want.get((z * size_t(M) + row) * size_t(N) + column) ? 0 : 1;
     } else {
       c.between_written += v == kBetween ? 0 : 1;
     }
