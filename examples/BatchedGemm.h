@@ -128,6 +128,23 @@ private:
   }
 };
 
+/// `dense` (products x rows x columns, or rows x columns) laid out as a
+/// strided batch's view: each product's rows `lead` apart, the products
+/// `stride` apart, the elements between them NaN (so that a read of one
+/// shows in the result). The buffer ends at the view's last element.
+inline Buffer strided_view(const Buffer &dense, int stride, int lead) {
+  const bool with_batch = dense.dimensions() == 3;
+  const int count = with_batch ? dense.shape()[0] : 1, rows = dense.shape()[with_batch ? 1 : 0],
+            columns = dense.shape()[with_batch ? 2 : 1];
+  Buffer view({(count - 1) * stride + (rows - 1) * lead + columns}, dense.type());
+  view.poison();
+  for (int z = 0; z < count; ++z)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < columns; ++c)
+        view.set(size_t(z) * stride + size_t(r) * lead + c, dense.get((size_t(z) * rows + r) * columns + c));
+  return view;
+}
+
 /// Product z of a batch's buffer (its last two dimensions), or the buffer
 /// itself where it has no batch.
 inline Buffer batch_element(const Buffer &whole, int z) {

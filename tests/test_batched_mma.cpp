@@ -329,22 +329,6 @@ TEST_CASE("a persistent grid over a batch: the nest, and the refusal for a GPU u
 
 namespace {
 
-/// A strided batch's buffer: `count` products (1 without a batch) of rows
-/// x columns, rows `lead` apart, products `stride` apart, random; and its
-/// dense copy.
-struct StridedOperand {
-  Buffer view, dense;
-  StridedOperand(Type type, bool with_batch, int count, int rows, int columns, int stride, int lead, uint32_t seed)
-      : view({(with_batch ? (count - 1) * stride : 0) + (rows - 1) * lead + columns}, type),
-        dense(with_batch ? std::vector<int>{count, rows, columns} : std::vector<int>{rows, columns}, type) {
-    view.fill_random(seed);
-    for (int z = 0; z < (with_batch ? count : 1); ++z)
-      for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < columns; ++c)
-          dense.set((size_t(z) * rows + r) * columns + c, view.get(size_t(z) * stride + size_t(r) * lead + c));
-  }
-};
-
 /// The strided batch (A and B views) against the same schedule on dense
 /// copies: the same bits.
 void check_strided_batch(Path path, BatchedOperands o, const Shape &s, const examples::BatchStrides &strides) {
@@ -357,16 +341,18 @@ void check_strided_batch(Path path, BatchedOperands o, const Shape &s, const exa
   BatchedGemm views(BFloat(16), BFloat(16), o, true, true), dense(BFloat(16), BFloat(16), o);
   views.schedule_mma(t);
   dense.schedule_mma(t);
-  const int b_rows = views.b_nk() ? s.N : s.K, b_columns = views.b_nk() ? s.K : s.N;
-  StridedOperand a(BFloat(16), views.a_batched(), s.batch, s.M, s.K, strides.stride_a, strides.lda, 61);
-  StridedOperand b(BFloat(16), views.b_batched(), s.batch, b_rows, b_columns, strides.stride_b, strides.ldb, 62);
+  Buffer a(views.a_shape(s.batch, s.M, s.K), BFloat(16)), b(views.b_shape(s.batch, s.N, s.K), BFloat(16));
+  a.fill_random(61);
+  b.fill_random(62);
+  Buffer a_view = examples::strided_view(a, strides.stride_a, strides.lda),
+         b_view = examples::strided_view(b, strides.stride_b, strides.ldb);
   Buffer bias({s.N});
   bias.fill_random(63);
   Buffer got(views.out_shape(s.batch, s.M, s.N), BFloat(16)), want(views.out_shape(s.batch, s.M, s.N), BFloat(16));
   got.poison();
   want.poison();
-  Pipeline(views.out).realize_on_cpu(views.arguments(a.view, b.view, bias, s.batch, s.M, s.N, s.K, strides), got);
-  Pipeline(dense.out).realize_on_cpu(dense.arguments(a.dense, b.dense, bias, s.batch, s.M, s.N, s.K), want);
+  Pipeline(views.out).realize_on_cpu(views.arguments(a_view, b_view, bias, s.batch, s.M, s.N, s.K, strides), got);
+  Pipeline(dense.out).realize_on_cpu(dense.arguments(a, b, bias, s.batch, s.M, s.N, s.K), want);
   CHECK(coalesce::testing::same_bits(got, want));
 }
 

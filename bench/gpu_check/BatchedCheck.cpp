@@ -168,30 +168,6 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
   }
 }
 
-/// A strided batch's buffer on the host: products (1 without a batch) of
-/// rows x columns, rows `lead` apart, products `stride` apart, the elements
-/// between them NaN; and its dense copy.
-struct StridedOperand {
-  Buffer view, dense;
-  StridedOperand(Type type, bool with_batch, int count, int rows, int columns, int stride, int lead, uint32_t seed)
-      : view({(with_batch ? (count - 1) * stride : 0) + (rows - 1) * lead + columns}, type),
-        dense(with_batch ? std::vector<int>{count, rows, columns} : std::vector<int>{rows, columns}, type) {
-    view.poison();
-    Buffer values(dense.shape(), type);
-    values.fill_random(seed);
-    if (type == Float(32)) // tf32: the values the instruction multiplies
-      for (float &v : values.values())
-        v = float_to_tf32(v);
-    for (int z = 0; z < (with_batch ? count : 1); ++z)
-      for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < columns; ++c) {
-          float v = values.get((size_t(z) * rows + r) * columns + c);
-          dense.set((size_t(z) * rows + r) * columns + c, v);
-          view.set(size_t(z) * stride + size_t(r) * lead + c, v);
-        }
-  }
-};
-
 /// The strided batch on `path` against the same schedule on dense copies,
 /// on the GPU: the same bits, every element finite.
 void check_strided_batch(Precision p, MmaPath path, BatchedOperands o, const Shape &s, int pad,
@@ -208,15 +184,22 @@ void check_strided_batch(Precision p, MmaPath path, BatchedOperands o, const Sha
     const int b_rows = views.b_nk() ? s.N : s.K, b_columns = views.b_nk() ? s.K : s.N;
     examples::BatchStrides strides{s.M * (s.K + pad) + 3 * pad, s.K + pad, b_rows * (b_columns + pad) + 5 * pad,
                                    b_columns + pad};
-    StridedOperand a(in, views.a_batched(), s.batch, s.M, s.K, strides.stride_a, strides.lda, 71);
-    StridedOperand b(in, views.b_batched(), s.batch, b_rows, b_columns, strides.stride_b, strides.ldb, 72);
+    Buffer a(views.a_shape(s.batch, s.M, s.K), in), b(views.b_shape(s.batch, s.N, s.K), in);
+    a.fill_random(71);
+    b.fill_random(72);
+    if (p == Precision::TF32) // the values the instruction multiplies
+      for (Buffer *operand : {&a, &b})
+        for (float &v : operand->values())
+          v = float_to_tf32(v);
+    Buffer a_view = examples::strided_view(a, strides.stride_a, strides.lda),
+           b_view = examples::strided_view(b, strides.stride_b, strides.ldb);
     Buffer bias({s.N});
     bias.fill_random(73);
     Buffer got(views.out_shape(s.batch, s.M, s.N), out_type), want(views.out_shape(s.batch, s.M, s.N), out_type);
     got.poison();
     want.poison();
-    Pipeline(views.out).realize_on_gpu(views.arguments(a.view, b.view, bias, s.batch, s.M, s.N, s.K, strides), got);
-    Pipeline(dense.out).realize_on_gpu(dense.arguments(a.dense, b.dense, bias, s.batch, s.M, s.N, s.K), want);
+    Pipeline(views.out).realize_on_gpu(views.arguments(a_view, b_view, bias, s.batch, s.M, s.N, s.K, strides), got);
+    Pipeline(dense.out).realize_on_gpu(dense.arguments(a, b, bias, s.batch, s.M, s.N, s.K), want);
     size_t differ = 0;
     for (size_t e = 0; e < got.size(); ++e) {
       outcome.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
