@@ -72,18 +72,27 @@ inline Expr apply_epilogue(Epilogue e, const Expr &sum, const Expr &bias) {
 /// (for Epilogue::None, out(i, j) = acc(i, j)). With bf16/f16 inputs the
 /// products and the sum are f32 (each input widened exactly, as tensor
 /// cores do); a bf16/f16 output rounds the finished f32 value once.
-inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLayout b = BLayout::KN) {
+inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLayout b = BLayout::KN);
+
+/// make_gemm with the extents given: constants fix them when compiling (as
+/// coalesce-aot's -M, -N and -K do), so that where the tiles divide them
+/// no guard is left. An undefined extent is its Param (M, N or K), which is
+/// otherwise unused.
+inline Gemm make_gemm_with_extents(Epilogue e, Type in, Type out, Expr m, Expr n, Expr k, BLayout b = BLayout::KN) {
   Param M("M"), N("N"), K("K");
+  m = m.defined() ? m : Expr(M);
+  n = n.defined() ? n : Expr(N);
+  k = k.defined() ? k : Expr(K);
   const bool nk = b == BLayout::NK;
   Gemm g{M,
          N,
          K,
-         Input("A", in, {M, K}),
-         nk ? Input("B", in, {N, K}) : Input("B", in, {K, N}),
-         Input("bias", Float(32), {N}),
+         Input("A", in, {m, k}),
+         nk ? Input("B", in, {n, k}) : Input("B", in, {k, n}),
+         Input("bias", Float(32), {n}),
          Var("i"),
          Var("j"),
-         RDom(0, K, "k"),
+         RDom(0, k, "k"),
          Func("acc"),
          Func("out"),
          e,
@@ -93,6 +102,10 @@ inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLa
   g.acc(g.i, g.j) += g.A(g.i, g.k) * (nk ? g.B(g.j, g.k) : g.B(g.k, g.j));
   g.out(g.i, g.j) = cast(out, apply_epilogue(e, g.acc(g.i, g.j), g.bias(g.j)));
   return g;
+}
+
+inline Gemm make_gemm(Epilogue e, Type in, Type out, BLayout b) {
+  return make_gemm_with_extents(e, in, out, Expr(), Expr(), Expr(), b);
 }
 
 /// Inputs for one run: A (M x K), B (K x N) and bias (N), uniform in [-1, 1)

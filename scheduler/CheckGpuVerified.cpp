@@ -1,6 +1,7 @@
 #include "scheduler/CheckGpuVerified.h"
 
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -54,6 +55,48 @@ void check_gpu_verified(const Environment &env) {
                "once `coalesce-gpu-check --sections=batched` has passed it on an H200. Run it on the CPU, use a "
                "block per tile (no gpu_persistent_blocks), or set COALESCE_UNVERIFIED_GPU=persistent-batch to "
                "compile it for a GPU anyway");
+}
+
+} // namespace coalesce
+
+namespace coalesce {
+
+void check_gpu_verified_nest(const Stmt &serial, const std::string &output) {
+  // In program order, outside any guard: producer warps leaving the kernel
+  // (thread_exit, register reallocation), then a barrier of the whole
+  // block. Where the shape is left to run time, the pipeline that the
+  // producers leave sits under the guard that chooses between the TMA and
+  // its cp.async fallback (TMA-describable inputs), and every tile's
+  // barriers after it were verified so; where the shape is fixed, that
+  // guard and the full tiles' one fold away.
+  struct Find : IRVisitor {
+    bool exited = false, found = false;
+    int guards = 0;
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+      exited |= guards == 0 && op->intrinsic == Intrinsic::ThreadExit;
+      IRVisitor::visit(op);
+    }
+    void visit(const Barrier *op) override { found |= exited && guards == 0 && op->threads == 0; }
+    void visit(const IfThenElse *op) override {
+      visit_expr(op->condition);
+      ++guards;
+      visit_stmt(op->then_case);
+      if (op->else_case.defined())
+        visit_stmt(op->else_case);
+      --guards;
+    }
+  } find;
+  find.visit_stmt(serial);
+  if (find.found && !allowed("leaving-producers-whole-tiles"))
+    user_error("output '", output,
+               "': its producer warps reallocate registers and leave the kernel before barriers of the whole block "
+               "outside any guard (a staged output tile's, where the shape is fixed and every tile whole), which "
+               "then count the MMA warps alone; that is unverified on a GPU: it has run on the CPU only, and the "
+               "library compiles it for a GPU once `coalesce-gpu-check --sections=mma` has passed it on an H200. "
+               "Store the tiles directly (TileStores::Direct), keep the producers' registers "
+               "(ProducerWarps::registers = 0), leave the shape to run time, or set "
+               "COALESCE_UNVERIFIED_GPU=leaving-producers-whole-tiles to compile it for a GPU anyway");
 }
 
 } // namespace coalesce

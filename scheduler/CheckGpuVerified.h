@@ -12,7 +12,13 @@
 //   - a persistent grid walking a batch's tiles (gpu_persistent_blocks
 //     with three block loops) (coalesce-gpu-check --sections=batched);
 //   - an input that is a view with a batch (strides over three or more
-//     dimensions) (coalesce-gpu-check --sections=batched).
+//     dimensions) (coalesce-gpu-check --sections=batched);
+//   - producer warps that leave the kernel (register reallocation) before
+//     barriers of the whole block that follow their pipeline outside any
+//     guard (a staged output tile's where the shape is fixed and every
+//     tile whole), which split_warp_roles counts for the MMA warps alone
+//     (coalesce-gpu-check --sections=mma). Found in the lowered nest
+//     (check_gpu_verified_nest): the schedule alone does not show it.
 //
 // The check itself must compile what it verifies: the environment variable
 // COALESCE_UNVERIFIED_GPU, a comma-separated list of the features' names
@@ -21,10 +27,16 @@
 
 #include "scheduler/Environment.h"
 
+#include <string>
+
 namespace coalesce {
 
 /// Throws a UserError for an unverified feature the output's schedule asks
 /// for, unless COALESCE_UNVERIFIED_GPU names it.
 void check_gpu_verified(const Environment &env);
+
+/// The same for forms the schedule alone does not show, on the lowered
+/// serial nest of the GPU path (lower_gpu_nest).
+void check_gpu_verified_nest(const Stmt &serial, const std::string &output);
 
 } // namespace coalesce

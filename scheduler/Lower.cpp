@@ -271,6 +271,7 @@ GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   nest.cluster_loop = cluster_loop_name(env.output());
   nest.cluster_blocks = env.output().schedule.cluster_blocks;
   nest.serial = lower_serial(env, budget);
+  attributed_to("check_gpu_verified", [&] { check_gpu_verified_nest(nest.serial, env.output().name); });
   return nest;
 }
 

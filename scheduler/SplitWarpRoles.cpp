@@ -34,6 +34,20 @@ Meetings meetings_in(const Stmt &s) {
   return find.found;
 }
 
+// Whether `s` has threads leave the kernel (thread_exit).
+bool exits_in(const Stmt &s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+      found |= op->intrinsic == Intrinsic::ThreadExit;
+      IRVisitor::visit(op);
+    }
+  } find;
+  find.visit_stmt(s);
+  return find.found;
+}
+
 // Whether `s` holds a statement guarded by `guard`.
 bool has_guard(const Stmt &s, const Expr &guard) {
   struct Find : IRVisitor {
@@ -68,11 +82,10 @@ private:
   }
 };
 
-class Split : public IRMutator {
+class RoleSplit : public IRMutator {
 public:
-  Split(int dim, int others, int other_threads)
-      : producer_(on_producer_warps(dim, others)), other_(on_other_warps(dim, others)),
-        other_threads_(other_threads) {}
+  RoleSplit(int dim, int others, int other_threads)
+      : producer_(on_producer_warps(dim, others)), other_(on_other_warps(dim, others)), other_threads_(other_threads) {}
 
   // A stretch without barriers: one program per role where both have
   // statements in it.
@@ -87,6 +100,17 @@ private:
   using IRMutator::visit;
   Expr producer_, other_;
   int other_threads_;
+  // Whether a statement before the one being split, in program order, has
+  // the producer warps leave the kernel (thread_exit).
+  bool producers_left_ = false;
+
+  // A part with barriers but no statement of the producer warps, which
+  // would only meet the others at them (and no last_arrival, whose
+  // barriers are the whole block's).
+  bool is_others_part(const Stmt &s) const {
+    Meetings meets = meetings_in(s);
+    return meets.barrier && !meets.last_arrival && !has_guard(s, producer_) && has_guard(s, other_);
+  }
 
   Stmt visit(const Block *op, const Stmt &self) override {
     std::vector<Stmt> result, run;
@@ -95,21 +119,27 @@ private:
         result.push_back(stretch(run));
       run.clear();
     };
-    for (const Stmt &s : op->stmts) {
-      Meetings meets = meetings_in(s);
-      if (meets.barrier && !meets.last_arrival && !has_guard(s, producer_) && has_guard(s, other_)) {
+    for (const Stmt &stmt : op->stmts) {
+      // Once the producer warps have left, the block is the others: every
+      // later barrier is theirs, whichever pass placed it (the staged
+      // output tile's, say, placed after the pipeline was built).
+      const Stmt s = producers_left_ ? count_barriers(stmt, other_threads_) : stmt;
+      if (is_others_part(s)) {
         // Barriers, but no statement of the producer warps, which would
         // only meet the others at them: the others run it alone, with
         // barriers of their own (the MMA loops of the cp.async pipeline).
         flush();
         result.push_back(IfThenElse::make(
             other_, count_barriers(KeepRole(other_, producer_).mutate(s), other_threads_)));
-      } else if (meets.any()) {
+      } else if (meetings_in(s).any()) {
         flush();
         result.push_back(mutate(s));
       } else {
         run.push_back(s);
       }
+      // After the statement: one that leaves and then meets does its own
+      // counting, statement by statement, as it is split.
+      producers_left_ |= exits_in(s);
     }
     flush();
     return Block::make(result);
@@ -168,7 +198,7 @@ void check_no_whole_block_meeting_after_exit(const Stmt &s) {
 } // namespace
 
 Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) {
-  Split split(dim, others, other_threads);
+  RoleSplit split(dim, others, other_threads);
   // A body that is one statement is a stretch of its own, or holds its
   // barriers deeper down.
   Stmt result = !body.as<Block>() && !meetings_in(body).any() ? split.stretch({body}) : split.mutate(body);

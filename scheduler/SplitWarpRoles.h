@@ -23,8 +23,11 @@
 // whole block's: the producer warps then pass through it with the others.
 //
 // With register reallocation the producer warps leave the kernel
-// (thread_exit) after their program; no barrier of the whole block may
-// follow (an internal error here: StageWithTma counts the later ones).
+// (thread_exit) after their program: from there on the block is the other
+// threads, and every later barrier counts them alone, whichever pass
+// placed it (the pipeline's teardown, a staged output tile's). A barrier
+// of the whole block that a loop's next iteration would reach after the
+// exit, or last_arrival's after it, stays an internal error.
 
 #include "dsl/IR.h"
 

@@ -22,6 +22,8 @@
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MmaCheck.h"
 
+#include "bench/gpu_check/AllowUnverified.h"
+
 #include "bench/gpu_check/Report.h"
 #include "examples/Gemm.h"
 #include "examples/Reference.h"
@@ -80,11 +82,15 @@ double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))
 /// Compiled pipelines, one per (precision, tiling).
 class Kernels {
 public:
-  const GpuExecutable &get(Precision p, const MmaTiling &tiling) {
-    std::string key = std::string(reference::precision_name(p)) + "/" + tiling.str();
+  /// With `fixed`, the kernel's extents are that shape's, constants.
+  const GpuExecutable &get(Precision p, const MmaTiling &tiling, const Shape *fixed = nullptr) {
+    std::string key =
+        std::string(reference::precision_name(p)) + "/" + tiling.str() + (fixed ? "/" + fixed->str() : "");
     std::unique_ptr<Pipeline> &pipeline = pipelines_[key];
     if (!pipeline) {
-      examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
+      examples::Gemm g = examples::make_gemm_with_extents(
+          Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p), fixed ? Expr(fixed->M) : Expr(),
+          fixed ? Expr(fixed->N) : Expr(), fixed ? Expr(fixed->K) : Expr());
       schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
       pipeline = std::make_unique<Pipeline>(g.out);
     }
@@ -271,18 +277,18 @@ const DoubleSums &cached_double_sums(const Problem &pr, std::vector<int> rows) {
 
 /// Our kernel at one shape: against the double reference on `ref_rows`
 /// (empty: none) and, with `cublas`, against cuBLAS and cuBLASLt.
-void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas,
-                 bool warpgroup, const MmaTiling *chosen = nullptr) {
+void check_shape(Kernels &kernels, Precision p, const Shape &s, std::vector<int> ref_rows, bool cublas, bool warpgroup,
+                 const MmaTiling *chosen = nullptr, bool fixed_extents = false) {
   const MmaTiling tiling =
       chosen ? *chosen : bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
-  const std::string name =
-      name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies,
-              tiling.producer_registers, tiling.persistent_blocks > 0, tiling.cluster_blocks > 1);
+  const std::string name = name_of(p, warpgroup, tiling.uses_tma(), tiling.producer_warps, tiling.tma_padded_copies,
+                                   tiling.producer_registers, tiling.persistent_blocks > 0, tiling.cluster_blocks > 1) +
+                           (fixed_extents ? ", extents fixed" : "");
   std::unique_ptr<Problem> pr;
   Outcome run;
   try {
     pr = std::make_unique<Problem>(p, s, kGuardBytes);
-    run = pr->run(kernels.get(p, tiling));
+    run = pr->run(kernels.get(p, tiling, fixed_extents ? &s : nullptr));
   } catch (const std::exception &error) {
     run.failure = error.what();
     record(name, s.str(), "(run)", run);
@@ -459,6 +465,13 @@ void check_mma(Precision p, bool full) {
       for (const Shape &s : kSmallKShapes)
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc);
       large(kCublasShapes.front(), &realloc);
+      // The same with M, N and K fixed, whole tiles and K a multiple of 8:
+      // no guard chooses the TMA or a full tile, so the producers leave
+      // outside any, before the staged output tile's barriers, which count
+      // the MMA warps alone (leaving-producers-whole-tiles).
+      AllowUnverified allow("leaving-producers-whole-tiles");
+      for (const Shape &s : {Shape{256, 512, 192}, Shape{1024, 1024, 1024}})
+        check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc, /*fixed_extents=*/true);
     }
     // A persistent grid (gpu_persistent_blocks): as many blocks as
     // multiprocessors, each walking tiles a grid apart, at ragged shapes,
