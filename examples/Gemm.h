@@ -68,13 +68,7 @@ inline Expr apply_epilogue(Epilogue e, const Expr &sum, const Expr &bias) {
   return sum;
 }
 
-/// The unscheduled algorithm: acc is the reduction, out the epilogue
-/// (for Epilogue::None, out(i, j) = acc(i, j)). With bf16/f16 inputs the
-/// products and the sum are f32 (each input widened exactly, as tensor
-/// cores do); a bf16/f16 output rounds the finished f32 value once.
-inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLayout b = BLayout::KN);
-
-/// make_gemm with the extents given: constants fix them when compiling (as
+/// make_gemm (below) with the extents given: constants fix them when compiling (as
 /// coalesce-aot's -M, -N and -K do), so that where the tiles divide them
 /// no guard is left. An undefined extent is its Param (M, N or K), which is
 /// otherwise unused.
@@ -104,7 +98,11 @@ inline Gemm make_gemm_with_extents(Epilogue e, Type in, Type out, Expr m, Expr n
   return g;
 }
 
-inline Gemm make_gemm(Epilogue e, Type in, Type out, BLayout b) {
+/// The unscheduled algorithm: acc is the reduction, out the epilogue
+/// (for Epilogue::None, out(i, j) = acc(i, j)). With bf16/f16 inputs the
+/// products and the sum are f32 (each input widened exactly, as tensor
+/// cores do); a bf16/f16 output rounds the finished f32 value once.
+inline Gemm make_gemm(Epilogue e, Type in = Float(32), Type out = Float(32), BLayout b = BLayout::KN) {
   return make_gemm_with_extents(e, in, out, Expr(), Expr(), Expr(), b);
 }
 

@@ -57,10 +57,6 @@ void check_gpu_verified(const Environment &env) {
                "compile it for a GPU anyway");
 }
 
-} // namespace coalesce
-
-namespace coalesce {
-
 void check_gpu_verified_nest(const Stmt &serial, const std::string &output) {
   // In program order, outside any guard: producer warps leaving the kernel
   // (thread_exit, register reallocation), then a barrier of the whole

@@ -14,9 +14,10 @@ Expr thread_index(int dim) { return Call::make_intrinsic(thread_id_intrinsic(dim
 
 // Where the whole block meets: barriers, and last_arrival, whose code has
 // barriers of the whole block of its own (codegen/CodeGenPTX.cpp), which a
-// part of the other threads alone cannot count differently.
+// part of the other threads alone cannot count differently. And whether
+// threads leave the kernel there (thread_exit).
 struct Meetings {
-  bool barrier = false, last_arrival = false;
+  bool barrier = false, last_arrival = false, exit = false;
   bool any() const { return barrier || last_arrival; }
 };
 
@@ -27,20 +28,7 @@ Meetings meetings_in(const Stmt &s) {
     void visit(const Barrier *) override { found.barrier = true; }
     void visit(const Call *op) override {
       found.last_arrival |= op->intrinsic == Intrinsic::LastArrival;
-      IRVisitor::visit(op);
-    }
-  } find;
-  find.visit_stmt(s);
-  return find.found;
-}
-
-// Whether `s` has threads leave the kernel (thread_exit).
-bool exits_in(const Stmt &s) {
-  struct Find : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const Call *op) override {
-      found |= op->intrinsic == Intrinsic::ThreadExit;
+      found.exit |= op->intrinsic == Intrinsic::ThreadExit;
       IRVisitor::visit(op);
     }
   } find;
@@ -82,9 +70,9 @@ private:
   }
 };
 
-class RoleSplit : public IRMutator {
+class Split : public IRMutator {
 public:
-  RoleSplit(int dim, int others, int other_threads)
+  Split(int dim, int others, int other_threads)
       : producer_(on_producer_warps(dim, others)), other_(on_other_warps(dim, others)), other_threads_(other_threads) {}
 
   // A stretch without barriers: one program per role where both have
@@ -104,14 +92,6 @@ private:
   // the producer warps leave the kernel (thread_exit).
   bool producers_left_ = false;
 
-  // A part with barriers but no statement of the producer warps, which
-  // would only meet the others at them (and no last_arrival, whose
-  // barriers are the whole block's).
-  bool is_others_part(const Stmt &s) const {
-    Meetings meets = meetings_in(s);
-    return meets.barrier && !meets.last_arrival && !has_guard(s, producer_) && has_guard(s, other_);
-  }
-
   Stmt visit(const Block *op, const Stmt &self) override {
     std::vector<Stmt> result, run;
     auto flush = [&] {
@@ -124,14 +104,15 @@ private:
       // later barrier is theirs, whichever pass placed it (the staged
       // output tile's, say, placed after the pipeline was built).
       const Stmt s = producers_left_ ? count_barriers(stmt, other_threads_) : stmt;
-      if (is_others_part(s)) {
+      Meetings meets = meetings_in(s);
+      if (meets.barrier && !meets.last_arrival && !has_guard(s, producer_) && has_guard(s, other_)) {
         // Barriers, but no statement of the producer warps, which would
         // only meet the others at them: the others run it alone, with
         // barriers of their own (the MMA loops of the cp.async pipeline).
         flush();
         result.push_back(IfThenElse::make(
             other_, count_barriers(KeepRole(other_, producer_).mutate(s), other_threads_)));
-      } else if (meetings_in(s).any()) {
+      } else if (meets.any()) {
         flush();
         result.push_back(mutate(s));
       } else {
@@ -139,7 +120,7 @@ private:
       }
       // After the statement: one that leaves and then meets does its own
       // counting, statement by statement, as it is split.
-      producers_left_ |= exits_in(s);
+      producers_left_ |= meets.exit;
     }
     flush();
     return Block::make(result);
@@ -198,7 +179,7 @@ void check_no_whole_block_meeting_after_exit(const Stmt &s) {
 } // namespace
 
 Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) {
-  RoleSplit split(dim, others, other_threads);
+  Split split(dim, others, other_threads);
   // A body that is one statement is a stretch of its own, or holds its
   // barriers deeper down.
   Stmt result = !body.as<Block>() && !meetings_in(body).any() ? split.stretch({body}) : split.mutate(body);

@@ -23,7 +23,6 @@
 #include "bench/gpu_check/MmaCheck.h"
 
 #include "bench/gpu_check/AllowUnverified.h"
-
 #include "bench/gpu_check/Report.h"
 #include "examples/Gemm.h"
 #include "examples/Reference.h"
