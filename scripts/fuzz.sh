@@ -31,6 +31,7 @@ wait || true
 # Sum the per-batch counts.
 grep -h '^fuzz seeds' "$logs"/batch_*.log | tr ' ' '\n' | grep '=' |
   awk -F= '{ c[$1] += $2 } END { total = 0; for (k in c) { print k, c[k]; total += c[k] } print "total", total }' | sort
-failed=$(grep -h '^seed .*: FAIL' "$logs"/batch_*.log | wc -l)
+failed=$(grep -h "^seed .*: FAIL" "$logs"/batch_*.log | wc -l || true)
 echo "failing seeds: $failed (programs in $logs/batch_*.log)"
 grep -h '^seed .*: FAIL' "$logs"/batch_*.log | head -50 || true
+[ "$failed" -eq 0 ]

@@ -13,6 +13,22 @@ class AlgorithmDraws : public CaseState {
 protected:
   using CaseState::CaseState;
 
+  // A third of the cases fix some of M, N and K in the algorithm; half of
+  // those first round M and N (and K) up to whole tiles of a size the
+  // schedules draw, where the lowering leaves no guard at all.
+  void fix_extents(std::ostream &log) {
+    if (!extents_chance(30))
+      return;
+    fixed_m_ = extents_chance(75), fixed_n_ = extents_chance(75), fixed_k_ = extents_chance(75);
+    if (extents_chance(50)) {
+      static const int tiles[] = {16, 32, 64, 128}, k_steps[] = {8, 16, 32, 64};
+      int tile = tiles[extents_rng_() % 4], k_step = k_steps[extents_rng_() % 4];
+      auto whole = [](int extent, int size) { return (extent + size - 1) / size * size; };
+      M_ = whole(M_, tile), N_ = whole(N_, tile), K_ = whole(K_, k_step);
+    }
+    log << "extents fixed:" << (fixed_m_ ? " M" : "") << (fixed_n_ ? " N" : "") << (fixed_k_ ? " K" : "") << "\n";
+  }
+
   void build(std::ostream &log) {
     kind_ = chance(25) ? 0 : 1;
     int t = pick(10);
@@ -27,6 +43,7 @@ protected:
     // K = 0: the sum adds nothing, out = epilogue(initial value).
     if (chance(4))
       K_ = 0;
+    fix_extents(log);
     pM_ = std::make_unique<Param>(name("M"));
     pN_ = std::make_unique<Param>(name("N"));
     pK_ = std::make_unique<Param>(name("K"));
@@ -35,12 +52,12 @@ protected:
     j_ = std::make_unique<Var>(name("j"));
     Var &i = *i_, &j = *j_;
     out_ = std::make_unique<Func>(name("out"));
-    bias_ = std::make_unique<Input>(name("bias"), Float(32), std::vector<Expr>{*pN_});
+    bias_ = std::make_unique<Input>(name("bias"), Float(32), std::vector<Expr>{extent_n()});
     log << "names: M " << pM_->name() << ", N " << pN_->name() << ", K " << pK_->name() << ", i " << i_->name()
         << ", j " << j_->name() << ", out " << out_->name() << ", bias " << bias_->name() << "\n";
     log << "types in " << in_type_ << " out " << out_type_ << ", M N K " << M_ << " " << N_ << " " << K_ << "\n";
     if (kind_ == 0) {
-      A_ = input(name("A"), {*pM_, *pN_}, N_, a_lead_);
+      A_ = input(name("A"), {extent_m(), extent_n()}, N_, a_lead_);
       Expr v = widen((*A_)(i, j)) * 2.0f + (*bias_)(j);
       (*out_)(i, j) = out_type_ == Float(32) ? v : cast(out_type_, v);
       log << "out(i, j) = A(i, j) * 2 + bias(j)\n";
@@ -48,12 +65,14 @@ protected:
       a_km_ = chance(12);
       if (a_km_)
         log << "A stored K x M, read A(k, i)\n";
-      A_ = a_km_ ? input(name("A"), {*pK_, *pM_}, M_, a_lead_) : input(name("A"), {*pM_, *pK_}, K_, a_lead_);
+      A_ = a_km_ ? input(name("A"), {extent_k(), extent_m()}, M_, a_lead_)
+                 : input(name("A"), {extent_m(), extent_k()}, K_, a_lead_);
       b_nk_ = chance(15);
       if (b_nk_)
         log << "B stored N x K, read B(j, k)\n";
-      B_ = b_nk_ ? input(name("B"), {*pN_, *pK_}, K_, b_lead_) : input(name("B"), {*pK_, *pN_}, N_, b_lead_);
-      k_ = std::make_unique<RDom>(0, *pK_, name("k"));
+      B_ = b_nk_ ? input(name("B"), {extent_n(), extent_k()}, K_, b_lead_)
+                 : input(name("B"), {extent_k(), extent_n()}, N_, b_lead_);
+      k_ = std::make_unique<RDom>(0, extent_k(), name("k"));
       log << "names: A " << A_->name() << ", B " << B_->name() << ", k " << k_->var().name() << "\n";
       acc_ = std::make_unique<Func>(name("acc"));
       Func &acc = *acc_;
@@ -84,7 +103,7 @@ protected:
                : epilogue_ == 2 ? biased
                                 : gelu_tanh(biased);
       if (!cycle && chance(20)) {
-        B2_ = std::make_unique<Input>(name("B2"), in_type_, std::vector<Expr>{*pK_, *pN_});
+        B2_ = std::make_unique<Input>(name("B2"), in_type_, std::vector<Expr>{extent_k(), extent_n()});
         u_ = std::make_unique<Func>(name("u"));
         (*u_)(i, j) = 0.0f;
         (*u_)(i, j) += a_at(i, *k_) * (*B2_)(*k_, j);

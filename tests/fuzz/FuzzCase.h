@@ -25,9 +25,13 @@ namespace coalesce::fuzz {
 
 class CaseState {
 protected:
-  explicit CaseState(uint64_t seed) : rng_(seed) {}
+  explicit CaseState(uint64_t seed) : rng_(seed), extents_rng_(seed ^ 0x9e3779b97f4a7c15ull) {}
 
   std::mt19937_64 rng_;
+  // The extents fixed in the algorithm draw from a generator of their own,
+  // so that the draws of every other part of a seed's case stay as they were.
+  std::mt19937_64 extents_rng_;
+  bool extents_chance(int percent) { return static_cast<int>(extents_rng_() % 100) < percent; }
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return pick(100) < percent; }
   template <typename T> const T &one_of(const std::vector<T> &v) { return v[pick(static_cast<int>(v.size()))]; }
@@ -52,6 +56,13 @@ protected:
   bool must_reject_ = false;
   int M_ = 0, N_ = 0, K_ = 0;
   std::unique_ptr<Param> pM_, pN_, pK_;
+  // M, N and K fixed in the algorithm (the number, not its Param), each
+  // drawn on its own: the lowering then knows which tiles are whole and
+  // leaves no guard around them.
+  bool fixed_m_ = false, fixed_n_ = false, fixed_k_ = false;
+  Expr extent_m() const { return fixed_m_ ? Expr(M_) : Expr(*pM_); }
+  Expr extent_n() const { return fixed_n_ ? Expr(N_) : Expr(*pN_); }
+  Expr extent_k() const { return fixed_k_ ? Expr(K_) : Expr(*pK_); }
   std::unique_ptr<Input> A_, B_, bias_, B2_;
   std::unique_ptr<Var> i_, j_;
   std::unique_ptr<RDom> k_;
@@ -88,6 +99,12 @@ protected:
   // Params that share a name are one size: the run may then refuse the
   // buffers, rightly.
   bool sizes_may_differ_ = false;
+  // The output's extents as a bound() on it set them (-1: not bounded):
+  // where the output is a view, a bound that differs from M or N is the
+  // region the kernel writes, and the buffers may hold it.
+  int out_rows_bound_ = -1, out_columns_bound_ = -1;
+  int out_rows() const { return out_rows_bound_ >= 0 ? out_rows_bound_ : M_; }
+  int out_columns() const { return out_columns_bound_ >= 0 ? out_columns_bound_ : N_; }
   static constexpr float kBetweenRows = 7.0f; // exact in every output type
   Expr a_at(const Expr &i, const Expr &k) const { return a_km_ ? (*A_)(k, i) : (*A_)(i, k); }
   Expr b_at(const Expr &k, const Expr &j) const { return b_nk_ ? (*B_)(j, k) : (*B_)(k, j); }

@@ -54,6 +54,39 @@ public:
   }
 };
 
+/// An ostream over a pipe's writing end; each line is written through.
+class PipeStream : public std::ostream {
+  class Buf : public std::streambuf {
+  public:
+    explicit Buf(int fd) : fd_(fd) {}
+
+  protected:
+    int_type overflow(int_type c) override {
+      if (c == traits_type::eof())
+        return traits_type::not_eof(c);
+      char ch = static_cast<char>(c);
+      return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+    }
+    std::streamsize xsputn(const char *s, std::streamsize n) override {
+      std::streamsize off = 0;
+      while (off < n) {
+        ssize_t w = ::write(fd_, s + off, static_cast<size_t>(n - off));
+        if (w <= 0)
+          return off;
+        off += w;
+      }
+      return n;
+    }
+
+  private:
+    int fd_;
+  };
+  Buf buf_;
+
+public:
+  explicit PipeStream(int fd) : std::ostream(nullptr), buf_(fd) { rdbuf(&buf_); }
+};
+
 /// Runs case `seed` in a child process with a time limit; fills `log` with
 /// the case's program and what happened.
 inline Outcome run_isolated(uint64_t seed, std::string &log, int timeout_s = 60) {
@@ -63,16 +96,11 @@ inline Outcome run_isolated(uint64_t seed, std::string &log, int timeout_s = 60)
   pid_t child = fork();
   if (child == 0) {
     close(pipe_fd[0]);
-    std::ostringstream text;
+    // The log goes to the pipe as it is written, so that a case that
+    // crashes still shows its program up to the crash.
+    PipeStream text(pipe_fd[1]);
     Outcome o = Case(seed).run(text);
-    std::string s = text.str();
-    size_t off = 0;
-    while (off < s.size()) {
-      ssize_t n = write(pipe_fd[1], s.data() + off, s.size() - off);
-      if (n <= 0)
-        break;
-      off += static_cast<size_t>(n);
-    }
+    text.flush();
     close(pipe_fd[1]);
     _exit(static_cast<int>(o));
   }
