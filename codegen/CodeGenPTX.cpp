@@ -4,6 +4,7 @@
 
 #include "codegen/CodeGenPTXEmitter.h"
 #include "codegen/GpuErf.h"
+#include "codegen/GpuPassChoices.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/OptimizeModule.h"
 #include "codegen/PtxAssembler.h"
@@ -538,6 +539,7 @@ std::string emit_ptx(const GpuProgram &program, const GpuTarget &target, bool an
   llvm::legacy::PassManager emit;
   if (machine->addPassesToEmitFile(emit, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
     internal_error("the NVPTX backend cannot emit assembly");
+  SkippedNvptxPasses skipped(context);
   emit.run(*module);
   return ptx.str().str();
 }

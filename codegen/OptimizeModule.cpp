@@ -3,6 +3,7 @@
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
 
+#include <llvm/IR/Function.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -11,6 +12,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -73,8 +76,10 @@ namespace {
 /// builder registers and, when a profile is active, every pass timed.
 template <typename Build>
 void run_pipeline(llvm::Module &module, llvm::TargetMachine &target, const llvm::PipelineTuningOptions &tuning,
-                  Build build) {
+                  Build build, const std::function<void(llvm::PassInstrumentationCallbacks &)> &instrument = {}) {
   llvm::PassInstrumentationCallbacks callbacks;
+  if (instrument)
+    instrument(callbacks);
   std::optional<PassTimer> timer;
   if (CompileProfile *profile = active_compile_profile())
     timer.emplace(*profile, callbacks);
@@ -128,14 +133,66 @@ void limit_dead_store_reach() {
 
 } // namespace
 
+namespace {
+
+// O3 runs InstCombine eight times over each function. The sixth and the
+// seventh clean up after the loop and SLP vectorizers, which this pipeline
+// turns off: without them the PTX of the five kernels of
+// coalesce-compile-time and of 28 coalesce-aot configurations (every
+// pipeline variant, FP8, SwiGLU, split-K, batches, views) is byte for byte
+// the same, and InstCombine takes about a fifth less time. Skipping any
+// other run changed some kernel's PTX (docs/performance.md, "InstCombine
+// runs that clean up after no vectorizer"). Counted per function, in the
+// order O3 runs them; the count is checked after the pipeline, so that
+// another LLVM's pipeline cannot shift which runs are skipped unnoticed.
+constexpr int kInstCombineRuns = 8;
+constexpr bool kInstCombineRunSkipped[kInstCombineRuns] = {false, false, false, false, false, true, true, false};
+
+class InstCombineRuns {
+public:
+  void skip_in(llvm::PassInstrumentationCallbacks &callbacks) {
+    callbacks.registerShouldRunOptionalPassCallback([this](llvm::StringRef pass, llvm::Any ir) {
+      if (pass != "InstCombinePass")
+        return true;
+      const llvm::Function *const *function = llvm::any_cast<const llvm::Function *>(&ir);
+      if (!function)
+        return true;
+      int run = runs_[(*function)->getName().str()]++;
+      return run >= kInstCombineRuns || !kInstCombineRunSkipped[run];
+    });
+  }
+  /// After the pipeline: each function left with a body had the eight runs.
+  void check(const llvm::Module &module) const {
+    for (const llvm::Function &function : module) {
+      if (function.isDeclaration())
+        continue;
+      auto found = runs_.find(function.getName().str());
+      int runs = found == runs_.end() ? 0 : found->second;
+      if (runs != kInstCombineRuns)
+        internal_error("LLVM's O3 pipeline ran InstCombine ", runs, " times over '", function.getName().str(),
+                       "', not ", kInstCombineRuns,
+                       ": which of its runs are skipped (OptimizeModule.cpp) must be "
+                       "measured again for this LLVM");
+    }
+  }
+
+private:
+  std::map<std::string, int> runs_;
+};
+
+} // namespace
+
 void optimize_module(llvm::Module &module, llvm::TargetMachine &target) {
   limit_dead_store_reach();
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = false;
   tuning.SLPVectorization = false;
-  run_pipeline(module, target, tuning, [](llvm::PassBuilder &builder) {
-    return builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  });
+  InstCombineRuns instcombine;
+  run_pipeline(
+      module, target, tuning,
+      [](llvm::PassBuilder &builder) { return builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); },
+      [&](llvm::PassInstrumentationCallbacks &callbacks) { instcombine.skip_in(callbacks); });
+  instcombine.check(module);
 }
 
 void optimize_for_checking(llvm::Module &module, llvm::TargetMachine &target) {

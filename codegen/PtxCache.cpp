@@ -1,5 +1,6 @@
 #include "codegen/PtxCache.h"
 
+#include "codegen/GpuPassChoices.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/CompileProfile.h"
 #include "dsl/IRPrinter.h"
@@ -82,6 +83,7 @@ std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target) {
   std::ostringstream key;
   key << "ptx\n" << compiler_version() << "\nLLVM " << LLVM_VERSION_STRING << "\n";
   key << "target " << target.sm() << " ptx " << target.ptx_version() << "\n";
+  key << gpu_pass_choices() << "\n";
   std::string libdevice = cuda_toolkit_path("nvvm/libdevice/libdevice.10.bc");
   key << "libdevice " << libdevice << " " << file_identity(libdevice) << "\n";
   key << "program " << nest.name << " min_blocks_per_sm " << nest.min_blocks_per_sm << "\n";
