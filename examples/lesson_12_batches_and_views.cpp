@@ -17,9 +17,9 @@
 // bytes in, element copies where not). On the CPU the MMA statements run
 // lane by lane; this lesson checks them against the double reference at a
 // ragged shape, at K = 1 and K = 3, with a leading dimension that is a
-// whole 16 bytes and one that is not. (For a GPU, batches and views are
-// refused until coalesce-gpu-check --sections=batched,strided has run them
-// on one; see docs/schedule_language.md.)
+// whole 16 bytes and one that is not. (On a GPU, coalesce-gpu-check
+// --sections=batched,strided checks the same forms; see
+// docs/schedule_language.md.)
 
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/LessonSupport.h"

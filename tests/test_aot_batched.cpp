@@ -8,7 +8,6 @@
 // same algorithm (examples/BatchedGemm.h).
 
 #include "AotTool.h"
-#include "bench/gpu_check/AllowUnverified.h"
 
 #include <doctest/doctest.h>
 
@@ -32,11 +31,6 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
       {"--batched=both", "--batched=both runs on tensor cores: give --dtype=tf32, bf16 or f16"},
       {"--dtype=bf16 --batched=a --split-k=2", "--batched=a with --split-k=2: a batch's products are not split"},
       {"--dtype=bf16 --batched=b --cluster-blocks=2", "--batched=b with --cluster-blocks"},
-      // A persistent grid over a batch's tiles compiles for the CPU; for a
-      // GPU it waits for the GPU check (scheduler/CheckGpuVerified.h).
-      {"--dtype=bf16 --batched=b --persistent-blocks=132",
-       "walks a batch's tiles on a persistent grid (gpu_persistent_blocks with three block loops), which is "
-       "unverified on a GPU"},
       {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},
       {"--dtype=bf16 --batched=b --views=a --batch_stride_a=100", "--batch_stride_a is the distance between the "
                                                                   "products of a batched view of A"},
@@ -89,12 +83,6 @@ TEST_CASE("a batch of a known count takes the tile that fills the GPU with every
 
 TEST_CASE("a strided batch: views of A and B whose products lie their batch strides apart") {
   TempDir dir;
-  // For a GPU it waits for the GPU check (scheduler/CheckGpuVerified.h);
-  // compiled as the check compiles it.
-  Result refused = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --views=both --emit=header --name=sb", dir.path);
-  CHECK(refused.status == 1);
-  CHECK(has(refused.err, "input 'A' is a view with a batch (strides over 3 dimensions), which is unverified on a GPU"));
-  coalesce::gpu_check::AllowUnverified allow("batched-views");
   Result header = aot("--dtype=bf16 --out-dtype=bf16 --batched=both --views=both --emit=header --name=sb", dir.path);
   INFO(header.err);
   REQUIRE(header.status == 0);

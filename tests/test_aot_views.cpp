@@ -8,7 +8,6 @@
 // tests/test_strided_inputs.cpp's.
 
 #include "AotTool.h"
-#include "bench/gpu_check/AllowUnverified.h"
 
 #include <doctest/doctest.h>
 
@@ -29,7 +28,6 @@ TEST_CASE("the flags views cannot take are refused by name") {
   check_refused("--views=a", "--views=a runs on tensor cores: give --dtype=tf32, bf16 or f16");
   // A batched view (a strided batch) compiles for a GPU once the GPU check
   // has run it (test_aot_batched).
-  check_refused("--dtype=bf16 --views=a --batched=both", "input 'A' is a view with a batch");
   check_refused("--dtype=bf16 --views=b --epilogue=swiglu", "--views=b with --epilogue=swiglu");
   check_refused("--dtype=e4m3 --b=nk --views=both", "--views=both with --dtype=e4m3");
   check_refused("--dtype=bf16 --views=a --autotune", "--views=a with --autotune");
@@ -65,9 +63,6 @@ TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, str
 
 TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and the flags refused") {
   TempDir dir;
-  check_refused("--dtype=bf16 --out=nm", "output 'out' is a view with strides (output_strides), which is "
-                                         "unverified on a GPU");
-  coalesce::gpu_check::AllowUnverified allow("output-views");
   Result dense =
       aot("--dtype=bf16 --out-dtype=bf16 --b=nk --out=nm --emit=header,ptx --name=transposed --output-dir=.", dir.path);
   INFO(dense.err);
@@ -94,10 +89,6 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
 
 TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, its checks, and the flags refused") {
   TempDir dir;
-  // Refused for a GPU until coalesce-gpu-check has run output views there.
-  check_refused("--dtype=bf16 --output-view", "output 'out' is a view with strides (output_strides), which is "
-                                              "unverified on a GPU");
-  coalesce::gpu_check::AllowUnverified allow("output-views");
   Result header = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --output-view --emit=header --name=linear", dir.path);
   INFO(header.err);
   REQUIRE(header.status == 0);

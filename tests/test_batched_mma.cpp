@@ -11,7 +11,6 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "SplitKGemm.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
@@ -305,7 +304,7 @@ TEST_CASE("on a persistent grid a batch's epilogue runs once per element, after 
   }
 }
 
-TEST_CASE("a persistent grid over a batch: the nest, and the refusal for a GPU until the GPU check has run it") {
+TEST_CASE("a persistent grid over a batch: the nest walks tile t of the order over (product, row, column)") {
   BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
   p.schedule_mma(persistent_with_producers(132));
   Pipeline pipeline(p.out);
@@ -317,14 +316,6 @@ TEST_CASE("a persistent grid over a batch: the nest, and the refusal for a GPU u
   CHECK_HAS(nest, "let bj = tile_index % (ceil(N/256))");
   // Its barriers count over the block's tiles: one pipeline across them.
   CHECK_HAS(nest, "b_tile*(ceil(K/64))");
-  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
-  CHECK_HAS(message, "output 'out' walks a batch's tiles on a persistent grid");
-  CHECK_HAS(message, "coalesce-gpu-check --sections=batched");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=persistent-batch");
-  // Two block loops are verified: a product alone is not refused.
-  BatchedGemm alone(BFloat(16), BFloat(16), BatchedOperands::Both, false);
-  alone.schedule_mma(persistent_with_producers(132));
-  CHECK_FALSE(Pipeline(alone.out).ptx().empty());
 }
 
 namespace {
@@ -375,22 +366,12 @@ TEST_CASE("a strided batch (A and B views, products and rows apart) has the bits
     check_strided_batch(Path::WarpgroupTma, BatchedOperands::Both, {2, 33, 40, K}, {33 * 16 + 8, 16, K * 48, 48});
 }
 
-TEST_CASE("a strided batch is refused for a GPU until the GPU check has run it") {
+TEST_CASE("a strided batch's kernel reads its views through 3-D tensor maps and assembles cleanly") {
   BatchedGemm views(BFloat(16), BFloat(16), BatchedOperands::Both, true, true);
   views.schedule_mma(tiling(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16));
   Pipeline pipeline(views.out);
-  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
-  CHECK_HAS(message, "input 'A' is a view with a batch (strides over 3 dimensions), which is unverified on a GPU");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=batched-views");
-  // A view without a batch (one A for the batch) is verified.
-  BatchedGemm shared(BFloat(16), BFloat(16), BatchedOperands::SharedA, true, true);
-  shared.schedule_mma(tiling(Path::WarpgroupTma, MmaKind::BF16_wgmma_m64k16));
-  std::string only_b = coalesce::testing::user_error_of([&] { Pipeline(shared.out).ptx(); });
-  CHECK_HAS(only_b, "input 'B' is a view with a batch");
   if (!ptxas_available())
     return;
-  // As the GPU check compiles it: 3-D boxes of the views' tensor maps.
-  coalesce::gpu_check::AllowUnverified allow("batched-views");
   std::string ptx = pipeline.ptx();
   CHECK(ptx.find("cp.async.bulk.tensor.3d") != std::string::npos);
   coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
@@ -415,9 +396,7 @@ TEST_CASE("a batch's kernels assemble cleanly with ptxas") {
     }
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   }
-  // On a persistent grid with producer warps that reallocate registers,
-  // compiled as the GPU check will (its section lets the feature through).
-  coalesce::gpu_check::AllowUnverified allow("persistent-batch");
+  // On a persistent grid with producer warps that reallocate registers.
   BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::SharedWeightsNK);
   p.schedule_mma(persistent_with_producers(132));
   Pipeline pipeline(p.out);

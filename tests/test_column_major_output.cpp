@@ -16,7 +16,6 @@
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "OutputViewGemm.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
 
@@ -109,15 +108,7 @@ TEST_CASE("a column-major output's rules: stride 1 next to the innermost, column
   CHECK(out.get(2 * 5 + 3) == a.get(3 * 6 + 2) * 2.0f); // f(3, 2)
 }
 
-TEST_CASE("for a GPU a column-major output is refused as unverified, as every output view") {
-  LayoutGemm column_major(Path::WarpgroupTma, OutputLayout::ColumnMajor);
-  Pipeline pipeline(column_major.out);
-  CHECK_HAS(user_error_of([&] { pipeline.ptx(); }),
-            "output 'out' is a view with strides (output_strides), which is unverified on a GPU");
-}
-
 TEST_CASE("a column-major output's staged copy-out stores vectors down the columns, and its kernels assemble") {
-  coalesce::gpu_check::AllowUnverified allow("output-views");
   for (Path path : {Path::WarpgroupTma, Path::WarpgroupSums}) {
     INFO(coalesce::testing::path_name(path));
     LayoutGemm column_major(path, OutputLayout::ColumnMajor);

@@ -11,7 +11,6 @@
 // ragged shape per combination; COALESCE_LAYOUT_MATRIX_FULL=1 adds K = 0,
 // 1 and 3 and a second shape.
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/LayoutMatrixGemm.h"
 #include "codegen/PtxAssembler.h"
 
@@ -113,7 +112,6 @@ TEST_CASE("every layout's kernels assemble for sm_90a as the GPU check compiles 
     MESSAGE("COALESCE_LAYOUT_MATRIX_FULL unset or ptxas not found: skipping");
     return;
   }
-  coalesce::gpu_check::AllowUnverified allow("output-views");
   std::vector<std::pair<Path, Layout>> cases;
   for (Path path : kPaths)
     for (bool batched : {false, true})

@@ -17,7 +17,6 @@
 #include "ErrorCapture.h"
 #include "OutputViewGemm.h"
 #include "SplitKGemm.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
 #include "examples/BatchedGemm.h"
@@ -209,17 +208,7 @@ TEST_CASE("an output view whose elements overlap is refused: the schedule would 
   CHECK(room.get(19 + 5 + 1) == x.get(16 + 4 + 1) * 2.0f);
 }
 
-TEST_CASE("for a GPU an output view is refused as unverified until the GPU check passes it") {
-  LayoutGemm view(Path::WarpgroupTma, OutputLayout::RowsApart);
-  Pipeline pipeline(view.out);
-  std::string message = coalesce::testing::user_error_of([&] { pipeline.ptx(); });
-  CHECK_HAS(message, "output 'out' is a view with strides (output_strides), which is unverified on a GPU");
-  CHECK_HAS(message, "coalesce-gpu-check --sections=strided");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=output-views");
-}
-
 TEST_CASE("an output view's kernels test its leading dimension for the staged copy's vectors and assemble cleanly") {
-  coalesce::gpu_check::AllowUnverified allow("output-views");
   LayoutGemm view(Path::WarpgroupTma, OutputLayout::RowsApart);
   Pipeline pipeline(view.out);
   std::string nest = pipeline.loop_nest();

@@ -11,11 +11,7 @@
 // (--benchmark_out=batched.json). Ours runs twice: the default tiling (a
 // block per tile), and the same tiles on a persistent grid of one block
 // per multiprocessor whose producer warps run one pipeline across the
-// block's tiles, the next tile's copies under this tile's epilogue. The
-// library refuses the persistent grid over a batch for a GPU until
-// `coalesce-gpu-check --sections=batched` has passed it; until then that
-// variant reports the refusal (or runs with COALESCE_UNVERIFIED_GPU=
-// persistent-batch).
+// block's tiles, the next tile's copies under this tile's epilogue.
 
 #include "bench/common/LayerBench.h"
 #include "bench/reference/CublasReference.h"

@@ -12,17 +12,13 @@
 // matches the double reference on 4 sampled rows of every product. The
 // output is poisoned (NaN) before the launch; every element must be
 // finite. On a persistent grid (gpu_persistent_blocks walking the batch's
-// tiles, which the library refuses for a GPU until this section passes:
-// scheduler/CheckGpuVerified.h), fewer blocks than tiles, with and without
-// producer warps whose pipeline runs across the tiles, compared alike. A
-// strided batch (A and B views: rows lda / ldb apart, products stride_a /
-// stride_b apart, as cublasGemmStridedBatchedEx takes them, refused for a
-// GPU until this section passes) against the same schedule on dense
-// copies: the same bits.
+// tiles), fewer blocks than tiles, with and without producer warps whose
+// pipeline runs across the tiles, compared alike. A strided batch (A and B
+// views: rows lda / ldb apart, products stride_a / stride_b apart, as
+// cublasGemmStridedBatchedEx takes them) against the same schedule on
+// dense copies: the same bits.
 
 #include "bench/gpu_check/BatchedCheck.h"
-
-#include "bench/gpu_check/AllowUnverified.h"
 
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
@@ -38,7 +34,6 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,9 +107,6 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
   try {
     Type in = bench::input_type(p), out_type = bench::output_type(p);
     MmaTiling t = grid_tiling(p, path, grid);
-    std::optional<AllowUnverified> allow;
-    if (grid != Grid::BlockPerTile)
-      allow.emplace("persistent-batch");
     BatchedGemm batched(in, out_type, o), alone(in, out_type, o, false);
     batched.schedule_mma(t);
     alone.schedule_mma(t);
@@ -175,7 +167,6 @@ void check_strided_batch(Precision p, MmaPath path, BatchedOperands o, const Sha
   Outcome outcome;
   const std::string shape = s.str() + " rows +" + std::to_string(pad);
   try {
-    AllowUnverified allow("batched-views");
     Type in = bench::input_type(p), out_type = bench::output_type(p);
     MmaTiling t = mma_path_tiling(p, path);
     BatchedGemm views(in, out_type, o, true, true), dense(in, out_type, o);

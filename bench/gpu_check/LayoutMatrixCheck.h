@@ -5,9 +5,7 @@
 // has, bf16 (and f32 on FFMA), at a ragged shape, and as a batch of three
 // products on the paths that run batches: the dense layouts' bits
 // from the same schedule on the GPU, nothing written between an output
-// view's rows or columns, no element NaN. Output views are refused for a
-// GPU until this section passes (scheduler/CheckGpuVerified.h): it lets
-// them through for itself.
+// view's rows or columns, no element NaN.
 
 namespace coalesce::gpu_check {
 

@@ -22,7 +22,6 @@
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/MmaCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/Report.h"
 #include "examples/Gemm.h"
 #include "examples/Reference.h"
@@ -467,8 +466,7 @@ void check_mma(Precision p, bool full) {
       // The same with M, N and K fixed, whole tiles and K a multiple of 8:
       // no guard chooses the TMA or a full tile, so the producers leave
       // outside any, before the staged output tile's barriers, which count
-      // the MMA warps alone (leaving-producers-whole-tiles).
-      AllowUnverified allow("leaving-producers-whole-tiles");
+      // the MMA warps alone.
       for (const Shape &s : {Shape{256, 512, 192}, Shape{1024, 1024, 1024}})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc, /*fixed_extents=*/true);
     }

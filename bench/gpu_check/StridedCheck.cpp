@@ -15,7 +15,6 @@
 
 #include "bench/gpu_check/StridedCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/reference/CublasReference.h"
@@ -157,7 +156,6 @@ void check_output_view(Precision p, MmaPath path, const Shape &s, const std::str
   const std::string shape =
       std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) + " ldc " + std::to_string(ldc);
   try {
-    AllowUnverified allow("output-views");
     Linear view(p, path, false, layout), dense(p, path, false);
     Buffer a({s.M, s.K}, bench::input_type(p)), w({s.N, s.K}, bench::input_type(p)), bias({s.N});
     a.fill_random(84);
