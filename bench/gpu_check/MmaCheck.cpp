@@ -580,7 +580,38 @@ void mma_sanitizer_case() {
                        /*producer_registers=*/0, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
                        /*producer_registers=*/40, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
+    leaving_producers_fixed_whole_tiles_sanitizer_case();
     default_tiles_sanitizer_case();
+  }
+}
+
+void leaving_producers_fixed_whole_tiles_sanitizer_case() {
+  // Producers that reallocate registers and leave, M, N and K fixed to
+  // whole 128 x 256 tiles and a K that is a multiple of 8: no guard is left
+  // around the pipeline or the staged output tile, whose barriers count the
+  // MMA warps alone after the producers' exit.
+  const Shape s{256, 512, 192};
+  const std::string name = "wgmma+tma+producer+registers bf16 (bias_gelu), extents fixed";
+  try {
+    Kernels kernels;
+    MmaTiling tiling = bench::mma_tiling(Precision::BF16, 4096, 4096, gpu::Device::get().sm_count(), true);
+    tiling.block_n = tiling.warp_n = 256;
+    tiling.min_blocks_per_sm = 1;
+    tiling.stages = 3;
+    tiling.tile_stores = TileStores::ThroughShared;
+    tiling.producer_warps = 4;
+    tiling.producer_registers = 40;
+    Problem pr(Precision::BF16, s, /*guard_bytes=*/0);
+    Outcome o = pr.run(kernels.get(Precision::BF16, tiling, &s));
+    o.detail = tiling.str();
+    const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
+    o.error = error_vs_double(pr, sums, pr.result, true);
+    o.tolerance = bench::tolerance(Precision::BF16, Comparison::OursVsDouble);
+    record(name, s.str(), rows_label(sums, s), o);
+  } catch (const std::exception &error) {
+    Outcome o;
+    o.failure = error.what();
+    record(name, s.str(), "double (all rows)", o);
   }
 }
 

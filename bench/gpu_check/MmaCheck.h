@@ -23,6 +23,10 @@ void mma_sanitizer_case();
 /// for the last wave, 128 x 64 at four stages, 64 x 64 split at six),
 /// each run at a small ragged bf16 shape on exact-size buffers.
 void default_tiles_sanitizer_case();
+/// Producers that reallocate registers and leave before the staged output
+/// tile's barriers, at a fixed shape of whole tiles (no guard around
+/// either), on exact-size buffers.
+void leaving_producers_fixed_whole_tiles_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
 /// and one precision (BF16 or TF32), its TMA copies issued by producer
 /// warps where producer_warps > 0, from row-padded copies with `padded`,
