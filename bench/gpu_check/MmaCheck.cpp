@@ -554,6 +554,31 @@ void check_mma(Precision p, bool full) {
   }
 }
 
+namespace {
+
+// One kernel of a sanitizer case: run once on exact-size buffers (any
+// overrun is memcheck's to find), compared with the double reference,
+// recorded under `name`. `fixed`: compiled for that shape's extents.
+void run_sanitizer_kernel(const std::string &name, Precision p, const Shape &s, const MmaTiling &tiling,
+                          bool fixed = false) {
+  try {
+    Kernels kernels;
+    Problem pr(p, s, /*guard_bytes=*/0);
+    Outcome o = pr.run(kernels.get(p, tiling, fixed ? &s : nullptr));
+    o.detail = tiling.str();
+    const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
+    o.error = error_vs_double(pr, sums, pr.result, true);
+    o.tolerance = bench::tolerance(p, Comparison::OursVsDouble);
+    record(name, s.str(), rows_label(sums, s), o);
+  } catch (const std::exception &error) {
+    Outcome o;
+    o.failure = error.what();
+    record(name, s.str(), "double (all rows)", o);
+  }
+}
+
+} // namespace
+
 void mma_sanitizer_case() {
   mma_sanitizer_case(false);
   if (target_for_current_device().has_warpgroup_mma()) {
@@ -591,28 +616,15 @@ void leaving_producers_fixed_whole_tiles_sanitizer_case() {
   // around the pipeline or the staged output tile, whose barriers count the
   // MMA warps alone after the producers' exit.
   const Shape s{256, 512, 192};
-  const std::string name = "wgmma+tma+producer+registers bf16 (bias_gelu), extents fixed";
-  try {
-    Kernels kernels;
-    MmaTiling tiling = bench::mma_tiling(Precision::BF16, 4096, 4096, gpu::Device::get().sm_count(), true);
-    tiling.block_n = tiling.warp_n = 256;
-    tiling.min_blocks_per_sm = 1;
-    tiling.stages = 3;
-    tiling.tile_stores = TileStores::ThroughShared;
-    tiling.producer_warps = 4;
-    tiling.producer_registers = 40;
-    Problem pr(Precision::BF16, s, /*guard_bytes=*/0);
-    Outcome o = pr.run(kernels.get(Precision::BF16, tiling, &s));
-    o.detail = tiling.str();
-    const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
-    o.error = error_vs_double(pr, sums, pr.result, true);
-    o.tolerance = bench::tolerance(Precision::BF16, Comparison::OursVsDouble);
-    record(name, s.str(), rows_label(sums, s), o);
-  } catch (const std::exception &error) {
-    Outcome o;
-    o.failure = error.what();
-    record(name, s.str(), "double (all rows)", o);
-  }
+  MmaTiling tiling = bench::mma_tiling(Precision::BF16, 4096, 4096, gpu::Device::get().sm_count(), true);
+  tiling.block_n = tiling.warp_n = 256;
+  tiling.min_blocks_per_sm = 1;
+  tiling.stages = 3;
+  tiling.tile_stores = TileStores::ThroughShared;
+  tiling.producer_warps = 4;
+  tiling.producer_registers = 40;
+  run_sanitizer_kernel("wgmma+tma+producer+registers bf16 (bias_gelu), extents fixed", Precision::BF16, s, tiling,
+                       /*fixed=*/true);
 }
 
 void default_tiles_sanitizer_case() {
@@ -629,25 +641,11 @@ void default_tiles_sanitizer_case() {
                         {{1024, 1024, 1024}, {131, 136, 200}},
                         {{16, 4096, 4096}, {16, 136, 1000}}};
   for (const Case &c : cases) {
-    const Shape &s = c.run_at;
     const std::string name = "default for " + c.picked_for.str() + " " + reference::precision_name(Precision::BF16) +
                              " (bias_gelu)";
-    try {
-      Kernels kernels;
-      MmaTiling tiling = bench::mma_tiling_for_shape(Precision::BF16, c.picked_for.M, c.picked_for.N, c.picked_for.K,
-                                                     gpu::Device::get().sm_count(), true);
-      Problem pr(Precision::BF16, s, /*guard_bytes=*/0);
-      Outcome o = pr.run(kernels.get(Precision::BF16, tiling));
-      o.detail = tiling.str();
-      const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
-      o.error = error_vs_double(pr, sums, pr.result, true);
-      o.tolerance = bench::tolerance(Precision::BF16, Comparison::OursVsDouble);
-      record(name, s.str(), rows_label(sums, s), o);
-    } catch (const std::exception &error) {
-      Outcome o;
-      o.failure = error.what();
-      record(name, s.str(), "double (all rows)", o);
-    }
+    run_sanitizer_kernel(name, Precision::BF16, c.run_at,
+                         bench::mma_tiling_for_shape(Precision::BF16, c.picked_for.M, c.picked_for.N, c.picked_for.K,
+                                                     gpu::Device::get().sm_count(), true));
   }
 }
 
@@ -661,37 +659,24 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
   const Shape s = tma && !padded ? Shape{kSanitizerShape.M, producer_registers > 0 ? 264 : 136, 200} : kSanitizerShape;
   const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0,
                                    cluster_blocks > 1);
-  try {
-    Kernels kernels;
-    MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
-    tiling.tma = warpgroup && tma;
-    tiling.producer_warps = producer_warps;
-    tiling.tma_padded_copies = padded;
-    if (producer_registers > 0) { // 128 x 256 tiles of two 64 x 256 MMA warpgroups, one block per SM
-      tiling.block_m = 128;
-      tiling.warp_m = 64;
-      tiling.block_n = tiling.warp_n = 256;
-      tiling.min_blocks_per_sm = 1;
-      // Three stages beside the output's tile in shared memory, so that the
-      // sanitizers see its writes, barriers and vector copies too.
-      tiling.stages = 3;
-      tiling.tile_stores = TileStores::ThroughShared;
-      tiling.producer_registers = producer_registers;
-    }
-    tiling.persistent_blocks = persistent_blocks; // fewer blocks than tiles: each walks several
-    tiling.cluster_blocks = cluster_blocks;
-    Problem pr(p, s, /*guard_bytes=*/0); // exact size: any overrun is memcheck's to find
-    Outcome o = pr.run(kernels.get(p, tiling));
-    o.detail = tiling.str();
-    const DoubleSums sums = double_sums(pr, all_or_sampled_rows(s));
-    o.error = error_vs_double(pr, sums, pr.result, true);
-    o.tolerance = bench::tolerance(p, Comparison::OursVsDouble);
-    record(name, s.str(), rows_label(sums, s), o);
-  } catch (const std::exception &error) {
-    Outcome o;
-    o.failure = error.what();
-    record(name, s.str(), "double (all rows)", o);
+  MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
+  tiling.tma = warpgroup && tma;
+  tiling.producer_warps = producer_warps;
+  tiling.tma_padded_copies = padded;
+  if (producer_registers > 0) { // 128 x 256 tiles of two 64 x 256 MMA warpgroups, one block per SM
+    tiling.block_m = 128;
+    tiling.warp_m = 64;
+    tiling.block_n = tiling.warp_n = 256;
+    tiling.min_blocks_per_sm = 1;
+    // Three stages beside the output's tile in shared memory, so that the
+    // sanitizers see its writes, barriers and vector copies too.
+    tiling.stages = 3;
+    tiling.tile_stores = TileStores::ThroughShared;
+    tiling.producer_registers = producer_registers;
   }
+  tiling.persistent_blocks = persistent_blocks; // fewer blocks than tiles: each walks several
+  tiling.cluster_blocks = cluster_blocks;
+  run_sanitizer_kernel(name, p, s, tiling);
 }
 
 } // namespace coalesce::gpu_check
