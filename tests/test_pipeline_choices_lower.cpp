@@ -1,0 +1,122 @@
+// Every combination of the warpgroup kernel's pipeline choices, bf16 and
+// tf32 (the copies:
+// cp.async, the TMA, producer warps with and without register reallocation,
+// padded copies; the output's tile stores; a persistent grid; clusters;
+// split-K; two tile shapes) at every kind of extent (left to run time, fixed to whole
+// tiles, fixed and ragged, only K fixed) lowers to a GPU program or is
+// refused by a rule with a UserError. An internal error is a compiler bug
+// and fails the test: a legal schedule at fixed whole tiles with producers
+// that reallocate registers was one, which no test with run-time extents
+// could reach. Lowering only (no LLVM), so the whole matrix runs in seconds;
+// the kernels' numbers and ptxas are the other tests' and the GPU check's.
+
+#include "WarpgroupGemms.h"
+#include "dsl/Error.h"
+#include "scheduler/LoweredFunc.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <sstream>
+
+using namespace coalesce;
+using coalesce::examples::Epilogue;
+using coalesce::examples::Gemm;
+
+namespace {
+
+enum class Extents { RunTime, WholeTiles, Ragged, OnlyK };
+const char *extents_name(Extents e) {
+  switch (e) {
+  case Extents::RunTime: return "extents at run time";
+  case Extents::WholeTiles: return "fixed whole tiles 256x512x192";
+  case Extents::Ragged: return "fixed ragged 200x300x100";
+  case Extents::OnlyK: return "K fixed to 192";
+  }
+  return "?";
+}
+
+// bf16 in and out, or f32 in and out for tf32.
+Gemm gemm_with(Extents e, MmaKind kind) {
+  const Type t = kind == MmaKind::TF32_wgmma_m64k8 ? Float(32) : BFloat(16);
+  switch (e) {
+  case Extents::RunTime: break;
+  case Extents::WholeTiles: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, 256, 512, 192);
+  case Extents::Ragged: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, 200, 300, 100);
+  case Extents::OnlyK: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, Expr(), Expr(), 192);
+  }
+  return examples::make_gemm(Epilogue::BiasGelu, t, t);
+}
+
+struct Copies {
+  const char *name;
+  bool tma;
+  int producer_warps, producer_registers;
+  bool padded;
+};
+const Copies kCopies[] = {{"cp.async", false, 0, 0, false},
+                          {"TMA", true, 0, 0, false},
+                          {"TMA, 1 producer warp", true, 1, 0, false},
+                          {"TMA, 4 producer warps", true, 4, 0, false},
+                          {"TMA, 4 producer warps keeping 40 registers", true, 4, 40, false},
+                          {"TMA, padded copies", true, 0, 0, true}};
+
+MmaTiling tiling_for(MmaKind kind, bool wide, const Copies &c, TileStores stores, int persistent, int cluster,
+                     int split_k) {
+  MmaTiling t = wide ? coalesce::testing::wide_producer_tiling(kind) : coalesce::testing::two_warpgroup_tiling(kind);
+  t.stages = 3;
+  t.tma = c.tma;
+  t.producer_warps = c.producer_warps;
+  t.producer_registers = c.producer_registers;
+  t.tma_padded_copies = c.padded;
+  t.tile_stores = stores;
+  t.persistent_blocks = persistent;
+  t.cluster_blocks = cluster;
+  t.split_k = split_k;
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers for a GPU or is refused by a rule") {
+  std::map<std::string, int> accepted_by_copies;
+  int lowered = 0, refused = 0;
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8})
+    for (Extents e : {Extents::RunTime, Extents::WholeTiles, Extents::Ragged, Extents::OnlyK})
+      for (const Copies &c : kCopies)
+        for (TileStores stores : kTileStores)
+          for (int persistent : {0, 3})
+            for (int cluster : {0, 2})
+              for (int split_k : {1, 3})
+                for (bool wide : {false, true}) {
+                  MmaTiling t = tiling_for(kind, wide, c, stores, persistent, cluster, split_k);
+                  std::ostringstream what;
+                  what << extents_name(e) << "; " << c.name << "; " << t.str();
+                  Gemm g = gemm_with(e, kind);
+                  try {
+                    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+                    Pipeline pipeline(g.out);
+                    const bool has_kernels = !pipeline.gpu_program().kernels.empty();
+                    CHECK_MESSAGE(has_kernels, what.str());
+                    ++lowered;
+                    ++accepted_by_copies[std::string(mma_kind_name(kind)) + ", " + c.name];
+                  } catch (const InternalError &error) {
+                    FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str()
+                                                                                  << "): " << error.what());
+                  } catch (const UserError &) {
+                    ++refused; // a rule's refusal: legality is the other tests'
+                  }
+                }
+  MESSAGE(lowered << " lowered, " << refused << " refused");
+  // Each kind of copies lowers somewhere: a rule that refused every one of
+  // them would leave the matrix checking nothing.
+  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8})
+    for (const Copies &c : kCopies) {
+      // tf32 takes the TMA only through padded copies (rows rounded in a
+      // kernel of their own).
+      if (kind == MmaKind::TF32_wgmma_m64k8 && c.tma && !c.padded)
+        continue;
+      const std::string name = std::string(mma_kind_name(kind)) + ", " + c.name;
+      CHECK_MESSAGE(accepted_by_copies[name] > 0, name);
+    }
+}
