@@ -7,11 +7,13 @@
 // refused by a rule with a UserError. An internal error is a compiler bug
 // and fails the test: a legal schedule at fixed whole tiles with producers
 // that reallocate registers was one, which no test with run-time extents
-// could reach. Lowering only (no LLVM), so the whole matrix runs in seconds;
+// could reach. The same for a batch of products, with and without strided
+// views. Lowering only (no LLVM), so the whole matrix runs in seconds;
 // the kernels' numbers and ptxas are the other tests' and the GPU check's.
 
 #include "WarpgroupGemms.h"
 #include "dsl/Error.h"
+#include "examples/BatchedGemm.h"
 #include "scheduler/LoweredFunc.h"
 
 #include <doctest/doctest.h>
@@ -119,4 +121,33 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
       const std::string name = std::string(mma_kind_name(kind)) + ", " + c.name;
       CHECK_MESSAGE(accepted_by_copies[name] > 0, name);
     }
+}
+
+TEST_CASE("a batch's and strided views' pipeline choices lower for a GPU or are refused by a rule") {
+  int lowered = 0, refused = 0;
+  for (examples::BatchedOperands o : {examples::BatchedOperands::Both, examples::BatchedOperands::SharedWeightsNK})
+    for (bool views : {false, true})
+      for (const Copies &c : kCopies)
+        for (TileStores stores : kTileStores)
+          for (int persistent : {0, 3})
+            for (bool wide : {false, true}) {
+              MmaTiling t = tiling_for(MmaKind::BF16_wgmma_m64k16, wide, c, stores, persistent, 0, 1);
+              std::ostringstream what;
+              what << examples::batched_operands_name(o) << (views ? ", strided views" : "") << "; " << c.name << "; "
+                   << t.str();
+              examples::BatchedGemm g(BFloat(16), BFloat(16), o, true, views);
+              try {
+                g.schedule_mma(t);
+                Pipeline pipeline(g.out);
+                const bool has_kernels = !pipeline.gpu_program().kernels.empty();
+                CHECK_MESSAGE(has_kernels, what.str());
+                ++lowered;
+              } catch (const InternalError &error) {
+                FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str() << "): " << error.what());
+              } catch (const UserError &) {
+                ++refused;
+              }
+            }
+  MESSAGE(lowered << " lowered, " << refused << " refused");
+  CHECK(lowered > 0);
 }
