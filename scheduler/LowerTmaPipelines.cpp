@@ -26,17 +26,12 @@ using namespace staging;
 // becomes the pipeline StageWithTma builds, planned from the loop the mark
 // holds (its tiles planned again, as staging planned them), with the mark's
 // cp.async pipeline as its fallback.
-class LowerAtLoop : public IRMutator {
+class LowerAtLoop : public StagingSiteMutator {
 public:
-  LowerAtLoop(StagingSite site, std::vector<SharedStaging> requests, const Environment &env)
-      : site_(std::move(site)), requests_(std::move(requests)), env_(env) {}
-  bool found = false;
+  using StagingSiteMutator::StagingSiteMutator;
 
 private:
   using IRMutator::visit;
-  const StagingSite site_;
-  const std::vector<SharedStaging> requests_;
-  const Environment &env_;
 
   // A persistent block's tile loop. Where a pipeline inside it runs across
   // its tiles, the loop becomes (StageWithTma.h, TmaPipelineAcrossTiles)
@@ -134,9 +129,7 @@ private:
     found = true;
     ScanBody scan;
     scan.visit_stmt(op->body);
-    std::vector<StagedTile> tiles;
-    for (const SharedStaging &request : requests_)
-      tiles.push_back(plan_staged_tile(site_, request, op, scan, env_));
+    std::vector<StagedTile> tiles = plan_tiles(op, scan);
     const int stages = tile_buffers(tiles.front().copies);
     Expr loop_var = Variable::make(Int(32), op->name);
     Stmt body = read_from_tiles(op->body, tiles, scan, simplify((loop_var - op->min) % stages));

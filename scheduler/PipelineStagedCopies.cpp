@@ -26,17 +26,12 @@ namespace {
 
 using namespace staging;
 
-class PipelineAtLoop : public IRMutator {
+class PipelineAtLoop : public StagingSiteMutator {
 public:
-  PipelineAtLoop(StagingSite site, std::vector<SharedStaging> requests, const Environment &env)
-      : site_(std::move(site)), requests_(std::move(requests)), env_(env) {}
-  bool found = false;
+  using StagingSiteMutator::StagingSiteMutator;
 
 private:
   using IRMutator::visit;
-  const StagingSite site_;
-  std::vector<SharedStaging> requests_;
-  const Environment &env_;
 
   Stmt visit(const PipelinedStaging *mark, const Stmt &mark_self) override {
     const auto *op = mark->loop.as<For>();
@@ -46,9 +41,7 @@ private:
     const Stmt &self = mark->loop;
     ScanBody scan;
     scan.visit_stmt(op->body);
-    std::vector<StagedTile> tiles;
-    for (const SharedStaging &request : requests_)
-      tiles.push_back(plan_staged_tile(site_, request, op, scan, env_));
+    std::vector<StagedTile> tiles = plan_tiles(op, scan);
     // check_staging made every input here name the same pipeline, and
     // stage_inputs_in_shared left only those of two buffers or more.
     const TileCopies &shared_copies = tiles.front().copies;

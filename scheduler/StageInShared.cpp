@@ -26,17 +26,12 @@ namespace {
 
 using namespace staging;
 
-class StageAtLoop : public IRMutator {
+class StageAtLoop : public StagingSiteMutator {
 public:
-  StageAtLoop(StagingSite site, std::vector<SharedStaging> requests, const Environment &env)
-      : site_(std::move(site)), requests_(std::move(requests)), env_(env) {}
-  bool found = false;
+  using StagingSiteMutator::StagingSiteMutator;
 
 private:
   using IRMutator::visit;
-  const StagingSite site_;
-  std::vector<SharedStaging> requests_;
-  const Environment &env_;
 
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->name != site_.loop)
@@ -44,9 +39,7 @@ private:
     found = true;
     ScanBody scan;
     scan.visit_stmt(op->body);
-    std::vector<StagedTile> tiles;
-    for (const SharedStaging &request : requests_)
-      tiles.push_back(plan_staged_tile(site_, request, op, scan, env_));
+    std::vector<StagedTile> tiles = plan_tiles(op, scan);
     // check_staging made every input here name the same pipeline.
     const TileCopies &shared_copies = tiles.front().copies;
     for (const StagedTile &tile : tiles)

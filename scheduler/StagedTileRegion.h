@@ -76,4 +76,28 @@ StagedTile plan_staged_tile(const StagingSite &site, const SharedStaging &reques
 /// slot `slot` of its shared buffer instead.
 Stmt read_from_tiles(const Stmt &body, const std::vector<StagedTile> &tiles, const ScanBody &scan, const Expr &slot);
 
+/// The base of the passes that build one staging loop's copies
+/// (stage_inputs_in_shared, pipeline_staged_copies, lower_tma_pipelines):
+/// the site, the inputs staged there, whether its loop was found, and the
+/// inputs' tiles planned at it.
+class StagingSiteMutator : public IRMutator {
+public:
+  StagingSiteMutator(StagingSite site, std::vector<SharedStaging> requests, const Environment &env)
+      : site_(std::move(site)), requests_(std::move(requests)), env_(env) {}
+  bool found = false;
+
+protected:
+  const StagingSite site_;
+  const std::vector<SharedStaging> requests_;
+  const Environment &env_;
+
+  /// The staged inputs' tiles at `op`, planned from its body's `scan`.
+  std::vector<StagedTile> plan_tiles(const For *op, const ScanBody &scan) const {
+    std::vector<StagedTile> tiles;
+    for (const SharedStaging &request : requests_)
+      tiles.push_back(plan_staged_tile(site_, request, op, scan, env_));
+    return tiles;
+  }
+};
+
 } // namespace coalesce::staging
