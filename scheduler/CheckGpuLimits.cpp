@@ -64,6 +64,11 @@ private:
   // they and the rest of the kernel need, ptxas refuses the kernel (C7602,
   // "insufficient registers") or serializes its MMAs (C7511). Checked
   // where the registers per thread are known: with gpu_min_blocks_per_sm.
+  // Against the launch's count even where register reallocation gives the
+  // MMA warps more: ptxas allocates the whole kernel within the launch's
+  // (128 x 128 tiles of two 64 x 128 warpgroups and a producer warpgroup
+  // keeping 40 of 80 at two blocks per SM: the MMA warps would get 96, and
+  // ptxas refused the kernel, "Insufficient registers (80)").
   void check_accumulator_registers() const {
     if (!sm90a_only_ || blocks_per_sm_ <= 0 || accumulators_.empty() || kernel_threads_ <= 0)
       return;
@@ -75,20 +80,20 @@ private:
       names += (names.empty() ? "'" : ", '") + buffer + "'";
     }
     const int launch = launch_registers(static_cast<int>(kernel_threads_), blocks_per_sm_);
-    const int64_t available = reallocated_registers_ > 0 ? reallocated_registers_ : launch;
-    if (accumulators + kRegistersBesideAccumulators <= available)
+    if (accumulators + kRegistersBesideAccumulators <= launch)
       return;
     std::string owner = *accumulators_.begin();
     user_error("in schedule for '", owner, "': its warpgroup MMAs keep ", accumulators,
-               " f32 accumulators per thread in registers (", names, "), which with the ",
-               kRegistersBesideAccumulators, " registers the rest of the kernel needs beside them make ",
-               accumulators + kRegistersBesideAccumulators, ", but ",
+               " f32 accumulators per thread in registers (", names, "), which with the ", kRegistersBesideAccumulators,
+               " registers the rest of the kernel needs beside them make ", accumulators + kRegistersBesideAccumulators,
+               ", but a block of ", kernel_threads_, " threads (producer warps included) at ", blocks_per_sm_, " block",
+               blocks_per_sm_ > 1 ? "s" : "", " per SM (gpu_min_blocks_per_sm) gives each thread ", launch,
+               " (65536 / (", kernel_threads_, " x ", blocks_per_sm_, "), a multiple of 8, at most 248)",
                reallocated_registers_ > 0
-                   ? str_cat("register reallocation gives the MMA warps ", reallocated_registers_)
-                   : str_cat("a block of ", kernel_threads_, " threads (producer warps included) at ", blocks_per_sm_,
-                             " block", blocks_per_sm_ > 1 ? "s" : "", " per SM (gpu_min_blocks_per_sm) gives each thread ",
-                             launch, " (65536 / (", kernel_threads_, " x ", blocks_per_sm_,
-                             "), a multiple of 8, at most 248)"),
+                   ? str_cat(", which ptxas compiles the whole kernel within, though register reallocation gives "
+                             "the MMA warps ",
+                             reallocated_registers_, " once it runs")
+                   : std::string(),
                ": ask for fewer blocks per SM, fewer producer warps, or smaller warpgroup tiles");
   }
 

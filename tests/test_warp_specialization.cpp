@@ -281,3 +281,27 @@ TEST_CASE("a warpgroup tile whose accumulators the launch's registers cannot hol
   Gemm one = coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, Float(32), Float(32));
   CHECK_NOTHROW(Pipeline(one.out).loop_nest());
 }
+
+TEST_CASE("register reallocation does not lift the launch's registers, which ptxas compiles the whole kernel within") {
+  // 128 x 128 tiles of two 64 x 128 warpgroups and a producer warpgroup
+  // keeping 40 registers, two blocks per SM: the launch gives 80, the MMA
+  // warps would get 96 once they run; ptxas refused the kernel
+  // ("(C7602) Insufficient registers (80)"), for bf16 and tf32 alike.
+  MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
+  t.tma = true;
+  t.producer_warps = 4;
+  t.producer_registers = 40;
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
+  CHECK_HAS(message, "its warpgroup MMAs keep 64 f32 accumulators per thread in registers");
+  CHECK_HAS(message, "at 2 blocks per SM (gpu_min_blocks_per_sm) gives each thread 80");
+  CHECK_HAS(message, "which ptxas compiles the whole kernel within, though register reallocation gives the MMA "
+                     "warps 96 once it runs");
+  // At one block per SM the launch gives 168: accepted, and ptxas agrees.
+  t.min_blocks_per_sm = 1;
+  Gemm one = coalesce::testing::bf16_scheduled(t);
+  Pipeline pipeline(one.out);
+  CHECK_NOTHROW(pipeline.loop_nest());
+  if (ptxas_available())
+    coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}

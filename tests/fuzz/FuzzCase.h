@@ -25,13 +25,19 @@ namespace coalesce::fuzz {
 
 class CaseState {
 protected:
-  explicit CaseState(uint64_t seed) : rng_(seed), extents_rng_(seed ^ 0x9e3779b97f4a7c15ull) {}
+  explicit CaseState(uint64_t seed)
+      : rng_(seed), extents_rng_(seed ^ 0x9e3779b97f4a7c15ull), recipe_rng_(seed ^ 0xc2b2ae3d27d4eb4full) {}
 
   std::mt19937_64 rng_;
   // The extents fixed in the algorithm draw from a generator of their own,
   // so that the draws of every other part of a seed's case stay as they were.
   std::mt19937_64 extents_rng_;
   bool extents_chance(int percent) { return static_cast<int>(extents_rng_() % 100) < percent; }
+  // Likewise the schedules drawn from the tensor-core recipe's knobs
+  // (FuzzSchedules.h, recipe_schedule).
+  std::mt19937_64 recipe_rng_;
+  int recipe_pick(int n) { return static_cast<int>(recipe_rng_() % static_cast<uint64_t>(n)); }
+  bool recipe_chance(int percent) { return recipe_pick(100) < percent; }
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return pick(100) < percent; }
   template <typename T> const T &one_of(const std::vector<T> &v) { return v[pick(static_cast<int>(v.size()))]; }

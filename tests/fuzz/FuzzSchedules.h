@@ -4,6 +4,7 @@
 // random primitives over every documented one, then the second sum's
 // fusion. A UserError from a call leaves the schedule as it was.
 
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "fuzz/FuzzAlgorithm.h"
 
 #include <variant>
@@ -469,10 +470,51 @@ protected:
     }
   }
 
+  // The tensor-core recipe (schedule_gemm_mma) with its knobs drawn: every
+  // pipeline variant, tile stores, persistent grids, clusters and split-K,
+  // which the template above reaches only rarely together, over this
+  // case's algorithm (its epilogue, intermediate Funcs, second sum, views
+  // and fixed extents), checked on the CPU and by ptxas like any schedule.
+  void recipe_schedule(std::ostream &log) {
+    const bool wide16 = in_type_ == BFloat(16) || in_type_ == Float(16);
+    MmaKind kind = in_type_ == BFloat(16)  ? MmaKind::BF16_wgmma_m64k16
+                   : in_type_ == Float(16) ? MmaKind::F16_wgmma_m64k16
+                   : in_type_.is_fp8()     ? MmaKind::E4M3_wgmma_m64k32
+                                           : MmaKind::TF32_wgmma_m64k8;
+    if (recipe_chance(25))
+      kind = in_type_ == Float(32) ? MmaKind::TF32_m16n8k8 : wide16 ? MmaKind::BF16_m16n8k16 : kind;
+    MmaTiling t = default_mma_tiling(kind, std::max(M_, 1), std::max(N_, 1), 132);
+    t.block_m = recipe_chance(50) ? 64 : 128;
+    t.block_n = std::vector<int>{64, 128, 256}[recipe_pick(3)];
+    if (is_warpgroup_mma(kind)) {
+      t.warp_m = 64;
+      t.warp_n = std::min(t.block_n, recipe_chance(50) ? 64 : 256);
+      t.tma = recipe_chance(60);
+      if (t.tma && recipe_chance(50)) {
+        t.producer_warps = recipe_chance(30) ? 1 : 4;
+        t.producer_registers = recipe_chance(40) ? 40 : 0;
+      }
+      t.tma_padded_copies = t.tma && (kind == MmaKind::TF32_wgmma_m64k8 || recipe_chance(15));
+      t.cluster_blocks = recipe_chance(15) ? 2 : 0;
+    }
+    t.stages = 2 + recipe_pick(3);
+    t.min_blocks_per_sm = recipe_pick(3);
+    t.tile_stores = kTileStores[recipe_pick(3)];
+    t.persistent_blocks = recipe_chance(20) ? 1 + recipe_pick(4) : 0;
+    t.split_k = recipe_chance(20) ? 2 + recipe_pick(2) : 1;
+    log << "recipe " << t.str() << "\n";
+    schedule_gemm_mma(*out_, *acc_, *A_, *B_, *i_, *j_, *k_, t);
+    has_mma_ = true;
+  }
+
   void schedule(std::ostream &log) {
     try {
       int style = pick(10);
-      if (kind_ == 1 && style == 0)
+      // A case in eight from the recipe, its draws from their own generator
+      // (so that the other cases' draws stay as they were).
+      if (kind_ == 1 && !must_reject_ && recipe_chance(12))
+        recipe_schedule(log);
+      else if (kind_ == 1 && style == 0)
         mma_template(log);
       else if (style < 6)
         template_schedule(log);
