@@ -16,7 +16,8 @@ namespace coalesce {
 /// The NVPTX code generation passes skipped, by their LLVM argument names
 /// ("slsr" is straight-line strength reduction), comma-separated:
 /// COALESCE_NVPTX_SKIP if it is set ("none": skip nothing), else the
-/// default (docs/performance.md, "Straight-line strength reduction").
+/// default, nothing (docs/performance.md, "Straight-line strength
+/// reduction"). For experiments: a skipped pass changes the kernels.
 const std::string &skipped_nvptx_passes();
 
 /// A description of every pass choice in effect, for the PTX cache's key:
