@@ -22,6 +22,7 @@
 
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
+#include "bench/gpu_check/SampledReference.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
 #include "examples/BatchedGemm.h"
@@ -54,17 +55,16 @@ struct Shape {
 const std::vector<Shape> kShapes = {{3, 256, 256, 192}, {3, 131, 264, 200}, {3, 131, 133, 67}};
 constexpr int kSampleRows = 4;
 
-/// The double reference of product z's element (r, c).
-double reference(const BatchedGemm &g, const Buffer &a, const Buffer &b, const Buffer &bias, const Shape &s, int z,
-                 int r, int c) {
-  size_t a0 = (g.a_batched() ? size_t(z) * s.M * s.K : 0) + size_t(r) * s.K;
-  size_t b0 = g.b_batched() ? size_t(z) * s.N * s.K : 0;
-  double sum = bias.get(size_t(c));
-  for (int q = 0; q < s.K; ++q) {
-    size_t bq = b0 + (g.b_nk() ? size_t(c) * s.K + q : size_t(q) * s.N + c);
-    sum += double(a.get(a0 + q)) * b.get(bq);
-  }
-  return 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
+/// Row r of product z added to `reference`: A and B as the batch lays
+/// them out (either shared by every product), `got` product z's output.
+void add_reference_row(BiasGeluError &reference, const BatchedGemm &g, const Buffer &a, const Buffer &b,
+                       const Buffer &bias, const Buffer &got, const Shape &s, int z, int r) {
+  const size_t a0 = (g.a_batched() ? size_t(z) * s.M * s.K : 0) + size_t(r) * s.K;
+  const size_t b0 = g.b_batched() ? size_t(z) * s.N * s.K : 0;
+  reference.add_row(
+      bias, s.N, s.K, [&](int q) { return double(a.get(a0 + q)); },
+      [&](int q, int c) { return double(b.get(b0 + (g.b_nk() ? size_t(c) * s.K + q : size_t(q) * s.N + c))); },
+      [&](int c) { return double(got.get(size_t(r) * s.N + c)); });
 }
 
 /// How a case's blocks walk the batch's tiles.
@@ -125,7 +125,7 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
     o_ref.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     Pipeline one(alone.out);
     size_t differ = 0;
-    double diff = 0, norm = 0;
+    BiasGeluError reference;
     for (int z = 0; z < s.batch; ++z) {
       Buffer a_z = examples::batch_element(a, z), b_z = examples::batch_element(b, z);
       Buffer want(alone.out_shape(1, s.M, s.N), out_type), got = examples::batch_element(out, z);
@@ -135,16 +135,10 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
         o_ref.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
         differ += got.get(e) == want.get(e) || (std::isnan(got.get(e)) && std::isnan(want.get(e))) ? 0 : 1;
       }
-      for (int n = 0; n < kSampleRows; ++n) {
-        int r = int(int64_t(n) * (s.M - 1) / (kSampleRows - 1));
-        for (int c = 0; c < s.N; ++c) {
-          double w = reference(batched, a, b, bias, s, z, r, c), d = got.get(size_t(r) * s.N + c) - w;
-          diff += d * d;
-          norm += w * w;
-        }
-      }
+      for (int r : sampled_rows(s.M, kSampleRows))
+        add_reference_row(reference, batched, a, b, bias, got, s, z, r);
     }
-    o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+    o_ref.error = reference.error();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
     o_ref.detail =
         std::string(mma_path_name(path)) + grid_name(grid) + ", " + examples::batched_operands_name(o) + ", " + t.str();

@@ -23,14 +23,15 @@
 
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/Report.h"
+#include "bench/gpu_check/SampledReference.h"
 #include "dsl/NarrowFloat.h"
-#include "examples/Reference.h"
-#include "runtime/Coalesce.h"
-#include "runtime/GpuExecutable.h"
-#include "runtime/CudaDriver.h"
-#include "runtime/GpuDevice.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+#include "runtime/GpuExecutable.h"
 
 #include <algorithm>
 #include <cmath>
@@ -110,28 +111,13 @@ struct Problem {
   /// ||got - want|| / ||want|| on kSampleRows rows (all of them when M is
   /// smaller), want = gelu(sum + bias) in double on the inputs' exact values.
   double error(const std::vector<float> &got) const {
-    std::vector<int> rows;
-    for (int r = 0; r < kSampleRows && r < s.M; ++r)
-      rows.push_back(s.M <= kSampleRows ? r : int(int64_t(r) * (s.M - 1) / (kSampleRows - 1)));
-    double diff = 0, norm = 0;
-    std::vector<double> sums(size_t(s.N));
-    for (int i : rows) {
-      std::fill(sums.begin(), sums.end(), 0.0);
-      for (int k = 0; k < s.K; ++k) {
-        double a = host.a.get(size_t(i) * s.K + k);
-        for (int j = 0; j < s.N; ++j)
-          sums[size_t(j)] += a * host.b.get(size_t(k) * s.N + j);
-      }
-      for (int j = 0; j < s.N; ++j) {
-        double want = examples::reference_epilogue<double>(Epilogue::BiasGelu, sums[size_t(j)], host.bias.get(j));
-        double d = got[size_t(i) * s.N + j] - want;
-        diff += d * d;
-        norm += want * want;
-      }
-    }
-    if (!std::isfinite(diff))
-      return std::numeric_limits<double>::infinity();
-    return norm == 0 ? (diff == 0 ? 0 : std::numeric_limits<double>::infinity()) : std::sqrt(diff / norm);
+    BiasGeluError reference;
+    for (int i : sampled_rows(s.M, kSampleRows))
+      reference.add_row(
+          host.bias, s.N, s.K, [&](int k) { return double(host.a.get(size_t(i) * s.K + k)); },
+          [&](int k, int j) { return double(host.b.get(size_t(k) * s.N + j)); },
+          [&](int j) { return double(got[size_t(i) * s.N + j]); });
+    return reference.error();
   }
 };
 

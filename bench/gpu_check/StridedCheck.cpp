@@ -17,6 +17,7 @@
 
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
+#include "bench/gpu_check/SampledReference.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -115,19 +116,13 @@ void check_one(Precision p, MmaPath path, const Shape &s, const std::string &nam
       o_ref.not_finite += std::isfinite(got.get(e)) ? 0 : 1;
       differ += got.get(e) == want.get(e) ? 0 : 1;
     }
-    double diff = 0, norm = 0;
-    for (int n = 0; n < kSampleRows; ++n) {
-      int r = int(int64_t(n) * (s.M - 1) / (kSampleRows - 1));
-      for (int c = 0; c < s.N; ++c) {
-        double sum = bias.get(size_t(c));
-        for (int q = 0; q < s.K; ++q)
-          sum += double(a_dense.get(size_t(r) * s.K + q)) * w_dense.get(size_t(c) * s.K + q);
-        double ref = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0))), d = got.get(size_t(r) * s.N + c) - ref;
-        diff += d * d;
-        norm += ref * ref;
-      }
-    }
-    o_ref.error = std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+    BiasGeluError reference;
+    for (int r : sampled_rows(s.M, kSampleRows))
+      reference.add_row(
+          bias, s.N, s.K, [&](int q) { return double(a_dense.get(size_t(r) * s.K + q)); },
+          [&](int q, int c) { return double(w_dense.get(size_t(c) * s.K + q)); },
+          [&](int c) { return double(got.get(size_t(r) * s.N + c)); });
+    o_ref.error = reference.error();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
     o_ref.detail = mma_path_name(path);
     record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o_ref);

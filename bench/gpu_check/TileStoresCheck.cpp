@@ -18,6 +18,7 @@
 
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/Report.h"
+#include "bench/gpu_check/SampledReference.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -106,24 +107,13 @@ struct Problem {
   /// ||got - want|| / ||want|| on kSampleRows rows, want = gelu(sum +
   /// bias) in double on the inputs' exact values.
   double error(const std::vector<float> &got) const {
-    double diff = 0, norm = 0;
-    std::vector<double> sums(size_t(s.N));
-    for (int r = 0; r < kSampleRows; ++r) {
-      int i = int(int64_t(r) * (s.M - 1) / (kSampleRows - 1));
-      std::fill(sums.begin(), sums.end(), 0.0);
-      for (int k = 0; k < s.K; ++k) {
-        double x = host.a.get(size_t(i) * s.K + k);
-        for (int j = 0; j < s.N; ++j)
-          sums[size_t(j)] += x * host.b.get(size_t(k) * s.N + j);
-      }
-      for (int j = 0; j < s.N; ++j) {
-        double want = examples::reference_epilogue<double>(Epilogue::BiasGelu, sums[size_t(j)], host.bias.get(j));
-        double d = got[size_t(i) * s.N + j] - want;
-        diff += d * d;
-        norm += want * want;
-      }
-    }
-    return std::isfinite(diff) && norm > 0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
+    BiasGeluError reference;
+    for (int i : sampled_rows(s.M, kSampleRows))
+      reference.add_row(
+          host.bias, s.N, s.K, [&](int k) { return double(host.a.get(size_t(i) * s.K + k)); },
+          [&](int k, int j) { return double(host.b.get(size_t(k) * s.N + j)); },
+          [&](int j) { return double(got[size_t(i) * s.N + j]); });
+    return reference.error();
   }
 };
 
