@@ -34,4 +34,12 @@ grep -h '^fuzz seeds' "$logs"/batch_*.log | tr ' ' '\n' | grep '=' |
 failed=$(grep -h "^seed .*: FAIL" "$logs"/batch_*.log | wc -l || true)
 echo "failing seeds: $failed (programs in $logs/batch_*.log)"
 grep -h '^seed .*: FAIL' "$logs"/batch_*.log | head -50 || true
+# A batch that did not run to its summary (a crash of the runner itself, or
+# a library relinked under it) counts as a failure, not as fewer cases.
+ran=$(grep -h '^fuzz seeds' "$logs"/batch_*.log | tr ' ' '\n' | grep '=' | awk -F= '{ t += $2 } END { print t + 0 }')
+if [ "$ran" -ne "$cases" ]; then
+  echo "only $ran of $cases cases ran; batches without a summary:"
+  for log in "$logs"/batch_*.log; do grep -q '^fuzz seeds' "$log" || echo "  $log: $(tail -1 "$log")"; done
+  exit 1
+fi
 [ "$failed" -eq 0 ]

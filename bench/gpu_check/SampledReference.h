@@ -4,6 +4,7 @@
 // over the rows added, want = gelu(sum + bias) in double from the inputs'
 // values (as the instruction multiplies them: the caller's accessors).
 
+#include "examples/Gemm.h"
 #include "examples/Reference.h"
 #include "runtime/Buffer.h"
 
@@ -58,5 +59,18 @@ private:
   std::vector<double> sums_;
   double diff_ = 0, norm_ = 0;
 };
+
+/// The error of `got` (M x N, row-major) on `count` rows of data's product
+/// (A M x K and B K x N, dense) sampled by sampled_rows.
+inline double sampled_bias_gelu_error(const examples::GemmData &data, int M, int N, int K, int count,
+                                      const std::vector<float> &got) {
+  BiasGeluError reference;
+  for (int i : sampled_rows(M, count))
+    reference.add_row(
+        data.bias, N, K, [&](int k) { return double(data.a.get(size_t(i) * K + k)); },
+        [&](int k, int j) { return double(data.b.get(size_t(k) * N + j)); },
+        [&](int j) { return double(got[size_t(i) * N + j]); });
+  return reference.error();
+}
 
 } // namespace coalesce::gpu_check

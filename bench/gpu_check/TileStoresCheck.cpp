@@ -107,13 +107,7 @@ struct Problem {
   /// ||got - want|| / ||want|| on kSampleRows rows, want = gelu(sum +
   /// bias) in double on the inputs' exact values.
   double error(const std::vector<float> &got) const {
-    BiasGeluError reference;
-    for (int i : sampled_rows(s.M, kSampleRows))
-      reference.add_row(
-          host.bias, s.N, s.K, [&](int k) { return double(host.a.get(size_t(i) * s.K + k)); },
-          [&](int k, int j) { return double(host.b.get(size_t(k) * s.N + j)); },
-          [&](int j) { return double(got[size_t(i) * s.N + j]); });
-    return reference.error();
+    return sampled_bias_gelu_error(host, s.M, s.N, s.K, kSampleRows, got);
   }
 };
 
