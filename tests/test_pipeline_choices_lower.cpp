@@ -1,5 +1,5 @@
-// Every combination of the warpgroup kernel's pipeline choices, bf16 and
-// tf32 (the copies:
+// Every combination of the warpgroup kernel's pipeline choices, bf16, tf32
+// and FP8 (the copies:
 // cp.async, the TMA, producer warps with and without register reallocation,
 // padded copies; the output's tile stores; a persistent grid; clusters;
 // split-K; two tile shapes) at every kind of extent (left to run time, fixed to whole
@@ -38,17 +38,23 @@ const char *extents_name(Extents e) {
   return "?";
 }
 
-// bf16 in and out, or f32 in and out for tf32.
+// bf16 in and out; f32 in and out for tf32; e4m3 in, bf16 out and B
+// stored N x K (the 8-bit MMA reads both operands K-major) for FP8.
 Gemm gemm_with(Extents e, MmaKind kind) {
-  const Type t = kind == MmaKind::TF32_wgmma_m64k8 ? Float(32) : BFloat(16);
+  const bool fp8 = kind == MmaKind::E4M3_wgmma_m64k32;
+  const Type in = kind == MmaKind::TF32_wgmma_m64k8 ? Float(32) : fp8 ? Float8E4M3() : BFloat(16);
+  const Type out = fp8 ? BFloat(16) : in;
+  const examples::BLayout b = fp8 ? examples::BLayout::NK : examples::BLayout::KN;
   switch (e) {
   case Extents::RunTime: break;
-  case Extents::WholeTiles: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, 256, 512, 192);
-  case Extents::Ragged: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, 200, 300, 100);
-  case Extents::OnlyK: return examples::make_gemm_with_extents(Epilogue::BiasGelu, t, t, Expr(), Expr(), 192);
+  case Extents::WholeTiles: return examples::make_gemm_with_extents(Epilogue::BiasGelu, in, out, 256, 512, 192, b);
+  case Extents::Ragged: return examples::make_gemm_with_extents(Epilogue::BiasGelu, in, out, 200, 300, 100, b);
+  case Extents::OnlyK: return examples::make_gemm_with_extents(Epilogue::BiasGelu, in, out, Expr(), Expr(), 192, b);
   }
-  return examples::make_gemm(Epilogue::BiasGelu, t, t);
+  return examples::make_gemm(Epilogue::BiasGelu, in, out, b);
 }
+
+constexpr MmaKind kKinds[] = {MmaKind::BF16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8, MmaKind::E4M3_wgmma_m64k32};
 
 struct Copies {
   const char *name;
@@ -83,7 +89,7 @@ MmaTiling tiling_for(MmaKind kind, bool wide, const Copies &c, TileStores stores
 TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers for a GPU or is refused by a rule") {
   std::map<std::string, int> accepted_by_copies;
   int lowered = 0, refused = 0;
-  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8})
+  for (MmaKind kind : kKinds)
     for (Extents e : {Extents::RunTime, Extents::WholeTiles, Extents::Ragged, Extents::OnlyK})
       for (const Copies &c : kCopies)
         for (TileStores stores : kTileStores)
@@ -112,7 +118,7 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
   MESSAGE(lowered << " lowered, " << refused << " refused");
   // Each kind of copies lowers somewhere: a rule that refused every one of
   // them would leave the matrix checking nothing.
-  for (MmaKind kind : {MmaKind::BF16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8})
+  for (MmaKind kind : kKinds)
     for (const Copies &c : kCopies) {
       // tf32 takes the TMA only through padded copies (rows rounded in a
       // kernel of their own).
