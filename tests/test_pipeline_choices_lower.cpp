@@ -10,14 +10,20 @@
 // could reach. The same for a batch of products, with and without strided
 // views. Lowering only (no LLVM), so the whole matrix runs in seconds;
 // the kernels' numbers and ptxas are the other tests' and the GPU check's.
+// COALESCE_PIPELINE_MATRIX_PTXAS=N also assembles every N-th lowered
+// schedule with ptxas (sm_90a): a kernel ptxas rejects fails the test (the
+// rules should have refused its schedule); spills and "Potential
+// Performance Loss" reports are counted and listed.
 
 #include "WarpgroupGemms.h"
+#include "codegen/PtxAssembler.h"
 #include "dsl/Error.h"
 #include "examples/BatchedGemm.h"
 #include "scheduler/LoweredFunc.h"
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -84,9 +90,51 @@ MmaTiling tiling_for(MmaKind kind, bool wide, const Copies &c, TileStores stores
   return t;
 }
 
+// Every N-th lowered schedule assembled with ptxas (0: none).
+int ptxas_every() {
+  const char *every = std::getenv("COALESCE_PIPELINE_MATRIX_PTXAS");
+  return every && *every && ptxas_available() ? std::max(0, std::atoi(every)) : 0;
+}
+
+// Assembles every ptxas_every()-th schedule it is given; ptxas rejecting
+// one fails the test, spills and performance losses are listed.
+class PtxasSweep {
+public:
+  void maybe_assemble(Pipeline &pipeline, const std::string &what) {
+    const int every = ptxas_every();
+    if (every == 0 || seen_++ % every != 0)
+      return;
+    ++assembled_;
+    try {
+      PtxasResult result = pipeline.assemble(parse_gpu_target("sm_90a"));
+      bool spills = false;
+      for (const KernelResources &kernel : result.kernels)
+        spills |= kernel.spills();
+      if (spills || !result.performance_losses().empty())
+        degraded_.push_back(
+            what + (spills ? " [spills]" : "") +
+            (result.performance_losses().empty() ? "" : " [" + result.performance_losses().front() + "]"));
+    } catch (const UserError &error) {
+      FAIL_CHECK("ptxas rejected a schedule the rules accepted (" << what << "): " << error.what());
+    }
+  }
+  ~PtxasSweep() {
+    if (assembled_ == 0)
+      return;
+    MESSAGE(assembled_ << " assembled, " << degraded_.size() << " with spills or a performance loss");
+    for (const std::string &d : degraded_)
+      MESSAGE("  " << d);
+  }
+
+private:
+  int seen_ = 0, assembled_ = 0;
+  std::vector<std::string> degraded_;
+};
+
 } // namespace
 
 TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers for a GPU or is refused by a rule") {
+  PtxasSweep ptxas;
   std::map<std::string, int> accepted_by_copies;
   int lowered = 0, refused = 0;
   for (MmaKind kind : kKinds)
@@ -108,6 +156,7 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
                     CHECK_MESSAGE(has_kernels, what.str());
                     ++lowered;
                     ++accepted_by_copies[std::string(mma_kind_name(kind)) + ", " + c.name];
+                    ptxas.maybe_assemble(pipeline, what.str());
                   } catch (const InternalError &error) {
                     FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str()
                                                                                   << "): " << error.what());
@@ -130,6 +179,7 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
 }
 
 TEST_CASE("a batch's and strided views' pipeline choices lower for a GPU or are refused by a rule") {
+  PtxasSweep ptxas;
   int lowered = 0, refused = 0;
   for (examples::BatchedOperands o : {examples::BatchedOperands::Both, examples::BatchedOperands::SharedWeightsNK})
     for (bool views : {false, true})
@@ -148,6 +198,7 @@ TEST_CASE("a batch's and strided views' pipeline choices lower for a GPU or are 
                 const bool has_kernels = !pipeline.gpu_program().kernels.empty();
                 CHECK_MESSAGE(has_kernels, what.str());
                 ++lowered;
+                ptxas.maybe_assemble(pipeline, what.str());
               } catch (const InternalError &error) {
                 FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str() << "): " << error.what());
               } catch (const UserError &) {
