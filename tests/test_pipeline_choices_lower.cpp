@@ -96,13 +96,43 @@ int ptxas_every() {
   return every && *every && ptxas_available() ? std::max(0, std::atoi(every)) : 0;
 }
 
-// Assembles every ptxas_every()-th schedule it is given; ptxas rejecting
-// one fails the test, spills and performance losses are listed.
-class PtxasSweep {
+// Lowers each schedule it is given for a GPU and counts those lowered and
+// those a rule refused; an internal error fails the test. Every
+// ptxas_every()-th lowered schedule is assembled too: ptxas rejecting one
+// fails the test, spills and performance losses are listed.
+class Lowerings {
 public:
+  /// `schedule()` schedules and returns the output Func (a UserError from
+  /// it is a refusal too); true where the schedule lowered.
+  template <typename Schedule> bool lower(const std::string &what, Schedule schedule) {
+    try {
+      Pipeline pipeline(schedule());
+      const bool has_kernels = !pipeline.gpu_program().kernels.empty();
+      CHECK_MESSAGE(has_kernels, what);
+      ++lowered_;
+      maybe_assemble(pipeline, what);
+      return true;
+    } catch (const InternalError &error) {
+      FAIL_CHECK("an internal error for a schedule of the recipe (" << what << "): " << error.what());
+    } catch (const UserError &) {
+      ++refused_; // a rule's refusal: legality is the other tests'
+    }
+    return false;
+  }
+  int lowered() const { return lowered_; }
+  ~Lowerings() {
+    MESSAGE(lowered_ << " lowered, " << refused_ << " refused");
+    if (assembled_ == 0)
+      return;
+    MESSAGE(assembled_ << " assembled, " << degraded_.size() << " with spills or a performance loss");
+    for (const std::string &d : degraded_)
+      MESSAGE("  " << d);
+  }
+
+private:
   void maybe_assemble(Pipeline &pipeline, const std::string &what) {
     const int every = ptxas_every();
-    if (every == 0 || seen_++ % every != 0)
+    if (every == 0 || (lowered_ - 1) % every != 0) // the first lowered, then every N-th
       return;
     ++assembled_;
     try {
@@ -118,25 +148,16 @@ public:
       FAIL_CHECK("ptxas rejected a schedule the rules accepted (" << what << "): " << error.what());
     }
   }
-  ~PtxasSweep() {
-    if (assembled_ == 0)
-      return;
-    MESSAGE(assembled_ << " assembled, " << degraded_.size() << " with spills or a performance loss");
-    for (const std::string &d : degraded_)
-      MESSAGE("  " << d);
-  }
 
-private:
-  int seen_ = 0, assembled_ = 0;
+  int lowered_ = 0, refused_ = 0, assembled_ = 0;
   std::vector<std::string> degraded_;
 };
 
 } // namespace
 
 TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers for a GPU or is refused by a rule") {
-  PtxasSweep ptxas;
+  Lowerings lowerings;
   std::map<std::string, int> accepted_by_copies;
-  int lowered = 0, refused = 0;
   for (MmaKind kind : kKinds)
     for (Extents e : {Extents::RunTime, Extents::WholeTiles, Extents::Ragged, Extents::OnlyK})
       for (const Copies &c : kCopies)
@@ -149,22 +170,12 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
                   std::ostringstream what;
                   what << extents_name(e) << "; " << c.name << "; " << t.str();
                   Gemm g = gemm_with(e, kind);
-                  try {
-                    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-                    Pipeline pipeline(g.out);
-                    const bool has_kernels = !pipeline.gpu_program().kernels.empty();
-                    CHECK_MESSAGE(has_kernels, what.str());
-                    ++lowered;
+                  if (lowerings.lower(what.str(), [&] {
+                        schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+                        return g.out;
+                      }))
                     ++accepted_by_copies[std::string(mma_kind_name(kind)) + ", " + c.name];
-                    ptxas.maybe_assemble(pipeline, what.str());
-                  } catch (const InternalError &error) {
-                    FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str()
-                                                                                  << "): " << error.what());
-                  } catch (const UserError &) {
-                    ++refused; // a rule's refusal: legality is the other tests'
-                  }
                 }
-  MESSAGE(lowered << " lowered, " << refused << " refused");
   // Each kind of copies lowers somewhere: a rule that refused every one of
   // them would leave the matrix checking nothing.
   for (MmaKind kind : kKinds)
@@ -179,8 +190,7 @@ TEST_CASE("every combination of the warpgroup kernel's pipeline choices lowers f
 }
 
 TEST_CASE("a batch's and strided views' pipeline choices lower for a GPU or are refused by a rule") {
-  PtxasSweep ptxas;
-  int lowered = 0, refused = 0;
+  Lowerings lowerings;
   for (examples::BatchedOperands o : {examples::BatchedOperands::Both, examples::BatchedOperands::SharedWeightsNK})
     for (bool views : {false, true})
       for (const Copies &c : kCopies)
@@ -192,19 +202,10 @@ TEST_CASE("a batch's and strided views' pipeline choices lower for a GPU or are 
               what << examples::batched_operands_name(o) << (views ? ", strided views" : "") << "; " << c.name << "; "
                    << t.str();
               examples::BatchedGemm g(BFloat(16), BFloat(16), o, true, views);
-              try {
+              lowerings.lower(what.str(), [&] {
                 g.schedule_mma(t);
-                Pipeline pipeline(g.out);
-                const bool has_kernels = !pipeline.gpu_program().kernels.empty();
-                CHECK_MESSAGE(has_kernels, what.str());
-                ++lowered;
-                ptxas.maybe_assemble(pipeline, what.str());
-              } catch (const InternalError &error) {
-                FAIL_CHECK("an internal error for a schedule of the recipe (" << what.str() << "): " << error.what());
-              } catch (const UserError &) {
-                ++refused;
-              }
+                return g.out;
+              });
             }
-  MESSAGE(lowered << " lowered, " << refused << " refused");
-  CHECK(lowered > 0);
+  CHECK(lowerings.lowered() > 0);
 }

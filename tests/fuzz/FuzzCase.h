@@ -122,6 +122,15 @@ protected:
     return std::make_unique<Input>(input_name, in_type_, extents, std::vector<Expr>{lead, 1});
   }
   std::ostringstream log_;
+  /// The rows x columns `m` stored columns x rows, the same values.
+  static Buffer transposed(const Buffer &m) {
+    const int rows = m.shape()[0], columns = m.shape()[1];
+    Buffer t({columns, rows}, m.type());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < columns; ++c)
+        t.set(static_cast<size_t>(c) * rows + r, m.get(static_cast<size_t>(r) * columns + c));
+    return t;
+  }
   /// `dense` laid into rows `lead` apart (0: `dense` itself), NaN between.
   static Buffer laid_out(const Buffer &dense, int lead) {
     if (!lead)

@@ -65,20 +65,9 @@ protected:
     Buffer B2(u_ ? std::vector<int>{K_, N_} : std::vector<int>{1, 1}, in_type_);
     fill(A, 1), fill(B, 2), fill(bias, 3), fill(B2, 4);
     log << log_.str();
-    Buffer A_stored = A;
-    if (a_km_) { // the same values, stored K x M
-      A_stored = Buffer({K_, M_}, in_type_);
-      for (int r = 0; r < M_; ++r)
-        for (int q = 0; q < K_; ++q)
-          A_stored.set(static_cast<size_t>(q) * M_ + r, A.get(static_cast<size_t>(r) * K_ + q));
-    }
-    Buffer B_stored = B;
-    if (b_nk_) { // the same values, stored N x K
-      B_stored = Buffer({N_, K_}, in_type_);
-      for (int q = 0; q < K_; ++q)
-        for (int c = 0; c < N_; ++c)
-          B_stored.set(static_cast<size_t>(c) * K_ + q, B.get(static_cast<size_t>(q) * N_ + c));
-    }
+    // The same values, A stored K x M and B N x K where the algorithm reads
+    // them so.
+    const Buffer A_stored = a_km_ ? transposed(A) : A, B_stored = b_nk_ ? transposed(B) : B;
     Buffer A_view = laid_out(A_stored, a_lead_), B_view = laid_out(B_stored, b_lead_);
     // An output view's buffer ends at its last element (one element where
     // the view is empty), the elements between the rows kBetweenRows.
