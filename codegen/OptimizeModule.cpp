@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -135,49 +136,86 @@ void limit_dead_store_reach() {
 
 namespace {
 
-// O3 runs InstCombine eight times over each function. The sixth and the
-// seventh clean up after the loop and SLP vectorizers, which this pipeline
-// turns off: without them the PTX of the five kernels of
-// coalesce-compile-time and of 28 coalesce-aot configurations (every
-// pipeline variant, FP8, SwiGLU, split-K, batches, views) is byte for byte
-// the same, and InstCombine takes about a fifth less time. Skipping any
-// other run changed some kernel's PTX (docs/performance.md, "InstCombine
-// runs that clean up after no vectorizer"). Counted per function, in the
-// order O3 runs them; the count is checked after the pipeline, so that
+// Runs of O3's function passes that this pipeline skips, each pass with the
+// number of times O3 runs it over each function. The criterion for a skip:
+// the PTX of the five kernels of coalesce-compile-time and of 47
+// coalesce-aot configurations (every pipeline variant, FP8, SwiGLU,
+// split-K, batches, views, swap-AB, direct and staged stores, tf32 and the
+// warp MMA) stays byte for byte the same with all of them skipped together
+// (docs/performance.md, "O3's cleanup passes that find nothing").
+//
+// InstCombine's sixth and seventh runs clean up after the loop and SLP
+// vectorizers, which this pipeline turns off; skipping any other of its
+// runs changed some kernel's PTX. The other passes clean up what our
+// lowering does not leave: dead stores and code (DSE, ADCE, BDCE), tail
+// calls, memcpys, vectors, floats used as small ints, branches to thread
+// through, and so on. The counts are checked after the pipeline, so that
 // another LLVM's pipeline cannot shift which runs are skipped unnoticed.
-constexpr int kInstCombineRuns = 8;
-constexpr bool kInstCombineRunSkipped[kInstCombineRuns] = {false, false, false, false, false, true, true, false};
+struct SkippedRuns {
+  const char *pass;
+  int runs;                      ///< O3's runs of the pass over each function
+  std::initializer_list<int> skipped; ///< which of them (from 0) are skipped
+};
+const SkippedRuns kSkippedRuns[] = {
+    {"InstCombinePass", 8, {5, 6}},
+    {"DSEPass", 1, {0}},
+    {"ADCEPass", 1, {0}},
+    {"BDCEPass", 1, {0}},
+    {"InstSimplifyPass", 1, {0}},
+    {"JumpThreadingPass", 2, {0, 1}},
+    {"TailCallElimPass", 2, {0, 1}},
+    {"Float2IntPass", 1, {0}},
+    {"VectorCombinePass", 2, {0, 1}},
+    {"MemCpyOptPass", 1, {0}},
+    {"AggressiveInstCombinePass", 1, {0}},
+    {"CallSiteSplittingPass", 1, {0}},
+    {"LoopLoadEliminationPass", 1, {0}},
+    {"LibCallsShrinkWrapPass", 1, {0}},
+    {"MergedLoadStoreMotionPass", 1, {0}},
+    {"LoopSinkPass", 1, {0}},
+    {"ControlHeightReductionPass", 1, {0}},
+};
 
-class InstCombineRuns {
+class PassRuns {
 public:
   void skip_in(llvm::PassInstrumentationCallbacks &callbacks) {
     callbacks.registerShouldRunOptionalPassCallback([this](llvm::StringRef pass, llvm::Any ir) {
-      if (pass != "InstCombinePass")
-        return true;
       const llvm::Function *const *function = llvm::any_cast<const llvm::Function *>(&ir);
-      if (!function)
+      const SkippedRuns *entry = find(pass);
+      if (!function || !entry)
         return true;
-      int run = runs_[(*function)->getName().str()]++;
-      return run >= kInstCombineRuns || !kInstCombineRunSkipped[run];
+      int run = runs_[{entry->pass, (*function)->getName().str()}]++;
+      for (int skipped : entry->skipped)
+        if (run == skipped)
+          return false;
+      return true;
     });
   }
-  /// After the pipeline: each function left with a body had the eight runs.
+  /// After the pipeline: each function left with a body had each listed
+  /// pass run as often as the table says.
   void check(const llvm::Module &module) const {
     for (const llvm::Function &function : module) {
       if (function.isDeclaration())
         continue;
-      auto found = runs_.find(function.getName().str());
-      int runs = found == runs_.end() ? 0 : found->second;
-      if (runs != kInstCombineRuns)
-        internal_error("LLVM's O3 pipeline ran InstCombine ", runs, " times over '", function.getName().str(),
-                       "', not ", kInstCombineRuns,
-                       ": which of its runs are skipped (OptimizeModule.cpp) must be "
-                       "measured again for this LLVM");
+      for (const SkippedRuns &entry : kSkippedRuns) {
+        auto found = runs_.find({entry.pass, function.getName().str()});
+        int runs = found == runs_.end() ? 0 : found->second;
+        if (runs != entry.runs)
+          internal_error("LLVM's O3 pipeline ran ", entry.pass, " ", runs, " times over '",
+                         function.getName().str(), "', not ", entry.runs,
+                         ": which of its runs are skipped (OptimizeModule.cpp) must be measured again for this LLVM");
+      }
     }
   }
 
 private:
-  std::map<std::string, int> runs_;
+  static const SkippedRuns *find(llvm::StringRef pass) {
+    for (const SkippedRuns &entry : kSkippedRuns)
+      if (pass == entry.pass)
+        return &entry;
+    return nullptr;
+  }
+  std::map<std::pair<std::string, std::string>, int> runs_; ///< (pass, function) -> runs so far
 };
 
 } // namespace
@@ -187,12 +225,12 @@ void optimize_module(llvm::Module &module, llvm::TargetMachine &target) {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = false;
   tuning.SLPVectorization = false;
-  InstCombineRuns instcombine;
+  PassRuns runs;
   run_pipeline(
       module, target, tuning,
       [](llvm::PassBuilder &builder) { return builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); },
-      [&](llvm::PassInstrumentationCallbacks &callbacks) { instcombine.skip_in(callbacks); });
-  instcombine.check(module);
+      [&](llvm::PassInstrumentationCallbacks &callbacks) { runs.skip_in(callbacks); });
+  runs.check(module);
 }
 
 void optimize_for_checking(llvm::Module &module, llvm::TargetMachine &target) {
