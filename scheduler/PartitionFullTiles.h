@@ -10,14 +10,6 @@
 //         ... if j < N:                         for warp in gpu_thread.y(0, 8):
 //               out[i, j] = ...                   ... (as before)
 //
-// Where the output is stored directly (the environment's form), only the
-// stores are copied: each iteration of the outermost loop over a thread's
-// elements computes its values once, guards dropped, into a register array
-// (`out.values`), then stores them under the same branch, with or without
-// guards. A value qualifies where computing it past the edge is safe (it
-// reads registers and inputs, whose loads are clamped, and calls pure
-// functions); the whole statement is copied otherwise.
-//
 // Why: the epilogue's guards (a tile's rows and columns past M and N, for
 // ragged shapes) put a branch around every element, so each element's
 // chain (bias, erf, rounding, store) runs alone; without them the unrolled

@@ -69,42 +69,6 @@ TEST_CASE("the epilogue's unguarded copy is taken exactly when the whole tile is
   CHECK_HAS(Pipeline(direct.out).loop_nest(), "if bi*128 + 127 < M && bj*256 + 255 < N:");
 }
 
-namespace {
-size_t occurrences(const std::string &text, const std::string &word) {
-  size_t count = 0;
-  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
-    ++count;
-  return count;
-}
-} // namespace
-
-TEST_CASE("the epilogue's values are computed once; only their stores are copied, with and without guards") {
-  // FFMA: a value per element of a row of the thread's 4 x 4 block.
-  std::string nest = Pipeline(ffma_scheduled(small_tiling()).out).loop_nest();
-  CHECK_HAS(nest, "allocate out.values[4] f32 in register");
-  CHECK(occurrences(nest, "erfc(") == 1);
-  CHECK(occurrences(nest, "= out.values[rj]") == 2);
-  // Warpgroup MMA with direct stores: 4 values per 8 columns of the fragment.
-  Gemm direct = coalesce::testing::bf16_scheduled(
-      default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, GpuTarget().sm_count()));
-  direct.out.gpu_tile_stores(TileStores::Direct);
-  std::string wgmma = Pipeline(direct.out).loop_nest();
-  CHECK(occurrences(wgmma, "erfc(") == 1);
-  CHECK_HAS(wgmma, "out.values[");
-
-  // A split reduction's atomic adds are the stores' own effect: computed
-  // past the edge they would add to other elements, so they keep the copy.
-  MmaTiling split = coalesce::testing::one_tile_tma_tiling(MmaKind::BF16_wgmma_m64k16, 3);
-  split.split_k = 3;
-  split.split_k_mode = SplitKMode::Atomic;
-  Gemm atomic = coalesce::testing::bf16_scheduled(split, Epilogue::None);
-  Pipeline atomic_pipeline(atomic.out);
-  std::string atomic_nest = atomic_pipeline.loop_nest();
-  CHECK(atomic_nest.find(".values") == std::string::npos);
-  CHECK(occurrences(atomic_nest, "atomic_add(") >= 2);
-  CHECK(coalesce::testing::bf16_error_against_reference(atomic_pipeline, 65, 129, 64, Epilogue::None, 5) < 4e-3);
-}
-
 TEST_CASE("GEMMs + bias + GELU match the reference where the last tile is one short, one over, or whole") {
   Gemm g = ffma_scheduled(small_tiling());
   Pipeline pipeline(g.out);
