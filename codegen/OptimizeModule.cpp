@@ -25,8 +25,7 @@ void verify_module(const llvm::Module &module, const char *what) {
   std::string message;
   llvm::raw_string_ostream out(message);
   if (llvm::verifyModule(module, &out))
-    internal_error("LLVM rejected the ", what, " module '", module.getName().str(), "': ",
-                   out.str());
+    internal_error("LLVM rejected the ", what, " module '", module.getName().str(), "': ", out.str());
 }
 
 namespace {
@@ -153,7 +152,7 @@ namespace {
 // another LLVM's pipeline cannot shift which runs are skipped unnoticed.
 struct SkippedRuns {
   const char *pass;
-  int runs;                      ///< O3's runs of the pass over each function
+  int runs;                           ///< O3's runs of the pass over each function
   std::initializer_list<int> skipped; ///< which of them (from 0) are skipped
 };
 const SkippedRuns kSkippedRuns[] = {
@@ -201,8 +200,8 @@ public:
         auto found = runs_.find({entry.pass, function.getName().str()});
         int runs = found == runs_.end() ? 0 : found->second;
         if (runs != entry.runs)
-          internal_error("LLVM's O3 pipeline ran ", entry.pass, " ", runs, " times over '",
-                         function.getName().str(), "', not ", entry.runs,
+          internal_error("LLVM's O3 pipeline ran ", entry.pass, " ", runs, " times over '", function.getName().str(),
+                         "', not ", entry.runs,
                          ": which of its runs are skipped (OptimizeModule.cpp) must be measured again for this LLVM");
       }
     }
@@ -236,8 +235,7 @@ void optimize_module(llvm::Module &module, llvm::TargetMachine &target) {
 void optimize_for_checking(llvm::Module &module, llvm::TargetMachine &target) {
   // InstCombine without its fixpoint check: one round is what is wanted
   // here, not an error when another would change more.
-  run_pass_pipeline(module, target,
-                    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)");
+  run_pass_pipeline(module, target, "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)");
 }
 
 void run_pass_pipeline(llvm::Module &module, llvm::TargetMachine &target, const std::string &passes) {
