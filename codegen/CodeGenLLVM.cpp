@@ -263,6 +263,17 @@ llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
   return builder_->CreateBitCast(builder_->CreateSelect(special, bits, rounded), x->getType());
 }
 
+llvm::Value *CodeGenLLVM::truncate_to_tf32(llvm::Value *x) {
+  llvm::Type *i32 = builder_->getInt32Ty();
+  llvm::Value *bits = builder_->CreateBitCast(x, i32);
+  // The top 19 bits; infinities and NaNs (exponent all ones) stay as they
+  // are, so that a NaN whose payload lies in the dropped bits stays a NaN.
+  llvm::Value *truncated = builder_->CreateAnd(bits, builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
+  llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
+  llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
+  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, truncated), x->getType());
+}
+
 llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, int arrivals) {
   llvm::Type *i32 = builder_->getInt32Ty();
   llvm::Value *count = builder_->CreateAdd(builder_->CreateAlignedLoad(i32, counter, llvm::Align(4)),

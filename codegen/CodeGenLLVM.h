@@ -138,6 +138,9 @@ protected:
   /// f32 rounded to tf32 (10 mantissa bits, to nearest, ties away from 0,
   /// as cvt.rna.tf32.f32), as an f32.
   llvm::Value *round_to_tf32(llvm::Value *x);
+  /// f32 truncated to tf32 (its top 19 bits; infinities and NaNs kept), as
+  /// the tf32 instructions read f32 bits.
+  llvm::Value *truncate_to_tf32(llvm::Value *x);
 
   /// Storage for `elements` values of `op->type`. The base ignores the memory
   /// type: one entry-block alloca, or malloc'd memory (freed by

@@ -311,6 +311,7 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::RoundToTf32:
     value_ = round_to_tf32(codegen(op->args[0]));
     return;
+  case Intrinsic::TruncateToTf32: value_ = truncate_to_tf32(codegen(op->args[0])); return;
   case Intrinsic::Exp:
   case Intrinsic::Erf:
   case Intrinsic::Erfc:

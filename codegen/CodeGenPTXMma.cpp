@@ -21,12 +21,14 @@ llvm::Intrinsic::ID warp_mma_intrinsic(MmaKind kind) {
   switch (kind) {
   case MmaKind::BF16_m16n8k16: return llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   case MmaKind::F16_m16n8k16: return llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
-  case MmaKind::TF32_m16n8k8: return llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
+  case MmaKind::TF32_m16n8k8:
+  case MmaKind::TF32Truncated_m16n8k8: return llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32;
   case MmaKind::BF16_wgmma_m64k16:
   case MmaKind::F16_wgmma_m64k16:
   case MmaKind::TF32_wgmma_m64k8:
   case MmaKind::E4M3_wgmma_m64k32:
   case MmaKind::E5M2_wgmma_m64k32:
+  case MmaKind::TF32Truncated_wgmma_m64k8:
   case MmaKind::None: break;
   }
   internal_error("no warp MMA intrinsic for ", mma_kind_name(kind));
@@ -42,7 +44,8 @@ void CodeGenPTX::emit_warp_mma(const WarpMma *op) {
   const auto *mul = add ? add->b.as<Mul>() : nullptr;
   COALESCE_INTERNAL_ASSERT(mul, "warp MMA update is not acc + a * b");
   const MmaInstruction &instruction = mma_instruction(op->kind);
-  bool tf32 = instruction.rounds_to_tf32;
+  bool tf32 = instruction.tf32 != Tf32Operands::NotTf32;
+  bool round = instruction.tf32 == Tf32Operands::RoundedToNearest;
   llvm::Value *lane = codegen(op->lane);
   llvm::Value *group = builder_->CreateLShr(lane, 2), *thread = builder_->CreateAnd(lane, 3);
   auto plus = [&](llvm::Value *v, int c) { return builder_->CreateAdd(v, builder_->getInt32(c)); };
@@ -62,8 +65,12 @@ void CodeGenPTX::emit_warp_mma(const WarpMma *op) {
   // (the lower k in the low half).
   auto reg = [&](const Expr &operand, llvm::Value *m, llvm::Value *n, llvm::Value *k) -> llvm::Value * {
     const Expr inner = unwrap(operand);
-    if (tf32)
+    // Rounded by cvt.rna.tf32.f32; or the f32 bits as they are, whose low 13
+    // the instruction drops.
+    if (round)
       return builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {element(inner, m, n, k)});
+    if (tf32)
+      return builder_->CreateBitCast(element(inner, m, n, k), builder_->getInt32Ty());
     auto bits16 = [&](llvm::Value *v) {
       return builder_->CreateZExt(builder_->CreateBitCast(v, builder_->getInt16Ty()), builder_->getInt32Ty());
     };
@@ -243,7 +250,8 @@ bool CodeGenPTX::in_shared(const Expr &operand) {
 Expr CodeGenPTX::unwrap(const Expr &operand) {
   if (const auto *cast = operand.as<Cast>())
     return cast->value;
-  if (const auto *call = operand.as<Call>(); call && call->intrinsic == Intrinsic::RoundToTf32)
+  if (const auto *call = operand.as<Call>();
+      call && (call->intrinsic == Intrinsic::RoundToTf32 || call->intrinsic == Intrinsic::TruncateToTf32))
     return call->args.at(0);
   return operand;
 }

@@ -35,19 +35,30 @@ namespace coalesce {
 /// both operands K-major).
 enum class MmaKind : uint8_t {
   None,
-  BF16_m16n8k16, ///< bf16 operands, f32 accumulator
-  F16_m16n8k16,  ///< f16 operands, f32 accumulator
-  TF32_m16n8k8,  ///< f32 operands rounded to tf32 (10-bit mantissa, nearest, ties away)
+  BF16_m16n8k16,     ///< bf16 operands, f32 accumulator
+  F16_m16n8k16,      ///< f16 operands, f32 accumulator
+  TF32_m16n8k8,      ///< f32 operands rounded to tf32 (10-bit mantissa, nearest, ties away)
   BF16_wgmma_m64k16, ///< warpgroup: bf16 operands in shared memory, f32 accumulator
   F16_wgmma_m64k16,  ///< warpgroup: f16 operands in shared memory, f32 accumulator
   TF32_wgmma_m64k8,  ///< warpgroup: f32 operands rounded to tf32, both K-major in shared memory
   E4M3_wgmma_m64k32, ///< warpgroup: e4m3 operands, both K-major in shared memory, f32 accumulator
   E5M2_wgmma_m64k32, ///< warpgroup: e5m2 operands, both K-major in shared memory, f32 accumulator
+  /// f32 operands as the tensor cores read f32 bits: the top 19 (sign,
+  /// exponent, 10 bits of mantissa), the rest dropped (truncated toward
+  /// zero), as cuBLAS's tf32 GEMMs multiply them. No copy or instruction
+  /// rounds them first.
+  TF32Truncated_m16n8k8,
+  TF32Truncated_wgmma_m64k8, ///< warpgroup: as TF32Truncated_m16n8k8, both K-major in shared memory
 };
 
 /// Which dimension of an operand is contiguous in shared memory: its k
 /// (K-major) or its m / n (MN-major).
 enum class OperandMajor : uint8_t { K, MN };
+
+/// What an MMA does to f32 operands: nothing (the 16- and 8-bit kinds), or
+/// tf32, rounded to nearest (ties away) before the instruction reads them,
+/// or truncated by the instruction itself.
+enum class Tf32Operands : uint8_t { NotTf32, RoundedToNearest, Truncated };
 
 /// What the compiler knows of one MMA instruction, in one table
 /// (dsl/MmaInstructions.cpp, a switch without a default, so a kind left out
@@ -56,7 +67,7 @@ enum class OperandMajor : uint8_t { K, MN };
 struct MmaInstruction {
   const char *name;      ///< as messages and tilings name it: "bf16 m16n8k16", "tf32 wgmma"
   Type operand;          ///< A and B as they are stored: bf16, f16, or f32 for tf32
-  bool rounds_to_tf32;   ///< multiplies f32 operands rounded to tf32
+  Tf32Operands tf32;     ///< how it multiplies f32 operands (tf32 kinds only)
   bool warpgroup;        ///< 4 warps together, A and B read from shared memory (sm_90a)
   int m, n, k;           ///< a warp's rows of the tile (16), a fragment's columns (8), the reduction depth
   /// How a warpgroup MMA can read B: MN-major ([k][n], a B stored K x N,
@@ -79,8 +90,14 @@ int mma_n(MmaKind kind); ///< columns of one fragment (8)
 int mma_k(MmaKind kind); ///< reduction depth (16 for bf16/f16, 8 for tf32, 32 for e4m3/e5m2): 32 bytes of each operand row
 /// Whether the instruction is a warpgroup MMA (4 warps, operands in shared).
 bool is_warpgroup_mma(MmaKind kind);
-/// Whether the instruction multiplies f32 operands rounded to tf32.
+/// Whether the instruction multiplies f32 operands rounded to tf32 (to
+/// nearest, before it reads them: the copies or a cvt round them).
 bool mma_rounds_to_tf32(MmaKind kind);
+/// Whether the instruction multiplies f32 operands truncated to tf32 (it
+/// reads their top 19 bits itself: nothing rounds them first).
+bool mma_truncates_to_tf32(MmaKind kind);
+/// Whether the instruction multiplies f32 operands (a tf32 kind, either way).
+bool mma_reads_f32(MmaKind kind);
 /// Whether a warpgroup MMA reads B K-major ([n][k] in shared memory).
 bool warpgroup_mma_reads_b_k_major(MmaKind kind);
 /// The rows of a warpgroup MMA's tile (64) and the most columns it takes (256).

@@ -46,6 +46,7 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
     return true;
   // No default: a new intrinsic is sorted here by whoever adds it.
   case Intrinsic::RoundToTf32:
+  case Intrinsic::TruncateToTf32:
   case Intrinsic::ThreadIdX:
   case Intrinsic::ThreadIdY:
   case Intrinsic::ThreadIdZ:

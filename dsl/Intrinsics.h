@@ -17,86 +17,88 @@ enum class IntrinsicResult : uint8_t {
 // X(enumerator, printed name, fewest arguments, most arguments, result rule).
 // The printed name is what the IR printer writes (the golden loop nests
 // hold it) and what LLVM values are named after.
-#define COALESCE_FOR_EACH_INTRINSIC(X)                                                             \
-  /* f32 math, from the algorithm (dsl/IROperator.h, dsl/Activations.cpp) */                        \
-  X(Exp, "exp", 1, 1, SameAsArg0)                                                                  \
-  X(Erf, "erf", 1, 1, SameAsArg0)                                                                  \
-  X(Erfc, "erfc", 1, 1, SameAsArg0)                                                                \
-  X(Tanh, "tanh", 1, 1, SameAsArg0)                                                                \
-  X(Sqrt, "sqrt", 1, 1, SameAsArg0)                                                                \
-  X(Abs, "abs", 1, 1, SameAsArg0)                                                                  \
-  /* an f32 rounded to tf32, as the tf32 tensor-core instruction sees it */                        \
-  X(RoundToTf32, "round_to_tf32", 1, 1, Float32)                                                   \
-  /* GPU indices, one per dimension (scheduler/FuseGpuThreadLoops.cpp) */                          \
-  X(ThreadIdX, "thread_id.x", 0, 0, Int32)                                                         \
-  X(ThreadIdY, "thread_id.y", 0, 0, Int32)                                                         \
-  X(ThreadIdZ, "thread_id.z", 0, 0, Int32)                                                         \
-  X(BlockIdX, "block_id.x", 0, 0, Int32)                                                           \
-  X(BlockIdY, "block_id.y", 0, 0, Int32)                                                           \
-  X(BlockIdZ, "block_id.z", 0, 0, Int32)                                                           \
-  /* asynchronous staging copies (scheduler/StageInShared.cpp): the value of */                    \
-  /* a Store; async_load(read[, in_bounds]), async_load_vector(read, count, */                     \
-  /* vector elements) */                                                                            \
-  X(AsyncLoad, "async_load", 1, 2, SameAsArg0)                                                     \
-  X(AsyncLoadVector, "async_load_vector", 3, 3, SameAsArg0)                                        \
-  /* the value of a Store: load_vector(read, count) copies `count` (a */                            \
-  /* constant) consecutive elements from read's element to the store's, */                          \
-  /* as one vector access, both aligned to the vector's bytes */                                     \
-  /* (scheduler/StageOutputTiles.cpp) */                                                              \
-  X(LoadVector, "load_vector", 2, 2, SameAsArg0)                                                   \
-  /* ... and their completion: wait for all; close a group; wait until at */                       \
-  /* most N (a constant) groups are in flight */                                                    \
-  X(AsyncWait, "async_wait", 0, 0, Int32)                                                          \
-  X(AsyncCommit, "async_commit", 0, 0, Int32)                                                      \
-  X(AsyncWaitGroup, "async_wait_group", 1, 1, Int32)                                              \
-  /* a reduction split across blocks (scheduler/SplitReductionAcrossBlocks.cpp): */                 \
-  /* last_arrival(counters[tile], arrivals) counts this block's arrival at */                       \
-  /* its tile, called by every thread of the block at once; 1 for the block */                     \
-  /* that brings the count to `arrivals` (a constant), which also resets the */                    \
-  /* count to 0, else 0. Every store the block made before it is visible to */                     \
-  /* that last block after it. */                                                                   \
-  X(LastArrival, "last_arrival", 2, 2, Int32)                                                      \
-  /* atomic_add(value): only as the value of a Store, which then adds value */                     \
-  /* to the element atomically instead of overwriting it */                                         \
-  X(AtomicAdd, "atomic_add", 1, 1, SameAsArg0)                                                     \
-  /* the bits of two i32 values that differ: a 128-byte swizzled shared */                          \
-  /* tile's 16-byte column (scheduler/StageInShared.cpp) */                                          \
-  X(BitXor, "bit_xor", 2, 2, Int32)                                                                \
-  /* shared memory written by this thread's copies becomes visible to the */                        \
-  /* tensor cores' reads (the async proxy) after the next barrier */                                \
-  X(FenceProxyAsync, "fence_proxy_async", 0, 0, Int32)                                             \
-  /* warpgroup MMAs (scheduler/TensorizeMma.cpp): order the accumulators' */                        \
-  /* registers before the first; close a group; wait until at most N */                             \
-  /* (a constant) groups are in flight */                                                           \
-  X(WgmmaFence, "wgmma_fence", 0, 0, Int32)                                                        \
-  X(WgmmaCommit, "wgmma_commit", 0, 0, Int32)                                                      \
-  X(WgmmaWait, "wgmma_wait", 1, 1, Int32)                                                          \
-  /* mbarriers of TMA copies (scheduler/StageWithTma.cpp); the first argument */                    \
-  /* is a Load of the barrier (its address, never read): init(bar, arrivals); */                    \
-  /* the fence that publishes inits to the async proxy; expect_tx(bar, bytes): */                   \
-  /* one arrival that announces the bytes of the copies it waits for; */                            \
-  /* wait(bar, parity): until the phase of that parity completes; inval(bar); */                    \
-  /* arrive(bar): one arrival (a consumer releasing a slot); arrive(bar, C): */                      \
-  /* one on the barrier at the same place in each of the C blocks of the */                         \
-  /* cluster (a slot multicast copies refill in all of them) */                                     \
-  X(MbarrierInit, "mbarrier_init", 2, 2, Int32)                                                    \
-  X(MbarrierInitFence, "mbarrier_init_fence", 0, 0, Int32)                                         \
-  X(MbarrierExpectTx, "mbarrier_expect_tx", 2, 2, Int32)                                           \
-  X(MbarrierWait, "mbarrier_wait", 2, 2, Int32)                                                    \
-  X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)                                                  \
-  X(MbarrierArrive, "mbarrier_arrive", 1, 2, Int32)                                                \
-  /* register reallocation (setmaxnreg, sm_90a; scheduler/StageWithTma.cpp): */                     \
-  /* the executing warpgroup's registers per thread become N (a constant */                         \
-  /* multiple of 8 from 24 to 256), given back to the block's pool or taken */                      \
-  /* from it; thread_exit: this thread leaves the kernel (the producer warps */                     \
-  /* after their copies). No-ops on the host, where no statement of those */                        \
-  /* threads follows. */                                                                           \
-  X(RegistersDecrease, "registers_decrease", 1, 1, Int32)                                          \
-  X(RegistersIncrease, "registers_increase", 1, 1, Int32)                                          \
-  X(ThreadExit, "thread_exit", 0, 0, Int32)                                                        \
-  /* a barrier of every thread of every block of the cluster (gpu_cluster, */                      \
-  /* sm_90), releasing this thread's shared-memory accesses to the others: */                       \
-  /* a multicast pipeline's steps end in one. A no-op on the host. */                               \
+#define COALESCE_FOR_EACH_INTRINSIC(X)                                                                                 \
+  /* f32 math, from the algorithm (dsl/IROperator.h, dsl/Activations.cpp) */                                           \
+  X(Exp, "exp", 1, 1, SameAsArg0)                                                                                      \
+  X(Erf, "erf", 1, 1, SameAsArg0)                                                                                      \
+  X(Erfc, "erfc", 1, 1, SameAsArg0)                                                                                    \
+  X(Tanh, "tanh", 1, 1, SameAsArg0)                                                                                    \
+  X(Sqrt, "sqrt", 1, 1, SameAsArg0)                                                                                    \
+  X(Abs, "abs", 1, 1, SameAsArg0)                                                                                      \
+  /* an f32 rounded to tf32, as the tf32 tensor-core instruction sees it */                                            \
+  X(RoundToTf32, "round_to_tf32", 1, 1, Float32)                                                                       \
+  /* an f32 truncated to tf32 (its top 19 bits), as the tensor cores read f32 bits */                                  \
+  X(TruncateToTf32, "truncate_to_tf32", 1, 1, Float32)                                                                 \
+  /* GPU indices, one per dimension (scheduler/FuseGpuThreadLoops.cpp) */                                              \
+  X(ThreadIdX, "thread_id.x", 0, 0, Int32)                                                                             \
+  X(ThreadIdY, "thread_id.y", 0, 0, Int32)                                                                             \
+  X(ThreadIdZ, "thread_id.z", 0, 0, Int32)                                                                             \
+  X(BlockIdX, "block_id.x", 0, 0, Int32)                                                                               \
+  X(BlockIdY, "block_id.y", 0, 0, Int32)                                                                               \
+  X(BlockIdZ, "block_id.z", 0, 0, Int32)                                                                               \
+  /* asynchronous staging copies (scheduler/StageInShared.cpp): the value of */                                        \
+  /* a Store; async_load(read[, in_bounds]), async_load_vector(read, count, */                                         \
+  /* vector elements) */                                                                                               \
+  X(AsyncLoad, "async_load", 1, 2, SameAsArg0)                                                                         \
+  X(AsyncLoadVector, "async_load_vector", 3, 3, SameAsArg0)                                                            \
+  /* the value of a Store: load_vector(read, count) copies `count` (a */                                               \
+  /* constant) consecutive elements from read's element to the store's, */                                             \
+  /* as one vector access, both aligned to the vector's bytes */                                                       \
+  /* (scheduler/StageOutputTiles.cpp) */                                                                               \
+  X(LoadVector, "load_vector", 2, 2, SameAsArg0)                                                                       \
+  /* ... and their completion: wait for all; close a group; wait until at */                                           \
+  /* most N (a constant) groups are in flight */                                                                       \
+  X(AsyncWait, "async_wait", 0, 0, Int32)                                                                              \
+  X(AsyncCommit, "async_commit", 0, 0, Int32)                                                                          \
+  X(AsyncWaitGroup, "async_wait_group", 1, 1, Int32)                                                                   \
+  /* a reduction split across blocks (scheduler/SplitReductionAcrossBlocks.cpp): */                                    \
+  /* last_arrival(counters[tile], arrivals) counts this block's arrival at */                                          \
+  /* its tile, called by every thread of the block at once; 1 for the block */                                         \
+  /* that brings the count to `arrivals` (a constant), which also resets the */                                        \
+  /* count to 0, else 0. Every store the block made before it is visible to */                                         \
+  /* that last block after it. */                                                                                      \
+  X(LastArrival, "last_arrival", 2, 2, Int32)                                                                          \
+  /* atomic_add(value): only as the value of a Store, which then adds value */                                         \
+  /* to the element atomically instead of overwriting it */                                                            \
+  X(AtomicAdd, "atomic_add", 1, 1, SameAsArg0)                                                                         \
+  /* the bits of two i32 values that differ: a 128-byte swizzled shared */                                             \
+  /* tile's 16-byte column (scheduler/StageInShared.cpp) */                                                            \
+  X(BitXor, "bit_xor", 2, 2, Int32)                                                                                    \
+  /* shared memory written by this thread's copies becomes visible to the */                                           \
+  /* tensor cores' reads (the async proxy) after the next barrier */                                                   \
+  X(FenceProxyAsync, "fence_proxy_async", 0, 0, Int32)                                                                 \
+  /* warpgroup MMAs (scheduler/TensorizeMma.cpp): order the accumulators' */                                           \
+  /* registers before the first; close a group; wait until at most N */                                                \
+  /* (a constant) groups are in flight */                                                                              \
+  X(WgmmaFence, "wgmma_fence", 0, 0, Int32)                                                                            \
+  X(WgmmaCommit, "wgmma_commit", 0, 0, Int32)                                                                          \
+  X(WgmmaWait, "wgmma_wait", 1, 1, Int32)                                                                              \
+  /* mbarriers of TMA copies (scheduler/StageWithTma.cpp); the first argument */                                       \
+  /* is a Load of the barrier (its address, never read): init(bar, arrivals); */                                       \
+  /* the fence that publishes inits to the async proxy; expect_tx(bar, bytes): */                                      \
+  /* one arrival that announces the bytes of the copies it waits for; */                                               \
+  /* wait(bar, parity): until the phase of that parity completes; inval(bar); */                                       \
+  /* arrive(bar): one arrival (a consumer releasing a slot); arrive(bar, C): */                                        \
+  /* one on the barrier at the same place in each of the C blocks of the */                                            \
+  /* cluster (a slot multicast copies refill in all of them) */                                                        \
+  X(MbarrierInit, "mbarrier_init", 2, 2, Int32)                                                                        \
+  X(MbarrierInitFence, "mbarrier_init_fence", 0, 0, Int32)                                                             \
+  X(MbarrierExpectTx, "mbarrier_expect_tx", 2, 2, Int32)                                                               \
+  X(MbarrierWait, "mbarrier_wait", 2, 2, Int32)                                                                        \
+  X(MbarrierInval, "mbarrier_inval", 1, 1, Int32)                                                                      \
+  X(MbarrierArrive, "mbarrier_arrive", 1, 2, Int32)                                                                    \
+  /* register reallocation (setmaxnreg, sm_90a; scheduler/StageWithTma.cpp): */                                        \
+  /* the executing warpgroup's registers per thread become N (a constant */                                            \
+  /* multiple of 8 from 24 to 256), given back to the block's pool or taken */                                         \
+  /* from it; thread_exit: this thread leaves the kernel (the producer warps */                                        \
+  /* after their copies). No-ops on the host, where no statement of those */                                           \
+  /* threads follows. */                                                                                               \
+  X(RegistersDecrease, "registers_decrease", 1, 1, Int32)                                                              \
+  X(RegistersIncrease, "registers_increase", 1, 1, Int32)                                                              \
+  X(ThreadExit, "thread_exit", 0, 0, Int32)                                                                            \
+  /* a barrier of every thread of every block of the cluster (gpu_cluster, */                                          \
+  /* sm_90), releasing this thread's shared-memory accesses to the others: */                                          \
+  /* a multicast pipeline's steps end in one. A no-op on the host. */                                                  \
   X(ClusterBarrier, "cluster_barrier", 0, 0, Int32)
 
 enum class Intrinsic : uint8_t {

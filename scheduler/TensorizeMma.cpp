@@ -189,7 +189,8 @@ private:
     Expr e = operand;
     if (const auto *cast = e.as<Cast>())
       e = cast->value;
-    if (const auto *round = e.as<Call>(); round && round->intrinsic == Intrinsic::RoundToTf32)
+    if (const auto *round = e.as<Call>();
+        round && (round->intrinsic == Intrinsic::RoundToTf32 || round->intrinsic == Intrinsic::TruncateToTf32))
       e = round->args.at(0);
     const auto *load = e.as<Load>();
     auto found = load ? allocations_.find(load->buffer) : allocations_.end();
@@ -313,11 +314,12 @@ private:
     Expr a = reads(x, rows, allocations_) ? x : y, b = a.same_as(x) ? y : x;
     COALESCE_INTERNAL_ASSERT(reads(a, rows, allocations_) && reads(b, columns, allocations_),
                              "MMA operands do not read '", rows, "' and '", columns, "'");
-    if (mma_rounds_to_tf32(kind)) {
-      // The instruction sees its f32 operands rounded to tf32; so does the
-      // host, which runs this statement as written.
-      a = Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {a});
-      b = Call::make_intrinsic(Intrinsic::RoundToTf32, Float(32), {b});
+    if (mma_reads_f32(kind)) {
+      // The instruction sees its f32 operands rounded or truncated to tf32;
+      // so does the host, which runs this statement as written.
+      Intrinsic to_tf32 = mma_rounds_to_tf32(kind) ? Intrinsic::RoundToTf32 : Intrinsic::TruncateToTf32;
+      a = Call::make_intrinsic(to_tf32, Float(32), {a});
+      b = Call::make_intrinsic(to_tf32, Float(32), {b});
     }
     std::vector<Expr> indices;
     for (const Expr &index : store->indices)

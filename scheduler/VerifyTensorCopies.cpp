@@ -10,6 +10,7 @@
 #include "scheduler/TmaInputs.h"
 
 #include <map>
+#include <set>
 
 namespace coalesce {
 
@@ -30,6 +31,11 @@ public:
   explicit Verify(const Environment &env) : env_(env) {
     for (const TmaInputCopy &copy : tma_input_copies(env))
       padded_[tma_padded_name(copy.input->name)] = copy;
+    for (const FuncContents &func : env.funcs)
+      for (const StageSchedule &stage : func.schedule.stages)
+        for (const SharedStaging &staged : stage.staged_inputs)
+          if (mma_rounds_to_tf32(stage.mma.kind))
+            read_rounded_.insert(staged.input);
   }
 
 private:
@@ -63,12 +69,16 @@ private:
                          to_string(coordinate), ", which depends on the clustered block loop '",
                          output.cluster_var, "'");
     }
-    // The TMA copies bits as they are, and the only MMA fed f32 tiles (the
-    // tf32 one) multiplies the bits it finds: f32 tiles come from a copy
-    // that rounded them, as the cp.async copies round in place.
+    // The TMA copies bits as they are, and the MMAs fed f32 tiles (tf32)
+    // multiply the bits they find: a tile a rounding kind reads comes from
+    // a copy that rounded it, as the cp.async copies round in place (the
+    // truncating kinds read the bits as they lie).
     auto padded = padded_.find(op->input);
-    if (op->destination.type() == Float(32) && (padded == padded_.end() || !padded->second.round_to_tf32))
-      internal_error("a TMA copy of f32 elements reads '", op->input, "', which is not a copy rounded to tf32");
+    const std::string source = padded == padded_.end() ? op->input : padded->second.input->name;
+    if (op->destination.type() == Float(32) && read_rounded_.count(source) &&
+        (padded == padded_.end() || !padded->second.round_to_tf32))
+      internal_error("a TMA copy of f32 elements reads '", op->input,
+                     "', which is not a copy rounded to tf32, for a tf32 MMA that rounds its operands");
     if (padded != padded_.end())
       return;
     auto input = env_.inputs.find(op->input);
@@ -90,6 +100,7 @@ private:
   }
   const Environment &env_;
   std::map<std::string, TmaInputCopy> padded_; // by workspace name
+  std::set<std::string> read_rounded_;         // inputs a tf32 MMA that rounds reads
   std::vector<Expr> holding_; // conjuncts of the enclosing then-branches' conditions
 };
 

@@ -35,8 +35,8 @@ TEST_CASE("coalesce-aot --help lists the FP8 dtypes and --scales") {
   TempDir dir;
   Result help = aot("--help", dir.path);
   CHECK(help.status == 0);
-  for (const char *text :
-       {"--scales=", "none|tensor|row", "f32|tf32|bf16|f16|e4m3|e5m2", "accumulator keeps fewer bits than f32"}) {
+  for (const char *text : {"--scales=", "none|tensor|row", "f32|tf32|tf32-truncated|bf16|f16|e4m3|e5m2",
+                           "accumulator keeps fewer bits than f32"}) {
     INFO(text);
     CHECK(help.contains(text));
   }
@@ -65,7 +65,7 @@ TEST_CASE("gemm: an FP8 flag combination it cannot take names the flags and writ
       {"--dtype=e4m3 --b=nk --M=64 --N=64 --K=64 --tuning-db=db.json", "not --dtype=e4m3: leave them out"},
       {"--dtype=e4m3 --b=nk --warp-layout=4x8", "leave it out for e4m3 and e5m2"},
       {"--dtype=e4m3 --b=nk --scales=rows", "--scales=rows: expected one of none, tensor, row"},
-      {"--dtype=e8m0 --b=nk", "--dtype=e8m0: expected one of f32, tf32, bf16, f16, e4m3, e5m2"},
+      {"--dtype=e8m0 --b=nk", "--dtype=e8m0: expected one of f32, tf32, tf32-truncated, bf16, f16, e4m3, e5m2"},
       {"--scales=row", "--scales=row scales the sum of 8-bit float inputs: it takes --dtype=e4m3 or e5m2, not "
                        "--dtype=f32"},
       {"--dtype=bf16 --b=nk --scales=tensor", "not --dtype=bf16"},

@@ -508,7 +508,7 @@ TEST_CASE("gemm: a bad --dtype or --out-dtype is an error that writes nothing") 
     INFO(flag, "\n", result.err);
     CHECK(result.status == 1);
     bool input = std::string(flag).rfind("--dtype", 0) == 0;
-    CHECK(result.contains(std::string(flag) + (input ? ": expected one of f32, tf32, bf16, f16"
+    CHECK(result.contains(std::string(flag) + (input ? ": expected one of f32, tf32, tf32-truncated, bf16, f16"
                                                      : ": expected one of f32, bf16, f16")));
     CHECK(dir.entries().empty());
   }

@@ -192,26 +192,33 @@ static_assert(!std::is_constructible_v<GpuTarget, const char *>);
 static_assert(!std::is_aggregate_v<GpuTarget>);
 
 TEST_CASE("the MMA instruction table: each kind is found from its operand type and level, and names its facts") {
-  const MmaKind kinds[] = {MmaKind::BF16_m16n8k16, MmaKind::F16_m16n8k16, MmaKind::TF32_m16n8k8,
-                           MmaKind::BF16_wgmma_m64k16, MmaKind::F16_wgmma_m64k16, MmaKind::TF32_wgmma_m64k8,
-                           MmaKind::E4M3_wgmma_m64k32, MmaKind::E5M2_wgmma_m64k32};
+  const MmaKind kinds[] = {MmaKind::BF16_m16n8k16,         MmaKind::F16_m16n8k16,
+                           MmaKind::TF32_m16n8k8,          MmaKind::BF16_wgmma_m64k16,
+                           MmaKind::F16_wgmma_m64k16,      MmaKind::TF32_wgmma_m64k8,
+                           MmaKind::E4M3_wgmma_m64k32,     MmaKind::E5M2_wgmma_m64k32,
+                           MmaKind::TF32Truncated_m16n8k8, MmaKind::TF32Truncated_wgmma_m64k8};
   std::set<std::string> names;
   for (MmaKind kind : kinds) {
     const MmaInstruction &instruction = mma_instruction(kind);
     CAPTURE(instruction.name);
-    CHECK(mma_kind_for(instruction.operand, instruction.warpgroup) == kind);
+    // The type's instruction is the one that rounds (the truncating tf32
+    // kinds are asked for by name).
+    CHECK((mma_kind_for(instruction.operand, instruction.warpgroup) == kind) != mma_truncates_to_tf32(kind));
     CHECK(names.insert(instruction.name).second);
     CHECK(std::string(mma_kind_name(kind)) == instruction.name);
     CHECK(is_warpgroup_mma(kind) == (std::string(instruction.name).find("wgmma") != std::string::npos));
-    CHECK(mma_rounds_to_tf32(kind) == (instruction.operand == Float(32)));
+    CHECK(mma_reads_f32(kind) == (instruction.operand == Float(32)));
+    CHECK(mma_reads_f32(kind) == (mma_rounds_to_tf32(kind) || mma_truncates_to_tf32(kind)));
+    CHECK_FALSE((mma_rounds_to_tf32(kind) && mma_truncates_to_tf32(kind)));
+    CHECK(mma_truncates_to_tf32(kind) == (std::string(instruction.name).find("truncated") != std::string::npos));
     // 32 bytes of each operand row per instruction.
     CHECK(mma_k(kind) * instruction.operand.bytes() == 32);
-    CHECK(std::string(instruction.ptx_type) ==
-          (instruction.rounds_to_tf32 ? std::string("tf32") : instruction.operand.str()));
+    CHECK(std::string(instruction.ptx_type) == (mma_reads_f32(kind) ? std::string("tf32") : instruction.operand.str()));
     // tf32's and the 8-bit floats' warpgroup MMAs have no transpose flag:
     // their B is read K-major.
     CHECK(warpgroup_mma_reads_b_k_major(kind) ==
-          (kind == MmaKind::TF32_wgmma_m64k8 || instruction.operand.is_fp8()));
+          (kind == MmaKind::TF32_wgmma_m64k8 || kind == MmaKind::TF32Truncated_wgmma_m64k8 ||
+           instruction.operand.is_fp8()));
   }
   CHECK(std::string(mma_kind_name(MmaKind::None)) == "none");
   CHECK_FALSE(is_warpgroup_mma(MmaKind::None));

@@ -58,6 +58,7 @@
 #include "bench/gpu_check/SplitKCheck.h"
 #include "bench/gpu_check/StridedCheck.h"
 #include "bench/gpu_check/SwiGluCheck.h"
+#include "bench/gpu_check/Tf32TruncatedCheck.h"
 #include "bench/gpu_check/TileStoresCheck.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/recipes/GemmSchedule.h"
@@ -506,8 +507,8 @@ void fp32_check(bool full) {
 /// The full check's sections, in the order they run (--sections picks some).
 const std::vector<std::string> &full_check_sections() {
   static const std::vector<std::string> sections = {
-      "math",    "fp32",      "mma", "reduction-start",  "k-major", "m-major", "tile-stores", "batched",
-      "strided", "epilogues", "fp8", "fused-reductions", "split-k"};
+      "math",    "fp32",      "mma", "reduction-start",  "k-major", "m-major",       "tile-stores", "batched",
+      "strided", "epilogues", "fp8", "fused-reductions", "split-k", "tf32-truncated"};
   return sections;
 }
 
@@ -581,6 +582,8 @@ int full_check(bool full, const std::vector<bench::Precision> &precisions, const
     }
     if (runs("split-k"))
       gpu_check::check_split_k(p, full);
+    if (runs("tf32-truncated") && p == bench::Precision::TF32)
+      gpu_check::check_tf32_truncated();
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return gpu_check::print_summary(seconds) ? 1 : 0;
@@ -614,9 +617,9 @@ int main(int argc, char **argv) {
   cl::opt<std::string> sections_flag(
       "sections",
       cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-               "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k; default: all); the "
-               "bf16-only ones "
-               "(epilogues, fp8, fused-reductions) run with bf16 among the precisions"),
+               "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k, tf32-truncated; "
+               "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
+               "precisions, tf32-truncated with tf32"),
       cl::value_desc("list"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;

@@ -19,7 +19,8 @@
 //                         the warpgroup MMA for bf16 and f16, with row-padded
 //                         copies where K or N is not a multiple of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
-//                         always the warp MMA)
+//                         always the warp MMA); COALESCE_BENCH_TF32=truncated: tf32 on
+//                         the truncating kinds (A and B as they lie, no rounding copies)
 //                       with --tuning-db=PATH (or COALESCE_TUNING_DB), the tiling
 //                       the tuning database records for the problem on this GPU
 //                       (docs/tuning.md), where it has one
@@ -307,6 +308,12 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
+    // COALESCE_BENCH_TF32=truncated: tf32 on the truncating kinds (the f32
+    // bits as the tensor cores read them, as cuBLAS's tf32 GEMM feeds them).
+    const char *tf32_form = std::getenv("COALESCE_BENCH_TF32");
+    if (p == Precision::TF32 && tf32_form && std::string(tf32_form) == "truncated")
+      mma = default_mma_tiling(warpgroup ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8, s.M,
+                               s.N, s.K, sm_count);
     // A few rows of x: swap-AB, as the library's default does;
     // COALESCE_BENCH_NO_SWAP=1 keeps x's rows along M, to compare.
     const char *no_swap = std::getenv("COALESCE_BENCH_NO_SWAP");

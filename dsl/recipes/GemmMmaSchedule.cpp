@@ -2,6 +2,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/FuncContents.h"
+#include "dsl/IRVisitor.h"
 #include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
@@ -30,6 +31,9 @@ std::string MmaTiling::str() const {
       uses_tma() && tma_padded_copies
           ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
                                       : ", from copies of A and B with padded rows")
+          : "",
+      uses_tma() && !tma_padded_copies && mma_truncates_to_tf32(kind)
+          ? ", A and B as they lie (a B stored K x N from a transposed copy)"
           : "",
       tile_stores == TileStores::ThroughShared       ? ", tiles stored through shared memory"
       : tile_stores == TileStores::SumsThroughShared ? ", sums through shared memory, the epilogue in the copy"
@@ -137,7 +141,7 @@ int one_wave_split_k(int64_t tiles, int64_t K, int k_step, int sm_count, int blo
 
 // default_mma_tiling's choice for `batch` products of M x N.
 MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_t N, int sm_count) {
-  bool tf32 = mma_rounds_to_tf32(kind);
+  bool tf32 = mma_reads_f32(kind);
   if (is_warpgroup_mma(kind)) {
     // Where the tiles still fill every multiprocessor: two warpgroups of
     // 64 x 256 (128 accumulators per thread, 244 registers, no spills) on a
@@ -193,8 +197,10 @@ MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_
     // copies, which transposed B element by element and rounded every
     // element in shared memory, took 2.18 ms at 4096^3 on the H200 and
     // needed 196 registers at 128 x 128 tiles.
+    // The truncating tf32 kind reads A and B as they lie, except a B stored
+    // K x N, which schedule_gemm_mma copies transposed.
     tiling.tma = true;
-    tiling.tma_padded_copies = tf32;
+    tiling.tma_padded_copies = mma_rounds_to_tf32(kind);
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
@@ -338,7 +344,8 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
     t.tma_padded_copies = true;
     return;
   }
-  // 16-bit operands: 8 elements per 16 bytes; 8-bit: 16.
+  // 16-bit operands: 8 elements per 16 bytes; 8-bit: 16; f32 (the
+  // truncating tf32 kind, which reads them as they lie): 4.
   const int64_t per_16_bytes = 16 / mma_instruction(t.kind).operand.bytes();
   auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
   if (ragged(K) || ragged(N))
@@ -401,6 +408,34 @@ void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling 
     out.gpu_cluster(bi, t.cluster_blocks);
 }
 
+// Whether acc's update reads `input` with the reduction variable first:
+// A(k, i) or B(k, j), whose rows run along k.
+bool rows_along_k(const Func &acc, const Input &input, const RDom &k) {
+  struct Find : IRVisitor {
+    const std::string &input, &k;
+    bool found = false;
+    Find(const std::string &input, const std::string &k) : input(input), k(k) {}
+    using IRVisitor::visit;
+    void visit(const Call *op) override {
+      if (op->call_type == CallType::Input && op->name == input && !op->args.empty())
+        if (const auto *first = op->args.front().as<Variable>(); first && first->name == k)
+          found = true;
+      IRVisitor::visit(op);
+    }
+  } find(input.name(), RVar(k).name());
+  for (const internal::Definition &update : acc.contents()->updates)
+    find.visit_expr(update.value);
+  return find.found;
+}
+
+// Whether the TMA reads `input` through a copy made first: where the tiling
+// asks for copies (tma_padded_copies), and for the truncating tf32 kind,
+// which reads both operands K-major and has no rounding copy, where the
+// input's rows run along k (a copy transposes it).
+bool padded_copy_of(const Func &acc, const Input &input, const RDom &k, const MmaTiling &t) {
+  return t.tma_padded_copies || (mma_truncates_to_tf32(t.kind) && rows_along_k(acc, input, k));
+}
+
 // acc's reduction on the instruction, A and B staged for it.
 void schedule_mma_sum(Func acc, const Input &A, const Input &B, const RDom &k, const MmaTiling &t) {
   // The fragments of a warp read rows g and columns 2t of a tile: with 8
@@ -417,9 +452,10 @@ void schedule_mma_sum(Func acc, const Input &A, const Input &B, const RDom &k, c
     tma.stages = t.stages;
     if (t.producer_warps > 0 || t.producer_registers > 0)
       tma.producer = ProducerWarps{t.producer_warps, t.producer_registers};
-    tma.padded_copy = t.tma_padded_copies;
+    tma.padded_copy = padded_copy_of(acc, A, k, t);
     a_copies = tma;
     tma.multicast = t.cluster_blocks > 1;
+    tma.padded_copy = padded_copy_of(acc, B, k, t);
     b_copies = tma;
   } else if (t.double_buffered) {
     a_copies = b_copies = AsyncCopies{t.stages, true};
@@ -440,7 +476,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   // for them (tf32, rows that are not whole 16-byte vectors) takes the
   // cp.async copies.
   MmaTiling tiling = t;
-  if (!batch_vars(out, i).empty() && tiling.uses_tma() && tiling.tma_padded_copies)
+  if (!batch_vars(out, i).empty() && tiling.uses_tma() &&
+      (padded_copy_of(acc, A, k, tiling) || padded_copy_of(acc, B, k, tiling)))
     tiling.tma = tiling.tma_padded_copies = false;
   schedule_output_tile(out, i, j, tiling);
   out.fuse_epilogue(acc, Var("bj"));

@@ -16,7 +16,8 @@ Type element_type(InputType t) {
   case InputType::E4M3: return Float8E4M3();
   case InputType::E5M2: return Float8E5M2();
   case InputType::F32:
-  case InputType::TF32: break;
+  case InputType::TF32:
+  case InputType::TF32Truncated: break;
   }
   return Float(32);
 }
@@ -26,6 +27,8 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
   if (group && t == InputType::F32)
     user_error("--mma=warpgroup multiplies tf32, bf16 or f16 inputs; --dtype=f32 runs on FFMA and has no "
                "warpgroup schedule: use --dtype=tf32 (f32 data rounded to tf32), bf16 or f16");
+  if (t == InputType::TF32Truncated)
+    return group ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8;
   return mma_kind_for(element_type(t), group);
 }
 

@@ -31,7 +31,7 @@ inline const std::vector<std::pair<std::string, Type>> kElementTypes = {
 /// What A and B hold and which instruction multiplies them: f32 on FFMA;
 /// f32 rounded to tf32, bf16 or f16 on warp MMA (tensor cores); e4m3 or
 /// e5m2 on the warpgroup MMA.
-enum class InputType { F32, TF32, BF16, F16, E4M3, E5M2 };
+enum class InputType { F32, TF32, TF32Truncated, BF16, F16, E4M3, E5M2 };
 
 /// Which operands of a batch of products carry its dimension (the other is
 /// one for the whole batch: a batch stride of 0).
@@ -44,8 +44,9 @@ enum class OutLayout { MN, NM };
 /// Which inputs are views into larger tensors, rows --lda / --ldb apart.
 enum class Views { None, A, B, Both };
 inline const std::vector<std::pair<std::string, InputType>> kInputTypes = {
-    {"f32", InputType::F32}, {"tf32", InputType::TF32}, {"bf16", InputType::BF16},
-    {"f16", InputType::F16}, {"e4m3", InputType::E4M3}, {"e5m2", InputType::E5M2}};
+    {"f32", InputType::F32},   {"tf32", InputType::TF32}, {"tf32-truncated", InputType::TF32Truncated},
+    {"bf16", InputType::BF16}, {"f16", InputType::F16},   {"e4m3", InputType::E4M3},
+    {"e5m2", InputType::E5M2}};
 
 /// The element type of A and B for --dtype.
 Type element_type(InputType t);
@@ -118,7 +119,9 @@ public:
   EnumParam<InputType> dtype{this, "dtype", InputType::F32, kInputTypes,
                              "A and B and how they are multiplied: f32 (FFMA); tf32 (f32 data, each "
                              "value rounded to tf32, 10 mantissa bits, nearest, ties away, on tensor "
-                             "cores); bf16 (bfloat16) or f16 (IEEE half) on tensor cores; e4m3 or e5m2 "
+                             "cores); tf32-truncated (f32 data as the tensor cores read it, the top 19 bits, "
+                             "as cuBLAS's tf32 GEMM: no copies round it first); bf16 (bfloat16) or f16 (IEEE half) on "
+                             "tensor cores; e4m3 or e5m2 "
                              "(8-bit floats, one byte each, B stored N x K: --b=nk) on Hopper's warpgroup "
                              "MMA (sm_90a), whose accumulator keeps fewer bits than f32. The sum is "
                              "f32 whatever it is, and tensor cores sum each k step in their own order; the "

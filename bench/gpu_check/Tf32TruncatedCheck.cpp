@@ -1,0 +1,164 @@
+#include "bench/gpu_check/Tf32TruncatedCheck.h"
+
+#include "bench/common/Precisions.h"
+#include "bench/gpu_check/Report.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Gemm.h"
+#include "examples/Reference.h"
+#include "runtime/Coalesce.h"
+#include "runtime/GpuDevice.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+float truncated(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits &= 0xFFFFE000u;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+// COALESCE_UNVERIFIED_GPU with tf32-truncated added, for this section's
+// compiles; restored after.
+class AllowTruncated {
+public:
+  AllowTruncated() {
+    const char *set = std::getenv("COALESCE_UNVERIFIED_GPU");
+    if (set)
+      previous_ = set;
+    std::string list = previous_ ? *previous_ + ",tf32-truncated" : "tf32-truncated";
+    setenv("COALESCE_UNVERIFIED_GPU", list.c_str(), 1);
+  }
+  ~AllowTruncated() {
+    if (previous_)
+      setenv("COALESCE_UNVERIFIED_GPU", previous_->c_str(), 1);
+    else
+      unsetenv("COALESCE_UNVERIFIED_GPU");
+  }
+
+private:
+  std::optional<std::string> previous_;
+};
+
+struct Path {
+  std::string name;
+  MmaTiling tiling;
+  bool w_stored_n_by_k;
+};
+
+// The schedule compiled once, run at each shape: the output compared with
+// the double reference on truncated operands, and at K = 1 without an
+// epilogue (`exact`) element by element with the host's product.
+void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) {
+  const std::string name = "tf32 (truncated) " + path.name + (exact ? ", one product" : "");
+  std::optional<Pipeline> pipeline;
+  std::string failure;
+  try {
+    Param Mp("M"), Np("N"), Kp("K");
+    Input A("A", Float(32), {Mp, Kp}), bias("bias", Float(32), {Np});
+    Input W = path.w_stored_n_by_k ? Input("W", Float(32), {Np, Kp}) : Input("W", Float(32), {Kp, Np});
+    Var i("i"), j("j");
+    RDom k(0, Kp, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * (path.w_stored_n_by_k ? W(j, k) : W(k, j));
+    out(i, j) = exact ? acc(i, j) : gelu(acc(i, j) + bias(j));
+    schedule_gemm_mma(out, acc, A, W, i, j, k, path.tiling);
+    pipeline.emplace(out);
+  } catch (const std::exception &error) {
+    failure = error.what();
+  }
+  for (const auto &[M, N, K] : shapes) {
+    const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    Outcome o;
+    o.detail = path.tiling.str();
+    o.failure = failure;
+    if (pipeline) {
+      try {
+        // Data drawn at random: values whose low 13 bits are not zero.
+        examples::GemmData data = examples::make_data(M, N, K, 41 + K, Float(32));
+        Buffer w = path.w_stored_n_by_k ? Buffer({N, K}) : data.b;
+        if (path.w_stored_n_by_k)
+          for (int r = 0; r < K; ++r)
+            for (int c = 0; c < N; ++c)
+              w.set(c, r, data.b.at(r, c));
+        Buffer result({M, N});
+        result.poison();
+        Arguments args{{"A", data.a}, {"W", w}, {"M", M}, {"N", N}, {"K", K}};
+        if (!exact)
+          args.emplace("bias", data.bias);
+        pipeline->realize_on_gpu(args, result);
+        Buffer want({M, N}), got({M, N});
+        size_t differing = 0;
+        for (int r = 0; r < M; ++r)
+          for (int c = 0; c < N; ++c) {
+            double sum = 0;
+            for (int kk = 0; kk < K; ++kk)
+              sum += double(truncated(data.a.at(r, kk))) * double(truncated(data.b.at(kk, c)));
+            want(r, c) = exact ? float(sum)
+                               : float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum,
+                                                                            data.bias.get(size_t(c))));
+            got(r, c) = result.at(r, c);
+            differing += exact && std::memcmp(&want(r, c), &got(r, c), 4) != 0;
+          }
+        o.not_finite = examples::count_nan(got);
+        if (exact) {
+          // Bit for bit: the count of elements that differ (0 allowed).
+          o.error = double(differing);
+          o.tolerance = 0.5;
+        } else {
+          o.error = examples::relative_error(got, want);
+          o.tolerance = bench::tolerance(bench::Precision::TF32, bench::Comparison::OursVsDouble);
+        }
+      } catch (const std::exception &error) {
+        o.failure = error.what();
+      }
+    }
+    record(name, shape, exact ? "truncated product (elements differing)" : "double (all rows)", o);
+  }
+}
+
+} // namespace
+
+void check_tf32_truncated() {
+  std::printf("\n== tf32 truncated: f32 operands as the tensor cores read them ==\n");
+  AllowTruncated allow;
+  const int sms = gpu::Device::get().sm_count();
+  const std::vector<Shape> one_product = {{131, 133, 1}, {64, 256, 1}};
+  const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};
+  const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
+  MmaTiling warp = default_mma_tiling(MmaKind::TF32Truncated_m16n8k8, 4096, 4096, sms);
+  std::vector<Path> paths = {{"mma, B(k, j)", warp, false}, {"mma, W(j, k)", warp, true}};
+  if (target_for_current_device().has_warpgroup_mma()) {
+    MmaTiling group = default_mma_tiling(MmaKind::TF32Truncated_wgmma_m64k8, 4096, 4096, sms);
+    MmaTiling async = group;
+    async.tma = false;
+    async.block_n = async.warp_n = 128;
+    paths.push_back({"wgmma, B(k, j), cp.async", async, false});
+    paths.push_back({"wgmma+tma, B(k, j) through its transposed copy", group, false});
+    paths.push_back({"wgmma+tma, W(j, k) as it lies", group, true});
+  }
+  for (const Path &path : paths) {
+    check_path(path, one_product, true);
+    check_path(path, path.tiling.uses_tma() ? tma : ragged, false);
+    if (path.tiling.uses_tma())
+      check_path(path, {{67, 45, 1}, {67, 45, 3}}, false);
+  }
+}
+
+} // namespace coalesce::gpu_check

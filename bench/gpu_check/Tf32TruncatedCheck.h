@@ -1,0 +1,19 @@
+#pragma once
+
+namespace coalesce::gpu_check {
+
+/// The truncating tf32 kinds (MmaKind::TF32Truncated_m16n8k8,
+/// TF32Truncated_wgmma_m64k8), which feed the tensor cores f32 bits as they
+/// lie. What the library assumes of the hardware, measured bit for bit:
+/// at K = 1 (one product, exact in f32 for tf32 operands) every output
+/// element equals truncate_to_tf32(a) * truncate_to_tf32(b), the host's
+/// result. Then the warp MMA and the warpgroup MMA (cp.async copies, the
+/// TMA reading A and an N x K B as they lie, a K x N B through its
+/// transposed copy, the default tiling) at ragged shapes and the
+/// K = 1 / K = 3 pair with bias + GELU, against the double reference on
+/// truncated operands, every row. Compiles the kinds with
+/// COALESCE_UNVERIFIED_GPU=tf32-truncated (the library refuses them for a
+/// GPU until this section has passed them).
+void check_tf32_truncated();
+
+} // namespace coalesce::gpu_check
