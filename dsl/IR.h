@@ -45,8 +45,7 @@ enum class MmaKind : uint8_t {
   E5M2_wgmma_m64k32, ///< warpgroup: e5m2 operands, both K-major in shared memory, f32 accumulator
   /// f32 operands as the tensor cores read f32 bits: the top 19 (sign,
   /// exponent, 10 bits of mantissa), the rest dropped (truncated toward
-  /// zero), as cuBLAS's tf32 GEMMs multiply them. No copy or instruction
-  /// rounds them first.
+  /// zero). No copy or instruction rounds them first.
   TF32Truncated_m16n8k8,
   TF32Truncated_wgmma_m64k8, ///< warpgroup: as TF32Truncated_m16n8k8, both K-major in shared memory
 };

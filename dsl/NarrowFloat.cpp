@@ -160,4 +160,11 @@ float float_to_tf32(float value) {
   return float_of(bits);
 }
 
+float float_truncated_to_tf32(float value) {
+  uint32_t bits = bits_of(value);
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits &= 0xFFFFE000u;
+  return float_of(bits);
+}
+
 } // namespace coalesce

@@ -61,5 +61,8 @@ float narrow_bits_to_float(Type type, uint16_t bits);
 /// mantissa bits kept, to nearest, ties away from zero; infinities and NaNs
 /// unchanged. (The code generators emit the same rounding.)
 float float_to_tf32(float value);
+/// f32 truncated to tf32 as the tensor cores read f32 bits (the truncating
+/// tf32 kinds): its top 19 bits; infinities and NaNs unchanged.
+float float_truncated_to_tf32(float value);
 
 } // namespace coalesce

@@ -9,7 +9,6 @@
 #include "scheduler/CheckClusters.h"
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckGpuStructure.h"
-#include "scheduler/CheckGpuVerified.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
@@ -262,8 +261,6 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
-  // Features that have run on the CPU only are refused for a GPU.
-  attributed_to("check_gpu_verified", [&] { check_gpu_verified(env); });
   GpuNest nest;
   nest.name = output.name();
   nest.args = arguments_of(env);

@@ -5,9 +5,10 @@
 // stored K x N goes through a copy (transposed, not rounded). On the CPU,
 // which runs the statements the GPU runs, against the double reference on
 // truncated data at ragged shapes and the K = 1 / K = 3 pair; the nests;
-// the rules; the refusal for a GPU until coalesce-gpu-check has passed the
-// kinds; and the kernels through ptxas.
+// the rules; and the kernels through ptxas. (coalesce-gpu-check
+// --sections=tf32-truncated runs them on the GPU, bit for bit at K = 1.)
 
+#include "AotTool.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "WarpgroupGemms.h"
@@ -19,7 +20,6 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -33,14 +33,7 @@ namespace {
 constexpr MmaKind kWarp = MmaKind::TF32Truncated_m16n8k8;
 constexpr MmaKind kGroup = MmaKind::TF32Truncated_wgmma_m64k8;
 
-float truncated(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits &= 0xFFFFE000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
+float truncated(float v) { return float_truncated_to_tf32(v); }
 
 void truncate_all(Buffer &b) {
   for (float &v : b.values())
@@ -196,18 +189,6 @@ TEST_CASE("a truncating kind's schedule that breaks a rule is rejected with the 
               "tf32 (truncated) wgmma reads 'B' K-major, but it is stored K x N and 'B' is staged with TmaCopies, "
               "which copy boxes as they lie; set TmaCopies::padded_copy");
   }
-  SUBCASE("a GPU, before coalesce-gpu-check has passed the kinds") {
-    unsetenv("COALESCE_UNVERIFIED_GPU");
-    for (const Case &c : cases()) {
-      INFO(c.name);
-      Gemm g = make_gemm(Epilogue::BiasGelu, Float(32), Float(32), c.layout);
-      schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, c.tiling);
-      Pipeline pipeline(g.out);
-      CHECK_HAS(user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); }),
-                "is unverified on a GPU: it has run on the CPU only, and the library compiles it for a GPU once "
-                "`coalesce-gpu-check --sections=tf32-truncated` has passed it on an H200");
-    }
-  }
 }
 
 TEST_CASE("truncating tf32 kernels assemble for sm_90a, with no rounding instruction") {
@@ -215,7 +196,6 @@ TEST_CASE("truncating tf32 kernels assemble for sm_90a, with no rounding instruc
     MESSAGE("ptxas not found: skipping");
     return;
   }
-  setenv("COALESCE_UNVERIFIED_GPU", "tf32-truncated", 1);
   MmaTiling warp = default_mma_tiling(kWarp, 4096, 4096, 4096, GpuTarget().sm_count());
   MmaTiling group = default_mma_tiling(kGroup, 4096, 4096, 4096, GpuTarget().sm_count());
   for (const auto &[t, layout, kernels] : std::vector<std::tuple<MmaTiling, BLayout, int>>{
@@ -231,5 +211,23 @@ TEST_CASE("truncating tf32 kernels assemble for sm_90a, with no rounding instruc
     // The GEMM, and for a K x N B the kernel that transposes it.
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(target), kernels);
   }
-  unsetenv("COALESCE_UNVERIFIED_GPU");
+}
+
+TEST_CASE("coalesce-aot --dtype=tf32-truncated writes one kernel for an N x K B, and refuses tuning") {
+  using namespace aot_testing;
+  TempDir dir;
+  Result made = aot("--dtype=tf32-truncated --M=1000 --N=1024 --K=512 --b=nk --name=g --output-dir=.", dir.path);
+  INFO(made.err);
+  REQUIRE(made.status == 0);
+  const std::string ptx = read_file(dir.path / "g.ptx");
+  CHECK_HAS(ptx, "k8.f32.tf32.tf32");
+  CHECK_HAS(ptx, "wgmma.mma_async.sync.aligned.m64n");
+  CHECK(ptx.find("cvt.rna.tf32.f32") == std::string::npos);
+  // The GEMM alone: no kernel copies A or W first.
+  size_t entries = 0;
+  for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1))
+    ++entries;
+  CHECK(entries == 1);
+  check_refused("--dtype=tf32-truncated --M=64 --N=64 --K=64 --tuning-db=db.json --name=g",
+                "GEMM problem: dtype 'tf32-truncated' is not one of f32, tf32, bf16, f16");
 }

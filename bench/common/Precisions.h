@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,14 @@ inline double tolerance(Precision p, Comparison c) {
     return 3 * u + 1e-3 + tf32_inputs;
   }
   return 0;
+}
+
+/// COALESCE_BENCH_TF32=truncated: the benchmark's tf32 kernels are the
+/// truncating kinds (MmaKind::TF32Truncated_*: f32 bits as the tensor cores
+/// read them), and its references truncate the inputs as they do.
+inline bool bench_tf32_truncated() {
+  const char *form = std::getenv("COALESCE_BENCH_TF32");
+  return form && std::string(form) == "truncated";
 }
 
 /// The tensor-core tiling for an M x N problem: the library's shape-aware

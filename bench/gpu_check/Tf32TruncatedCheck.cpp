@@ -9,7 +9,6 @@
 #include "runtime/GpuDevice.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -24,36 +23,7 @@ struct Shape {
   int M, N, K;
 };
 
-float truncated(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits &= 0xFFFFE000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-// COALESCE_UNVERIFIED_GPU with tf32-truncated added, for this section's
-// compiles; restored after.
-class AllowTruncated {
-public:
-  AllowTruncated() {
-    const char *set = std::getenv("COALESCE_UNVERIFIED_GPU");
-    if (set)
-      previous_ = set;
-    std::string list = previous_ ? *previous_ + ",tf32-truncated" : "tf32-truncated";
-    setenv("COALESCE_UNVERIFIED_GPU", list.c_str(), 1);
-  }
-  ~AllowTruncated() {
-    if (previous_)
-      setenv("COALESCE_UNVERIFIED_GPU", previous_->c_str(), 1);
-    else
-      unsetenv("COALESCE_UNVERIFIED_GPU");
-  }
-
-private:
-  std::optional<std::string> previous_;
-};
+float truncated(float v) { return float_truncated_to_tf32(v); }
 
 struct Path {
   std::string name;
@@ -137,7 +107,6 @@ void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) 
 
 void check_tf32_truncated() {
   std::printf("\n== tf32 truncated: f32 operands as the tensor cores read them ==\n");
-  AllowTruncated allow;
   const int sms = gpu::Device::get().sm_count();
   const std::vector<Shape> one_product = {{131, 133, 1}, {64, 256, 1}};
   const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};

@@ -11,9 +11,7 @@ namespace coalesce::gpu_check {
 /// TMA reading A and an N x K B as they lie, a K x N B through its
 /// transposed copy, the default tiling) at ragged shapes and the
 /// K = 1 / K = 3 pair with bias + GELU, against the double reference on
-/// truncated operands, every row. Compiles the kinds with
-/// COALESCE_UNVERIFIED_GPU=tf32-truncated (the library refuses them for a
-/// GPU until this section has passed them).
+/// truncated operands, every row.
 void check_tf32_truncated();
 
 } // namespace coalesce::gpu_check

@@ -106,7 +106,9 @@ Problem::Problem(Precision p, const Shape &s)
 
 float Problem::input(const Buffer &b, size_t n) const {
   const float v = b.get(n);
-  return p_ == Precision::TF32 ? float_to_tf32(v) : v;
+  if (p_ != Precision::TF32)
+    return v;
+  return bench_tf32_truncated() ? float_truncated_to_tf32(v) : float_to_tf32(v);
 }
 
 void Problem::run_poisoned(const std::function<void()> &run) {

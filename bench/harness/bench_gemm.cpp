@@ -309,9 +309,8 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
     // COALESCE_BENCH_TF32=truncated: tf32 on the truncating kinds (the f32
-    // bits as the tensor cores read them, as cuBLAS's tf32 GEMM feeds them).
-    const char *tf32_form = std::getenv("COALESCE_BENCH_TF32");
-    if (p == Precision::TF32 && tf32_form && std::string(tf32_form) == "truncated")
+    // bits as the tensor cores read them).
+    if (p == Precision::TF32 && bench_tf32_truncated())
       mma = default_mma_tiling(warpgroup ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8, s.M,
                                s.N, s.K, sm_count);
     // A few rows of x: swap-AB, as the library's default does;

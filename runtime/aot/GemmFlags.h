@@ -119,8 +119,8 @@ public:
   EnumParam<InputType> dtype{this, "dtype", InputType::F32, kInputTypes,
                              "A and B and how they are multiplied: f32 (FFMA); tf32 (f32 data, each "
                              "value rounded to tf32, 10 mantissa bits, nearest, ties away, on tensor "
-                             "cores); tf32-truncated (f32 data as the tensor cores read it, the top 19 bits, "
-                             "as cuBLAS's tf32 GEMM: no copies round it first); bf16 (bfloat16) or f16 (IEEE half) on "
+                             "cores); tf32-truncated (f32 data as the tensor cores read it, the top 19 bits: "
+                             "no copies round it first); bf16 (bfloat16) or f16 (IEEE half) on "
                              "tensor cores; e4m3 or e5m2 "
                              "(8-bit floats, one byte each, B stored N x K: --b=nk) on Hopper's warpgroup "
                              "MMA (sm_90a), whose accumulator keeps fewer bits than f32. The sum is "

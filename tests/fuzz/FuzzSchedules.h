@@ -203,6 +203,10 @@ protected:
       warp_n = chance(85) ? std::min(block_n, one_of(std::vector<int>{64, 128})) : 32;
       k_step = one_of(std::vector<int>{32, 32, 64, 16});
     }
+    // The f32 kinds either way: rounded to tf32, or truncated by the
+    // instruction (the TMA then reads A and an N x K B as they lie).
+    if (mma_reads_f32(kind) && chance(30))
+      kind = is_warpgroup_mma(kind) ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8;
     log << "mma template " << mma_kind_name(kind) << " block " << block_m << "x" << block_n << " warp " << warp_m << "x"
         << warp_n << " k step " << k_step << "\n";
     out_->tile(*i_, *j_, bi, bj, ii, jj, block_m, block_n).gpu_blocks({bi, bj});
@@ -483,6 +487,8 @@ protected:
                                            : MmaKind::TF32_wgmma_m64k8;
     if (recipe_chance(25))
       kind = in_type_ == Float(32) ? MmaKind::TF32_m16n8k8 : wide16 ? MmaKind::BF16_m16n8k16 : kind;
+    if (mma_reads_f32(kind) && recipe_chance(30))
+      kind = is_warpgroup_mma(kind) ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8;
     MmaTiling t = default_mma_tiling(kind, std::max(M_, 1), std::max(N_, 1), 132);
     t.block_m = recipe_chance(50) ? 64 : 128;
     t.block_n = std::vector<int>{64, 128, 256}[recipe_pick(3)];
