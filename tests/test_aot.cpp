@@ -94,7 +94,6 @@ TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {
       {"--M=65536 --K=65536", "--M=65536 and --K=65536 make A 4294967296 elements, over the 2^30"},
       {"--N=40000 --M=40000", "make out 1600000000 elements"},
       {"--b=mn", "--b=mn: expected one of kn, nk"},
-      {"--b=nk", "--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16"},
       {"--generator-library=/nonexistent/libgen.so", "--generator-library=/nonexistent/libgen.so: cannot load it"},
       {"--generator-library=", "--generator-library is empty"},
   };
@@ -342,6 +341,26 @@ TEST_CASE("--b=nk reads B stored N x K, --residual adds an M x N input after the
   CHECK(loops.contains("+ f32(residual[min(i, M - 1), min(j, N - 1)]))"));
   if (can_assemble())
     CHECK(assemble_ptx(read_file(dir / "linear.ptx"), parse_gpu_target("sm_90a")).find("linear") != nullptr);
+}
+
+TEST_CASE("f32 on FFMA takes A stored K x M, B stored N x K and a column-major output") {
+  TempDir dir;
+  Result result = aot("--a=km --b=nk --out=nm --name=ffma --output-dir=.", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string header = read_file(dir / "ffma.h");
+  for (const char *line : {"//   A    input  f32 [K][M]", "//   B    input  f32 [N][K]",
+                           "//   out  output f32 [M][N] (column-major: strides 1 x M)"}) {
+    INFO(line);
+    CHECK(header.find(line) != std::string::npos);
+  }
+  // The FFMA schedule's copies read A(k, i) and W(j, k) where they lie.
+  Result loops = aot("--a=km --b=nk --out=nm --emit=loops", dir.path);
+  CHECK(loops.status == 0);
+  CHECK(loops.contains("async_load(A[min(flat/128, K - 1), min(bi*128 + flat % 128, M - 1)]"));
+  CHECK(loops.contains("async_load(B[min(bj*128 + flat/8, N - 1), min(flat % 8, K - 1)]"));
+  if (can_assemble())
+    CHECK(assemble_ptx(read_file(dir / "ffma.ptx"), parse_gpu_target("sm_90a")).find("ffma") != nullptr);
 }
 
 TEST_CASE("a decode step's few rows swap A and B by default, B stored N x K or K x N; --swap-ab=false keeps them") {

@@ -524,7 +524,6 @@ TEST_CASE("gemm: --a=km stores A K x M: documented, read MN-major by the warpgro
   Result loops = aot("--dtype=bf16 --out-dtype=bf16 --a=km --emit=loops --name=column_major_a", dir.path);
   REQUIRE(loops.status == 0);
   CHECK(loops.out.find("(A: stride 1024 B, mn-major;") != std::string::npos);
-  check_refused("--a=km", "--a=km (A stored K x M) with --dtype=f32: it runs on tensor cores");
   check_refused("--a=km --dtype=e4m3 --b=nk", "the 8-bit warpgroup MMA reads A K-major");
   check_refused("--a=km --dtype=bf16 --epilogue=swiglu", "the SwiGLU's x is stored M x K");
   check_refused("--a=km --dtype=bf16 --autotune", "--a=km with --autotune");

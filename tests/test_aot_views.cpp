@@ -77,7 +77,7 @@ TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and th
   REQUIRE(view.status == 0);
   CHECK(has(view.out, "int M, int N, int K, int ldc, CUstream stream);"));
   CHECK(has(view.out, "//   out  output bf16 [M][N] (column-major: strides 1 x ldc)"));
-  check_refused("--out=nm", "--out=nm with --dtype=f32");
+  check_refused("--dtype=e4m3 --b=nk --out=nm", "--out=nm with --dtype=e4m3");
   check_refused("--dtype=bf16 --out=nm --autotune", "--out=nm with --autotune");
   // A batch's column-major products, batch_stride apart.
   Result batched = aot("--dtype=bf16 --out-dtype=bf16 --out=nm --batched=both --emit=header --name=b", dir.path);
@@ -96,7 +96,7 @@ TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, it
   CHECK(has(header.out, "//   out  output bf16 [M][N] (a view: strides ldc x 1)"));
   CHECK(has(header.out, "--output-view=true"));
   check_refused("--dtype=bf16 --ldc=4096", "--ldc is the leading dimension of an output view: give --output-view");
-  check_refused("--output-view", "--output-view with --dtype=f32");
+  check_refused("--dtype=e4m3 --b=nk --output-view", "--output-view with --dtype=e4m3");
   // A batch's products batch_stride apart, rows ldc apart; the stride only
   // with a batch's output view.
   Result batched =

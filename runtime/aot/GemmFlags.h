@@ -97,13 +97,13 @@ public:
                               {{"mk", ALayout::MK}, {"km", ALayout::KM}},
                               "how A is stored: mk (M x K, A[m][k], row-major) or km (K x M, A[k][m], column-major, "
                               "read A(k, i): the 16-bit warpgroup MMA reads its tiles with the transpose flag); km "
-                              "on tensor cores (tf32, bf16, f16), without FP8, --epilogue=swiglu or tuning"};
+                              "without FP8, --epilogue=swiglu or tuning"};
   EnumParam<GemmBLayout> b_layout{this,
                                   "b",
                                   GemmBLayout::KN,
                                   {{"kn", GemmBLayout::KN}, {"nk", GemmBLayout::NK}},
                                   "how B is stored: kn (K x N, B[k][n]) or nk (N x K, W[n][k], as PyTorch's "
-                                  "nn.Linear keeps its weight: out = A W^T); nk on tensor cores (tf32, bf16, f16)"};
+                                  "nn.Linear keeps its weight: out = A W^T)"};
   EnumParam<Activation> activation{
       this,
       "activation",
@@ -158,7 +158,7 @@ public:
       this, "output-view", false,
       "out a view into a larger tensor, its rows --ldc elements apart (out.output_strides({ldc, 1})): the "
       "launcher takes ldc after the sizes and checks out's reach; the kernels write nothing between the rows. "
-      "Tensor cores only, not with FP8, --epilogue=swiglu or tuning; with --batched, out's products "
+      "Not with FP8, --epilogue=swiglu or tuning; with --batched, out's products "
       "--batch_stride elements apart"};
   SizeParam ldc{this, "ldc",
                 "with --output-view: elements from one row of out to the next (with --out=nm, one column to the "
@@ -173,7 +173,7 @@ public:
       {{"mn", OutLayout::MN}, {"nm", OutLayout::NM}},
       "how out is stored: mn (M x N, out[m][n], row-major) or nm (N x M, out[n][m], column-major: out(i, j) at i + "
       "j * M, or i + j * ldc with --output-view; the staged tiles are copied out in 16-byte vectors down the "
-      "columns). nm is an output view: tensor cores only, not with FP8, --epilogue=swiglu or tuning; with "
+      "columns). nm is an output view: not with FP8, --epilogue=swiglu or tuning; with "
       "--batched, out's products --batch_stride elements apart"};
   EnumParam<examples::Fp8Scales> scales{
       this, "scales", examples::Fp8Scales::None, kScales,

@@ -6,11 +6,10 @@ namespace coalesce {
 
 void check_gemm_layout_flags(const GemmLayoutFlags &f) {
   const bool views = f.views != "none", batched = f.batched != "none";
-  if (f.a_km && (f.f32 || f.fp8 || f.swiglu))
+  if (f.a_km && (f.fp8 || f.swiglu))
     user_error("--a=km (A stored K x M) with ", f.swiglu ? std::string("--epilogue=swiglu") : "--dtype=" + f.dtype,
-               f.f32 ? ": it runs on tensor cores: give --dtype=tf32, bf16 or f16"
-               : f.fp8 ? ": the 8-bit warpgroup MMA reads A K-major; store A M x K (--a=mk)"
-                       : ": the SwiGLU's x is stored M x K; leave --a out");
+               f.fp8 ? ": the 8-bit warpgroup MMA reads A K-major; store A M x K (--a=mk)"
+                     : ": the SwiGLU's x is stored M x K; leave --a out");
   if (f.a_km && (f.autotune || f.tuning_db))
     user_error("--a=km with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems store A M x K; leave the flag out");
@@ -35,15 +34,18 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
     user_error("--ldc is the leading dimension of an output view: give --output-view too, or leave it out");
   const bool output_view = f.output_view || f.out_nm;
   const std::string view_flag = f.out_nm ? "--out=nm" : "--output-view";
-  if (output_view && (f.swiglu || f.fp8 || f.f32))
+  if (output_view && (f.swiglu || f.fp8))
     user_error(view_flag, " with ", f.swiglu ? std::string("--epilogue=swiglu") : "--dtype=" + f.dtype,
-               ": output views are built for the GEMMs of tf32, bf16 or f16 inputs");
+               ": output views are built for the GEMMs of f32, tf32, bf16 or f16 inputs");
   if (f.batch_stride_given && !(batched && output_view))
     user_error("--batch_stride is the distance between a batch's products in an output view: give --batched and "
                "--output-view (or --out=nm) too, or leave it out");
   if (output_view && (f.autotune || f.tuning_db))
     user_error(view_flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are dense; leave the flag out");
+  // The FFMA schedules have run every operand and output layout on the GPU
+  // (coalesce-gpu-check's layout matrix), but not inputs that are views or
+  // batches.
   if (views && f.f32)
     user_error("--views=", f.views, " runs on tensor cores: give --dtype=tf32, bf16 or f16");
   if (views && (f.autotune || f.tuning_db))

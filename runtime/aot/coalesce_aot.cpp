@@ -1,6 +1,6 @@
 // coalesce-aot: the ahead-of-time tool with Coalesce's built-in generator,
 // `gemm`: out = activation(A B + bias) [+ residual], row-major, B stored K x N
-// or (--b=nk, on tensor cores) N x K; A and B f32, tf32 (f32
+// or (--b=nk) N x K; A and B f32, tf32 (f32
 // data on tf32 tensor cores), bf16, f16, or e4m3 / e5m2 with --scales
 // (--dtype; the FP8 ones in GemmFp8.h), out f32, bf16 or f16
 // (--out-dtype), the bias and all arithmetic f32. With --epilogue=swiglu it
@@ -141,12 +141,7 @@ public:
     if (k_step > 64)
       user_error("--k-step=", static_cast<int>(k_step), ": at most 64 for --dtype=", dtype.value_text(),
                  " (128, one 128-byte swizzled row, is for e4m3 and e5m2)");
-    // B stored N x K runs on the tensor-core paths, which the GPU check
-    // covers with it; the FFMA schedules have not been checked on a GPU so.
     const bool b_nk = b_layout == GemmBLayout::NK;
-    if (b_nk && dtype == InputType::F32)
-      user_error("--b=nk (B stored N x K) runs on tensor cores: give --dtype=tf32, bf16 or f16; the f32 (FFMA) "
-                 "schedules take B stored K x N");
     // A batch's dimension comes first, in the operands that carry it.
     const bool a_batched = batched == Batched::Both || batched == Batched::A,
                b_batched = batched == Batched::Both || batched == Batched::B, out_batched = batched != Batched::None;
