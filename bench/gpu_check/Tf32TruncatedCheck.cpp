@@ -103,14 +103,11 @@ void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) 
   }
 }
 
-} // namespace
-
-void check_tf32_truncated() {
-  std::printf("\n== tf32 truncated: f32 operands as the tensor cores read them ==\n");
+// The paths the GPU has: the warp MMA with B stored either way, and on
+// sm_90a the warpgroup MMA with cp.async copies and with the TMA (B stored
+// K x N through its transposed copy, N x K as it lies).
+std::vector<Path> paths_on_this_gpu() {
   const int sms = gpu::Device::get().sm_count();
-  const std::vector<Shape> one_product = {{131, 133, 1}, {64, 256, 1}};
-  const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};
-  const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
   MmaTiling warp = default_mma_tiling(MmaKind::TF32Truncated_m16n8k8, 4096, 4096, sms);
   std::vector<Path> paths = {{"mma, B(k, j)", warp, false}, {"mma, W(j, k)", warp, true}};
   if (target_for_current_device().has_warpgroup_mma()) {
@@ -122,12 +119,27 @@ void check_tf32_truncated() {
     paths.push_back({"wgmma+tma, B(k, j) through its transposed copy", group, false});
     paths.push_back({"wgmma+tma, W(j, k) as it lies", group, true});
   }
-  for (const Path &path : paths) {
+  return paths;
+}
+
+} // namespace
+
+void check_tf32_truncated() {
+  std::printf("\n== tf32 truncated: f32 operands as the tensor cores read them ==\n");
+  const std::vector<Shape> one_product = {{131, 133, 1}, {64, 256, 1}};
+  const std::vector<Shape> ragged = {{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {1000, 1000, 1000}};
+  const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
+  for (const Path &path : paths_on_this_gpu()) {
     check_path(path, one_product, true);
     check_path(path, path.tiling.uses_tma() ? tma : ragged, false);
     if (path.tiling.uses_tma())
       check_path(path, {{67, 45, 1}, {67, 45, 3}}, false);
   }
+}
+
+void tf32_truncated_sanitizer_case() {
+  for (const Path &path : paths_on_this_gpu())
+    check_path(path, {path.tiling.uses_tma() ? Shape{131, 136, 200} : Shape{131, 133, 67}}, false);
 }
 
 } // namespace coalesce::gpu_check

@@ -13,5 +13,8 @@ namespace coalesce::gpu_check {
 /// K = 1 / K = 3 pair with bias + GELU, against the double reference on
 /// truncated operands, every row.
 void check_tf32_truncated();
+/// Each path once at one ragged shape (131 x 133 x 67; the TMA's at
+/// 131 x 136 x 200), for compute-sanitizer.
+void tf32_truncated_sanitizer_case();
 
 } // namespace coalesce::gpu_check

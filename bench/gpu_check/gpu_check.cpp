@@ -380,7 +380,8 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
          gpu_check::strided_sanitizer_case();
          gpu_check::layout_matrix_sanitizer_case();
        }},
-      {"m-major", gpu_check::m_major_a_sanitizer_case}};
+      {"m-major", gpu_check::m_major_a_sanitizer_case},
+      {"tf32-truncated", gpu_check::tf32_truncated_sanitizer_case}};
   return groups;
 }
 
@@ -611,7 +612,7 @@ int main(int argc, char **argv) {
   cl::opt<std::string> sanitizer_cases(
       "sanitizer-cases",
       cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-               "split-k, k-major, fp8, swiglu, tile-stores, batched, strided, m-major; "
+               "split-k, k-major, fp8, swiglu, tile-stores, batched, strided, m-major, tf32-truncated; "
                "default: all)"),
       cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
