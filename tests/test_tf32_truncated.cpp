@@ -20,6 +20,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -126,6 +127,35 @@ TEST_CASE("a truncating tf32 kind multiplies the top 19 bits of each operand, on
         CHECK(relative_error(r.out, reference(rounded, M, N, K, Epilogue::None)) > 1e-5);
       }
     }
+  }
+}
+
+TEST_CASE("a truncating tf32 kind keeps infinities, NaNs and subnormals' top bits, and drops the low 13") {
+  auto bits = [](uint32_t b) {
+    float v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  };
+  // One product each, by 1: 1 + 2^-23 and 1 + 2^-11 + 2^-12 (which rounding
+  // would take up to 1 + 2^-10) truncate to 1; a NaN whose payload lies in
+  // the dropped bits stays a NaN; a subnormal with zero low bits is kept.
+  const uint32_t a_bits[] = {0x3F800001u, 0x3F801800u, 0x7F800001u, 0x00400000u, 0x7F800000u, 0x80000000u};
+  const int n = 6;
+  for (const Case &c : cases()) {
+    INFO(c.name);
+    Gemm g = make_gemm(Epilogue::None, Float(32), Float(32), c.layout);
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, c.tiling);
+    Buffer a({n, 1}), b({1, 1}), out({n, 1});
+    for (int r = 0; r < n; ++r)
+      a(r, 0) = bits(a_bits[r]);
+    b(0, 0) = 1.0f;
+    Pipeline(g.out).realize_on_cpu({{"A", a}, {"B", b}, {"M", n}, {"N", 1}, {"K", 1}}, out);
+    CHECK(out(0, 0) == 1.0f);
+    CHECK(out(1, 0) == 1.0f);
+    CHECK(std::isnan(out(2, 0)));
+    CHECK(out(3, 0) == bits(0x00400000u));
+    CHECK(out(4, 0) == bits(0x7F800000u));
+    CHECK(out(5, 0) == 0.0f);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "runtime/Coalesce.h"
 #include "runtime/GpuDevice.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -103,6 +104,69 @@ void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) 
   }
 }
 
+// Special values at K = 1 (one product each, every pair of them): zeros of
+// both signs, the smallest and largest normals and subnormals, products
+// that overflow or underflow, low mantissa bits that truncation drops,
+// infinities, a quiet NaN and one whose payload lies in the dropped bits.
+// The GPU's output against the host's run of the same pipeline, bit for
+// bit (any NaN matches any NaN): where the tensor cores treat one of these
+// differently from truncate_to_tf32 (flushing subnormals, say), it shows.
+void check_special_values(const Path &path) {
+  const uint32_t specials[] = {0x00000000u, 0x80000000u, 0x3F800000u, 0xBF800000u, 0x00800000u, 0x00400000u,
+                               0x007FFFFFu, 0x00000001u, 0x7F7FFFFFu, 0x3F800001u, 0x3F801800u, 0x3FC00000u,
+                               0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0x1F800000u, 0x60000000u};
+  const int n = static_cast<int>(sizeof specials / sizeof specials[0]);
+  const std::string name = "tf32 (truncated) " + path.name + ", special values";
+  Outcome o;
+  o.detail = path.tiling.str();
+  try {
+    Param Mp("M"), Np("N"), Kp("K");
+    Input A("A", Float(32), {Mp, Kp});
+    Input W = path.w_stored_n_by_k ? Input("W", Float(32), {Np, Kp}) : Input("W", Float(32), {Kp, Np});
+    Var i("i"), j("j");
+    RDom k(0, Kp, "k");
+    Func acc("acc"), out("out");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * (path.w_stored_n_by_k ? W(j, k) : W(k, j));
+    out(i, j) = acc(i, j);
+    schedule_gemm_mma(out, acc, A, W, i, j, k, path.tiling);
+    Pipeline pipeline(out);
+    Buffer a({n, 1}), w = path.w_stored_n_by_k ? Buffer({n, 1}) : Buffer({1, n});
+    for (int r = 0; r < n; ++r) {
+      float v;
+      std::memcpy(&v, &specials[r], 4);
+      a.set(r, 0, v);
+      path.w_stored_n_by_k ? w.set(r, 0, v) : w.set(0, r, v);
+    }
+    Arguments args{{"A", a}, {"W", w}, {"M", n}, {"N", n}, {"K", 1}};
+    Buffer gpu({n, n}), host({n, n});
+    gpu.poison();
+    host.poison();
+    pipeline.realize_on_gpu(args, gpu);
+    pipeline.realize_on_cpu(args, host);
+    size_t differing = 0;
+    std::string first;
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < n; ++c) {
+        float g = gpu.at(r, c), h = host.at(r, c);
+        if ((std::isnan(g) && std::isnan(h)) || std::memcmp(&g, &h, 4) == 0)
+          continue;
+        if (differing++ == 0) {
+          char text[160];
+          std::snprintf(text, sizeof text, "; first: 0x%08x * 0x%08x gave %a on the GPU, %a on the host", specials[r],
+                        specials[c], g, h);
+          first = text;
+        }
+      }
+    o.error = double(differing);
+    o.tolerance = 0.5;
+    o.detail += first;
+  } catch (const std::exception &error) {
+    o.failure = error.what();
+  }
+  record(name, "18x18x1", "the host's run (elements differing)", o);
+}
+
 // The paths the GPU has: the warp MMA with B stored either way, and on
 // sm_90a the warpgroup MMA with cp.async copies and with the TMA (B stored
 // K x N through its transposed copy, N x K as it lies).
@@ -131,6 +195,7 @@ void check_tf32_truncated() {
   const std::vector<Shape> tma = {{131, 136, 200}, {67, 64, 8}, {1000, 1048, 1000}, {300, 520, 4104}};
   for (const Path &path : paths_on_this_gpu()) {
     check_path(path, one_product, true);
+    check_special_values(path);
     check_path(path, path.tiling.uses_tma() ? tma : ragged, false);
     if (path.tiling.uses_tma())
       check_path(path, {{67, 45, 1}, {67, 45, 3}}, false);

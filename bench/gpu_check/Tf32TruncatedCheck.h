@@ -7,7 +7,9 @@ namespace coalesce::gpu_check {
 /// lie. What the library assumes of the hardware, measured bit for bit:
 /// at K = 1 (one product, exact in f32 for tf32 operands) every output
 /// element equals truncate_to_tf32(a) * truncate_to_tf32(b), the host's
-/// result. Then the warp MMA and the warpgroup MMA (cp.async copies, the
+/// result; and at K = 1 the products of special values (signed zeros,
+/// subnormals, overflow and underflow, infinities, NaNs, low bits that
+/// truncation drops), bit for bit against the host's run. Then the warp MMA and the warpgroup MMA (cp.async copies, the
 /// TMA reading A and an N x K B as they lie, a K x N B through its
 /// transposed copy, the default tiling) at ragged shapes and the
 /// K = 1 / K = 3 pair with bias + GELU, against the double reference on
