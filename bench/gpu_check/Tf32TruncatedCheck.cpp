@@ -32,6 +32,23 @@ struct Path {
   bool w_stored_n_by_k;
 };
 
+// out(i, j) = acc(i, j), or gelu(acc(i, j) + bias(j)) with `bias_gelu`,
+// acc(i, j) = sum over k of A(i, k) * W(k, j) (or W(j, k) for a W stored
+// N x K), on the path's tiling.
+Func scheduled_gemm(const Path &path, bool bias_gelu) {
+  Param Mp("M"), Np("N"), Kp("K");
+  Input A("A", Float(32), {Mp, Kp}), bias("bias", Float(32), {Np});
+  Input W = path.w_stored_n_by_k ? Input("W", Float(32), {Np, Kp}) : Input("W", Float(32), {Kp, Np});
+  Var i("i"), j("j");
+  RDom k(0, Kp, "k");
+  Func acc("acc"), out("out");
+  acc(i, j) = 0.0f;
+  acc(i, j) += A(i, k) * (path.w_stored_n_by_k ? W(j, k) : W(k, j));
+  out(i, j) = bias_gelu ? gelu(acc(i, j) + bias(j)) : acc(i, j);
+  schedule_gemm_mma(out, acc, A, W, i, j, k, path.tiling);
+  return out;
+}
+
 // The schedule compiled once, run at each shape: the output compared with
 // the double reference on truncated operands, and at K = 1 without an
 // epilogue (`exact`) element by element with the host's product.
@@ -40,17 +57,7 @@ void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) 
   std::optional<Pipeline> pipeline;
   std::string failure;
   try {
-    Param Mp("M"), Np("N"), Kp("K");
-    Input A("A", Float(32), {Mp, Kp}), bias("bias", Float(32), {Np});
-    Input W = path.w_stored_n_by_k ? Input("W", Float(32), {Np, Kp}) : Input("W", Float(32), {Kp, Np});
-    Var i("i"), j("j");
-    RDom k(0, Kp, "k");
-    Func acc("acc"), out("out");
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * (path.w_stored_n_by_k ? W(j, k) : W(k, j));
-    out(i, j) = exact ? acc(i, j) : gelu(acc(i, j) + bias(j));
-    schedule_gemm_mma(out, acc, A, W, i, j, k, path.tiling);
-    pipeline.emplace(out);
+    pipeline.emplace(scheduled_gemm(path, !exact));
   } catch (const std::exception &error) {
     failure = error.what();
   }
@@ -120,17 +127,7 @@ void check_special_values(const Path &path) {
   Outcome o;
   o.detail = path.tiling.str();
   try {
-    Param Mp("M"), Np("N"), Kp("K");
-    Input A("A", Float(32), {Mp, Kp});
-    Input W = path.w_stored_n_by_k ? Input("W", Float(32), {Np, Kp}) : Input("W", Float(32), {Kp, Np});
-    Var i("i"), j("j");
-    RDom k(0, Kp, "k");
-    Func acc("acc"), out("out");
-    acc(i, j) = 0.0f;
-    acc(i, j) += A(i, k) * (path.w_stored_n_by_k ? W(j, k) : W(k, j));
-    out(i, j) = acc(i, j);
-    schedule_gemm_mma(out, acc, A, W, i, j, k, path.tiling);
-    Pipeline pipeline(out);
+    Pipeline pipeline(scheduled_gemm(path, false));
     Buffer a({n, 1}), w = path.w_stored_n_by_k ? Buffer({n, 1}) : Buffer({1, n});
     for (int r = 0; r < n; ++r) {
       float v;
