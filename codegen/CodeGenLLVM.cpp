@@ -251,27 +251,17 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
   codegen(elements);
 }
 
-llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
-  llvm::Type *i32 = builder_->getInt32Ty();
-  llvm::Value *bits = builder_->CreateBitCast(x, i32);
-  // Adding half of the dropped 13 bits to the magnitude rounds to nearest,
-  // ties away; infinities and NaNs (exponent all ones) stay as they are.
-  llvm::Value *rounded = builder_->CreateAnd(builder_->CreateAdd(bits, builder_->getInt32(0x1000)),
-                                             builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
+llvm::Value *CodeGenLLVM::keep_tf32_bits(llvm::Value *x, uint32_t added) {
+  llvm::Value *bits = builder_->CreateBitCast(x, builder_->getInt32Ty());
+  // The top 19 bits after adding `added`: half of the 13 dropped bits
+  // rounds the magnitude to nearest, ties away; 0 truncates. Infinities and
+  // NaNs (exponent all ones) stay as they are, so that a NaN whose payload
+  // lies in the dropped bits stays a NaN.
+  llvm::Value *kept = builder_->CreateAnd(added ? builder_->CreateAdd(bits, builder_->getInt32(added)) : bits,
+                                          builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
   llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
   llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
-  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, rounded), x->getType());
-}
-
-llvm::Value *CodeGenLLVM::truncate_to_tf32(llvm::Value *x) {
-  llvm::Type *i32 = builder_->getInt32Ty();
-  llvm::Value *bits = builder_->CreateBitCast(x, i32);
-  // The top 19 bits; infinities and NaNs (exponent all ones) stay as they
-  // are, so that a NaN whose payload lies in the dropped bits stays a NaN.
-  llvm::Value *truncated = builder_->CreateAnd(bits, builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
-  llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
-  llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
-  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, truncated), x->getType());
+  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, kept), x->getType());
 }
 
 llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, int arrivals) {

@@ -250,8 +250,7 @@ bool CodeGenPTX::in_shared(const Expr &operand) {
 Expr CodeGenPTX::unwrap(const Expr &operand) {
   if (const auto *cast = operand.as<Cast>())
     return cast->value;
-  if (const auto *call = operand.as<Call>();
-      call && (call->intrinsic == Intrinsic::RoundToTf32 || call->intrinsic == Intrinsic::TruncateToTf32))
+  if (const auto *call = operand.as<Call>(); call && call->intrinsic && is_tf32_conversion(*call->intrinsic))
     return call->args.at(0);
   return operand;
 }

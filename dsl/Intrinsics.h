@@ -117,6 +117,11 @@ IntrinsicResult intrinsic_result(Intrinsic intrinsic);
 /// library (libm or libdevice).
 bool is_math_intrinsic(Intrinsic intrinsic);
 
+/// round_to_tf32 or truncate_to_tf32: an f32 operand as a tf32 MMA sees it.
+inline bool is_tf32_conversion(Intrinsic intrinsic) {
+  return intrinsic == Intrinsic::RoundToTf32 || intrinsic == Intrinsic::TruncateToTf32;
+}
+
 /// thread_id.{x,y,z} and block_id.{x,y,z} for GPU dimension `dim` (0 to 2).
 Intrinsic thread_id_intrinsic(int dim);
 Intrinsic block_id_intrinsic(int dim);

@@ -151,20 +151,23 @@ float narrow_bits_to_float(Type type, uint16_t bits) {
   internal_error("no narrow float bits for ", type);
 }
 
-float float_to_tf32(float value) {
+namespace {
+
+// The top 19 bits of `value` (sign, exponent, 10 of mantissa) after adding
+// `added` to its bits: half of the 13 dropped bits rounds the magnitude to
+// nearest, ties away; 0 truncates. An exponent of all ones (infinity, NaN)
+// is left alone.
+float keep_tf32_bits(float value, uint32_t added) {
   uint32_t bits = bits_of(value);
-  // Adding half of the 13 dropped bits to the magnitude rounds to nearest,
-  // ties away; an exponent of all ones (infinity, NaN) is left alone.
   if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits = (bits + 0x1000u) & 0xFFFFE000u;
+    bits = (bits + added) & 0xFFFFE000u;
   return float_of(bits);
 }
 
-float float_truncated_to_tf32(float value) {
-  uint32_t bits = bits_of(value);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
-    bits &= 0xFFFFE000u;
-  return float_of(bits);
-}
+} // namespace
+
+float float_to_tf32(float value) { return keep_tf32_bits(value, 0x1000u); }
+
+float float_truncated_to_tf32(float value) { return keep_tf32_bits(value, 0); }
 
 } // namespace coalesce

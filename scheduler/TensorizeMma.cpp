@@ -189,8 +189,7 @@ private:
     Expr e = operand;
     if (const auto *cast = e.as<Cast>())
       e = cast->value;
-    if (const auto *round = e.as<Call>();
-        round && (round->intrinsic == Intrinsic::RoundToTf32 || round->intrinsic == Intrinsic::TruncateToTf32))
+    if (const auto *round = e.as<Call>(); round && round->intrinsic && is_tf32_conversion(*round->intrinsic))
       e = round->args.at(0);
     const auto *load = e.as<Load>();
     auto found = load ? allocations_.find(load->buffer) : allocations_.end();

@@ -34,11 +34,9 @@ namespace {
 constexpr MmaKind kWarp = MmaKind::TF32Truncated_m16n8k8;
 constexpr MmaKind kGroup = MmaKind::TF32Truncated_wgmma_m64k8;
 
-float truncated(float v) { return float_truncated_to_tf32(v); }
-
 void truncate_all(Buffer &b) {
   for (float &v : b.values())
-    v = truncated(v);
+    v = float_truncated_to_tf32(v);
 }
 
 void round_all(Buffer &b) {

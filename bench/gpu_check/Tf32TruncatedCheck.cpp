@@ -24,8 +24,6 @@ struct Shape {
   int M, N, K;
 };
 
-float truncated(float v) { return float_truncated_to_tf32(v); }
-
 struct Path {
   std::string name;
   MmaTiling tiling;
@@ -87,7 +85,7 @@ void check_path(const Path &path, const std::vector<Shape> &shapes, bool exact) 
           for (int c = 0; c < N; ++c) {
             double sum = 0;
             for (int kk = 0; kk < K; ++kk)
-              sum += double(truncated(data.a.at(r, kk))) * double(truncated(data.b.at(kk, c)));
+              sum += double(float_truncated_to_tf32(data.a.at(r, kk))) * double(float_truncated_to_tf32(data.b.at(kk, c)));
             want(r, c) = exact ? float(sum)
                                : float(examples::reference_epilogue<double>(examples::Epilogue::BiasGelu, sum,
                                                                             data.bias.get(size_t(c))));
