@@ -253,12 +253,16 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
 
 llvm::Value *CodeGenLLVM::keep_tf32_bits(llvm::Value *x, uint32_t added) {
   llvm::Value *bits = builder_->CreateBitCast(x, builder_->getInt32Ty());
-  // The top 19 bits after adding `added`: half of the 13 dropped bits
-  // rounds the magnitude to nearest, ties away; 0 truncates. Infinities and
-  // NaNs (exponent all ones) stay as they are, so that a NaN whose payload
-  // lies in the dropped bits stays a NaN.
-  llvm::Value *kept = builder_->CreateAnd(added ? builder_->CreateAdd(bits, builder_->getInt32(added)) : bits,
-                                          builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
+  llvm::Value *mask = builder_->getInt32(static_cast<int32_t>(0xFFFFE000u));
+  // Truncation (added == 0) is the plain mask the tensor cores apply to an
+  // f32 operand: a NaN whose payload lies only in the dropped bits becomes
+  // an infinity there, so it does here.
+  if (added == 0)
+    return builder_->CreateBitCast(builder_->CreateAnd(bits, mask), x->getType());
+  // Rounding: the top 19 bits after adding half of the 13 dropped ones
+  // (nearest, ties away). Infinities and NaNs (exponent all ones) stay as
+  // they are, as cvt.rna.tf32.f32 keeps them, so a NaN stays a NaN.
+  llvm::Value *kept = builder_->CreateAnd(builder_->CreateAdd(bits, builder_->getInt32(added)), mask);
   llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
   llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
   return builder_->CreateBitCast(builder_->CreateSelect(special, bits, kept), x->getType());

@@ -155,11 +155,13 @@ namespace {
 
 // The top 19 bits of `value` (sign, exponent, 10 of mantissa) after adding
 // `added` to its bits: half of the 13 dropped bits rounds the magnitude to
-// nearest, ties away; 0 truncates. An exponent of all ones (infinity, NaN)
-// is left alone.
+// nearest, ties away (an exponent of all ones, infinity or NaN, is then left
+// alone, as cvt.rna.tf32.f32 leaves it); 0 truncates, a plain mask with no
+// exception, because that is how the tensor cores read an f32 operand: a NaN
+// whose payload lies only in the dropped bits reads as an infinity.
 float keep_tf32_bits(float value, uint32_t added) {
   uint32_t bits = bits_of(value);
-  if ((bits & 0x7F800000u) != 0x7F800000u)
+  if (added == 0 || (bits & 0x7F800000u) != 0x7F800000u)
     bits = (bits + added) & 0xFFFFE000u;
   return float_of(bits);
 }

@@ -62,7 +62,8 @@ float narrow_bits_to_float(Type type, uint16_t bits);
 /// unchanged. (The code generators emit the same rounding.)
 float float_to_tf32(float value);
 /// f32 truncated to tf32 as the tensor cores read f32 bits (the truncating
-/// tf32 kinds): its top 19 bits; infinities and NaNs unchanged.
+/// tf32 kinds): its top 19 bits, a plain mask (a NaN whose payload lies only
+/// in the 13 dropped bits becomes an infinity, as on the GPU).
 float float_truncated_to_tf32(float value);
 
 } // namespace coalesce
