@@ -128,7 +128,7 @@ TEST_CASE("a truncating tf32 kind multiplies the top 19 bits of each operand, on
   }
 }
 
-TEST_CASE("a truncating tf32 kind masks the low 13 bits of every operand, infinities and NaNs included, as the tensor cores do") {
+TEST_CASE("a truncating tf32 kind masks the low 13 bits of every operand (infinities and NaNs too)") {
   auto bits = [](uint32_t b) {
     float v;
     std::memcpy(&v, &b, 4);
@@ -139,8 +139,7 @@ TEST_CASE("a truncating tf32 kind masks the low 13 bits of every operand, infini
   // only in the dropped bits reads as an infinity (the H100 gives +inf for
   // 1 * 0x7F800001), one with a kept payload bit stays a NaN; a subnormal
   // with zero low bits is kept.
-  const uint32_t a_bits[] = {0x3F800001u, 0x3F801800u, 0x7F800001u, 0x00400000u,
-                             0x7F800000u, 0x80000000u, 0xFFC00001u};
+  const uint32_t a_bits[] = {0x3F800001u, 0x3F801800u, 0x7F800001u, 0x00400000u, 0x7F800000u, 0x80000000u, 0xFFC00001u};
   const int n = 7;
   for (const Case &c : cases()) {
     INFO(c.name);
