@@ -87,6 +87,9 @@ std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target) {
   std::string libdevice = cuda_toolkit_path("nvvm/libdevice/libdevice.10.bc");
   key << "libdevice " << libdevice << " " << file_identity(libdevice) << "\n";
   key << "program " << nest.name << " min_blocks_per_sm " << nest.min_blocks_per_sm << "\n";
+  // Not in the PTX, but the verifiers a hit skips read it (a multicast copy
+  // must match the clusters).
+  key << "cluster " << nest.cluster_loop << " " << nest.cluster_blocks << "\n";
   for (const Argument &arg : nest.args) {
     key << "arg " << arg.name << (arg.is_buffer() ? " buffer " : " scalar ") << arg.type
         << (arg.is_output ? " output" : "");

@@ -39,7 +39,7 @@ std::string Pipeline::host_llvm_ir(bool optimize) { return emit_host_llvm_ir(hos
 
 const GpuNest &Pipeline::gpu_nest() {
   if (!gpu_nest_)
-    gpu_nest_ = std::make_unique<GpuNest>(lower_gpu_nest(output_, budget_));
+    gpu_nest_ = std::make_unique<GpuNest>(lower_gpu_nest_unverified(output_, budget_));
   return *gpu_nest_;
 }
 
@@ -64,8 +64,10 @@ const std::string &Pipeline::ptx(const GpuTarget &target) {
   if (!active_compile_profile() && compile_timing_requested())
     scope.emplace(&own);
   auto start = std::chrono::steady_clock::now();
-  // The cache is keyed on the nest before thread fusion, so a hit skips the
-  // finishing passes as well as LLVM.
+  // The cache is keyed on the nest before thread fusion and its verifiers,
+  // so a hit skips them and the finishing passes as well as LLVM (the
+  // stored kernel's nest passed the verifiers; a miss runs them first, in
+  // finish_gpu_program).
   std::string code = cached_ptx(gpu_nest(), target, CompileCache::from_environment(),
                                 [&] { return compile_to_ptx(gpu_program(), target); }, &last_ptx_cached_);
   last_ptx_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

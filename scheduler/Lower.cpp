@@ -147,7 +147,6 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // On every target, so the CPU runs the statement the GPU runs.
   s = attributed_to("tensorize_mma", [&] { return tensorize_mma(s, env); });
   log("tensorize_mma", s);
-  attributed_to("verify_mma_operands", [&] { verify_mma_operands(s); });
   attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
   // Before thread fusion, which drops per-thread dimensions.
   attributed_to("check_thread_ownership", [&] { check_thread_ownership(s, env); });
@@ -172,14 +171,30 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // the passes above, which find the output's tiles, never see.
   s = attributed_to("add_slice_combine_kernel", [&] { return add_slice_combine_kernel(s, env); });
   log("add_slice_combine_kernel", s);
+  return s;
+}
+
+// The verifiers of the finished serial nest: the nest the GPU path starts
+// from and the CPU runs (so the CPU run rejects what the GPU path would).
+// They only read it, and it alone (with the environment it was lowered
+// from) decides what they find, so a nest that passed them once passes
+// again: a PTX cache hit skips them (lower_gpu_nest_unverified).
+void verify_serial_nest(const Stmt &s, const Environment &env) {
+  PhaseTimer timer("lower: verifiers");
+  // The MMA statements as the later passes (partitions, staged outputs) left them.
+  attributed_to("verify_mma_operands", [&] { verify_mma_operands(s); });
   // Again, after the passes that move the epilogue's store (into a copy-out
   // loop, into a kernel of its own): still outside every reduction loop.
   attributed_to("verify_epilogue_placement", [&] { verify_epilogue_placement(s, env); });
-  // Last, on the nest the GPU path starts from: the CPU run rejects what the
-  // GPU path would.
   attributed_to("check_gpu_structure", [&] { check_gpu_structure(s, env.output().name); });
   attributed_to("verify_tensor_copies", [&] { verify_tensor_copies(s, env); });
   attributed_to("verify_pipelines", [&] { verify_pipelines(s, env.output().name); });
+}
+
+// The serial passes, then their verifiers.
+Stmt lower_verified(const Environment &env, const ResourceBudget &budget) {
+  Stmt s = lower_serial(env, budget);
+  verify_serial_nest(s, env);
   return s;
 }
 
@@ -240,7 +255,7 @@ std::vector<Argument> arguments_of(const Environment &env) {
 
 Stmt lower_loop_nest(const Func &output, const ResourceBudget &budget) {
   Environment env = prepare(output);
-  return strip_stage_prefixes(lower_serial(env, budget));
+  return strip_stage_prefixes(lower_verified(env, budget));
 }
 
 std::vector<Argument> lowered_arguments(const Func &output) { return arguments_of(prepare(output)); }
@@ -250,7 +265,7 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
   LoweredFunc lowered{output.name(), arguments_of(env), Stmt()};
   // The host runs the large unrolled nests as loops: unrolling them only
   // costs its compile time (RollHostLoops.h).
-  Stmt serial = lower_serial(env, budget);
+  Stmt serial = lower_verified(env, budget);
   {
     PhaseTimer timer("lower: roll_large_unrolled_loops");
     serial = roll_large_unrolled_loops(serial);
@@ -259,16 +274,30 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
   return lowered;
 }
 
-GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
-  Environment env = prepare(output);
+GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget) {
+  auto env = std::make_shared<const Environment>(prepare(output));
   GpuNest nest;
   nest.name = output.name();
-  nest.args = arguments_of(env);
-  nest.min_blocks_per_sm = env.output().schedule.min_blocks_per_sm;
-  nest.cluster_loop = cluster_loop_name(env.output());
-  nest.cluster_blocks = env.output().schedule.cluster_blocks;
-  nest.serial = lower_serial(env, budget);
+  nest.args = arguments_of(*env);
+  nest.min_blocks_per_sm = env->output().schedule.min_blocks_per_sm;
+  nest.cluster_loop = cluster_loop_name(env->output());
+  nest.cluster_blocks = env->output().schedule.cluster_blocks;
+  nest.serial = lower_serial(*env, budget);
+  nest.unverified = std::move(env);
   return nest;
+}
+
+GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget) {
+  GpuNest nest = lower_gpu_nest_unverified(output, budget);
+  verify_gpu_nest(nest);
+  return nest;
+}
+
+void verify_gpu_nest(GpuNest &nest) {
+  if (!nest.unverified)
+    return;
+  verify_serial_nest(nest.serial, *nest.unverified);
+  nest.unverified.reset();
 }
 
 namespace {
@@ -317,6 +346,8 @@ std::vector<std::pair<std::string, int>> aligned_buffers_of(const Stmt &body, co
 } // namespace
 
 GpuProgram finish_gpu_program(const GpuNest &nest) {
+  if (nest.unverified)
+    verify_serial_nest(nest.serial, *nest.unverified);
   GpuProgram program{nest.name, nest.args, {}};
   {
     PhaseTimer timer("lower: GPU thread fusion");

@@ -24,9 +24,18 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget = {}
 GpuProgram lower_for_gpu(const Func &output, const ResourceBudget &budget = {});
 
 /// The front end and the serial passes, every check included (so an
-/// illegal schedule is rejected here); well under a millisecond for a GEMM.
+/// illegal schedule is rejected here); a few milliseconds for a GEMM.
 GpuNest lower_gpu_nest(const Func &output, const ResourceBudget &budget = {});
+/// lower_gpu_nest without the verifiers of the finished nest (about a third
+/// of its time), which only read it: what the PTX cache keys on. A stored
+/// kernel's nest passed them when it was compiled, so a hit needs none;
+/// the nest keeps its environment (GpuNest::unverified) until
+/// verify_gpu_nest or finish_gpu_program runs them.
+GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget = {});
+/// Runs the verifiers lower_gpu_nest_unverified left out, if it left them.
+void verify_gpu_nest(GpuNest &nest);
 /// Thread fusion and the finishing passes: the bulk of lowering's time.
+/// Verifies a nest that is not yet, first.
 GpuProgram finish_gpu_program(const GpuNest &nest);
 
 } // namespace coalesce

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,8 @@ inline int dynamic_shared_bytes(const GpuKernel &kernel) {
 /// unrolling, load hoisting) is a fixed function of it, so it, with the
 /// target and the compiler's version, determines the PTX: the compile
 /// cache's key is built from it (codegen/PtxCache.h).
+struct Environment;
+
 struct GpuNest {
   std::string name;
   std::vector<Argument> args;
@@ -157,6 +160,9 @@ struct GpuNest {
   /// cluster (0: none).
   std::string cluster_loop;
   int cluster_blocks = 0;
+  /// What lower_gpu_nest_unverified lowered `serial` from, kept for the
+  /// verifiers it left out (scheduler/Lower.h); empty once they have run.
+  std::shared_ptr<const Environment> unverified;
 };
 
 /// A pipeline lowered for the GPU: kernels launched in order, each taking

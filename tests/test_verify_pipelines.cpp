@@ -231,3 +231,26 @@ TEST_CASE("the phases rule: each role's waits on a slot alternate parity, and ev
   REQUIRE(!dropped.same_as(nest));
   CHECK_HAS(verifier_error(dropped), "the last wait never returns");
 }
+
+TEST_CASE("a nest lowered without its verifiers (the compile cache's key) is verified before it becomes kernels") {
+  Gemm g = coalesce::testing::bf16_scheduled(pipelines().front());
+  auto more_bytes = [](const Stmt &s) {
+    return rewrite_calls(s, Intrinsic::MbarrierExpectTx, [](const Call *op) {
+      return call(Intrinsic::MbarrierExpectTx, {op->args[0], Expr(static_cast<int>(*as_const_int(op->args[1])) + 128)});
+    });
+  };
+  GpuNest pending = lower_gpu_nest_unverified(g.out);
+  REQUIRE(pending.unverified);
+  CHECK(to_string(pending.serial) == to_string(lower_gpu_nest(g.out).serial));
+  // A nest the verifiers refuse: finish_gpu_program and verify_gpu_nest
+  // run them on it, and the refused nest stays unverified.
+  pending.serial = more_bytes(pending.serial);
+  CHECK_HAS(coalesce::testing::internal_error_of([&] { finish_gpu_program(pending); }), "breaks the 'bytes' rule");
+  CHECK_HAS(coalesce::testing::internal_error_of([&] { verify_gpu_nest(pending); }), "breaks the 'bytes' rule");
+  CHECK(pending.unverified);
+  // A good one is verified once: afterwards nothing is pending.
+  GpuNest good = lower_gpu_nest_unverified(g.out);
+  verify_gpu_nest(good);
+  CHECK_FALSE(good.unverified);
+  CHECK_FALSE(lower_gpu_nest(g.out).unverified);
+}
