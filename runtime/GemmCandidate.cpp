@@ -58,9 +58,12 @@ GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::stri
     candidate.ffma = default_gemm_tiling(problem.M, problem.N, problem.K, sm_count);
     return candidate;
   }
-  // bf16/f16 where the TMA reads the inputs themselves; tf32 everywhere,
-  // since its TMA reads the copies it makes first in any case.
-  bool warpgroup = parse_gpu_target(sm).has_warpgroup_mma() && (problem.dtype == "tf32" || (problem.N % 8 == 0 && problem.K % 8 == 0));
+  // bf16/f16 where the TMA reads the inputs themselves; tf32 where it has
+  // rows enough to pay for the copies its TMA reads
+  // (warpgroup_mma_by_default).
+  bool warpgroup = parse_gpu_target(sm).has_warpgroup_mma() &&
+                   (problem.dtype == "tf32" ? warpgroup_mma_by_default(Float(32), problem.M)
+                                            : problem.N % 8 == 0 && problem.K % 8 == 0);
   candidate.family = warpgroup ? GemmFamily::WarpgroupMma : GemmFamily::WarpMma;
   candidate.mma = default_mma_tiling(gemm_mma_kind(problem, candidate.family), problem.M, problem.N, problem.K,
                                      sm_count);

@@ -155,6 +155,19 @@ TEST_CASE("gemm: --dtype and --out-dtype type the buffers, the PTX and the launc
   if (assemble)
     CHECK(assemble_ptx(tf32_ptx, parse_gpu_target("sm_90a")).find("gemm_tf32") != nullptr);
 
+  // tf32 with few rows: --mma=auto takes the warp MMA on sm_90a too (no
+  // copies of A and B made first); with many, the warpgroup MMA.
+  Result few = aot("--emit=ptx --dtype=tf32 -M 16 -N 256 -K 64 --name=gemm_tf32_few --output-dir=.", dir.path);
+  INFO(few.err);
+  REQUIRE(few.status == 0);
+  std::string few_ptx = read_file(dir / "gemm_tf32_few.ptx");
+  CHECK(few_ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+  CHECK(few_ptx.find("wgmma.mma_async") == std::string::npos);
+  Result many = aot("--emit=ptx --dtype=tf32 -M 129 -N 256 -K 64 --name=gemm_tf32_many --output-dir=.", dir.path);
+  INFO(many.err);
+  REQUIRE(many.status == 0);
+  CHECK(read_file(dir / "gemm_tf32_many.ptx").find("wgmma.mma_async") != std::string::npos);
+
   // Mixed: 16-bit inputs, f32 output; the f32 default keeps CUdeviceptr.
   Result mixed = aot("--emit=header --dtype=f16", dir.path);
   CHECK(mixed.out.find("coalesce_f16_deviceptr A, coalesce_f16_deviceptr B, CUdeviceptr bias, CUdeviceptr out")

@@ -358,6 +358,13 @@ TEST_CASE("tf32 on sm_90a: the warpgroup MMA's candidates, k step 32 through the
   CHECK(first.mma.uses_tma());
   CHECK(first.mma.tma_padded_copies);
   CHECK(default_gemm_candidate(tf32, "sm_80").family == GemmFamily::WarpMma);
+  // Few rows of A: the warp MMA on sm_90a too, no copies made first
+  // (warpgroup_mma_by_default); the warpgroup MMA again from 129 rows.
+  GemmProblem skinny = tf32;
+  skinny.M = 128;
+  CHECK(default_gemm_candidate(skinny, "sm_90a").family == GemmFamily::WarpMma);
+  skinny.M = 129;
+  CHECK(default_gemm_candidate(skinny, "sm_90a").family == GemmFamily::WarpgroupMma);
   std::vector<GemmCandidate> list = enumerate_candidates(tf32, default_tuning_space(tf32, "sm_90a"), first);
   size_t warpgroup = 0;
   for (const GemmCandidate &c : list)

@@ -121,10 +121,16 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).uses_tma());
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).tma_padded_copies);
   CHECK(bench::mma_tiling_for_shape(Precision::TF32, 4096, 4096, 4096, 132, true).tma_padded_copies);
-  CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096));
-  CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 4096, 4096));
+  CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096, 4096));
+  CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 4096, 4096, 4096));
+  // tf32 with few rows of A: the warp MMA, whose tiles need no copies
+  // (bf16 keeps the warpgroup MMA there).
+  CHECK_FALSE(bench::prefers_warpgroup_mma(Precision::TF32, 128, 4096, 16384));
+  CHECK_FALSE(bench::prefers_warpgroup_mma(Precision::TF32, 16, 4096, 4096));
+  CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 129, 4096, 4096));
+  CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 16, 4096, 4096));
   // Rows the TMA cannot describe: the warpgroup MMA through padded copies.
-  CHECK(bench::prefers_warpgroup_mma(Precision::F16, 4091, 4097));
+  CHECK(bench::prefers_warpgroup_mma(Precision::F16, 4093, 4091, 4097));
   CHECK(bench::mma_tiling_for_shape(Precision::BF16, 4093, 4091, 4097, 132, true).tma_padded_copies);
   CHECK_FALSE(bench::mma_tiling_for_shape(Precision::BF16, 4096, 4096, 4096, 132, true).tma_padded_copies);
 }

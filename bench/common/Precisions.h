@@ -43,8 +43,8 @@ inline MmaKind mma_kind(Precision p, bool warpgroup = false) {
 }
 /// Whether precision `p` has a warpgroup MMA schedule.
 inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }
-/// Whether the benchmark runs precision `p` at N x K on the warpgroup MMA
-/// (on sm_90a): bf16 and f16 at every shape. Where A's or B's rows are not
+/// Whether the benchmark runs precision `p` at M x N x K on the warpgroup
+/// MMA (on sm_90a): bf16 and f16 at every shape. Where A's or B's rows are not
 /// whole 16-byte vectors, the default tiling copies them first into
 /// row-padded workspaces the TMA reads (MmaTiling::tma_padded_copies):
 /// bf16 4093x4091x4097 on the H200 took 0.39 ms so with the tuned 4096^3
@@ -53,9 +53,10 @@ inline bool has_warpgroup_mma(Precision p) { return p != Precision::FP32; }
 /// A and B rounded to tf32 (B transposed) that kernels of their own make
 /// first. (Its earlier form, B transposed by every thread's element copies
 /// and the tiles rounded in shared memory, took 2.18 ms at 4096^3 on the
-/// H200 against 1.44 for the warp MMA's.)
-inline bool prefers_warpgroup_mma(Precision p, int64_t /*N*/, int64_t /*K*/) {
-  return has_warpgroup_mma(p);
+/// H200 against 1.44 for the warp MMA's.) But tf32 with few rows of A runs
+/// on the warp MMA, as the library's default does (warpgroup_mma_by_default).
+inline bool prefers_warpgroup_mma(Precision p, int64_t M, int64_t /*N*/, int64_t /*K*/) {
+  return has_warpgroup_mma(p) && warpgroup_mma_by_default(input_type(p), M);
 }
 
 /// The non-empty items of a comma-separated list, in order ("a,,b" is a, b).

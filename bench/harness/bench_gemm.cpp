@@ -305,7 +305,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     // Hopper's warpgroup MMA where the GPU has it (tf32, bf16, f16), else the
     // warp MMA; COALESCE_BENCH_WARP_MMA=1 keeps the warp MMA to compare.
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
-    bool warpgroup = prefers_warpgroup_mma(p, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
+    bool warpgroup = prefers_warpgroup_mma(p, s.M, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
                      !(warp_only && std::string(warp_only) == "1");
     mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
     // COALESCE_BENCH_TF32=truncated: tf32 on the truncating kinds (the f32

@@ -219,6 +219,11 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   return default_tiling_of_batch(kind, 1, M, N, sm_count);
 }
 
+bool warpgroup_mma_by_default(Type operand, int64_t M) {
+  constexpr int64_t kTf32WarpMmaRows = 128;
+  return operand != Float(32) || M <= 0 || M > kTf32WarpMmaRows;
+}
+
 MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count) {
   MmaTiling t = default_tiling_of_batch(kind, std::max<int64_t>(batch, 1), M, N, sm_count);
   // The grid's z runs the products one after another, each product's tiles

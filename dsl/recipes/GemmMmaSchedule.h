@@ -112,6 +112,20 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
 /// the TMA needs (use_tma_copies_where_needed).
 MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count);
 
+/// Whether the default GEMM of `operand` elements with M rows runs on the
+/// warpgroup MMA, where the target has one: bf16, f16 and FP8 always; f32
+/// rounded to tf32 only above 128 rows (M <= 0: unknown, taken as many).
+/// The tf32 warpgroup kind reads copies of A and B rounded to tf32 (B
+/// transposed) that kernels of their own make first, and at few rows B's
+/// copy moves twice the bytes the GEMM itself reads; the warp MMA rounds in
+/// registers and copies nothing. On an H100 (coalesce-bench, tf32 + bias +
+/// GELU, B stored K x N, L2 flushed, the defaults; one session), warpgroup
+/// -> warp MMA: 16x4096x4096 0.087 -> 0.048 ms, 64x11008x4096 0.209 ->
+/// 0.105, 128x4096x16384 0.311 -> 0.233; at 256x256x65536 0.167 -> 0.184
+/// (the autotuner found a warp tiling at 0.139 there, but not the default's),
+/// so from 129 rows on the warpgroup MMA stays.
+bool warpgroup_mma_by_default(Type operand, int64_t M);
+
 /// For a 16-bit warpgroup MMA where M is at most 32 rows (a decode step;
 /// B stored either way: N x K, nn.Linear's weight, is read K-major, K x N
 /// with the instruction's transpose flag): swap-AB on 64-row tiles of B

@@ -35,7 +35,10 @@ MmaKind mma_kind(InputType t, MmaFamily family) {
 MmaFamily GemmFlags::mma_family() const {
   if (mma != MmaFamily::Auto)
     return mma;
-  return target().has_warpgroup_mma() && dtype != InputType::F32 ? MmaFamily::Warpgroup : MmaFamily::Warp;
+  // tf32 with few rows: the warp MMA (warpgroup_mma_by_default).
+  const bool few_tf32_rows = dtype == InputType::TF32 && M.fixed() && !warpgroup_mma_by_default(Float(32), M.value());
+  return target().has_warpgroup_mma() && dtype != InputType::F32 && !few_tf32_rows ? MmaFamily::Warpgroup
+                                                                                   : MmaFamily::Warp;
 }
 
 int GemmFlags::chosen_split(int block_m, int block_n, int step, int blocks_per_sm) const {

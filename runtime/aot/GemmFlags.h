@@ -239,7 +239,8 @@ public:
                            "sm_90a only, tf32, bf16, f16, e4m3 and e5m2; warp-m x warp-n is then the 64 x N "
                            "tile of a "
                            "warpgroup of 4 warps), or auto (the default): what the benchmark runs for the "
-                           "target, warpgroup on sm_90a and warp elsewhere"};
+                           "target, warpgroup on sm_90a (but warp for tf32 with --M at most 128) and warp "
+                           "elsewhere"};
 
   /// --mma with auto resolved for the target.
   MmaFamily mma_family() const;
