@@ -17,7 +17,11 @@ namespace coalesce {
 /// ("slsr" is straight-line strength reduction), comma-separated:
 /// COALESCE_NVPTX_SKIP if it is set ("none": skip nothing), else the
 /// default, nothing (docs/performance.md, "Straight-line strength
-/// reduction"). For experiments: a skipped pass changes the kernels.
+/// reduction"). For experiments: a skipped pass changes the kernels. Not
+/// every pass asks the gate: "loop-reduce" (loop strength reduction) skips
+/// nothing here, though llc -disable-lsr changes the PTX of every default
+/// kernel, so PTX unchanged under a skip proves nothing until the pass's
+/// time is seen to go.
 const std::string &skipped_nvptx_passes();
 
 /// A description of every pass choice in effect, for the PTX cache's key:
