@@ -41,8 +41,11 @@
 // (KMajorCheck.h), the FP8 warpgroup MMA (Fp8Check.h) and the fused SwiGLU (SwiGluCheck.h), each on
 // buffers of exactly the right size, for
 // compute-sanitizer; --sanitizer-cases=fp8,swiglu (say) runs only those
-// groups. Exit status: 0 when every
-// check passed, 1 when one failed, 2 for a bad command line.
+// groups. --time-limit=S starts no part of the full check (a section for
+// one precision) after S seconds and prints the commands that run the
+// parts left, so that a run under a wall-clock limit ends with its summary.
+// Exit status: 0 when every check passed, 1 when one failed, 2 for a bad
+// command line, 3 when none failed but parts were left at the time limit.
 
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/BatchedCheck.h"
@@ -80,6 +83,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -537,57 +541,95 @@ std::optional<std::set<std::string>> parse_sections(const std::string &list, std
   return chosen;
 }
 
-int full_check(bool full, const std::vector<bench::Precision> &precisions, const std::set<std::string> &sections) {
+/// One part of the full check: a section, for one precision or (math) for all.
+struct CheckUnit {
+  std::string section;
+  std::optional<bench::Precision> precision;
+  std::function<void()> run;
+};
+
+/// The full check's parts in the order they run: for each precision, the
+/// sections `sections` names that apply to it.
+std::vector<CheckUnit> check_units(bool full, const std::vector<bench::Precision> &precisions,
+                                   const std::set<std::string> &sections) {
+  std::vector<CheckUnit> units;
+  auto add = [&](const char *section, std::optional<bench::Precision> p, std::function<void()> run) {
+    if (sections.count(section))
+      units.push_back({section, p, std::move(run)});
+  };
+  add("math", std::nullopt, [] { gpu_check::check_math_functions(); });
+  for (bench::Precision p : precisions) {
+    if (p == bench::Precision::FP32) {
+      add("fp32", p, [full] {
+        std::printf("\n==== fp32: the FFMA schedules ====\n");
+        fp32_check(full);
+      });
+    } else {
+      add("mma", p, [p, full] { gpu_check::check_mma(p, full); });
+      if (full || p != bench::Precision::F16)
+        add("reduction-start", p, [p] { gpu_check::check_reduction_start(p); });
+      add("k-major", p, [p] { gpu_check::check_k_major_b(p); });
+      add("m-major", p, [p] { gpu_check::check_m_major_a(p); });
+      add("tile-stores", p, [p] { gpu_check::check_tile_stores(p); });
+      add("batched", p, [p] { gpu_check::check_batched(p); });
+      add("strided", p, [p] {
+        gpu_check::check_strided(p);
+        if (p == bench::Precision::BF16)
+          gpu_check::check_layout_matrix();
+      });
+      if (p == bench::Precision::BF16) {
+        add("epilogues", p, [] { gpu_check::check_extra_epilogues(); });
+        add("fp8", p, [] { gpu_check::check_fp8(); });
+        add("fused-reductions", p, [] { gpu_check::check_fused_reductions(); });
+      }
+    }
+    add("split-k", p, [p, full] { gpu_check::check_split_k(p, full); });
+    if (p == bench::Precision::TF32)
+      add("tf32-truncated", p, [] { gpu_check::check_tf32_truncated(); });
+  }
+  return units;
+}
+
+/// The full check; with `time_limit_s` > 0, no part starts once that many
+/// seconds have passed (a part that started runs to its end), and the parts
+/// left are printed as the commands that run them. Returns 1 if a check
+/// failed, else 3 if parts were left, else 0.
+int full_check(bool full, const std::vector<bench::Precision> &precisions, const std::set<std::string> &sections,
+               double time_limit_s) {
   auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   gpu::Device &device = gpu::Device::get();
   std::printf("coalesce-gpu-check on %s (%d SMs), target %s, precisions", device.name().c_str(), device.sm_count(),
               target_for_current_device().sm().c_str());
   for (bench::Precision p : precisions)
     std::printf(" %s", reference::precision_name(p));
   std::printf("\n");
-  auto runs = [&](const char *section) { return sections.count(section) > 0; };
-  if (runs("math"))
-    gpu_check::check_math_functions();
-  for (bench::Precision p : precisions) {
-    if (p == bench::Precision::FP32) {
-      if (runs("fp32")) {
-        std::printf("\n==== fp32: the FFMA schedules ====\n");
-        fp32_check(full);
-      }
-    } else {
-      if (runs("mma"))
-        gpu_check::check_mma(p, full);
-      if (runs("reduction-start") && (full || p != bench::Precision::F16))
-        gpu_check::check_reduction_start(p);
-      if (runs("k-major"))
-        gpu_check::check_k_major_b(p);
-      if (runs("m-major"))
-        gpu_check::check_m_major_a(p);
-      if (runs("tile-stores"))
-        gpu_check::check_tile_stores(p);
-      if (runs("batched"))
-        gpu_check::check_batched(p);
-      if (runs("strided")) {
-        gpu_check::check_strided(p);
-        if (p == bench::Precision::BF16)
-          gpu_check::check_layout_matrix();
-      }
-      if (p == bench::Precision::BF16) {
-        if (runs("epilogues"))
-          gpu_check::check_extra_epilogues();
-        if (runs("fp8"))
-          gpu_check::check_fp8();
-        if (runs("fused-reductions"))
-          gpu_check::check_fused_reductions();
-      }
+  // The parts left at the time limit, by precision ("" for math).
+  std::map<std::string, std::vector<std::string>> left;
+  std::vector<std::string> left_order;
+  for (const CheckUnit &unit : check_units(full, precisions, sections)) {
+    if (time_limit_s > 0 && elapsed() >= time_limit_s) {
+      std::string key = unit.precision ? reference::precision_name(*unit.precision) : "";
+      if (!left.count(key))
+        left_order.push_back(key);
+      left[key].push_back(unit.section);
+      continue;
     }
-    if (runs("split-k"))
-      gpu_check::check_split_k(p, full);
-    if (runs("tf32-truncated") && p == bench::Precision::TF32)
-      gpu_check::check_tf32_truncated();
+    unit.run();
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return gpu_check::print_summary(seconds) ? 1 : 0;
+  if (!left.empty()) {
+    std::printf("\ntime limit of %.0f s reached after %.1f s; not run:\n", time_limit_s, elapsed());
+    for (const std::string &key : left_order) {
+      std::string list;
+      for (const std::string &section : left[key])
+        list += (list.empty() ? "" : ",") + section;
+      std::printf("  coalesce-gpu-check%s%s --sections=%s\n", key.empty() ? "" : " --precisions=", key.c_str(),
+                  list.c_str());
+    }
+  }
+  if (gpu_check::print_summary(elapsed()))
+    return 1;
+  return left.empty() ? 0 : 3;
 }
 
 } // namespace
@@ -622,6 +664,12 @@ int main(int argc, char **argv) {
                "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
                "precisions, tf32-truncated with tf32"),
       cl::value_desc("list"), cl::cat(category));
+  cl::opt<double> time_limit(
+      "time-limit",
+      cl::desc("seconds after which no further part (a section for one precision) of the full check starts; the "
+               "parts left are printed as the commands that run them, and the exit status is 3 if nothing "
+               "failed (0: no limit, the default)"),
+      cl::value_desc("seconds"), cl::init(0), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
@@ -630,6 +678,15 @@ int main(int argc, char **argv) {
                                    "cuBLAS and the unfused chain.\n",
                                    &error_stream)) {
     std::fprintf(stderr, "coalesce-gpu-check: %s (see --help)\n", llvm::StringRef(errors).trim().str().c_str());
+    return 2;
+  }
+  if (!(time_limit >= 0)) {
+    std::fprintf(stderr, "coalesce-gpu-check: --time-limit=%g: give seconds, 0 or more\n", double(time_limit));
+    return 2;
+  }
+  if (time_limit > 0 && sanitizer) {
+    std::fprintf(stderr, "coalesce-gpu-check: --time-limit bounds the full check; --sanitizer-case runs its cases "
+                         "whole\n");
     return 2;
   }
   if (full && sanitizer) {
@@ -669,7 +726,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   try {
-    return sanitizer ? sanitizer_case(*groups) : full_check(full, precisions, *sections);
+    return sanitizer ? sanitizer_case(*groups) : full_check(full, precisions, *sections, time_limit);
   } catch (const std::exception &error) {
     std::fprintf(stderr, "coalesce-gpu-check: error: %s\n", error.what());
   }
