@@ -251,21 +251,25 @@ void CodeGenLLVM::emit_warp_mma(const WarpMma *op) {
   codegen(elements);
 }
 
-llvm::Value *CodeGenLLVM::keep_tf32_bits(llvm::Value *x, uint32_t added) {
+llvm::Value *CodeGenLLVM::round_to_tf32(llvm::Value *x) {
   llvm::Value *bits = builder_->CreateBitCast(x, builder_->getInt32Ty());
-  llvm::Value *mask = builder_->getInt32(static_cast<int32_t>(0xFFFFE000u));
-  // Truncation (added == 0) is the plain mask the tensor cores apply to an
-  // f32 operand: a NaN whose payload lies only in the dropped bits becomes
-  // an infinity there, so it does here.
-  if (added == 0)
-    return builder_->CreateBitCast(builder_->CreateAnd(bits, mask), x->getType());
-  // Rounding: the top 19 bits after adding half of the 13 dropped ones
-  // (nearest, ties away). Infinities and NaNs (exponent all ones) stay as
-  // they are, as cvt.rna.tf32.f32 keeps them, so a NaN stays a NaN.
-  llvm::Value *kept = builder_->CreateAnd(builder_->CreateAdd(bits, builder_->getInt32(added)), mask);
+  // Adding half of the 13 dropped bits to the magnitude rounds to nearest,
+  // ties away; infinities and NaNs (exponent all ones) stay as they are, as
+  // cvt.rna.tf32.f32 keeps them, so a NaN stays a NaN.
+  llvm::Value *rounded = builder_->CreateAnd(builder_->CreateAdd(bits, builder_->getInt32(0x1000)),
+                                             builder_->getInt32(static_cast<int32_t>(0xFFFFE000u)));
   llvm::Value *exponent = builder_->CreateAnd(bits, builder_->getInt32(0x7F800000));
   llvm::Value *special = builder_->CreateICmpEQ(exponent, builder_->getInt32(0x7F800000));
-  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, kept), x->getType());
+  return builder_->CreateBitCast(builder_->CreateSelect(special, bits, rounded), x->getType());
+}
+
+llvm::Value *CodeGenLLVM::truncate_to_tf32(llvm::Value *x) {
+  // The plain mask the tensor cores apply to an f32 operand: a NaN whose
+  // payload lies only in the dropped bits becomes an infinity there, so it
+  // does here.
+  llvm::Value *bits = builder_->CreateBitCast(x, builder_->getInt32Ty());
+  return builder_->CreateBitCast(builder_->CreateAnd(bits, builder_->getInt32(static_cast<int32_t>(0xFFFFE000u))),
+                                 x->getType());
 }
 
 llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, int arrivals) {

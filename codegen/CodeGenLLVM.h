@@ -135,11 +135,12 @@ protected:
   /// definition says, element by element, as the host does.
   virtual void emit_warp_mma(const WarpMma *op);
 
-  /// f32 as tf32, as an f32: `added` 0x1000 rounds (10 mantissa bits, to
-  /// nearest, ties away from 0, as cvt.rna.tf32.f32), 0 truncates (the top
-  /// 19 bits, as the tf32 instructions read f32 bits); infinities and NaNs
-  /// kept.
-  llvm::Value *keep_tf32_bits(llvm::Value *x, uint32_t added);
+  /// f32 rounded to tf32 (10 mantissa bits, to nearest, ties away from 0,
+  /// as cvt.rna.tf32.f32; infinities and NaNs kept), as an f32.
+  llvm::Value *round_to_tf32(llvm::Value *x);
+  /// f32 truncated to tf32 as the tf32 instructions read f32 bits: the top
+  /// 19, NaN payloads included, as an f32.
+  llvm::Value *truncate_to_tf32(llvm::Value *x);
 
   /// Storage for `elements` values of `op->type`. The base ignores the memory
   /// type: one entry-block alloca, or malloc'd memory (freed by

@@ -308,10 +308,8 @@ void CodeGenLLVM::visit(const Call *op) {
   case Intrinsic::BitXor:
     value_ = builder_->CreateXor(codegen(op->args[0]), codegen(op->args[1]));
     return;
-  case Intrinsic::RoundToTf32:
-    value_ = keep_tf32_bits(codegen(op->args[0]), 0x1000u);
-    return;
-  case Intrinsic::TruncateToTf32: value_ = keep_tf32_bits(codegen(op->args[0]), 0); return;
+  case Intrinsic::RoundToTf32: value_ = round_to_tf32(codegen(op->args[0])); return;
+  case Intrinsic::TruncateToTf32: value_ = truncate_to_tf32(codegen(op->args[0])); return;
   case Intrinsic::Exp:
   case Intrinsic::Erf:
   case Intrinsic::Erfc:

@@ -152,24 +152,21 @@ float narrow_bits_to_float(Type type, uint16_t bits) {
 }
 
 namespace {
+constexpr uint32_t kTf32Kept = 0xFFFFE000u; // sign, exponent, 10 bits of mantissa
+} // namespace
 
-// The top 19 bits of `value` (sign, exponent, 10 of mantissa) after adding
-// `added` to its bits: half of the 13 dropped bits rounds the magnitude to
-// nearest, ties away (an exponent of all ones, infinity or NaN, is then left
-// alone, as cvt.rna.tf32.f32 leaves it); 0 truncates, a plain mask with no
-// exception, because that is how the tensor cores read an f32 operand: a NaN
-// whose payload lies only in the dropped bits reads as an infinity.
-float keep_tf32_bits(float value, uint32_t added) {
+// Adding half of the 13 dropped bits to the magnitude rounds to nearest,
+// ties away; an exponent of all ones (infinity, NaN) is left alone, as
+// cvt.rna.tf32.f32 leaves it.
+float float_to_tf32(float value) {
   uint32_t bits = bits_of(value);
-  if (added == 0 || (bits & 0x7F800000u) != 0x7F800000u)
-    bits = (bits + added) & 0xFFFFE000u;
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits = (bits + 0x1000u) & kTf32Kept;
   return float_of(bits);
 }
 
-} // namespace
-
-float float_to_tf32(float value) { return keep_tf32_bits(value, 0x1000u); }
-
-float float_truncated_to_tf32(float value) { return keep_tf32_bits(value, 0); }
+// A plain mask, with no exception: the tensor cores read an f32 operand so,
+// and a NaN whose payload lies only in the dropped bits reads as infinity.
+float float_truncated_to_tf32(float value) { return float_of(bits_of(value) & kTf32Kept); }
 
 } // namespace coalesce
