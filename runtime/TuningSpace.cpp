@@ -115,10 +115,11 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.tma = tf32 ? std::vector<bool>{true} : std::vector<bool>{false, true};
     g.split_k = split_choices(problem, g.blocks, g.k_steps.front(), 256, sm_count);
     g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters};
-    // Through shared memory where the output is 16-bit (a wider one's tile
-    // does not fit beside the pipeline, and the recipe stores it directly).
+    // The values through shared memory where the output is 16-bit (a
+    // wider one's tile does not fit beside the pipeline, and the recipe
+    // stores it directly), and the sums (the 16-bit default).
     if (problem.out_dtype == "bf16" || problem.out_dtype == "f16")
-      g.tile_stores = {TileStores::Direct, TileStores::ThroughShared};
+      g.tile_stores = {TileStores::Direct, TileStores::ThroughShared, TileStores::SumsThroughShared};
   }
   return space;
 }
@@ -177,6 +178,14 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                                c.mma.split_k_mode = SplitKMode::CombineKernel;
                              // Producer warps feed the TMA's pipeline only.
                              if (m->roles[at[8]] != PipelineRoles::MmaWarps && !c.mma.tma)
+                               return;
+                             // The sums (f32, twice the values' bytes) take the
+                             // slots' bytes once the main loop is done; beside the
+                             // stages of a pipeline that runs on (producer warps,
+                             // SharedTileLayout.h) the values' tile is the one
+                             // that fits.
+                             if (m->tile_stores[at[9]] == TileStores::SumsThroughShared &&
+                                 m->roles[at[8]] != PipelineRoles::MmaWarps)
                                return;
                              apply_roles(m->roles[at[8]], space.sm_count, c.mma);
                              c.mma.tile_stores = m->tile_stores[at[9]];

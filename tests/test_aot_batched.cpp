@@ -78,7 +78,7 @@ TEST_CASE("a batch of a known count takes the tile that fills the GPU with every
   CHECK(has(loops.out, "for b in gpu_block.z(0, 64):"));
   CHECK(has(loops.out, "for bi in gpu_block.y(0, 4):"));
   CHECK(has(loops.out, "for bj in gpu_block.x(0, 2):"));
-  CHECK(has(loops.out, "allocate out_tile[128][264] bf16 in shared"));
+  CHECK(has(loops.out, "allocate acc_tile[128][264] f32 in shared"));
 }
 
 TEST_CASE("a strided batch: views of A and B whose products lie their batch strides apart") {

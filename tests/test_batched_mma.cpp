@@ -92,11 +92,13 @@ void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, cons
 
 /// `path`'s tiling on a persistent grid of `blocks` blocks. The output's
 /// tile in shared memory no longer takes the slots' bytes there (a block's
-/// next tile may need them), so three stages leave room for it.
+/// next tile may need them): fit_output_tile_beside_stages leaves room for
+/// it (three stages, the values' tile rather than the sums').
 MmaTiling persistent(Path path, MmaKind kind, int blocks) {
   MmaTiling t = tiling(path, kind);
   t.persistent_blocks = blocks;
   t.stages = std::min(t.stages, 3);
+  fit_output_tile_beside_stages(t);
   return t;
 }
 
@@ -238,16 +240,16 @@ TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming th
   CHECK_HAS(message, "'A' has 3 dimensions (a batch)");
 }
 
-TEST_CASE("for a GPU a batch on tensor cores is the grid's z, each block's tile stored through shared memory") {
+TEST_CASE("for a GPU a batch on tensor cores is the grid's z, each block's sums staged in shared memory") {
   BatchedGemm p(BFloat(16), BFloat(16), BatchedOperands::Both);
   MmaTiling t = tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16);
-  REQUIRE(t.tile_stores == TileStores::ThroughShared);
+  REQUIRE(t.tile_stores == TileStores::SumsThroughShared);
   p.schedule_mma(t);
   Pipeline pipeline(p.out);
   // The tile is the last two dimensions; the copy stores at the block's b.
   std::string nest = pipeline.loop_nest();
-  CHECK_HAS(nest, "allocate out_tile[128][264] bf16 in shared");
-  CHECK_HAS(nest, "out[b, bi*128 + flat/32, bj*256 + flat % 32*8] = load_vector(out_tile[");
+  CHECK_HAS(nest, "allocate acc_tile[128][264] f32 in shared");
+  CHECK_HAS(nest, "out[b, bi*128 + flat/32, bj*256 + (warp*32 + lane) % 32*8] = load_vector(out_tile.vector[0], 8)");
   std::string ptx = pipeline.ptx();
   CHECK(ptx.find("%ctaid.z") != std::string::npos);
   CHECK(ptx.find("st.global.v4.b32") != std::string::npos);
@@ -262,7 +264,7 @@ TEST_CASE("a batch's default tiling counts the blocks of every product") {
   CHECK(one.block_m * one.block_n < 128 * 256);
   CHECK(batch.block_m == 128);
   CHECK(batch.block_n == 256);
-  CHECK(batch.tile_stores == TileStores::ThroughShared);
+  CHECK(batch.tile_stores == TileStores::SumsThroughShared);
   CHECK(batch.split_k == 1);
   CHECK_FALSE(batch.groups_blocks());
   // A batch of one is the product's own tile.

@@ -71,10 +71,12 @@ TEST_CASE("the nest starts the MMA's accumulators from 0 and adds the bias in th
     std::string nest = Pipeline(g.out).loop_nest();
     CHECK_HAS(nest, "acc[warp, lane, 0, nj, fi, fj] = 0.0f");
     CHECK(nest.find("acc[warp, lane, 0, nj, fi, fj] = bias[") == std::string::npos);
-    // The bias read clamped into the input (how depends on the block order),
-    // in the epilogue's one store (into the shared tile, where the output's
-    // tiles go through shared memory).
-    CHECK_HAS(nest, "] = bf16(0.5f*(acc[warp, lane, 0, nj, fi, fj] + bias[");
+    // The default stages the sums (the accumulators as they are) and adds
+    // the bias, read clamped into the input once per thread, in the
+    // copy-out's epilogue.
+    CHECK_HAS(nest, "acc_tile[i - bi*128, j - bj*256] = acc[warp, lane, 0, nj, fi, fj]\n");
+    CHECK_HAS(nest, "out_tile.read0[out_tile_lane] = bias[max(min(");
+    CHECK_HAS(nest, "] = bf16(0.5f*(acc_tile[flat/32, (warp*32 + lane) % 32*8 + out_tile_lane] + out_tile.read0[");
   }
 }
 

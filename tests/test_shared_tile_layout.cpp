@@ -117,17 +117,27 @@ TEST_CASE("the default 128 x 256 bf16 kernel: its output tile takes the four sta
   const MmaKind kind = MmaKind::BF16_wgmma_m64k16;
   MmaTiling t = default_mma_tiling(kind, 4096, 4096, 132);
   REQUIRE(t.block_n == 256);
-  REQUIRE(t.tile_stores == TileStores::ThroughShared);
+  REQUIRE(t.tile_stores == TileStores::SumsThroughShared);
   CHECK(t.stages == 4);
+  GpuKernel sums = lower_for_gpu(coalesce::testing::bf16_scheduled(t).out).kernels.at(0);
+  REQUIRE(sums.dynamic_shared);
+  // 4 x (16 KiB of A + 32 KiB of B), the barriers' 1 KiB; the 132 KiB of
+  // f32 sums over the slots.
+  CHECK(sums.shared_bytes == 4 * 48 * 1024 + 1024);
+  CHECK(sums.shared_offsets.at("acc_tile") + 132 * 1024 <= 4 * 48 * 1024);
+  // The tile of values (66 KiB) likewise.
+  t.tile_stores = TileStores::ThroughShared;
   GpuKernel k = lower_for_gpu(coalesce::testing::bf16_scheduled(t).out).kernels.at(0);
   REQUIRE(k.dynamic_shared);
-  // 4 x (16 KiB of A + 32 KiB of B), the barriers' 1 KiB; the 66 KiB tile over B's slots.
   CHECK(k.shared_bytes == 4 * 48 * 1024 + 1024);
   CHECK(k.shared_offsets.at("out_tile") < k.shared_offsets.at("B_shared") + 4 * 32 * 1024);
   CHECK(k.shared_offsets.at("B_shared") < k.shared_offsets.at("out_tile") + 66 * 1024);
-  // A persistent grid's tile loop holds both: three stages fit beside the tile.
+  // A persistent grid's tile loop holds both: three stages fit beside the
+  // tile of values; the sums fit beside no two, so the values instead.
+  t.tile_stores = TileStores::SumsThroughShared;
   t.persistent_blocks = 132;
   fit_output_tile_beside_stages(t);
+  CHECK(t.tile_stores == TileStores::ThroughShared);
   CHECK(t.stages == 3);
   GpuKernel persistent = lower_for_gpu(coalesce::testing::bf16_scheduled(t).out).kernels.at(0);
   int64_t tile = persistent.shared_offsets.at("out_tile"), slots = persistent.shared_offsets.at("B_shared");

@@ -176,12 +176,20 @@ TEST_CASE("the nest stages the sums, and a loop computes the epilogue a vector a
   CHECK(occurrences(nest, "for e in serial(0, 4):") == 1);
   CHECK(occurrences(nest, "erfc(") == 2);
   CHECK(occurrences(nest, "= load_vector(out_tile.vector[0], 8)") == 1);
+  // 128 threads, 8 vectors a row: a thread's column stays, so its bias is
+  // read once before the steps (clamped: the run may lie past N), in each
+  // copy, and not inside a step.
+  CHECK(occurrences(nest, "allocate out_tile.read0[8] f32 in register") == 1);
+  CHECK(occurrences(nest, "allocate out_tile.element_read0[1] f32 in register") == 1);
+  CHECK(occurrences(nest, "out_tile.read0[out_tile_lane] = bias[max(min(") == 1);
+  CHECK(occurrences(nest, "+ bias[") == 0);
 }
 
 TEST_CASE("the 128 x 256 kernel from staged sums: a fraction of the PTX, no spills, fewer registers") {
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, 4096, GpuTarget().sm_count());
   REQUIRE(t.block_n == 256);
-  REQUIRE(t.tile_stores == TileStores::ThroughShared);
+  // The default (GemmMmaSchedule.cpp says what it measured).
+  REQUIRE(t.tile_stores == TileStores::SumsThroughShared);
   auto with = [&](TileStores stores) {
     MmaTiling staged = t;
     staged.tile_stores = stores;

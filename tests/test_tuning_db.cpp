@@ -110,8 +110,8 @@ TEST_CASE("the database round-trips through its file, every knob kept") {
   CHECK(text.find("\"family\": \"warpgroup\"") != std::string::npos);
   CHECK(text.find("\"split_k_mode\": \"atomic\"") != std::string::npos);
   CHECK(text.find("\"tma\": true") != std::string::npos);
-  // The default 128 x 256 bf16 tiling stores its tiles through shared memory.
-  CHECK(text.find("\"tile_stores\": \"shared\"") != std::string::npos);
+  // The default 128 x 256 bf16 tiling stages its sums in shared memory.
+  CHECK(text.find("\"tile_stores\": \"sums\"") != std::string::npos);
 }
 
 TEST_CASE("tile_stores: an entry without it stores directly; an unknown value is an error naming it") {
@@ -120,18 +120,18 @@ TEST_CASE("tile_stores: an entry without it stores directly; an unknown value is
   db.merge(wgmma_record());
   db.save(dir / "tuning.json");
   std::string text = read_file(dir / "tuning.json");
-  size_t at = text.find("\"tile_stores\": \"shared\"");
+  size_t at = text.find("\"tile_stores\": \"sums\"");
   REQUIRE(at != std::string::npos);
 
   std::string without = text;
-  without.replace(at, std::string("\"tile_stores\": \"shared\",").size(), "");
+  without.replace(at, std::string("\"tile_stores\": \"sums\",").size(), "");
   write_file(dir / "old.json", without);
   TuningDatabase old = TuningDatabase::load(dir / "old.json");
   REQUIRE(old.records().size() == 1);
   CHECK(old.records()[0].schedule.mma.tile_stores == TileStores::Direct);
 
   std::string bad = text;
-  bad.replace(at, std::string("\"tile_stores\": \"shared\"").size(), "\"tile_stores\": \"sideways\"");
+  bad.replace(at, std::string("\"tile_stores\": \"sums\"").size(), "\"tile_stores\": \"sideways\"");
   write_file(dir / "bad.json", bad);
   std::string message = error_of([&] { TuningDatabase::load(dir / "bad.json"); });
   CHECK(message.find("tile_stores") != std::string::npos);

@@ -429,10 +429,10 @@ void check_mma(Precision p, bool full) {
       MmaTiling wide = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       wide.block_n = wide.warp_n = 256;
       wide.min_blocks_per_sm = 1;
-      // Three stages: the default stores its tiles through shared memory,
-      // which leaves no room for a fourth.
-      wide.stages = 3;
       wide.producer_warps = producers;
+      // The output's tile beside the stages (three, and its values rather
+      // than its sums: the default's four and its sums leave no room).
+      fit_output_tile_beside_stages(wide);
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front()})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &wide);
       // Split-K: the combine's last_arrival meets the whole block,
@@ -455,9 +455,9 @@ void check_mma(Precision p, bool full) {
       MmaTiling realloc = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       realloc.block_n = realloc.warp_n = 256;
       realloc.min_blocks_per_sm = 1;
-      realloc.stages = 3; // beside the output's tile (gpu_tile_stores)
       realloc.producer_warps = 4;
       realloc.producer_registers = 40;
+      fit_output_tile_beside_stages(realloc); // three stages beside the output's tile
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc);
       for (const Shape &s : kSmallKShapes)
@@ -494,10 +494,10 @@ void check_mma(Precision p, bool full) {
           MmaTiling across = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
           across.block_n = across.warp_n = 256;
           across.min_blocks_per_sm = 1;
-          across.stages = 3; // beside the output's tile (gpu_tile_stores)
           across.producer_warps = 4;
           across.producer_registers = registers;
           across.persistent_blocks = blocks;
+          fit_output_tile_beside_stages(across); // three stages beside the output's tile
           for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
             check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &across);
           for (const Shape &s : kSmallKShapes)

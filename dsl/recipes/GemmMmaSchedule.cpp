@@ -178,7 +178,33 @@ MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_
     // (SharedTileLayout.h), so the four stages stay.
     // Not where N is known to leave rows of other than 16-byte multiples:
     // no tile is stored through shared memory there.
-    if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0))
+    // 16-bit operands stage the f32 sums instead (SumsThroughShared): the
+    // epilogue then runs in the copy-out's loop, its code once per vector
+    // rather than unrolled over 128 accumulators a thread, whose 3,300
+    // instructions a warp left the default kernel waiting for instructions
+    // in half of its epilogue's samples (Nsight Compute, H100, 4096^3:
+    // the epilogue a fifth of the time). With the bias read once per thread
+    // before the copy-out's steps (scheduler/StageOutputTiles.cpp), on an
+    // H100 (coalesce-main, bf16, two runs each, one session): 4096^3 0.216 /
+    // 0.218 ms -> 0.218 / 0.215, 8192^3 1.636 / 1.632 -> 1.657 / 1.601,
+    // 8192 x 11008 x 4096 1.161 / 1.160 -> 1.177 / 1.158, and where rows
+    // are not whole vectors (direct stores before) 4093 x 4091 x 4097
+    // 0.342 / 0.343 -> 0.299 / 0.299; 233 registers instead of 254, and
+    // about half the PTX. Held-out shapes, same session: 4096 x 14336 x
+    // 4096 0.757 / 0.769 -> 0.751 / 0.736, 4096 x 4096 x 14336 0.711 /
+    // 0.708 -> 0.705 / 0.701, 2048 x 5120 x 5120 (128 x 128) 0.188 / 0.189
+    // -> 0.185 / 0.187; but 3072^3 (128 x 192) 0.098 / 0.098 -> 0.101 /
+    // 0.101: its 24 vectors a row do not divide the 256 threads, so a
+    // thread's column moves from step to step and the bias is read in each.
+    // So the sums where the columns stay, and where rows are not whole
+    // vectors (the values' alternative is direct stores). FP8 keeps the
+    // tile of values (not measured).
+    const bool sixteen_bit = mma_instruction(kind).operand.bytes() == 2;
+    const int64_t threads = int64_t{pick.block_m / 64} * (pick.block_n / pick.warp_n) * 128;
+    const bool columns_stay = threads % (pick.block_n / 8) == 0;
+    if (pick.stores_through_shared && sixteen_bit && (columns_stay || (N > 0 && N % 8 != 0)))
+      tiling.tile_stores = TileStores::SumsThroughShared;
+    else if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0))
       tiling.tile_stores = TileStores::ThroughShared;
     tiling.a_padding = tiling.b_padding = 0;
     // Blocks in groups of 8 block rows, so that a wave's tiles of A and B
@@ -363,9 +389,15 @@ void fit_output_tile_beside_stages(MmaTiling &t) {
     return;
   // The stages, the output tile's rows (16-bit, padded by 16 bytes; or the
   // f32 sums', padded by 32), the barriers.
-  const int64_t tile = kib(t.tile_stores == TileStores::ThroughShared ? int64_t{t.block_m} * (t.block_n * 2 + 16)
-                                                                      : int64_t{t.block_m} * (t.block_n * 4 + 32));
-  while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > kSharedKiBPerSm)
+  auto tile_kib = [&] {
+    return kib(t.tile_stores == TileStores::ThroughShared ? int64_t{t.block_m} * (t.block_n * 2 + 16)
+                                                          : int64_t{t.block_m} * (t.block_n * 4 + 32));
+  };
+  // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages:
+  // there the tile of values (half of it) instead, as before the sums.
+  if (t.tile_stores == TileStores::SumsThroughShared && 2 * stage_kib(t) + tile_kib() + 2 > kSharedKiBPerSm)
+    t.tile_stores = TileStores::ThroughShared;
+  while (t.stages > 2 && t.stages * stage_kib(t) + tile_kib() + 2 > kSharedKiBPerSm)
     --t.stages;
 }
 
