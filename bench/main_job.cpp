@@ -152,6 +152,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.cluster_blocks = wgmma.cluster_blocks;
     if (wgmma.tile_stores)
       tiling.tile_stores = *wgmma.tile_stores;
+    else
+      stage_values_where_sums_do_not_fit(tiling);
     if (knobs.size() < 7) // the stages are the tiling's: those that fit beside the knobs' output tile
       fit_output_tile_beside_stages(tiling);
     use_tma_copies_where_needed(tiling, shape.N, shape.K);

@@ -98,6 +98,7 @@ MmaTiling persistent(Path path, MmaKind kind, int blocks) {
   MmaTiling t = tiling(path, kind);
   t.persistent_blocks = blocks;
   t.stages = std::min(t.stages, 3);
+  stage_values_where_sums_do_not_fit(t);
   fit_output_tile_beside_stages(t);
   return t;
 }

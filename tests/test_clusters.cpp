@@ -137,6 +137,7 @@ TEST_CASE("a clustered kernel assembles cleanly: cluster directives, multicast c
   }
   MmaTiling wide = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   wide.cluster_blocks = 2;
+  stage_values_where_sums_do_not_fit(wide);
   fit_output_tile_beside_stages(wide); // a cluster's tiles keep their own bytes: three stages
   for (const MmaTiling &t : {wide, cluster_tiling(4)}) {
     INFO(t.str());

@@ -91,6 +91,7 @@ TEST_CASE("a persistent warpgroup kernel assembles cleanly") {
   }
   MmaTiling t = default_mma_tiling(kKind, 4096, 4096, GpuTarget().sm_count());
   t.persistent_blocks = GpuTarget().sm_count();
+  stage_values_where_sums_do_not_fit(t);
   fit_output_tile_beside_stages(t); // the tile loop keeps the slots live beside the output tile: three stages
   CHECK(t.stages == 3);
   Gemm g = coalesce::testing::bf16_scheduled(t);

@@ -135,9 +135,15 @@ TEST_CASE("the default 128 x 256 bf16 kernel: its output tile takes the four sta
   // A persistent grid's tile loop holds both: three stages fit beside the
   // tile of values; the sums fit beside no two, so the values instead.
   t.tile_stores = TileStores::SumsThroughShared;
+  stage_values_where_sums_do_not_fit(t); // the sums take the slots' bytes: they stay
+  CHECK(t.tile_stores == TileStores::SumsThroughShared);
   t.persistent_blocks = 132;
   fit_output_tile_beside_stages(t);
+  CHECK(t.tile_stores == TileStores::SumsThroughShared); // the stages only
+  stage_values_where_sums_do_not_fit(t);
   CHECK(t.tile_stores == TileStores::ThroughShared);
+  t.stages = 4;
+  fit_output_tile_beside_stages(t);
   CHECK(t.stages == 3);
   GpuKernel persistent = lower_for_gpu(coalesce::testing::bf16_scheduled(t).out).kernels.at(0);
   int64_t tile = persistent.shared_offsets.at("out_tile"), slots = persistent.shared_offsets.at("B_shared");

@@ -89,7 +89,8 @@ MmaTiling grid_tiling(Precision p, MmaPath path, Grid g) {
     return t;
   t.persistent_blocks = 5;
   t.stages = std::min(t.stages, 3);
-  fit_output_tile_beside_stages(t); // the values' tile beside three stages, not the sums
+  stage_values_where_sums_do_not_fit(t); // the values' tile beside three stages, not the sums
+  fit_output_tile_beside_stages(t);
   if (g == Grid::PersistentWithProducers) {
     t.block_n = t.warp_n = 256;
     t.min_blocks_per_sm = 1;

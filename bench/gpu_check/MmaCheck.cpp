@@ -423,6 +423,7 @@ void check_mma(Precision p, bool full) {
         // registers each, too few for the MMAs' accumulators: one block.
         if (producers == 4)
           tiling.min_blocks_per_sm = 1;
+        stage_values_where_sums_do_not_fit(tiling);
         fit_output_tile_beside_stages(tiling);
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/s.M > 1000, true, &tiling);
       }
@@ -432,6 +433,7 @@ void check_mma(Precision p, bool full) {
       wide.producer_warps = producers;
       // The output's tile beside the stages (three, and its values rather
       // than its sums: the default's four and its sums leave no room).
+      stage_values_where_sums_do_not_fit(wide);
       fit_output_tile_beside_stages(wide);
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front()})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &wide);
@@ -457,6 +459,7 @@ void check_mma(Precision p, bool full) {
       realloc.min_blocks_per_sm = 1;
       realloc.producer_warps = 4;
       realloc.producer_registers = 40;
+      stage_values_where_sums_do_not_fit(realloc);
       fit_output_tile_beside_stages(realloc); // three stages beside the output's tile
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &realloc);
@@ -476,6 +479,7 @@ void check_mma(Precision p, bool full) {
     {
       MmaTiling persistent = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
       persistent.persistent_blocks = gpu::Device::get().sm_count();
+      stage_values_where_sums_do_not_fit(persistent);
       fit_output_tile_beside_stages(persistent);
       for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &persistent);
@@ -497,6 +501,7 @@ void check_mma(Precision p, bool full) {
           across.producer_warps = 4;
           across.producer_registers = registers;
           across.persistent_blocks = blocks;
+          stage_values_where_sums_do_not_fit(across);
           fit_output_tile_beside_stages(across); // three stages beside the output's tile
           for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
             check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &across);
@@ -521,6 +526,7 @@ void check_mma(Precision p, bool full) {
         clustered.cluster_blocks = blocks;
         clustered.producer_warps = producers;
         clustered.producer_registers = registers;
+        stage_values_where_sums_do_not_fit(clustered);
         fit_output_tile_beside_stages(clustered);
         for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kDoubleShapes.front(), kSanitizerShape})
           check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &clustered);

@@ -383,22 +383,30 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
     t.tma_padded_copies = true;
 }
 
+// The output's tile in shared memory: the values' rows (16-bit, padded by
+// 16 bytes) or the f32 sums' (padded by 32), in KiB.
+static int64_t output_tile_kib(const MmaTiling &t) {
+  return kib(t.tile_stores == TileStores::ThroughShared ? int64_t{t.block_m} * (t.block_n * 2 + 16)
+                                                        : int64_t{t.block_m} * (t.block_n * 4 + 32));
+}
+
 void fit_output_tile_beside_stages(MmaTiling &t) {
   const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
   if (!is_warpgroup_mma(t.kind) || t.tile_stores == TileStores::Direct || shares_slots)
     return;
-  // The stages, the output tile's rows (16-bit, padded by 16 bytes; or the
-  // f32 sums', padded by 32), the barriers.
-  auto tile_kib = [&] {
-    return kib(t.tile_stores == TileStores::ThroughShared ? int64_t{t.block_m} * (t.block_n * 2 + 16)
-                                                          : int64_t{t.block_m} * (t.block_n * 4 + 32));
-  };
-  // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages:
-  // there the tile of values (half of it) instead, as before the sums.
-  if (t.tile_stores == TileStores::SumsThroughShared && 2 * stage_kib(t) + tile_kib() + 2 > kSharedKiBPerSm)
-    t.tile_stores = TileStores::ThroughShared;
-  while (t.stages > 2 && t.stages * stage_kib(t) + tile_kib() + 2 > kSharedKiBPerSm)
+  // The stages, the output's tile, the barriers.
+  const int64_t tile = output_tile_kib(t);
+  while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > kSharedKiBPerSm)
     --t.stages;
+}
+
+void stage_values_where_sums_do_not_fit(MmaTiling &t) {
+  const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
+  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::SumsThroughShared || shares_slots)
+    return;
+  // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages.
+  if (2 * stage_kib(t) + output_tile_kib(t) + 2 > kSharedKiBPerSm)
+    t.tile_stores = TileStores::ThroughShared;
 }
 
 namespace {

@@ -161,6 +161,16 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 /// What a tiling needs after those knobs are set on it.
 void fit_output_tile_beside_stages(MmaTiling &t);
 
+/// The default stages a 16-bit output's sums (TileStores::SumsThroughShared)
+/// over the slots' bytes. A default tiling changed afterwards so that its
+/// pipeline runs on past the main loop (producer warps, a persistent grid,
+/// clusters) keeps the tile apart from the stages, and where the f32 sums
+/// fit beside no two stages (128 x 256: 132 KiB), this stages the values
+/// (ThroughShared) instead, as the default did before the sums. For
+/// tilings whose tile stores are the default's, before
+/// fit_output_tile_beside_stages; a tile store the user chose stays.
+void stage_values_where_sums_do_not_fit(MmaTiling &t);
+
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
 /// block, laid out by mma_tile in warp tiles; acc computed on it
 /// (fuse_epilogue), its reduction mapped by mma() in steps of k_step, A and

@@ -206,6 +206,8 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
   tiling.cluster_blocks = cluster_blocks;
   if (tile_stores.value())
     tiling.tile_stores = *tile_stores.value();
+  else
+    stage_values_where_sums_do_not_fit(tiling);
   if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
     fit_output_tile_beside_stages(tiling);
   // Sizes fixed when generating whose rows the TMA cannot read: padded
