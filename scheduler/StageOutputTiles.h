@@ -90,8 +90,19 @@
 // appears once per vector instead of once per element a thread holds. Its
 // value is the output's definition, the same expression the direct store
 // computes: the same bits. The point is always inside the output (the
-// vectors wholly inside are the only ones computed), so no input read
-// needs the clamps the unguarded copy's did.
+// vectors wholly inside are the only ones computed), so no input read in
+// a step needs the clamps the unguarded copy's did.
+//
+// Where the block's threads are a multiple of the runs in a row, a
+// thread's run stays in one column from step to step (the column is
+// written from the thread's index alone), and each input read whose
+// coordinates then do not depend on the step (a bias along the row) is
+// read once, before the steps, into a register array per read
+// (`out_tile.read<n>[lane]`; `out_tile.element_read<n>[0]` in the element
+// copy), its coordinates clamped into the input: the thread's run may lie
+// past the output's edge, and where it does not the clamp changes
+// nothing. Read in each step, right before its use, the bias's latency was
+// most of what the copy-out waited for (docs/performance.md).
 
 #include "scheduler/Environment.h"
 
