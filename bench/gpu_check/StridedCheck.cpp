@@ -2,7 +2,7 @@
 // views (Input's strides): A's rows lda apart, nn.Linear's W's rows ldw
 // apart, the elements between them NaN. Per precision (bf16 and f16, tf32)
 // and path (the warp MMA; the warpgroup MMA with cp.async and with TMA
-// copies, tf32's through padded copies), at leading dimensions of whole
+// copies, tf32's through padded copies; fp32's FFMA schedule), at leading dimensions of whole
 // 16-byte vectors (vector copies, the TMA) and not (element copies, the
 // kernel's run-time fallback), at whole and ragged shapes. Each against the
 // same schedule on dense copies of the views on the GPU (the same bits:
@@ -21,12 +21,15 @@
 #include "bench/reference/CublasReference.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "runtime/Coalesce.h"
+#include "runtime/GpuDevice.h"
 
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,13 +54,30 @@ constexpr int kSampleRows = 8;
 /// ldc apart (out(i, j) at i + j * ldc).
 enum class OutLayout { Dense, RowsApart, ColumnMajor };
 
+/// The schedule a view runs on: one of the tensor-core paths, or (none)
+/// fp32's FFMA schedule.
+struct ViewPath {
+  std::optional<MmaPath> mma;
+  std::string name() const { return mma ? mma_path_name(*mma) : "FFMA"; }
+};
+
+/// The paths of precision `p` on this GPU.
+std::vector<ViewPath> view_paths(Precision p) {
+  if (p == Precision::FP32)
+    return {ViewPath{}};
+  std::vector<ViewPath> paths;
+  for (MmaPath path : device_mma_paths())
+    paths.push_back({path});
+  return paths;
+}
+
 struct Linear {
   Param M{"M"}, N{"N"}, K{"K"}, lda{"lda"}, ldw{"ldw"}, ldc{"ldc"};
   Var i{"i"}, j{"j"};
   RDom k{0, K, "k"};
   Input A, W, bias{"bias", Float(32), {N}};
   Func acc{"acc"}, out{"out"};
-  Linear(Precision p, MmaPath path, bool views, OutLayout layout = OutLayout::Dense)
+  Linear(Precision p, const ViewPath &path, bool views, OutLayout layout = OutLayout::Dense)
       : A(views ? Input("A", bench::input_type(p), {M, K}, {lda, 1}) : Input("A", bench::input_type(p), {M, K})),
         W(views ? Input("W", bench::input_type(p), {N, K}, {ldw, 1}) : Input("W", bench::input_type(p), {N, K})) {
     acc(i, j) = 0.0f;
@@ -67,7 +87,11 @@ struct Linear {
       out.output_strides({ldc, 1});
     if (layout == OutLayout::ColumnMajor)
       out.output_strides({1, ldc});
-    MmaTiling t = mma_path_tiling(p, path);
+    if (!path.mma) {
+      schedule_gemm(out, acc, A, W, i, j, k, default_gemm_tiling(0, 0, 0, gpu::Device::get().sm_count()));
+      return;
+    }
+    MmaTiling t = mma_path_tiling(p, *path.mma);
     use_tma_copies_where_needed(t, -1, -1);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
   }
@@ -97,7 +121,7 @@ Buffer dense_copy(const Buffer &parent, int rows, int columns, int lead) {
   return dense;
 }
 
-void check_one(Precision p, MmaPath path, const Shape &s, const std::string &name) {
+void check_one(Precision p, const ViewPath &path, const Shape &s, const std::string &name) {
   Outcome o_ref, o_bits;
   try {
     Linear views(p, path, true), dense(p, path, false);
@@ -124,7 +148,7 @@ void check_one(Precision p, MmaPath path, const Shape &s, const std::string &nam
           [&](int c) { return double(got.get(size_t(r) * s.N + c)); });
     o_ref.error = reference.error();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o_ref.detail = mma_path_name(path);
+    o_ref.detail = path.name();
     record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o_ref);
     o_bits.error = double(differ) / double(got.size());
     o_bits.tolerance = 0;
@@ -141,7 +165,7 @@ void check_one(Precision p, MmaPath path, const Shape &s, const std::string &nam
 // out as a view (rows ldc apart) or column-major (columns ldc apart): the
 // dense output's bits at each element's place, nothing written between the
 // rows (columns).
-void check_output_view(Precision p, MmaPath path, const Shape &s, const std::string &name, OutLayout layout) {
+void check_output_view(Precision p, const ViewPath &path, const Shape &s, const std::string &name, OutLayout layout) {
   Outcome o;
   const bool column_major = layout == OutLayout::ColumnMajor;
   // Runs along the contiguous dimension (rows, or columns) of whole 16-byte
@@ -188,30 +212,25 @@ void check_output_view(Precision p, MmaPath path, const Shape &s, const std::str
 } // namespace
 
 void check_strided(Precision p) {
-  if (p == Precision::FP32)
-    return;
   std::printf("\n==== %s: inputs that are views (strides) ====\n", reference::precision_name(p));
-  for (MmaPath path : device_mma_paths())
+  for (const ViewPath &path : view_paths(p))
     for (const Shape &s : kShapes) {
-      check_one(p, path, s, std::string(reference::precision_name(p)) + " views, " + mma_path_name(path));
-      check_output_view(p, path, s, std::string(reference::precision_name(p)) + " output view, " + mma_path_name(path),
-                        OutLayout::RowsApart);
-      check_output_view(p, path, s,
-                        std::string(reference::precision_name(p)) + " column-major output, " + mma_path_name(path),
-                        OutLayout::ColumnMajor);
+      const std::string precision = reference::precision_name(p);
+      check_one(p, path, s, precision + " views, " + path.name());
+      check_output_view(p, path, s, precision + " output view, " + path.name(), OutLayout::RowsApart);
+      check_output_view(p, path, s, precision + " column-major output, " + path.name(), OutLayout::ColumnMajor);
     }
 }
 
 void strided_sanitizer_case() {
-  for (MmaPath path : device_mma_paths()) {
-    check_one(Precision::BF16, path, {131, 264, 200, 208, 204},
-              std::string("bf16 views (sanitizer), ") + mma_path_name(path));
-    check_output_view(Precision::BF16, path, {131, 264, 200, 203, 204},
-                      std::string("bf16 output view (sanitizer), ") + mma_path_name(path), OutLayout::RowsApart);
+  for (const ViewPath &path : view_paths(Precision::BF16)) {
+    check_one(Precision::BF16, path, {131, 264, 200, 208, 204}, "bf16 views (sanitizer), " + path.name());
+    check_output_view(Precision::BF16, path, {131, 264, 200, 203, 204}, "bf16 output view (sanitizer), " + path.name(),
+                      OutLayout::RowsApart);
     check_output_view(Precision::BF16, path, {136, 131, 200, 208, 204},
-                      std::string("bf16 column-major output (sanitizer), ") + mma_path_name(path),
-                      OutLayout::ColumnMajor);
+                      "bf16 column-major output (sanitizer), " + path.name(), OutLayout::ColumnMajor);
   }
+  check_one(Precision::FP32, ViewPath{}, {131, 264, 200, 203, 204}, "fp32 views (sanitizer), FFMA");
 }
 
 } // namespace coalesce::gpu_check
