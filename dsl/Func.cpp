@@ -331,9 +331,9 @@ Stage &Stage::stage_in_shared(const Input &input, const VarOrRVar &at_loop, Shar
     if (layout.padding < 0)
       user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' with padding ",
                  layout.padding, "; padding must be zero or positive");
-    if (layout.transposed && input.dimensions() != 2)
-      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(),
-                 "' transposed, but it has ", input.dimensions(), " dimensions; only 2-D tiles can be transposed");
+    if (layout.transposed && input.dimensions() < 2)
+      user_error("in schedule for ", describe(), ": stage_in_shared of '", input.name(), "' transposed, but it has ",
+                 input.dimensions(), " dimension; a tile is transposed in its last two dimensions");
     for (const SharedStaging &staged : stage.staged_inputs)
       if (staged.input == input.name())
         user_error("in schedule for ", describe(), ": '", input.name(), "' is already staged in shared memory at '",

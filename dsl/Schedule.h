@@ -38,8 +38,9 @@ struct Dim {
 /// How tiles get there, and how many are in flight, is the staging's
 /// TileCopies.
 struct SharedLayout {
-  /// Store a 2-D tile as [dim1][dim0]: A's [m][k] tile becomes [k][m], so
-  /// that the inner product reads consecutive m (vector loads).
+  /// Store a tile with its last two dimensions swapped: A's [m][k] tile
+  /// becomes [k][m] (a batch's [b][m][k], b one point, [b][k][m]), so that
+  /// the inner product reads consecutive m (vector loads).
   bool transposed = false;
   /// Extra elements after each row of the tile, so that the copy's stores
   /// (or the reads) of one warp fall in different banks.

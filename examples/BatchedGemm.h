@@ -14,6 +14,7 @@
 // lda (ldb) apart, the products stride_a (stride_b) apart.
 
 #include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "runtime/Coalesce.h"
 
 #include <string>
@@ -73,6 +74,12 @@ struct BatchedGemm {
     acc(point) = 0.0f;
     acc(point) += A(at(a_batched(), i, k)) * (b_nk() ? B(at(b_batched(), j, k)) : B(at(b_batched(), k, j)));
     out(point) = cast(out_type, gelu(acc(point) + bias(j)));
+  }
+
+  /// The FFMA schedule (dsl/recipes/GemmSchedule.h): f32 inputs.
+  BatchedGemm &schedule_ffma(const GemmTiling &t) {
+    schedule_gemm(out, acc, A, B, i, j, k, t);
+    return *this;
   }
 
   /// The tensor-core schedule (dsl/recipes/GemmMmaSchedule.h).

@@ -160,8 +160,10 @@ StagedTile plan_staged_tile(const StagingSite &site, const SharedStaging &reques
   }
   for (size_t d = 0; d < tile.input->extents.size(); ++d)
     tile.order.push_back(static_cast<int>(d));
+  // Transposed: the last two dimensions swap (a batch's index before them
+  // is one point per tile).
   if (tile.layout.transposed)
-    std::swap(tile.order[0], tile.order[1]);
+    std::swap(tile.order[tile.order.size() - 2], tile.order.back());
   for (int d : tile.order)
     tile.shared_extents.push_back(tile.region.extent[d]);
   tile.shared_extents.back() += tile.layout.padding;

@@ -28,7 +28,7 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
   };
   const Bad cases[] = {
       {"--batch=4", "--batch=4 is the count of a batch of products: give --batched=both, a or b"},
-      {"--batched=both", "--batched=both with --dtype=f32: the FFMA schedule has no batch dimension"},
+      {"--batched=both", "--batched=both with --dtype=f32: the FFMA schedule's batches have not run on a GPU yet"},
       {"--dtype=bf16 --batched=a --split-k=2", "--batched=a with --split-k=2: a batch's products are not split"},
       {"--dtype=bf16 --batched=b --cluster-blocks=2", "--batched=b with --cluster-blocks"},
       {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},

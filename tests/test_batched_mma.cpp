@@ -9,6 +9,7 @@
 // until the GPU check has run it; the PTX assembled by ptxas.
 
 #include "AssembledCleanly.h"
+#include "BatchedReference.h"
 #include "ErrorCapture.h"
 #include "SplitKGemm.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -62,27 +63,7 @@ void check_against_each_product(const MmaTiling &t, BatchedOperands o, const Sha
   BatchedGemm batched(in, BFloat(16), o), alone(in, BFloat(16), o, false);
   batched.schedule_mma(t);
   alone.schedule_mma(t);
-  Buffer a(batched.a_shape(s.batch, s.M, s.K), in), b(batched.b_shape(s.batch, s.N, s.K), in), bias({s.N}),
-      out(batched.out_shape(s.batch, s.M, s.N), BFloat(16));
-  a.fill_random(21);
-  b.fill_random(22);
-  bias.fill_random(23);
-  out.poison();
-  Pipeline(batched.out).realize_on_cpu(batched.arguments(a, b, bias, s.batch, s.M, s.N, s.K), out);
-  Pipeline one(alone.out);
-  for (int z = 0; z < s.batch; ++z) {
-    INFO("product ", z);
-    Buffer want(alone.out_shape(1, s.M, s.N), BFloat(16));
-    want.poison();
-    Buffer a_z = examples::batch_element(a, z), b_z = examples::batch_element(b, z);
-    one.realize_on_cpu(alone.arguments(a_z, b_z, bias, 1, s.M, s.N, s.K), want);
-    Buffer got = examples::batch_element(out, z);
-    CHECK(coalesce::testing::same_bits(got, want));
-    size_t nan = 0;
-    for (size_t e = 0; e < got.size(); ++e)
-      nan += std::isnan(got.get(e)) ? 1 : 0;
-    CHECK(nan == 0);
-  }
+  coalesce::testing::check_each_product_alone(batched, alone, in, BFloat(16), s.batch, s.M, s.N, s.K);
 }
 
 void check_against_each_product(Path path, MmaKind kind, BatchedOperands o, const Shape &s) {
@@ -151,25 +132,8 @@ TEST_CASE("a batch's epilogue runs once per element, after its whole reduction (
 TEST_CASE("a batch on tensor cores against the double reference") {
   BatchedGemm p(BFloat(16), Float(32), BatchedOperands::BothWeightsNK);
   p.schedule_mma(tiling(Path::WarpgroupAsync, MmaKind::BF16_wgmma_m64k16));
-  const int batch = 3, M = 67, N = 72, K = 45;
-  Buffer a({batch, M, K}, BFloat(16)), w({batch, N, K}, BFloat(16)), bias({N}), out({batch, M, N});
-  a.fill_random(31);
-  w.fill_random(32);
-  bias.fill_random(33);
-  out.poison();
-  Pipeline(p.out).realize_on_cpu(p.arguments(a, w, bias, batch, M, N, K), out);
-  double worst = 0;
-  for (int z = 0; z < batch; ++z)
-    for (int r = 0; r < M; ++r)
-      for (int c = 0; c < N; ++c) {
-        double sum = bias.get(c);
-        for (int q = 0; q < K; ++q)
-          sum += double(a.get((size_t(z) * M + r) * K + q)) * w.get((size_t(z) * N + c) * K + q);
-        double want = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
-        worst = std::max(worst, std::fabs(out.get((size_t(z) * M + r) * N + c) - want));
-      }
   // f32 sums of 45 exact products, in the instruction's order.
-  CHECK(worst < 1e-4);
+  CHECK(coalesce::testing::batched_error_against_double(p, BFloat(16), 3, 67, 72, 45) < 1e-4);
 }
 
 TEST_CASE("a batch's rules: the instruction's tile on the last two dimensions, batch variables before") {

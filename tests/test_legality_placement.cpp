@@ -218,8 +218,8 @@ TEST_CASE("staging a one-dimensional input transposed is rejected") {
   layout.transposed = true;
   std::string message = user_error_of([&] { g.out.pure().stage_in_shared(g.bias, g.bj, layout); });
   CHECK_HAS(message, "in schedule for 'out'");
-  CHECK_HAS(message, "stage_in_shared of 'bias' transposed, but it has 1 dimensions");
-  CHECK_HAS(message, "only 2-D tiles can be transposed");
+  CHECK_HAS(message, "stage_in_shared of 'bias' transposed, but it has 1 dimension");
+  CHECK_HAS(message, "a tile is transposed in its last two dimensions");
 }
 
 TEST_CASE("double-buffered staging at a loop that is not serial is rejected") {

@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -252,4 +253,57 @@ TEST_CASE("for a GPU a view's kernel tests its leading dimensions at run time an
   CHECK(ptx.find("cp.async.cg.shared.global") != std::string::npos);
   if (ptxas_available())
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+}
+
+TEST_CASE("FFMA reads nn.Linear's W (N x K) as a view too: the dense copy's bits") {
+  // The form coalesce-gpu-check's fp32 views run (bench/gpu_check/StridedCheck.cpp).
+  Param M("M"), N("N"), K("K"), lda("lda"), ldw("ldw");
+  Var i("i"), j("j");
+  RDom k(0, K, "k");
+  auto build = [&](bool views, Func &out) {
+    Input A = views ? Input("A", Float(32), {M, K}, {lda, 1}) : Input("A", Float(32), {M, K});
+    Input W = views ? Input("W", Float(32), {N, K}, {ldw, 1}) : Input("W", Float(32), {N, K});
+    Input bias("bias", Float(32), {N});
+    Func acc("acc");
+    acc(i, j) = 0.0f;
+    acc(i, j) += A(i, k) * W(j, k);
+    out(i, j) = gelu(acc(i, j) + bias(j));
+    schedule_gemm(out, acc, A, W, i, j, k, default_gemm_tiling(0, 0, 0, 132));
+  };
+  for (auto [m, n, kk, la, lw] : std::vector<std::array<int, 5>>{{131, 133, 67, 75, 70}, {70, 75, 3, 8, 5}}) {
+    CAPTURE(m);
+    CAPTURE(kk);
+    Func views_out("out"), dense_out("out");
+    build(true, views_out);
+    build(false, dense_out);
+    Buffer a = view_buffer(Float(32), m, kk, la, 71), w = view_buffer(Float(32), n, kk, lw, 72), bias({n});
+    bias.fill_random(73);
+    Buffer got({m, n}), want({m, n});
+    got.poison();
+    want.poison();
+    Pipeline(views_out).realize_on_cpu(
+        {{"A", a}, {"W", w}, {"bias", bias}, {"M", m}, {"N", n}, {"K", kk}, {"lda", la}, {"ldw", lw}}, got);
+    Pipeline(dense_out).realize_on_cpu({{"A", dense_copy(a, m, kk, la)},
+                                        {"W", dense_copy(w, n, kk, lw)},
+                                        {"bias", bias},
+                                        {"M", m},
+                                        {"N", n},
+                                        {"K", kk}},
+                                       want);
+    CHECK(coalesce::testing::same_bits(got, want));
+  }
+}
+
+TEST_CASE("for a GPU, FFMA's views are refused until the GPU check has run them") {
+  Linear l(Path::Ffma, true);
+  std::string message = coalesce::testing::user_error_of([&] { Pipeline(l.out).ptx(); });
+  CHECK_HAS(message, "is a view (strides) read by 'out' on FFMA (no mma_tile), which is unverified on a GPU");
+  CHECK_HAS(message, "coalesce-gpu-check --precisions=fp32 --sections=strided");
+  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=ffma-views");
+  // Dense, the same schedule compiles; allowed by name, the views do.
+  Linear dense(Path::Ffma, false);
+  CHECK_FALSE(Pipeline(dense.out).ptx().empty());
+  setenv("COALESCE_UNVERIFIED_GPU", "ffma-views", 1);
+  CHECK_FALSE(Pipeline(l.out).ptx().empty());
+  unsetenv("COALESCE_UNVERIFIED_GPU");
 }

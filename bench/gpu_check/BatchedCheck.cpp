@@ -1,6 +1,7 @@
 // A batch of GEMMs + bias + exact GELU on tensor cores
 // (examples/BatchedGemm.h: out(b, i, j), the batch the grid's z), per
-// precision (bf16 and f16, tf32), on each path the target has: the warp
+// precision (bf16 and f16, tf32; fp32 on the FFMA schedule, which the
+// library refuses for a GPU until this check has run it), on each path the target has: the warp
 // MMA; the warpgroup MMA with cp.async copies and with the TMA's (3-D boxes
 // of one product's rows; tf32 takes cp.async there, as the recipe says).
 // Operands: both batched, B stored K x N and N x K; one A for every B; one
@@ -20,6 +21,7 @@
 
 #include "bench/gpu_check/BatchedCheck.h"
 
+#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SampledReference.h"
@@ -27,6 +29,7 @@
 #include "dsl/NarrowFloat.h"
 #include "examples/BatchedGemm.h"
 #include "runtime/Coalesce.h"
+#include "runtime/GpuDevice.h"
 
 #include <algorithm>
 #include <chrono>
@@ -34,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -102,16 +106,18 @@ MmaTiling grid_tiling(Precision p, MmaPath path, Grid g) {
   return t;
 }
 
-void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, const std::string &name,
-               Grid grid = Grid::BlockPerTile) {
+/// The batch of `o` at `s`, scheduled by `schedule` (described by
+/// `schedule_name`), against each product alone on the GPU (the same bits)
+/// and the double reference on sampled rows.
+void check_scheduled(Precision p, const std::function<void(BatchedGemm &)> &schedule, const std::string &schedule_name,
+                     BatchedOperands o, const Shape &s, const std::string &name) {
   Outcome o_ref, o_bits;
   const std::string shape = s.str();
   try {
     Type in = bench::input_type(p), out_type = bench::output_type(p);
-    MmaTiling t = grid_tiling(p, path, grid);
     BatchedGemm batched(in, out_type, o), alone(in, out_type, o, false);
-    batched.schedule_mma(t);
-    alone.schedule_mma(t);
+    schedule(batched);
+    schedule(alone);
     Buffer a(batched.a_shape(s.batch, s.M, s.K), in), b(batched.b_shape(s.batch, s.N, s.K), in), bias({s.N}),
         out(batched.out_shape(s.batch, s.M, s.N), out_type);
     a.fill_random(41);
@@ -142,8 +148,7 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
     }
     o_ref.error = reference.error();
     o_ref.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o_ref.detail =
-        std::string(mma_path_name(path)) + grid_name(grid) + ", " + examples::batched_operands_name(o) + ", " + t.str();
+    o_ref.detail = schedule_name + ", " + examples::batched_operands_name(o);
     record(name, shape, "double (" + std::to_string(kSampleRows) + " rows per product)", o_ref);
     size_t elements = size_t(s.batch) * s.M * s.N;
     o_bits.error = double(differ) / double(elements);
@@ -154,6 +159,22 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
     o_ref.failure = error.what();
     record(name, shape, "double", o_ref);
   }
+}
+
+void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, const std::string &name,
+               Grid grid = Grid::BlockPerTile) {
+  MmaTiling t = grid_tiling(p, path, grid);
+  check_scheduled(
+      p, [&](BatchedGemm &g) { g.schedule_mma(t); },
+      std::string(mma_path_name(path)) + grid_name(grid) + ", " + t.str(), o, s, name);
+}
+
+/// fp32's FFMA schedule (schedule_gemm), whose batches the library refuses
+/// for a GPU until this section has run them (scheduler/CheckRunOnGpu.h).
+void check_ffma(BatchedOperands o, const Shape &s, const GemmTiling &t, const std::string &name) {
+  AllowUnverified allow("ffma-batch");
+  check_scheduled(
+      Precision::FP32, [&](BatchedGemm &g) { g.schedule_ffma(t); }, "FFMA, " + t.str(), o, s, name);
 }
 
 /// The strided batch on `path` against the same schedule on dense copies,
@@ -205,8 +226,20 @@ void check_strided_batch(Precision p, MmaPath path, BatchedOperands o, const Sha
 } // namespace
 
 void check_batched(Precision p) {
-  if (p == Precision::FP32)
+  if (p == Precision::FP32) {
+    std::printf("\n==== fp32: a batch of products on the FFMA schedule ====\n");
+    GemmTiling small = default_gemm_tiling(0, 0, 0, gpu::Device::get().sm_count()), three_stages = small;
+    three_stages.stages = 3;
+    for (BatchedOperands o : {BatchedOperands::Both, BatchedOperands::BothWeightsNK, BatchedOperands::SharedA,
+                              BatchedOperands::SharedWeightsNK})
+      for (const Shape &s : kShapes)
+        check_ffma(o, s, small, "fp32 batched, FFMA");
+    for (const Shape &s : kShapes) {
+      check_ffma(BatchedOperands::Both, s, three_stages, "fp32 batched, FFMA, 3 stages");
+      check_ffma(BatchedOperands::SharedWeightsNK, s, small_m_tiling(16), "fp32 batched, FFMA, 16-row tiles");
+    }
     return;
+  }
   std::printf("\n==== %s: a batch of products on tensor cores ====\n", reference::precision_name(p));
   const std::string precision = reference::precision_name(p);
   for (MmaPath path : device_mma_paths())
@@ -233,6 +266,8 @@ void check_batched(Precision p) {
 }
 
 void batched_sanitizer_case() {
+  check_ffma(BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
+             default_gemm_tiling(0, 0, 0, gpu::Device::get().sm_count()), "fp32 batched (sanitizer), FFMA");
   for (MmaPath path : device_mma_paths())
     check_one(Precision::BF16, path, BatchedOperands::SharedWeightsNK, {2, 131, 264, 200},
               std::string("bf16 batched (sanitizer), ") + mma_path_name(path));

@@ -564,7 +564,8 @@ std::vector<CheckUnit> check_units(bool full, const std::vector<bench::Precision
         std::printf("\n==== fp32: the FFMA schedules ====\n");
         fp32_check(full);
       });
-      add("strided", p, [p] { gpu_check::check_strided(p); }); // the FFMA schedule's views
+      add("batched", p, [p] { gpu_check::check_batched(p); }); // the FFMA schedule's batches
+      add("strided", p, [p] { gpu_check::check_strided(p); }); // its views
     } else {
       add("mma", p, [p, full] { gpu_check::check_mma(p, full); });
       if (full || p != bench::Precision::F16)
@@ -660,10 +661,12 @@ int main(int argc, char **argv) {
       cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
-      cl::desc("the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-               "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k, tf32-truncated; "
-               "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
-               "precisions, tf32-truncated with tf32; fp32 runs fp32 and strided (its FFMA schedule's views)"),
+      cl::desc(
+          "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
+          "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k, tf32-truncated; "
+          "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
+          "precisions, tf32-truncated with tf32; fp32 runs fp32, batched and strided (its FFMA schedule's batches and "
+          "views)"),
       cl::value_desc("list"), cl::cat(category));
   cl::opt<double> time_limit(
       "time-limit",

@@ -3,6 +3,7 @@
 #include "dsl/Error.h"
 #include "dsl/FuncContents.h"
 #include "dsl/IRVisitor.h"
+#include "dsl/recipes/GemmBatch.h"
 #include "dsl/recipes/GemmSchedule.h"
 
 #include <algorithm>
@@ -412,24 +413,10 @@ void stage_values_where_sums_do_not_fit(MmaTiling &t) {
 namespace {
 
 // out's tile per block, laid out in warp tiles, and the block-level knobs.
-// out's dimensions before i (a batch: out(b, i, j)), outermost first; at
-// most one, as a grid has one dimension left for it.
-std::vector<VarOrRVar> batch_vars(const Func &out, const Var &i) {
-  const std::vector<std::string> &vars = out.contents()->pure_vars;
-  auto at_i = std::find(vars.begin(), vars.end(), i.name());
-  std::vector<VarOrRVar> batch;
-  for (auto v = vars.begin(); v != at_i && v != vars.end(); ++v)
-    batch.push_back(Var(*v));
-  if (batch.size() > 1)
-    user_error("schedule_gemm_mma: '", out.name(), "' has ", batch.size(), " batch dimensions before '", i.name(),
-               "'; the grid has one left for a batch: fuse them into one in the algorithm");
-  return batch;
-}
-
 void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling &t) {
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), warp("warp"), lane("lane"), mi("mi"), nj("nj"), fi("fi"), fj("fj");
   // out(b, i, j): a batch of products, the batch an outer block dimension.
-  std::vector<VarOrRVar> blocks = batch_vars(out, i);
+  std::vector<VarOrRVar> blocks = gemm_batch_vars(out, i, "schedule_gemm_mma");
   blocks.push_back(bi);
   blocks.push_back(bj);
   out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks(blocks);
@@ -521,7 +508,7 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   // for them (tf32, rows that are not whole 16-byte vectors) takes the
   // cp.async copies.
   MmaTiling tiling = t;
-  if (!batch_vars(out, i).empty() && tiling.uses_tma() &&
+  if (!gemm_batch_vars(out, i, "schedule_gemm_mma").empty() && tiling.uses_tma() &&
       (padded_copy_of(acc, A, k, tiling) || padded_copy_of(acc, B, k, tiling)))
     tiling.tma = tiling.tma_padded_copies = false;
   schedule_output_tile(out, i, j, tiling);

@@ -1,6 +1,7 @@
 #include "dsl/recipes/GemmSchedule.h"
 
 #include "dsl/Error.h"
+#include "dsl/recipes/GemmBatch.h"
 
 #include <algorithm>
 
@@ -91,8 +92,17 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   if ((t.warp_rows == 0) != (t.warp_cols == 0))
     user_error("GEMM tiling ", t.str(), ": a warp layout of ", t.warp_rows, "x", t.warp_cols,
                "; give both warp_rows and warp_cols, or neither (0 x 0: linear order)");
+  // out(b, i, j): a batch of products, the batch the outermost block
+  // dimension. Its products are not split: the batch's blocks fill the
+  // grid already (as the tensor-core recipe's batches).
+  std::vector<VarOrRVar> blocks = gemm_batch_vars(out, i, "schedule_gemm");
+  if (!blocks.empty() && t.split_k > 1)
+    user_error("schedule_gemm: '", out.name(), "' is a batch of products (its dimension '", blocks[0].name,
+               "') and the tiling ", t.str(), " splits K; a batch's products are not split: use split_k = 1");
   Var bi("bi"), bj("bj"), ii("ii"), jj("jj"), ti("ti"), tj("tj"), ri("ri"), rj("rj");
-  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks({bi, bj});
+  blocks.push_back(bi);
+  blocks.push_back(bj);
+  out.tile(i, j, bi, bj, ii, jj, t.block_m, t.block_n).gpu_blocks(blocks);
   // Each thread owns register_m x register_n outputs. With 8 per direction
   // they are two groups of 4, half a tile apart: thread t reads elements
   // 4t..4t+3 of each half, so a warp reads consecutive 16-byte vectors.

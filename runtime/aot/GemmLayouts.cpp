@@ -46,7 +46,8 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
   // The FFMA schedules have run every operand and output layout on the GPU
   // (coalesce-gpu-check's layout matrix), but not inputs that are views
   // (coalesce-gpu-check --precisions=fp32 --sections=strided checks them)
-  // or batches (the FFMA schedule has no batch dimension).
+  // or batches (--sections=batched; the library refuses those for a GPU
+  // until then, scheduler/CheckRunOnGpu.h).
   if (views && f.f32)
     user_error("--views=", f.views,
                " with --dtype=f32: the FFMA schedule's input views have not run on a GPU yet "
@@ -65,7 +66,8 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
     user_error(flag, " with ", f.swiglu ? "--epilogue=swiglu" : "--dtype=" + f.dtype,
                ": batches are built for the single GEMM of tf32, bf16 or f16 inputs");
   if (f.f32)
-    user_error(flag, " with --dtype=f32: the FFMA schedule has no batch dimension; give --dtype=tf32, bf16 or f16");
+    user_error(flag, " with --dtype=f32: the FFMA schedule's batches have not run on a GPU yet (coalesce-gpu-check "
+                     "--precisions=fp32 --sections=batched); give --dtype=tf32, bf16 or f16");
   if (f.split_k != 1)
     user_error(flag, " with --split-k=", f.split_k,
                ": a batch's products are not split (its blocks are already a grid over the batch); leave "
