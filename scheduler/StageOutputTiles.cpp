@@ -322,6 +322,7 @@ private:
   // (a bias along the row: its column is fixed, see copy_out), read once
   // into `name`[lane] before the steps.
   struct HoistedRead {
+    Expr read; ///< the load replaced
     std::string name;
     Type type;
     Stmt fill;
@@ -344,7 +345,6 @@ private:
       const std::string &flat, &lane, &tile;
       int lanes;
       std::vector<HoistedRead> &hoisted;
-      std::vector<Expr> reads; // the loads hoisted, by position in `hoisted`
       Hoist(const std::map<std::string, std::shared_ptr<const InputContents>> &in, const std::string &f,
             const std::string &l, const std::string &t, int n, std::vector<HoistedRead> &h)
           : inputs(in), flat(f), lane(l), tile(t), lanes(n), hoisted(h) {}
@@ -355,9 +355,9 @@ private:
           return IRMutator::visit(op, self);
         // One element per step (lanes == 1) has no lane loop.
         Expr at_lane = lanes == 1 ? Expr(0) : Variable::make(Int(32), lane);
-        for (size_t r = 0; r < reads.size(); ++r)
-          if (equal(reads[r], self))
-            return Load::make(op->type, hoisted[r].name, {at_lane});
+        for (const HoistedRead &read : hoisted)
+          if (equal(read.read, self))
+            return Load::make(op->type, read.name, {at_lane});
         std::vector<Expr> clamped;
         for (size_t d = 0; d < op->indices.size(); ++d)
           clamped.push_back(simplify(max(min(op->indices[d], input->second->extents[d] - 1), 0)));
@@ -365,8 +365,7 @@ private:
         Stmt fill = Store::make(name, {at_lane}, Load::make(op->type, op->buffer, clamped));
         if (lanes > 1)
           fill = For::make(lane, 0, lanes, ForKind::Unrolled, fill, -1, {}, LoopRole::StagingCopy);
-        hoisted.push_back({name, op->type, fill});
-        reads.push_back(self);
+        hoisted.push_back({self, name, op->type, fill});
         return Load::make(op->type, name, {at_lane});
       }
     } hoist(inputs_, flat, lane, tile, lanes, hoisted);

@@ -391,9 +391,15 @@ static int64_t output_tile_kib(const MmaTiling &t) {
                                                         : int64_t{t.block_m} * (t.block_n * 4 + 32));
 }
 
+// Whether the output's tile takes the pipeline's slots once the main loop
+// is done (SharedTileLayout.h): no persistent tile loop, producer warps or
+// cluster keeps them live.
+static bool tile_takes_the_slots(const MmaTiling &t) {
+  return t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
+}
+
 void fit_output_tile_beside_stages(MmaTiling &t) {
-  const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
-  if (!is_warpgroup_mma(t.kind) || t.tile_stores == TileStores::Direct || shares_slots)
+  if (!is_warpgroup_mma(t.kind) || t.tile_stores == TileStores::Direct || tile_takes_the_slots(t))
     return;
   // The stages, the output's tile, the barriers.
   const int64_t tile = output_tile_kib(t);
@@ -402,8 +408,7 @@ void fit_output_tile_beside_stages(MmaTiling &t) {
 }
 
 void stage_values_where_sums_do_not_fit(MmaTiling &t) {
-  const bool shares_slots = t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
-  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::SumsThroughShared || shares_slots)
+  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::SumsThroughShared || tile_takes_the_slots(t))
     return;
   // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages.
   if (2 * stage_kib(t) + output_tile_kib(t) + 2 > kSharedKiBPerSm)
