@@ -112,3 +112,17 @@ TEST_CASE("for a GPU, a batch on the FFMA schedule is refused until the GPU chec
     MESSAGE("ptxas not found: skipping the assembly");
   unsetenv("COALESCE_UNVERIFIED_GPU");
 }
+
+TEST_CASE("a batch variable named like one of the recipe's loops is refused by name") {
+  Param batch("Batch"), M("M"), N("N"), K("K");
+  Var bi("bi"), i("i"), j("j");
+  RDom k(0, K, "k");
+  Input A("A", Float(32), {batch, M, K}), B("B", Float(32), {K, N});
+  Func acc("acc"), out("out");
+  acc(bi, i, j) = 0.0f;
+  acc(bi, i, j) += A(bi, i, k) * B(k, j);
+  out(bi, i, j) = acc(bi, i, j);
+  std::string message = coalesce::testing::user_error_of(
+      [&] { schedule_gemm(out, acc, A, B, i, j, k, default_gemm_tiling(0, 0, 0, 132)); });
+  CHECK_HAS(message, "split reuses the name 'bi', which is already a loop or variable of 'out'");
+}
