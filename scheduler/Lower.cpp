@@ -13,7 +13,6 @@
 #include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
 #include "scheduler/CheckNames.h"
-#include "scheduler/CheckRunOnGpu.h"
 #include "scheduler/CheckSplitK.h"
 #include "scheduler/CheckStaging.h"
 #include "scheduler/CheckThreadOwnership.h"
@@ -277,8 +276,6 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget) {
   auto env = std::make_shared<const Environment>(prepare(output));
-  // Features that have run on the CPU only are refused for a GPU.
-  attributed_to("check_features_run_on_gpu", [&] { check_features_run_on_gpu(*env); });
   GpuNest nest;
   nest.name = output.name();
   nest.args = arguments_of(*env);

@@ -28,7 +28,6 @@ TEST_CASE("the flags a batch cannot take are refused by name") {
   };
   const Bad cases[] = {
       {"--batch=4", "--batch=4 is the count of a batch of products: give --batched=both, a or b"},
-      {"--batched=both", "--batched=both with --dtype=f32: the FFMA schedule's batches have not run on a GPU yet"},
       {"--dtype=bf16 --batched=a --split-k=2", "--batched=a with --split-k=2: a batch's products are not split"},
       {"--dtype=bf16 --batched=b --cluster-blocks=2", "--batched=b with --cluster-blocks"},
       {"--dtype=bf16 --batched=both --autotune", "--batched=both with --autotune"},
@@ -79,6 +78,19 @@ TEST_CASE("a batch of a known count takes the tile that fills the GPU with every
   CHECK(has(loops.out, "for bi in gpu_block.y(0, 4):"));
   CHECK(has(loops.out, "for bj in gpu_block.x(0, 2):"));
   CHECK(has(loops.out, "allocate acc_tile[128][264] f32 in shared"));
+}
+
+TEST_CASE("f32's FFMA schedule runs a batch over the grid's z") {
+  TempDir dir;
+  Result loops = aot("--batched=a --b=nk -M=300 -N=200 -K=64 --emit=loops --name=batch32 --target=sm_90a", dir.path);
+  INFO(loops.err);
+  REQUIRE(loops.status == 0);
+  CHECK(has(loops.out, "gpu_block.z("));
+  CHECK_FALSE(has(loops.out, "mma"));
+  Result header = aot("--batched=both --emit=header --name=batch32", dir.path);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int batch, CUstream stream);"));
+  CHECK(has(header.out, "//   A     input  f32 [batch][M][K]"));
 }
 
 TEST_CASE("a strided batch: views of A and B whose products lie their batch strides apart") {

@@ -25,12 +25,24 @@ bool has(const std::string &text, const std::string &part) { return text.find(pa
 TEST_CASE("the flags views cannot take are refused by name") {
   check_refused("--dtype=bf16 --lda=4096", "--lda is the leading dimension of a view: give --views=a");
   check_refused("--dtype=bf16 --ldb=4096", "--ldb is the leading dimension of a view: give --views=b");
-  check_refused("--views=a", "--views=a with --dtype=f32: the FFMA schedule's input views have not run on a GPU yet");
   // A batched view (a strided batch) compiles for a GPU once the GPU check
   // has run it (test_aot_batched).
   check_refused("--dtype=bf16 --views=b --epilogue=swiglu", "--views=b with --epilogue=swiglu");
   check_refused("--dtype=e4m3 --b=nk --views=both", "--views=both with --dtype=e4m3");
   check_refused("--dtype=bf16 --views=a --autotune", "--views=a with --autotune");
+}
+
+TEST_CASE("f32's FFMA schedule takes views too, with the same launcher signature") {
+  TempDir dir;
+  Result header = aot("--views=both --emit=header --name=linear32", dir.path);
+  INFO(header.err);
+  REQUIRE(header.status == 0);
+  CHECK(has(header.out, "int M, int N, int K, int lda, int ldb, CUstream stream);"));
+  CHECK(has(header.out, "(a view: strides lda x 1)"));
+  Result ptx = aot("--views=a --emit=ptx --name=linear32 --target=sm_90a", dir.path);
+  INFO(ptx.err);
+  REQUIRE(ptx.status == 0);
+  CHECK(has(ptx.out, "fma.rn.f32"));
 }
 
 TEST_CASE("a launcher of views takes the leading dimensions after the sizes and documents them") {

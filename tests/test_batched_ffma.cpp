@@ -89,28 +89,20 @@ TEST_CASE("a batch on the FFMA schedule: a split of K refused, naming the batch"
   CHECK_HAS(message, "a batch's products are not split: use split_k = 1");
 }
 
-TEST_CASE("for a GPU, a batch on the FFMA schedule is refused until the GPU check has run it") {
+TEST_CASE("for a GPU, a batch on the FFMA schedule takes the grid's z and assembles without spills") {
   BatchedGemm p(Float(32), Float(32), BatchedOperands::Both);
   p.schedule_ffma(default_gemm_tiling(0, 0, 0, 132));
-  std::string message = coalesce::testing::user_error_of([&] { Pipeline(p.out).ptx(); });
-  CHECK_HAS(message, "unverified on a GPU");
-  CHECK_HAS(message, "coalesce-gpu-check --precisions=fp32 --sections=batched");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=ffma-batch");
-  // The CPU runs it (above); one product alone compiles for a GPU.
-  BatchedGemm one(Float(32), Float(32), BatchedOperands::Both, false);
-  one.schedule_ffma(default_gemm_tiling(0, 0, 0, 132));
-  CHECK_FALSE(Pipeline(one.out).ptx().empty());
-  // Allowed by name, it compiles: the batch the grid's z, assembled by
-  // ptxas without spills.
-  setenv("COALESCE_UNVERIFIED_GPU", "ffma-batch", 1);
   Pipeline pipeline(p.out);
   std::string ptx = pipeline.ptx();
   CHECK(ptx.find("%ctaid.z") != std::string::npos);
+  // One product alone has no z.
+  BatchedGemm one(Float(32), Float(32), BatchedOperands::Both, false);
+  one.schedule_ffma(default_gemm_tiling(0, 0, 0, 132));
+  CHECK(Pipeline(one.out).ptx().find("%ctaid.z") == std::string::npos);
   if (ptxas_available())
     coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
   else
     MESSAGE("ptxas not found: skipping the assembly");
-  unsetenv("COALESCE_UNVERIFIED_GPU");
 }
 
 TEST_CASE("a batch variable named like one of the recipe's loops is refused by name") {

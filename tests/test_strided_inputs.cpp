@@ -294,16 +294,14 @@ TEST_CASE("FFMA reads nn.Linear's W (N x K) as a view too: the dense copy's bits
   }
 }
 
-TEST_CASE("for a GPU, FFMA's views are refused until the GPU check has run them") {
-  Linear l(Path::Ffma, true);
-  std::string message = coalesce::testing::user_error_of([&] { Pipeline(l.out).ptx(); });
-  CHECK_HAS(message, "is a view (strides) read by 'out' on FFMA (no mma_tile), which is unverified on a GPU");
-  CHECK_HAS(message, "coalesce-gpu-check --precisions=fp32 --sections=strided");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=ffma-views");
-  // Dense, the same schedule compiles; allowed by name, the views do.
-  Linear dense(Path::Ffma, false);
-  CHECK_FALSE(Pipeline(dense.out).ptx().empty());
-  setenv("COALESCE_UNVERIFIED_GPU", "ffma-views", 1);
-  CHECK_FALSE(Pipeline(l.out).ptx().empty());
-  unsetenv("COALESCE_UNVERIFIED_GPU");
+TEST_CASE("for a GPU, FFMA's views take their two leading dimensions as the kernel's parameters") {
+  Linear views(Path::Ffma, true), dense(Path::Ffma, false);
+  auto parameters = [](const std::string &ptx) {
+    size_t count = 0;
+    for (size_t at = ptx.find("\t.param "); at != std::string::npos; at = ptx.find("\t.param ", at + 1))
+      ++count;
+    return count;
+  };
+  std::string with_views = Pipeline(views.out).ptx(), without = Pipeline(dense.out).ptx();
+  CHECK(parameters(with_views) == parameters(without) + 2); // lda and ldw
 }

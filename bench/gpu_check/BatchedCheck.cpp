@@ -21,7 +21,6 @@
 
 #include "bench/gpu_check/BatchedCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SampledReference.h"
@@ -169,10 +168,8 @@ void check_one(Precision p, MmaPath path, BatchedOperands o, const Shape &s, con
       std::string(mma_path_name(path)) + grid_name(grid) + ", " + t.str(), o, s, name);
 }
 
-/// fp32's FFMA schedule (schedule_gemm), whose batches the library refuses
-/// for a GPU until this section has run them (scheduler/CheckRunOnGpu.h).
+/// fp32's FFMA schedule (schedule_gemm).
 void check_ffma(BatchedOperands o, const Shape &s, const GemmTiling &t, const std::string &name) {
-  AllowUnverified allow("ffma-batch");
   check_scheduled(
       Precision::FP32, [&](BatchedGemm &g) { g.schedule_ffma(t); }, "FFMA, " + t.str(), o, s, name);
 }

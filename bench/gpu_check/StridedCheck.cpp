@@ -15,7 +15,6 @@
 
 #include "bench/gpu_check/StridedCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/MmaPaths.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SampledReference.h"
@@ -123,7 +122,6 @@ Buffer dense_copy(const Buffer &parent, int rows, int columns, int lead) {
 }
 
 void check_one(Precision p, const ViewPath &path, const Shape &s, const std::string &name) {
-  AllowUnverified allow("ffma-views"); // refused for a GPU until this check has run them
   Outcome o_ref, o_bits;
   try {
     Linear views(p, path, true), dense(p, path, false);

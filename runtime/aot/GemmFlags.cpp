@@ -232,7 +232,6 @@ void GemmFlags::check_layout_flags() const {
   flags.views = views.value_text();
   flags.a_km = a_layout == ALayout::KM;
   flags.dtype = dtype.value_text();
-  flags.f32 = dtype == InputType::F32;
   flags.fp8 = fp8();
   flags.swiglu = epilogue == Algorithm::SwiGlu;
   flags.batch_given = batch.fixed();

@@ -133,8 +133,9 @@ public:
       {{"none", Batched::None}, {"both", Batched::Both}, {"a", Batched::A}, {"b", Batched::B}},
       "a batch of products, out batch x M x N, the batch the grid's third dimension: none (one product); both (A "
       "batch x M x K, B batch x K x N, or batch x N x K with --b=nk); a (A batched, one B for the whole batch: a "
-      "weight that every input of the batch shares); b (B batched, one A). On tensor cores (tf32, bf16, f16), "
-      "without --split-k, --cluster-blocks or tuning (with --persistent-blocks: its blocks walk the batch's tiles)"};
+      "weight that every input of the batch shares); b (B batched, one A). f32 (FFMA), tf32, bf16 or f16, "
+      "without --split-k, --cluster-blocks or tuning (with --persistent-blocks on tensor cores: its blocks walk the "
+      "batch's tiles)"};
   SizeParam batch{this, "batch", "with --batched: products in the batch"};
   EnumParam<Views> views{
       this,

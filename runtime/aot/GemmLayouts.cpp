@@ -43,15 +43,6 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
   if (output_view && (f.autotune || f.tuning_db))
     user_error(view_flag, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are dense; leave the flag out");
-  // The FFMA schedules have run every operand and output layout on the GPU
-  // (coalesce-gpu-check's layout matrix), but not inputs that are views
-  // (coalesce-gpu-check --precisions=fp32 --sections=strided checks them)
-  // or batches (--sections=batched; the library refuses those for a GPU
-  // until then, scheduler/CheckRunOnGpu.h).
-  if (views && f.f32)
-    user_error("--views=", f.views,
-               " with --dtype=f32: the FFMA schedule's input views have not run on a GPU yet "
-               "(coalesce-gpu-check --precisions=fp32 --sections=strided); give --dtype=tf32, bf16 or f16");
   if (views && (f.autotune || f.tuning_db))
     user_error("--views=", f.views, " with ", f.autotune ? "--autotune" : "--tuning-db",
                ": the tuning problems are dense; leave the flag out");
@@ -64,10 +55,7 @@ void check_gemm_layout_flags(const GemmLayoutFlags &f) {
   const std::string flag = "--batched=" + f.batched;
   if (f.swiglu || f.fp8)
     user_error(flag, " with ", f.swiglu ? "--epilogue=swiglu" : "--dtype=" + f.dtype,
-               ": batches are built for the single GEMM of tf32, bf16 or f16 inputs");
-  if (f.f32)
-    user_error(flag, " with --dtype=f32: the FFMA schedule's batches have not run on a GPU yet (coalesce-gpu-check "
-                     "--precisions=fp32 --sections=batched); give --dtype=tf32, bf16 or f16");
+               ": batches are built for the single GEMM of f32, tf32, bf16 or f16 inputs");
   if (f.split_k != 1)
     user_error(flag, " with --split-k=", f.split_k,
                ": a batch's products are not split (its blocks are already a grid over the batch); leave "

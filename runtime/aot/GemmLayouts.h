@@ -18,7 +18,7 @@ struct GemmLayoutFlags {
   bool batch_stride_given = false;               ///< --batch_stride given
   bool batch_stride_a_given = false, batch_stride_b_given = false; ///< --batch_stride_a, --batch_stride_b given
   std::string dtype;                             ///< --dtype, as given
-  bool f32 = false, fp8 = false, swiglu = false; ///< --dtype=f32; e4m3 or e5m2; --epilogue=swiglu
+  bool fp8 = false, swiglu = false;              ///< --dtype=e4m3 or e5m2; --epilogue=swiglu
   bool batch_given = false, lda_given = false, ldb_given = false;
   int batch = 0; ///< --batch, where given
   int split_k = 1, persistent_blocks = 0, cluster_blocks = 0;
@@ -26,10 +26,9 @@ struct GemmLayoutFlags {
 };
 
 /// A UserError naming the flags, for the first combination an A stored K x
-/// M, a batch or a view cannot take: A stored K x M with f32 (FFMA), FP8,
-/// the SwiGLU or tuning; a count, leading dimension or batch stride without
-/// its --batched or --views, FP8 or the SwiGLU, f32 (FFMA), split-K or
-/// clusters with a batch, tuning.
+/// M, a batch or a view cannot take: A stored K x M with FP8, the SwiGLU or
+/// tuning; a count, leading dimension or batch stride without its --batched
+/// or --views, FP8 or the SwiGLU, split-K or clusters with a batch, tuning.
 void check_gemm_layout_flags(const GemmLayoutFlags &flags);
 
 } // namespace coalesce
