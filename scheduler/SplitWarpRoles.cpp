@@ -25,7 +25,9 @@ Meetings meetings_in(const Stmt &s) {
   struct Find : IRVisitor {
     Meetings found;
     using IRVisitor::visit;
-    void visit(const Barrier *) override { found.barrier = true; }
+    // A barrier counting the other threads alone (count_barriers) is theirs,
+    // not a meeting of the block.
+    void visit(const Barrier *op) override { found.barrier |= op->threads == 0; }
     void visit(const Call *op) override {
       found.last_arrival |= op->intrinsic == Intrinsic::LastArrival;
       found.exit |= op->intrinsic == Intrinsic::ThreadExit;
@@ -113,8 +115,19 @@ private:
         result.push_back(IfThenElse::make(
             other_, count_barriers(KeepRole(other_, producer_).mutate(s), other_threads_)));
       } else if (meets.any()) {
-        flush();
-        result.push_back(mutate(s));
+        // Split inside first. What comes out with no meeting of the whole
+        // block left (its barriers all the other threads' own, a persistent
+        // block's tile loop with a staged output tile, say) is a stretch
+        // after all: each role then runs a loop of its own, with no path
+        // from the producer warps' reduced registers into the others' code
+        // (ptxas ignores setmaxnreg otherwise, C7507).
+        Stmt inner = mutate(s);
+        if (meetings_in(inner).any()) {
+          flush();
+          result.push_back(inner);
+        } else {
+          run.push_back(inner);
+        }
       } else {
         run.push_back(s);
       }

@@ -21,6 +21,9 @@
 //
 // except where the part calls last_arrival, whose own barriers are the
 // whole block's: the producer warps then pass through it with the others.
+// A statement whose barriers are all the others' own once split inside (a
+// persistent block's tile loop, its staged output tile between two such
+// barriers) is a stretch itself: each role runs the loop on its own.
 //
 // With register reallocation the producer warps leave the kernel
 // (thread_exit) after their program: from there on the block is the other

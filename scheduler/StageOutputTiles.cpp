@@ -285,10 +285,9 @@ private:
     aligned = simplify(aligned);
     Stmt vectors = copy_out(survey.thread_loops, redirect.origin, rows, columns, lanes, guarded_copy);
     Stmt elements = copy_out(survey.thread_loops, redirect.origin, rows, columns, 1, guarded_copy);
-    if (is_const(aligned, 1) || is_const(aligned, 0))
-      return Block::make({writes, Barrier::make(), is_const(aligned, 1) ? vectors : elements, Barrier::make()});
-    // One statement, the condition bound around it: a kernel with producer
-    // warps gives the part with barriers to the other warps as a whole
+    // One statement, the condition bound around it (where it is a constant
+    // too: simplify drops the copy not taken): a kernel with producer warps
+    // gives the part with barriers to the other warps as a whole
     // (split_warp_roles), which a block of four would not be.
     std::string name = tile + ".aligned";
     Stmt copy = IfThenElse::make(Variable::make(aligned.type(), name), vectors, elements);

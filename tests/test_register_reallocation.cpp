@@ -240,3 +240,51 @@ TEST_CASE("producers that leave before a staged output tile of whole tiles: the 
   coalesce::testing::check_assembled_cleanly(assembled);
   CHECK(assembled.kernels.front().registers == launch_registers(384, 1));
 }
+
+TEST_CASE("a persistent grid with a staged output tile: one loop per role, and ptxas honours the reallocation") {
+  // The producers walk the block's tiles in a loop of their own; the MMA
+  // warps' loop holds the staged tile between barriers of their own. (One
+  // loop for both, ptxas ignored setmaxnreg: C7507.) Three blocks walk four
+  // tiles, so the pipeline runs across tiles.
+  MmaTiling t = wide_tiling();
+  t.stages = 3;
+  t.tile_stores = TileStores::ThroughShared;
+  t.persistent_blocks = 3;
+  constexpr int M = 256, N = 512;
+  auto whole_tiles = [&](Expr K) {
+    Gemm g = make_gemm_with_extents(Epilogue::BiasGelu, BFloat(16), BFloat(16), M, N, K);
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    return g;
+  };
+  Gemm at_run_time = whole_tiles(Expr());
+  Pipeline pipeline(at_run_time.out);
+  for (int k : {192, 1, 3}) {
+    CAPTURE(k);
+    GemmData data = make_data(M, N, k, 6, BFloat(16));
+    Buffer out({M, N}, BFloat(16));
+    out.poison();
+    pipeline.realize_on_cpu({{"A", data.a}, {"B", data.b}, {"bias", data.bias}, {"K", k}}, out);
+    Buffer wide({M, N});
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        wide(i, j) = out.at(i, j);
+    CHECK(relative_error(wide, reference(data, M, N, k, Epilogue::BiasGelu)) < 4e-3);
+  }
+  // At sizes known at run time and fixed ones (no guard around the tile).
+  auto assembles_cleanly = [](Pipeline &p) {
+    const std::string &ptx = p.ptx(parse_gpu_target("sm_90a"));
+    CHECK(coalesce::testing::occurrences(ptx, "bar.sync \t0;") == 1); // the barriers' initialization
+    CHECK(coalesce::testing::occurrences(ptx, "bar.sync \t1, 256;") >= 2);
+    if (!ptxas_available()) {
+      MESSAGE("ptxas not found: skipping the assembly");
+      return;
+    }
+    PtxasResult assembled = p.assemble(parse_gpu_target("sm_90a"));
+    coalesce::testing::check_assembled_cleanly(assembled);
+    CHECK(assembled.kernels.front().registers == launch_registers(384, 1));
+  };
+  assembles_cleanly(pipeline);
+  Gemm fixed = whole_tiles(Expr(192));
+  Pipeline fixed_pipeline(fixed.out);
+  assembles_cleanly(fixed_pipeline);
+}

@@ -3,7 +3,8 @@
 // role; a part with barriers but nothing for the producer warps becomes the
 // other threads' alone, its barriers counting only them; a part that calls
 // last_arrival (whose barriers are the whole block's) is left to every
-// thread.
+// thread; a loop whose barriers are then the other threads' own becomes
+// one loop per role.
 
 #include "dsl/IRPrinter.h"
 #include "dsl/IROperator.h"
@@ -84,4 +85,43 @@ TEST_CASE("a part that calls last_arrival keeps the whole block's barriers and e
         "if thread_id.y() < 8:\n"
         "  partials[0] = 1\n"
         "barrier\n");
+}
+
+TEST_CASE("a loop whose barriers are the others' own (a persistent block's staged output tile) becomes one loop per "
+          "role") {
+  // The tile loop of a persistent block: the producer warps' copies, the
+  // MMA warps' sums, and the output tile staged between two barriers that
+  // only the MMA warps need. Split into one loop per role, no path leads
+  // from the producer warps' program into the others' (ptxas would ignore
+  // setmaxnreg otherwise).
+  Stmt epilogue =
+      LetStmt::make("aligned", Variable::make(Int(32), "N") % 8 == 0,
+                    Block::make({on_others(mark("tile")), Barrier::make(), on_others(mark("out")), Barrier::make()}));
+  Stmt tiles = For::make("tile", 0, Variable::make(Int(32), "T"), ForKind::Serial,
+                         Block::make({on_producers(mark("copy")), on_others(mark("mma")), epilogue}));
+  std::string text = split(Block::make({Barrier::make(), tiles}));
+  CHECK(text == "barrier\n"
+                "if thread_id.y() >= 8:\n"
+                "  for tile in serial(0, T):\n"
+                "    copy[0] = 1\n"
+                "else:\n"
+                "  for tile in serial(0, T):\n"
+                "    mma[0] = 1\n"
+                "    let aligned = N % 8 == 0\n"
+                "    tile[0] = 1\n"
+                "    barrier (the first 256 threads)\n"
+                "    out[0] = 1\n"
+                "    barrier (the first 256 threads)\n");
+  // A barrier of the whole block in the loop (the producer warps' copies
+  // before it, the others' reads after it) keeps one loop for both.
+  Stmt shared = For::make("tile", 0, Variable::make(Int(32), "T"), ForKind::Serial,
+                          Block::make({on_producers(mark("copy")), Barrier::make(), on_others(mark("read"))}));
+  std::string together = split(Block::make({Barrier::make(), shared}));
+  CHECK(together == "barrier\n"
+                    "for tile in serial(0, T):\n"
+                    "  if thread_id.y() >= 8:\n"
+                    "    copy[0] = 1\n"
+                    "  barrier\n"
+                    "  if thread_id.y() < 8:\n"
+                    "    read[0] = 1\n");
 }
