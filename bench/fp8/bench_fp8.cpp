@@ -17,6 +17,7 @@
 #include "runtime/GpuExecutable.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -47,10 +48,18 @@ const char *variant_name(Variant v) {
 }
 
 // The layer (examples/Fp8Linear.h) with the library's tiling for the shape.
+// COALESCE_BENCH_TILE_STORES=shared or sums stages the output's values or
+// its sums (the epilogue in the copy-out) whatever the tiling chose, to
+// compare.
 struct Layer : examples::Fp8Linear {
   MmaTiling tiling;
   Layer(const Shape &s, int sm_count) : Fp8Linear(Float8E4M3(), Float8E4M3()) {
     tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, s.M, s.N, s.K, sm_count);
+    const char *stores = std::getenv("COALESCE_BENCH_TILE_STORES");
+    if (stores && std::string(stores) == "sums")
+      tiling.tile_stores = TileStores::SumsThroughShared;
+    else if (stores && std::string(stores) == "shared")
+      tiling.tile_stores = TileStores::ThroughShared;
     schedule_mma(tiling);
   }
 };
