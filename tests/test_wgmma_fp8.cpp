@@ -90,6 +90,26 @@ TEST_CASE("an FP8 linear layer on the warpgroup MMA matches the double reference
     }
 }
 
+TEST_CASE("an FP8 linear layer with its sums staged (the scales, bias and GELU in the copy-out) matches the double "
+          "reference, ragged, K = 0, 1, 3") {
+  struct Case {
+    int M, N, K;
+    bool padded;
+  };
+  const std::vector<Case> cases = {
+      {131, 136, 272, false}, {131, 133, 67, true}, {67, 45, 0, true}, {67, 45, 1, true}, {67, 45, 3, true}};
+  for (MmaKind kind : kKinds)
+    for (const Case &c : cases) {
+      CAPTURE(mma_kind_name(kind));
+      CAPTURE(c.M);
+      CAPTURE(c.N);
+      CAPTURE(c.K);
+      MmaTiling t = one_tile(kind, c.padded);
+      t.tile_stores = TileStores::SumsThroughShared;
+      CHECK(linear_error(mma_instruction(kind).operand, t, c.M, c.N, c.K) < 4e-3);
+    }
+}
+
 TEST_CASE("the FP8 warpgroup MMA refuses a B stored K x N and operands of another type, naming the rule") {
   MmaTiling t = testing::one_tile_tma_tiling(MmaKind::E4M3_wgmma_m64k32);
   std::string message = user_error_of([&] {
@@ -142,6 +162,25 @@ TEST_CASE("FP8 warpgroup MMA kernels assemble for sm_90a without spills, seriali
       coalesce::testing::check_assembled_cleanly(assembled, t.tma_padded_copies ? 3 : 1);
       MESSAGE(t.str(), ": ", assembled.kernels.front().registers, " registers");
     }
+  }
+}
+
+TEST_CASE("FP8 with its sums staged assembles without spills at 4096^3, sizes at run time and fixed") {
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  GpuTarget target = parse_gpu_target("sm_90a");
+  MmaTiling t = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, 4096, 4096, 4096, target.sm_count());
+  t.tile_stores = TileStores::SumsThroughShared;
+  examples::Fp8LinearForm fixed;
+  fixed.M = fixed.N = fixed.K = Expr(4096);
+  for (const examples::Fp8LinearForm &form : {examples::Fp8LinearForm{}, fixed}) {
+    CAPTURE(form.M.defined());
+    examples::Fp8Linear g(Float8E4M3(), Float8E4M3(), form);
+    g.schedule_mma(t);
+    Pipeline pipeline(g.out);
+    coalesce::testing::check_assembled_cleanly(pipeline.assemble(target));
   }
 }
 

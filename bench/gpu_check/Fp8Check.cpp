@@ -143,6 +143,15 @@ MmaTiling wgmma_tiling(Type type, const Shape &s, bool padded) {
   return t;
 }
 
+// The same with the sums staged in shared memory and the scales, bias and
+// GELU applied in the copy-out (TileStores::SumsThroughShared), whatever
+// the default stores.
+MmaTiling sums_tiling(Type type, const Shape &s, bool padded) {
+  MmaTiling t = wgmma_tiling(type, s, padded);
+  t.tile_stores = TileStores::SumsThroughShared;
+  return t;
+}
+
 } // namespace
 
 void check_fp8() {
@@ -173,6 +182,12 @@ void check_fp8() {
       t.tma_padded_copies = false;
       check_linear(type, "wgmma+tma, cp.async branch", t, {s});
     }
+    // The sums staged (the epilogue in the copy-out): TMA rows, padded
+    // copies for any K, the K = 1 / K = 3 pair, and a 1024^3 of whole tiles.
+    for (const Shape &s : std::vector<Shape>{{131, 136, 272}, {1000, 1048, 1024}, {1024, 1024, 1024}})
+      check_linear(type, "wgmma+tma, sums staged", sums_tiling(type, s, false), {s});
+    for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}})
+      check_linear(type, "wgmma+tma+padded, sums staged", sums_tiling(type, s, true), {s});
     // Every thread's cp.async copies (16 one-byte elements per vector, or
     // one at a time).
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {131, 136, 272}}) {
@@ -190,6 +205,7 @@ void fp8_sanitizer_case() {
   const Shape ragged{131, 133, 67}, tma{131, 136, 272};
   check_linear(Float8E4M3(), "wgmma+tma", wgmma_tiling(Float8E4M3(), tma, false), {tma});
   check_linear(Float8E4M3(), "wgmma+tma+padded", wgmma_tiling(Float8E4M3(), ragged, true), {ragged});
+  check_linear(Float8E4M3(), "wgmma+tma+padded, sums staged", sums_tiling(Float8E4M3(), ragged, true), {ragged});
   // Every thread's cp.async copies of one-byte elements (no TMA).
   MmaTiling copies = wgmma_tiling(Float8E4M3(), ragged, false);
   copies.tma = false;
