@@ -126,3 +126,17 @@ TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the 
   CHECK(checked.status == 0);
   CHECK(has(checked.out, "batched launcher checks passed"));
 }
+
+TEST_CASE("f32's batched launcher passes the stand-in driver's checks: sizes, the grid's z, no tensor maps") {
+  if (!can_compile_launchers())
+    return;
+  TempDir dir;
+  Result generated = aot("--name=batched32 --batched=a --b=nk --output-dir=.", dir.path);
+  INFO(generated.err);
+  REQUIRE(generated.status == 0);
+  build_fake_driver(dir.path, "fake_driver_batched_f32", "batched32.cpp");
+  Result checked = run("./fake_driver_batched_f32", dir.path);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(has(checked.out, "f32 batched launcher checks passed"));
+}
