@@ -189,6 +189,42 @@ void check_no_whole_block_meeting_after_exit(const Stmt &s) {
   check.visit_stmt(s);
 }
 
+// Defence in depth: a barrier counting the other threads alone is theirs;
+// while the producer warps are in the kernel (before any thread_exit, in
+// program order) they must not reach one, so it sits in the others' branch
+// of a role guard (`if <others>:`, or the else of `if <producers>:`).
+void check_counted_barriers_are_the_others(const Stmt &s, const Expr &producer, const Expr &other) {
+  struct Check : IRVisitor {
+    const Expr &producer, &other;
+    bool exited = false;
+    int others_only = 0; // role guards of the others around the statement visited
+    Check(const Expr &p, const Expr &o) : producer(p), other(o) {}
+    using IRVisitor::visit;
+    void visit(const IfThenElse *op) override {
+      const bool theirs = equal(op->condition, other), mine = equal(op->condition, producer);
+      visit_expr(op->condition);
+      others_only += theirs;
+      visit_stmt(op->then_case);
+      others_only -= theirs;
+      if (op->else_case.defined()) {
+        others_only += mine;
+        visit_stmt(op->else_case);
+        others_only -= mine;
+      }
+    }
+    void visit(const Barrier *op) override {
+      if (op->threads != 0 && !exited && others_only == 0)
+        internal_error("a barrier of the first ", op->threads,
+                       " threads where the producer warps, still in the kernel, would reach it");
+    }
+    void visit(const Call *op) override {
+      exited |= op->intrinsic == Intrinsic::ThreadExit;
+      IRVisitor::visit(op);
+    }
+  } check(producer, other);
+  check.visit_stmt(s);
+}
+
 } // namespace
 
 Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) {
@@ -197,6 +233,7 @@ Stmt split_warp_roles(const Stmt &body, int dim, int others, int other_threads) 
   // barriers deeper down.
   Stmt result = !body.as<Block>() && !meetings_in(body).any() ? split.stretch({body}) : split.mutate(body);
   check_no_whole_block_meeting_after_exit(result);
+  check_counted_barriers_are_the_others(result, on_producer_warps(dim, others), on_other_warps(dim, others));
   return result;
 }
 

@@ -31,6 +31,8 @@
 // placed it (the pipeline's teardown, a staged output tile's). A barrier
 // of the whole block that a loop's next iteration would reach after the
 // exit, or last_arrival's after it, stays an internal error.
+// So does a barrier counting the others alone where the producer warps,
+// still in the kernel, would reach it (outside the others' branch).
 
 #include "dsl/IR.h"
 

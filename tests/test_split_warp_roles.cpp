@@ -6,8 +6,9 @@
 // thread; a loop whose barriers are then the other threads' own becomes
 // one loop per role.
 
-#include "dsl/IRPrinter.h"
+#include "ErrorCapture.h"
 #include "dsl/IROperator.h"
+#include "dsl/IRPrinter.h"
 #include "scheduler/SplitWarpRoles.h"
 
 #include <doctest/doctest.h>
@@ -124,4 +125,18 @@ TEST_CASE("a loop whose barriers are the others' own (a persistent block's stage
                     "  barrier\n"
                     "  if thread_id.y() < 8:\n"
                     "    read[0] = 1\n");
+}
+
+TEST_CASE("a barrier of the others alone that the producer warps, still in the kernel, would reach is an internal "
+          "error") {
+  auto split_error = [](const Stmt &s) {
+    return coalesce::testing::internal_error_of([&] { split_warp_roles(s, kDim, kOthers, kOtherThreads); });
+  };
+  CHECK_HAS(split_error(Block::make({on_producers(mark("copy")), Barrier::make(kOtherThreads)})),
+            "a barrier of the first 256 threads where the producer warps, still in the kernel, would reach it");
+  // In the others' branch, or after the producers left, it is theirs.
+  CHECK(split_error(Block::make({on_producers(mark("copy")), on_others(Barrier::make(kOtherThreads))})) ==
+        "(no error)");
+  Stmt exit = on_producers(Evaluate::make(Call::make_intrinsic(Intrinsic::ThreadExit, Int(32), {})));
+  CHECK(split_error(Block::make({exit, Barrier::make(kOtherThreads)})) == "(no error)");
 }
