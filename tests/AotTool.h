@@ -143,4 +143,15 @@ inline void build_fake_driver(const fs::path &dir, const std::string &driver, co
   REQUIRE(built.status == 0);
 }
 
+/// build_fake_driver, then runs `dir`/DRIVER: it exits 0 having printed
+/// `passed`.
+inline void check_fake_driver_passes(const fs::path &dir, const std::string &driver, const std::string &launchers,
+                                     const std::string &passed) {
+  build_fake_driver(dir, driver, launchers);
+  Result checked = run("./" + driver, dir);
+  INFO(checked.out);
+  CHECK(checked.status == 0);
+  CHECK(checked.out.find(passed) != std::string::npos);
+}
+
 } // namespace aot_testing

@@ -175,11 +175,7 @@ TEST_CASE("the launcher checks its arguments, loads the module once and launches
                          "--reg-m=4 --reg-n=4 --output-dir=.",
                          dir.path);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_check", "gemm_check.cpp");
-  Result checked = run("./fake_driver_check", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(checked.out.find("launcher checks passed") != std::string::npos);
+  check_fake_driver_passes(dir.path, "fake_driver_check", "gemm_check.cpp", "launcher checks passed");
 }
 
 TEST_CASE("--cubin embeds ptxas's cubin next to the PTX, both as byte arrays; the launcher falls back to the PTX") {
@@ -239,11 +235,8 @@ TEST_CASE("kernels are named after --name: two launchers link into one program a
     INFO(flags, "\n", generated.err);
     REQUIRE(generated.status == 0);
   }
-  build_fake_driver(dir.path, "fake_driver_two_launchers", "gemm_relu_one.cpp gemm_gelu_two.cpp");
-  Result checked = run("./fake_driver_two_launchers", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(checked.out.find("launcher checks passed") != std::string::npos);
+  check_fake_driver_passes(dir.path, "fake_driver_two_launchers", "gemm_relu_one.cpp gemm_gelu_two.cpp",
+                           "launcher checks passed");
 }
 
 TEST_CASE("the launcher accepts K = 0 (out = epilogue(bias)) and empty outputs, and launches nothing for an empty grid") {
@@ -254,11 +247,7 @@ TEST_CASE("the launcher accepts K = 0 (out = epilogue(bias)) and empty outputs, 
                          "--reg-m=4 --reg-n=4 --output-dir=.",
                          dir.path);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_sizes", "gemm_check.cpp");
-  Result checked = run("./fake_driver_sizes", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(checked.out.find("launcher size checks passed") != std::string::npos);
+  check_fake_driver_passes(dir.path, "fake_driver_sizes", "gemm_check.cpp", "launcher size checks passed");
 }
 
 TEST_CASE("a user's generator file makes a tool: coalesce-aot-example") {

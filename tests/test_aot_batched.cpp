@@ -120,11 +120,7 @@ TEST_CASE("the batched launcher passes the stand-in driver's checks: sizes, the 
   Result generated = aot("--name=batched --dtype=bf16 --out-dtype=bf16 --batched=a --b=nk --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_batched", "batched.cpp");
-  Result checked = run("./fake_driver_batched", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(has(checked.out, "batched launcher checks passed"));
+  check_fake_driver_passes(dir.path, "fake_driver_batched", "batched.cpp", "batched launcher checks passed");
 }
 
 TEST_CASE("f32's batched launcher passes the stand-in driver's checks: sizes, the grid's z, no tensor maps") {
@@ -134,9 +130,5 @@ TEST_CASE("f32's batched launcher passes the stand-in driver's checks: sizes, th
   Result generated = aot("--name=batched32 --batched=a --b=nk --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_batched_f32", "batched32.cpp");
-  Result checked = run("./fake_driver_batched_f32", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(has(checked.out, "f32 batched launcher checks passed"));
+  check_fake_driver_passes(dir.path, "fake_driver_batched_f32", "batched32.cpp", "f32 batched launcher checks passed");
 }

@@ -159,11 +159,8 @@ TEST_CASE("the FP8 launchers pass the stand-in driver's checks: byte sizes, scal
     INFO(flags, "\n", generated.err);
     REQUIRE(generated.status == 0);
   }
-  build_fake_driver(dir.path, "fake_driver_fp8", "gemm_fp8.cpp gemm_fp8_tensor.cpp");
-  Result checked = run("./fake_driver_fp8", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(checked.out.find("FP8 launcher checks passed") != std::string::npos);
+  check_fake_driver_passes(dir.path, "fake_driver_fp8", "gemm_fp8.cpp gemm_fp8_tensor.cpp",
+                           "FP8 launcher checks passed");
 }
 
 TEST_CASE("the FP8 forms coalesce-aot generates match a double reference on the CPU (scales, bias, activation)") {

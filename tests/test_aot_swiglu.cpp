@@ -167,11 +167,7 @@ TEST_CASE("the SwiGLU launcher passes the stand-in driver's checks: argument ord
   Result generated = aot("--name=swiglu --epilogue=swiglu --dtype=bf16 --out-dtype=bf16 --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_swiglu", "swiglu.cpp");
-  Result checked = run("./fake_driver_swiglu", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(has(checked.out, "SwiGLU launcher checks passed"));
+  check_fake_driver_passes(dir.path, "fake_driver_swiglu", "swiglu.cpp", "SwiGLU launcher checks passed");
 }
 
 TEST_CASE("the SwiGLU coalesce-aot generates matches the double reference on the CPU (ragged, K = 1, K = 3)") {

@@ -66,11 +66,7 @@ TEST_CASE("the launcher of views passes the stand-in driver's checks: reach, str
   Result generated = aot("--name=views --dtype=bf16 --out-dtype=bf16 --b=nk --views=both --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_views", "views.cpp");
-  Result checked = run("./fake_driver_views", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(has(checked.out, "views launcher checks passed"));
+  check_fake_driver_passes(dir.path, "fake_driver_views", "views.cpp", "views launcher checks passed");
 }
 
 TEST_CASE("a column-major output: --out=nm, its columns M or --ldc apart, and the flags refused") {
@@ -126,9 +122,6 @@ TEST_CASE("an output view: --output-view and --ldc, the launcher's signature, it
       aot("--name=output_view --dtype=bf16 --out-dtype=bf16 --b=nk --output-view --output-dir=.", dir.path);
   INFO(generated.err);
   REQUIRE(generated.status == 0);
-  build_fake_driver(dir.path, "fake_driver_output_view", "output_view.cpp");
-  Result checked = run("./fake_driver_output_view", dir.path);
-  INFO(checked.out);
-  CHECK(checked.status == 0);
-  CHECK(has(checked.out, "output view launcher checks passed"));
+  check_fake_driver_passes(dir.path, "fake_driver_output_view", "output_view.cpp",
+                           "output view launcher checks passed");
 }

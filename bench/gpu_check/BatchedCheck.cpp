@@ -1,7 +1,7 @@
 // A batch of GEMMs + bias + exact GELU on tensor cores
 // (examples/BatchedGemm.h: out(b, i, j), the batch the grid's z), per
-// precision (bf16 and f16, tf32; fp32 on the FFMA schedule, which the
-// library refuses for a GPU until this check has run it), on each path the target has: the warp
+// precision (bf16 and f16, tf32; fp32 on the FFMA schedule), on each path
+// the target has: the warp
 // MMA; the warpgroup MMA with cp.async copies and with the TMA's (3-D boxes
 // of one product's rows; tf32 takes cp.async there, as the recipe says).
 // Operands: both batched, B stored K x N and N x K; one A for every B; one
