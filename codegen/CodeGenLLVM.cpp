@@ -444,6 +444,7 @@ void CodeGenLLVM::visit(const Store *op) {
     registers_.store(op->buffer, op->indices[0], value);
     return;
   }
+  value = stored_value(op->buffer, value);
   llvm::Value *address = buffer_element(op->buffer, op->indices, op->value.type());
   builder_->CreateAlignedStore(value, address,
                                module_.getDataLayout().getABITypeAlign(value->getType()));

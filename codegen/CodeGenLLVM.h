@@ -80,6 +80,9 @@ protected:
   /// Makes every thread of a block wait. A no-op on the host.
   /// `threads` > 0: only the block's first `threads` threads meet (Barrier).
   virtual void emit_barrier(int threads = 0);
+  /// The value a plain store into `buffer` writes (a target may make it
+  /// opaque: the PTX back end does for warpgroup MMA accumulators).
+  virtual llvm::Value *stored_value(const std::string &buffer, llvm::Value *value) { return value; }
 
   /// Copies one element from `source` to `destination` without waiting for
   /// it (a Store of async_load(...)); the base copies at once.

@@ -11,6 +11,7 @@
 #include "codegen/Symbols.h"
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -32,6 +33,18 @@ constexpr int kTensorMapBytes = 128, kTensorMapAlignment = 64; // CUtensorMap
 void CodeGenPTX::emit(const GpuProgram &program, bool grid_dependencies) {
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const GpuKernel &kernel = program.kernels[k];
+    struct Accumulators : IRVisitor {
+      std::set<std::string> names;
+      using IRVisitor::visit;
+      void visit(const WarpMma *op) override {
+        if (is_warpgroup_mma(op->kind))
+          if (const auto *update = op->update.as<Store>())
+            names.insert(update->buffer);
+        IRVisitor::visit(op);
+      }
+    } accumulators;
+    accumulators.visit_stmt(kernel.body);
+    warpgroup_accumulators_ = std::move(accumulators.names);
     check_kernel_name(kernel_symbol(kernel.name));
     kernel_ = &kernel;
     // KernelStart::DuringPreviousTail: the kernel waits for the one before
@@ -74,6 +87,14 @@ void CodeGenPTX::emit(const GpuProgram &program, bool grid_dependencies) {
                           str_cat(kernel.cluster[0], ",", kernel.cluster[1], ",", kernel.cluster[2]));
   }
   kernel_ = nullptr;
+}
+
+llvm::Value *CodeGenPTX::stored_value(const std::string &buffer, llvm::Value *value) {
+  if (!warpgroup_accumulators_.count(buffer) || !value->getType()->isFloatTy())
+    return value;
+  auto *type = llvm::FunctionType::get(value->getType(), {value->getType()}, false);
+  return builder_->CreateCall(type, llvm::InlineAsm::get(type, "mov.b32 $0, $1;", "=f,f", /*hasSideEffects=*/true),
+                              {value});
 }
 
 void CodeGenPTX::emit_prologue() {

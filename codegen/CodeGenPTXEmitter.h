@@ -9,6 +9,8 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <set>
+
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@ public:
 
 protected:
   void emit_prologue() override;
+  // A warpgroup MMA ties its accumulators' registers: each one's first
+  // value comes out of an instruction of its own, so that no copy of a
+  // shared value (one zero for all) lands between an MMA step's fence and
+  // its MMAs (ptxas serializes them there: C7519 / C7517).
+  llvm::Value *stored_value(const std::string &buffer, llvm::Value *value) override;
 
   // The 8-bit floats are their bits (i8) on the GPU as on the host; PTX
   // converts them in pairs (sm_89 and later), a value in the pair's low
@@ -141,6 +148,7 @@ private:
   const GpuKernel *kernel_ = nullptr;
   unsigned tensor_map_base_ = 0;                   ///< the parameter of the kernel's first tensor map
   bool pending_wgmma_fence_ = false;               ///< a wgmma_fence waits for the next MMA's instruction block
+  std::set<std::string> warpgroup_accumulators_;   ///< the buffers the kernel's warpgroup MMAs accumulate into
   llvm::GlobalVariable *arrival_flag_ = nullptr;   ///< last_arrival's answer, shared by a block's threads
   llvm::GlobalVariable *dynamic_shared_ = nullptr; ///< the kernel's extern shared array, if it has one
   bool waits_for_previous_ = false, lets_next_start_ = false; ///< the kernel's grid dependencies

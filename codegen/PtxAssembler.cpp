@@ -52,10 +52,14 @@ const KernelResources *PtxasResult::find(const std::string &kernel) const {
 bool ptx_has_warpgroup_mma(const std::string &ptx) { return ptx.find("wgmma.mma_async") != std::string::npos; }
 
 std::vector<std::string> PtxasResult::performance_losses() const {
+  // The injected waits and arrives (C7517, C7519) are worded as plain
+  // information, without the "Potential Performance Loss" of the others:
+  // their codes name them.
+  static const std::regex code(R"(\(C75(0[7-9]|1[0-9]|20)\))");
   std::vector<std::string> lines;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);)
-    if (line.find("Potential Performance Loss") != std::string::npos)
+    if (line.find("Potential Performance Loss") != std::string::npos || std::regex_search(line, code))
       lines.push_back(line);
   return lines;
 }

@@ -31,9 +31,9 @@ struct PtxasResult {
   /// The report for GpuKernel `kernel` ("out", reported under its symbol
   /// "coalesce_out"), or nullptr if ptxas did not mention it.
   const KernelResources *find(const std::string &kernel) const;
-  /// ptxas's "Potential Performance Loss" reports (C7507 to C7520: wgmma
-  /// serialized, waits or arrives injected, setmaxnreg ignored), a line
-  /// each. ptxas prints them as information and assembles anyway; for a
+  /// ptxas's reports of a potential performance loss (C7507 to C7520:
+  /// wgmma serialized, waits or arrives injected, setmaxnreg ignored), a
+  /// line each. ptxas prints them as information and assembles anyway; for a
   /// kernel with warpgroup MMAs each one is a slow kernel, which the tests,
   /// the benchmark and coalesce-aot treat as a failure.
   std::vector<std::string> performance_losses() const;

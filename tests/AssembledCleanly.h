@@ -13,17 +13,9 @@
 
 namespace coalesce::testing {
 
-/// What check_assembled_cleanly lets through: nothing, or (for the fused
-/// SwiGLU's kernel) the warpgroup arrive and wait ptxas injects (C7517 /
-/// C7519) at the first instruction of a tile, whose accumulators were just
-/// zeroed in registers; the kernel stays correct, and those waits are once
-/// per tile, not per k step.
-enum class InjectedWaits { Refused, Tolerated };
-
 /// The `kernels` kernels of `assembled` (one, or with padded copies
 /// three): no spills, no stack, none of the codes.
-inline void check_assembled_cleanly(const PtxasResult &assembled, size_t kernels = 1,
-                                    InjectedWaits waits = InjectedWaits::Refused) {
+inline void check_assembled_cleanly(const PtxasResult &assembled, size_t kernels = 1) {
   REQUIRE(assembled.kernels.size() == kernels);
   for (const KernelResources &kernel : assembled.kernels) {
     INFO(kernel.name);
@@ -35,8 +27,7 @@ inline void check_assembled_cleanly(const PtxasResult &assembled, size_t kernels
   INFO("ptxas's report:\n", assembled.log);
   CHECK(assembled.performance_losses().empty());
   for (const char *code : {"C7515", "C7517", "C7519", "C7507", "C7508"})
-    if (waits == InjectedWaits::Refused || (std::string(code) != "C7517" && std::string(code) != "C7519"))
-      CHECK(assembled.log.find(code) == std::string::npos);
+    CHECK(assembled.log.find(code) == std::string::npos);
 }
 
 } // namespace coalesce::testing

@@ -126,3 +126,21 @@ TEST_CASE("the FP32 GEMM schedule with 3 stages and warp layouts assembles witho
     }
   }
 }
+
+TEST_CASE("ptxas's performance losses: the serialized wgmmas and the injected waits and arrives, nothing else") {
+  PtxasResult result;
+  result.log = "ptxas info    : Compiling entry function 'coalesce_sw' for 'sm_90a'\n"
+               "ptxas info    : (C7519) warpgroup.arrive is injected in around line 1614 by compiler to allow use of "
+               "registers in GMMA in function 'coalesce_sw'\n"
+               "ptxas info    : (C7517) warpgroup.wait is injected in around line 1614 by compiler to allow use of "
+               "registers defined by GMMA in function 'coalesce_sw'\n"
+               "ptxas /tmp/x.ptx, line 9; warning : Potential Performance Loss: wgmma.mma_async instructions are "
+               "serialized due to insufficient register resources for the wgmma pipeline in the function 'coalesce_t'\n"
+               "ptxas info    : Used 201 registers, used 1 barriers, 0 bytes smem\n"
+               "ptxas info    : (C7600) an unrelated note\n";
+  std::vector<std::string> losses = result.performance_losses();
+  REQUIRE(losses.size() == 3);
+  CHECK(losses[0].find("C7519") != std::string::npos);
+  CHECK(losses[1].find("C7517") != std::string::npos);
+  CHECK(losses[2].find("serialized") != std::string::npos);
+}
