@@ -62,15 +62,19 @@ bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner
       var = mul->a;
       coefficient *= *as_const_int(mul->b);
     }
-    // A loop variable, or its quotient or remainder by a constant (how a
-    // fused loop's halves read it: lane / 4, warp % 2).
-    int64_t divisor = 0, modulus = 0;
-    if (const auto *div = var.as<Div>(); div && as_const_int(div->b) && *as_const_int(div->b) > 0) {
-      divisor = *as_const_int(div->b);
-      var = div->a;
-    } else if (const auto *mod = var.as<Mod>(); mod && as_const_int(mod->b) && *as_const_int(mod->b) > 0) {
-      modulus = *as_const_int(mod->b);
-      var = mod->a;
+    // A loop variable, or quotients and remainders of it by constants (how a
+    // fused loop's parts read it: lane / 4, warp % 2, warp % 8 / 4).
+    std::vector<std::pair<bool, int64_t>> steps; // outermost first: (is a quotient, by)
+    while (true) {
+      if (const auto *div = var.as<Div>(); div && as_const_int(div->b) && *as_const_int(div->b) > 0) {
+        steps.emplace_back(true, *as_const_int(div->b));
+        var = div->a;
+      } else if (const auto *mod = var.as<Mod>(); mod && as_const_int(mod->b) && *as_const_int(mod->b) > 0) {
+        steps.emplace_back(false, *as_const_int(mod->b));
+        var = mod->a;
+      } else {
+        break;
+      }
     }
     const auto *variable = var.as<Variable>();
     auto loop = variable ? inner.find(variable->name) : inner.end();
@@ -82,17 +86,22 @@ bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner
       continue;
     }
     auto min = as_const_int(loop->second.min), extent = as_const_int(loop->second.extent);
-    if (!min || !extent || ((divisor || modulus) && *min < 0))
+    if (!min || !extent || (!steps.empty() && *min < 0))
       return false;
+    // The values' range through the steps, innermost first.
     int64_t first = *min, last = *min + *extent - 1;
-    if (divisor) {
-      first /= divisor;
-      last /= divisor;
-    } else if (modulus) {
-      first = *extent >= modulus ? 0 : first % modulus;
-      last = *extent >= modulus ? modulus - 1 : last % modulus;
-      if (first > last)
-        first = 0, last = modulus - 1;
+    for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
+      const auto [quotient, by] = *step;
+      if (quotient) {
+        first /= by;
+        last /= by;
+      } else if (first / by == last / by) {
+        first %= by;
+        last %= by;
+      } else {
+        first = 0;
+        last = by - 1;
+      }
     }
     int64_t a = coefficient * first, b = coefficient * last;
     low += std::min(a, b);

@@ -42,7 +42,10 @@ private:
 
 /// Splits an affine index into its part outside the staging loop (`base`)
 /// and the span of its inner-loop terms (`extent`); false where it is not
-/// affine in the loops `inner` with constant coefficients.
+/// affine in the loops `inner` with constant coefficients. A term may be a
+/// constant times an inner loop's variable or a chain of quotients and
+/// remainders of it by positive constants (warp % 8 / 4), each over the
+/// values the chain takes (the whole period where a remainder wraps).
 bool affine_span(const Expr &index, const std::map<std::string, LoopInfo> &inner, Expr *base, int64_t *extent);
 
 /// The input's calls rewritten as loads of its tile `buffer`, at their
