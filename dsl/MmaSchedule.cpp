@@ -136,10 +136,16 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     // N a multiple of 8 here; check_mma asks for 64 where the instruction's
     // second operand is staged MN-major (its swizzled atoms are 64 columns
     // wide) or has not run narrower on a GPU.
-    if (group && (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 8 || warp_n > kWarpgroupMmaMaxColumns))
-      user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " tile; ",
-                 mma_kind_name(kind), " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 8 up to 256 ",
-                 "(of 64 unless its second operand is stored K-major): pass 64 and N as the tile's rows and columns");
+    // Two instructions' rows per warpgroup (128 x N, N up to 128) are the
+    // same registers' worth as one 64 x 2N tile.
+    const bool two_row_blocks = group && warp_m == 2 * kWarpgroupMmaRows && warp_n <= kWarpgroupMmaMaxColumns / 2;
+    if (group && !two_row_blocks &&
+        (warp_m != kWarpgroupMmaRows || warp_n <= 0 || warp_n % 8 || warp_n > kWarpgroupMmaMaxColumns))
+      user_error(
+          "in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n, " tile; ", mma_kind_name(kind),
+          " computes a 64 x N tile per warpgroup (4 warps), N a multiple of 8 up to 256 ",
+          "(of 64 unless its second operand is stored K-major), or two instructions' rows, 128 x N with N up to ",
+          kWarpgroupMmaMaxColumns / 2, ": pass 64 or 128 and N as the tile's rows and columns");
     if (group && tile_m % kWarpgroupMmaRows)
       user_error("in schedule for ", describe(), ": mma_tile of a ", tile_m, "-row tile with ", mma_kind_name(kind),
                  "; a warpgroup covers 64 rows, so the tile's rows must be a multiple of 64");
@@ -151,7 +157,7 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
       user_error("in schedule for ", describe(), ": mma_tile with a ", warp_m, " x ", warp_n,
                  " warp tile does not divide the ", tile_m, " x ", tile_n, " tile of '", x.name(), "' and '", y.name(),
                  "'; choose a warp tile that divides it");
-    int warps = (tile_m / rows_per_warp) * (tile_n / warp_n);
+    int warps = (tile_m / (two_row_blocks ? 2 * rows_per_warp : rows_per_warp)) * (tile_n / warp_n);
     if (warps * 32 > 1024)
       user_error("in schedule for ", describe(), ": mma_tile makes ", warps, " warps (", warps * 32,
                  " threads) per block; at most 32 warps fit in a block: use a larger warp tile");
@@ -178,6 +184,37 @@ Stage &Stage::mma_tile(const Var &x, const Var &y, MmaKind kind, int warp_m, int
     // x = wi * warp_m + mma_i * 16 + frag_i * 8 + lane_row, y likewise with
     // lane_col * 2 + frag_j: lane = lane_row * 4 + lane_col owns rows
     // lane / 4 (+ 8) and columns 2 (lane % 4) (+ 1) of each instruction tile.
+    if (two_row_blocks) {
+      // x = group * 128 + mma_i * 64 + quarter * 16 + frag_i * 8 +
+      // lane_row: each warp of a warpgroup holds 16 rows of each of the two
+      // instructions' 64 (warp = wj * (tile_m / 32) + group * 4 + quarter).
+      Var group_i = name(x.name() + "_group"), in_group = name(x.name() + "_in_group");
+      Var quarter = name(warp.name() + "_quarter"), in_quarter = name(x.name() + "_in_quarter");
+      Var wq = name(warp.name() + "_gq");
+      split(x, group_i, in_group, warp_m).split(y, wj, yw, warp_n);
+      split(in_group, mma_i, xw, kWarpgroupMmaRows).split(yw, mma_j, ym, in);
+      split(xw, quarter, in_quarter, im);
+      split(in_quarter, frag_i, lr, 8).split(ym, lc, frag_j, 2);
+      reorder({wj, group_i, quarter, lr, lc, mma_i, mma_j, frag_i, frag_j});
+      fuse(lc, lr, lane).fuse(quarter, group_i, wq).fuse(wq, wj, warp);
+      gpu_threads({warp, lane});
+      unroll(mma_i).unroll(mma_j).unroll(frag_i).unroll(frag_j);
+      StageSchedule &after = schedule();
+      after.mma_layout = MmaLayout{kind,
+                                   warp.name(),
+                                   lane.name(),
+                                   mma_i.name(),
+                                   mma_j.name(),
+                                   frag_i.name(),
+                                   frag_j.name(),
+                                   rows_per_warp,
+                                   warp_n,
+                                   tile_m / (2 * rows_per_warp),
+                                   tile_n / warp_n,
+                                   rows[0],
+                                   columns[0]};
+      return *this;
+    }
     split(x, wi, xw, rows_per_warp).split(y, wj, yw, warp_n);
     split(xw, mma_i, xm, im).split(yw, mma_j, ym, in);
     split(xm, frag_i, lr, 8).split(ym, lc, frag_j, 2);

@@ -158,6 +158,14 @@ TEST_CASE("a warpgroup MMA schedule that breaks a rule is rejected with the rule
     t.warp_m = 32;
     CHECK_HAS(refused_tiling(t), "64 x N tile per warpgroup");
   }
+  SUBCASE("a 128-row warpgroup tile wider than 128 columns") {
+    MmaTiling t = small_group_tiling(kind);
+    t.block_m = 128;
+    t.block_n = 256;
+    t.warp_m = 128;
+    t.warp_n = 256;
+    CHECK_HAS(refused_tiling(t), "128 x N with N up to 128");
+  }
   SUBCASE("columns that are not whole swizzle atoms of a B stored K x N") {
     MmaTiling t = small_group_tiling(kind);
     t.warp_n = 32;

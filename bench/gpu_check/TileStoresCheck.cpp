@@ -123,7 +123,13 @@ std::vector<MmaTiling> tilings(Precision p) {
   persistent.persistent_blocks = 7;
   persistent.producer_warps = 4;
   persistent.producer_registers = 40;
-  return {wide, persistent};
+  MmaTiling rows256 = wide; // two warpgroups of 128 rows each
+  rows256.block_m = 256;
+  rows256.block_n = 128;
+  rows256.warp_m = 128;
+  rows256.warp_n = 128;
+  rows256.stages = 3;
+  return {wide, persistent, rows256};
 }
 
 std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stores) {
@@ -185,8 +191,9 @@ void check_tile_stores(Precision p) {
     StagedAndDirect kernels;
     for (const Shape &s : kShapes)
       check_one(p, ts[n], kernels, s,
-                std::string(reference::precision_name(p)) +
-                    (n == 0 ? " sums staged, 128x256" : " sums staged, persistent, producer warps"));
+                std::string(reference::precision_name(p)) + (n == 0   ? " sums staged, 128x256"
+                                                             : n == 1 ? " sums staged, persistent, producer warps"
+                                                                      : " sums staged, 256x128 of 128-row warpgroups"));
   }
 }
 
