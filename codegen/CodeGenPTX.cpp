@@ -11,6 +11,7 @@
 #include "codegen/Symbols.h"
 #include "dsl/CompileProfile.h"
 #include "dsl/Error.h"
+#include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -33,18 +34,28 @@ constexpr int kTensorMapBytes = 128, kTensorMapAlignment = 64; // CUtensorMap
 void CodeGenPTX::emit(const GpuProgram &program, bool grid_dependencies) {
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const GpuKernel &kernel = program.kernels[k];
+    // The warpgroup MMAs' accumulator buffers, and their tiles (a buffer
+    // and the indices of an instruction's update: one per MMA of a k16).
     struct Accumulators : IRVisitor {
-      std::set<std::string> names;
+      std::set<std::string> names, tiles;
       using IRVisitor::visit;
       void visit(const WarpMma *op) override {
         if (is_warpgroup_mma(op->kind))
-          if (const auto *update = op->update.as<Store>())
+          if (const auto *update = op->update.as<Store>()) {
             names.insert(update->buffer);
+            std::string tile = update->buffer;
+            for (const Expr &index : update->indices)
+              tile += "," + to_string(index);
+            tiles.insert(tile);
+          }
         IRVisitor::visit(op);
       }
     } accumulators;
     accumulators.visit_stmt(kernel.body);
-    warpgroup_accumulators_ = std::move(accumulators.names);
+    // Only where a k step's MMAs update several tiles (stored_value).
+    warpgroup_accumulators_.clear();
+    if (accumulators.tiles.size() > 1)
+      warpgroup_accumulators_ = std::move(accumulators.names);
     check_kernel_name(kernel_symbol(kernel.name));
     kernel_ = &kernel;
     // KernelStart::DuringPreviousTail: the kernel waits for the one before

@@ -26,10 +26,15 @@ public:
 
 protected:
   void emit_prologue() override;
-  // A warpgroup MMA ties its accumulators' registers: each one's first
-  // value comes out of an instruction of its own, so that no copy of a
-  // shared value (one zero for all) lands between an MMA step's fence and
-  // its MMAs (ptxas serializes them there: C7519 / C7517).
+  // A warpgroup MMA ties its accumulators' registers. Where a k step's
+  // MMAs update several accumulator tiles (two sums, two 64-row halves of
+  // a warpgroup's 128 rows), each register's first value comes out of an
+  // instruction of its own, so that no copy of a shared value (one zero
+  // for all) lands between the step's fence and its later MMAs (ptxas
+  // serializes them there: C7519 / C7517). With one tile per step the
+  // zeros stay plain constants: the opaque copies would keep 128 more
+  // values live and spill the persistent 128 x 256 kernel with producer
+  // warps.
   llvm::Value *stored_value(const std::string &buffer, llvm::Value *value) override;
 
   // The 8-bit floats are their bits (i8) on the GPU as on the host; PTX
