@@ -17,6 +17,10 @@
 //               rounded copies: three kernels)
 //
 // --kernels=a,b,... measures only those.
+// --aligned measures instead the kernels a launch at 4096^3 compiles: the
+// program specialized for sizes that are multiples of 16
+// (scheduler/SpecializeSizes.h; the general one compiles only for a launch
+// at other sizes).
 // --cpu-check measures instead what checking each kernel on the CPU costs:
 // schedule to host code (the checking pipeline, codegen/OptimizeModule.h)
 // and one run at 64 x 64 x 64, the "run" phase.
@@ -26,9 +30,10 @@
 // (NAME.opt.ll), to try other pipelines with opt and llc.
 
 #include "dsl/CompileProfile.h"
-#include "examples/Gemm.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
+#include "examples/Gemm.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -170,7 +175,7 @@ double median(std::vector<double> values) {
 int main(int argc, char **argv) {
   int runs = 10;
   std::string ptx_dir, ir_dir, only;
-  bool cpu_check = false;
+  bool cpu_check = false, aligned = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strncmp(argv[a], "--runs=", 7) == 0)
       runs = std::max(1, std::atoi(argv[a] + 7));
@@ -182,10 +187,12 @@ int main(int argc, char **argv) {
       ir_dir = argv[a] + 9;
     else if (std::strcmp(argv[a], "--cpu-check") == 0)
       cpu_check = true;
+    else if (std::strcmp(argv[a], "--aligned") == 0)
+      aligned = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,bf16-wgmma-sums,tf32-wgmma] [--ptx-dir=DIR] "
-                   "[--ir-dir=DIR] [--cpu-check]\n",
+                   "[--ir-dir=DIR] [--cpu-check] [--aligned]\n",
                    argv[0]);
       return 2;
     }
@@ -229,6 +236,9 @@ int main(int argc, char **argv) {
         Pipeline pipeline(*out);
         if (cpu_check)
           check_on_cpu(pipeline, kernel.in, kernel.out);
+        else if (aligned) // what a launch at 4096^3 compiles (Pipeline::gpu_executable)
+          ptx = pipeline.specialized_ptx(
+              target, specializable_sizes(pipeline.gpu_program(), {{"M", 4096}, {"N", 4096}, {"K", 4096}}));
         else
           ptx = pipeline.ptx(target);
       }));
@@ -252,8 +262,9 @@ int main(int argc, char **argv) {
       std::printf("%s kernel, checked on the CPU at %d^3 (schedule to host code, then one run), median of %d:\n%s",
                   kernel.name, kCheckExtent, runs, medians.str().c_str());
     else
-      std::printf("%s kernel, schedule to PTX for %s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
-                  target.sm().c_str(), runs, ptx.size(), medians.str().c_str());
+      std::printf("%s kernel, schedule to PTX for %s%s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
+                  target.sm().c_str(), aligned ? ", specialized for sizes that are multiples of 16" : "", runs,
+                  ptx.size(), medians.str().c_str());
     std::printf("  %-44s %8.2f ms %8.2f ms  (wall min %.2f, max %.2f)\n", "median total", median(totals),
                 median(cpu_totals), *std::min_element(totals.begin(), totals.end()),
                 *std::max_element(totals.begin(), totals.end()));

@@ -31,16 +31,17 @@
 #include "bench/common/GemmPointers.h"
 #include "bench/common/Precisions.h"
 #include "codegen/PtxAssembler.h"
-#include "runtime/Coalesce.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
+#include "runtime/Coalesce.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/GpuCandidateTiming.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
-#include "runtime/GpuCandidateTiming.h"
 #include "runtime/TuneGemm.h"
 #include "runtime/TuneProgress.h"
 #include "runtime/Version.h"
+#include "scheduler/SpecializeSizes.h"
 
 #ifdef COALESCE_HAVE_CUBLAS
 #include "bench/reference/CublasReference.h"
@@ -294,26 +295,10 @@ double tflops(const Shape &s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 
 
 // ------------------------------------------------------------- compilation
 
-/// Prints the PTX step; false if PTX could not be produced.
-bool report_ptx(Pipeline &pipeline) {
-  GpuTarget target; // sm_90a
-  std::printf("\n== PTX for %s ==\n", target.sm().c_str());
+/// What ptxas says of `ptx`'s kernels; false if it rejects the PTX.
+bool report_ptxas(const std::string &ptx, const GpuTarget &target) {
   try {
-    const std::string &ptx = pipeline.ptx(target);
-    std::printf("schedule to PTX: %.1f ms (%s), %zu bytes of PTX\n", pipeline.last_ptx_compile_ms(),
-                pipeline.last_ptx_from_cache() ? "from the compile cache; COALESCE_CACHE=0 compiles afresh"
-                                               : "lowering, LLVM IR, optimization, NVPTX",
-                ptx.size());
-  } catch (const UserError &error) {
-    std::printf("could not generate PTX: %s\n", error.what());
-    return false;
-  }
-  if (!ptxas_available()) {
-    std::printf("ptxas is missing (looked for %s): no resource report\n", cuda_toolkit_path("bin/ptxas").c_str());
-    return true;
-  }
-  try {
-    PtxasResult result = pipeline.assemble(target);
+    PtxasResult result = assemble_ptx(ptx, target);
     for (const KernelResources &kernel : result.kernels)
       std::printf("ptxas: %s: %d registers, %d bytes shared memory, %d bytes stack, spills %d bytes stored / %d "
                   "loaded%s\n",
@@ -324,6 +309,46 @@ bool report_ptx(Pipeline &pipeline) {
     return false;
   }
   return true;
+}
+
+/// Prints the PTX step: the general program, and where the shape's sizes
+/// include multiples of 16, the program specialized for them, which a GPU
+/// launch at this shape compiles and runs instead (Pipeline::gpu_executable);
+/// false if PTX could not be produced.
+bool report_ptx(Pipeline &pipeline, const Shape &shape) {
+  GpuTarget target; // sm_90a
+  std::printf("\n== PTX for %s ==\n", target.sm().c_str());
+  std::vector<std::string> multiples;
+  try {
+    const std::string &ptx = pipeline.ptx(target);
+    std::printf("schedule to PTX: %.1f ms (%s), %zu bytes of PTX\n", pipeline.last_ptx_compile_ms(),
+                pipeline.last_ptx_from_cache() ? "from the compile cache; COALESCE_CACHE=0 compiles afresh"
+                                               : "lowering, LLVM IR, optimization, NVPTX",
+                ptx.size());
+    if (launch_specialization_enabled())
+      multiples = specializable_sizes(pipeline.gpu_program(), {{"M", shape.M}, {"N", shape.N}, {"K", shape.K}});
+  } catch (const UserError &error) {
+    std::printf("could not generate PTX: %s\n", error.what());
+    return false;
+  }
+  if (!ptxas_available()) {
+    std::printf("ptxas is missing (looked for %s): no resource report\n", cuda_toolkit_path("bin/ptxas").c_str());
+    return true;
+  }
+  if (!report_ptxas(pipeline.ptx(target), target))
+    return false;
+  if (multiples.empty())
+    return true;
+  std::string names;
+  for (const std::string &name : multiples)
+    names += (names.empty() ? "" : ", ") + name;
+  auto start = std::chrono::steady_clock::now();
+  const std::string &specialized = pipeline.specialized_ptx(target, multiples);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("specialized for %s, multiples of 16 (the kernel a GPU launch at this shape compiles and runs): "
+              "%.1f ms, %zu bytes of PTX\n",
+              names.c_str(), ms, specialized.size());
+  return report_ptxas(specialized, target);
 }
 
 // ------------------------------------------------------------------- GPU run
@@ -517,7 +542,7 @@ int run_main_job(const Options &options) {
               shape_text(shape).c_str());
   std::printf("\n== loop nest ==\n%s", pipeline.loop_nest().c_str());
 
-  bool ptx_ok = report_ptx(pipeline);
+  bool ptx_ok = report_ptx(pipeline, shape);
   const double tolerance = tolerance_for(options.dtype, options.tensor_cores && options.dtype == Float(32));
   int status;
   if (have_gpu) {

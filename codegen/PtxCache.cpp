@@ -115,7 +115,7 @@ std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target) {
 }
 
 std::string cached_ptx(const GpuNest &nest, const GpuTarget &target, const CompileCache &cache,
-                       const std::function<std::string()> &compile, bool *hit) {
+                       const std::function<std::string()> &compile, bool *hit, const std::string &variant) {
   if (hit)
     *hit = false;
   if (!cache.enabled())
@@ -124,6 +124,8 @@ std::string cached_ptx(const GpuNest &nest, const GpuTarget &target, const Compi
   {
     PhaseTimer timer("cache: key");
     key = ptx_cache_key(nest, target);
+    if (!variant.empty())
+      key += "\nvariant: " + variant;
   }
   std::optional<std::string> stored;
   {

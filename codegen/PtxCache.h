@@ -23,8 +23,11 @@ std::string ptx_cache_key(const GpuNest &nest, const GpuTarget &target);
 
 /// The PTX for `nest` from `cache` if it holds it, else `compile()`'s,
 /// stored in the cache. `hit` (if given) says which.
+/// `variant` names a program derived from the nest's at launch (a
+/// specialization, SpecializeSizes.h): it is part of the key.
 std::string cached_ptx(const GpuNest &nest, const GpuTarget &target, const CompileCache &cache,
-                       const std::function<std::string()> &compile, bool *hit = nullptr);
+                       const std::function<std::string()> &compile, bool *hit = nullptr,
+                       const std::string &variant = "");
 
 /// "coalesce <git commit> (<library file size>-<mtime>)": changes whenever
 /// libcoalesce is rebuilt, so a cache never outlives the compiler that

@@ -178,7 +178,12 @@ TimingSteps gpu_timing_steps(const GemmProblem &problem) {
   // gpu::Device::get), through ptxas: the driver's JIT compiles one module
   // at a time, and made 50 candidates take 36-43 s on the H200's machine,
   // the timing thread waiting behind it.
-  steps.prepare = [](CompiledCandidate &c) { c.pipeline.gpu_executable(c.target, GpuAssembler::Ptxas); };
+  // What the launches at the problem's sizes run: the program specialized
+  // for its sizes that are multiples of 16, or the general one.
+  steps.prepare = [problem](CompiledCandidate &c) {
+    c.pipeline.gpu_executable(c.target, GpuAssembler::Ptxas)
+        .prepare({{"M", problem.M}, {"N", problem.N}, {"K", problem.K}});
+  };
   steps.rank = [bench](CompiledCandidate &c) { return bench->measure(c, true, quick_timing()); };
   steps.confirm = [bench](CompiledCandidate &c) { return bench->measure(c, false, benchmark_timing()); };
   return steps;

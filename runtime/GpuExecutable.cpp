@@ -5,6 +5,7 @@
 #include "runtime/Arguments.h"
 #include "runtime/TensorMaps.h"
 #include "scheduler/EvaluateInt.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <algorithm>
 
@@ -17,6 +18,15 @@ GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module, const GpuTa
     : program_(std::move(program)), module_(std::move(module)), grid_dependencies_(target.has_grid_dependencies()) {
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+  workspace_.resize(program_.args.size());
+  tensor_maps_.resize(program_.kernels.size());
+  for (size_t k = 0; k < program_.kernels.size(); ++k)
+    tensor_maps_[k].resize(program_.kernels[k].tensor_maps.size());
+}
+
+GpuExecutable::GpuExecutable(GpuProgram program, Loader load, const GpuTarget &target, Specializer specialize)
+    : program_(std::move(program)), load_(std::move(load)), grid_dependencies_(target.has_grid_dependencies()),
+      specialize_(std::move(specialize)) {
   workspace_.resize(program_.args.size());
   tensor_maps_.resize(program_.kernels.size());
   for (size_t k = 0; k < program_.kernels.size(); ++k)
@@ -56,8 +66,37 @@ size_t GpuExecutable::workspace_bytes(size_t arg, const std::map<std::string, in
   return static_cast<size_t>(workspace_elements(a, params)) * static_cast<size_t>(a.type.bytes());
 }
 
+GpuExecutable::~GpuExecutable() = default;
+
+void GpuExecutable::load() const {
+  if (!load_)
+    return;
+  module_ = load_();
+  load_ = nullptr;
+  for (const GpuKernel &kernel : program_.kernels)
+    functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+}
+
+const GpuExecutable &GpuExecutable::for_launch(const std::map<std::string, int64_t> &params) const {
+  std::vector<std::string> multiples = specialize_ ? specializable_sizes(program_, params) : std::vector<std::string>();
+  if (multiples.empty())
+    return *this;
+  std::unique_ptr<GpuExecutable> &variant = variants_[multiples];
+  if (!variant)
+    variant = specialize_(multiples);
+  return *variant;
+}
+
+void GpuExecutable::prepare(const std::map<std::string, int64_t> &params) const { for_launch(params).load(); }
+
 void GpuExecutable::launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const {
   COALESCE_INTERNAL_ASSERT(buffers.size() == program_.args.size(), "one device pointer per argument expected");
+  for_launch(params).launch_general(buffers, params);
+}
+
+void GpuExecutable::launch_general(const std::vector<CUdeviceptr> &buffers,
+                                   const std::map<std::string, int64_t> &params) const {
+  load();
   std::vector<CUdeviceptr> pointers = buffers;
   std::vector<int32_t> scalars(program_.args.size(), 0);
   std::vector<void *> slots;

@@ -8,7 +8,9 @@
 #include "scheduler/LoweredFunc.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,20 @@ public:
   /// The same, from a module already loaded (gpu::Module::load_cubin).
   GpuExecutable(GpuProgram program, gpu::Module module, const GpuTarget &target);
 
+  /// Loads the program's module (compiled for `target`) when first needed.
+  using Loader = std::function<gpu::Module()>;
+  /// The program specialized for launches where each named scalar argument
+  /// is a multiple of 16 (scheduler/SpecializeSizes.h), loaded.
+  using Specializer = std::function<std::unique_ptr<GpuExecutable>(const std::vector<std::string> &)>;
+  /// A program compiled on demand: a launch whose scalar arguments include
+  /// multiples of 16 runs the variant `specialize` makes for them (once per
+  /// set of such arguments), any other launch the general program, which
+  /// `load` compiles at the first launch that needs it. So a program run
+  /// only at aligned sizes never compiles its general kernels (the
+  /// branches for rows the TMA cannot read, partial reduction steps).
+  GpuExecutable(GpuProgram program, Loader load, const GpuTarget &target, Specializer specialize);
+  ~GpuExecutable();
+
   /// Launches every kernel. `buffers[i]` is the device pointer for argument
   /// i (ignored for scalars); `params` holds every scalar argument. A
   /// workspace argument (split_k's partial sums and counters) given as 0
@@ -33,6 +49,11 @@ public:
   /// time), as two launches sharing one workspace would mix their counts.
   void launch(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
 
+  /// Compiles and loads what a launch at `params` runs (the specialized
+  /// variant or the general program), so that the launch itself does not:
+  /// for callers that compile on other threads than they launch from.
+  void prepare(const std::map<std::string, int64_t> &params) const;
+
   /// Bytes of workspace argument `arg` at these parameters (0 for others).
   size_t workspace_bytes(size_t arg, const std::map<std::string, int64_t> &params) const;
 
@@ -40,9 +61,18 @@ public:
 
 private:
   GpuProgram program_;
-  gpu::Module module_;
+  mutable Loader load_; ///< set until the module is loaded
+  mutable gpu::Module module_;
   bool grid_dependencies_; ///< the code's target has them (GpuTarget::has_grid_dependencies)
-  std::vector<CUfunction> functions_;
+  mutable std::vector<CUfunction> functions_;
+  Specializer specialize_; ///< empty: every launch runs the general program
+  mutable std::map<std::vector<std::string>, std::unique_ptr<GpuExecutable>> variants_;
+  /// Loads the module and finds its kernels, once.
+  void load() const;
+  /// The executable a launch at `params` runs: this one, or the variant
+  /// for its sizes that are multiples of 16 (made on first use).
+  const GpuExecutable &for_launch(const std::map<std::string, int64_t> &params) const;
+  void launch_general(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
   /// Per argument: the workspace this executable owns (empty for others).
   mutable std::vector<gpu::DeviceBuffer> workspace_;
   /// Per kernel, per tensor map: the last map encoded, and the pointer and

@@ -12,6 +12,7 @@
 #include "runtime/StagePage.h"
 #include "runtime/StageTexts.h"
 #include "scheduler/Lower.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <chrono>
 #include <filesystem>
@@ -117,24 +118,75 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
   host_kernel_->run(slots.data());
 }
 
+namespace {
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
+// The PTX of `program` (lowered from `nest`) specialized for `multiples`,
+// from the compile cache where it holds it.
+std::string specialized_code(const GpuNest &nest, const GpuProgram &program, const GpuTarget &target,
+                             const std::vector<std::string> &multiples) {
+  return cached_ptx(
+      nest, target, CompileCache::from_environment(),
+      [&] { return compile_to_ptx(specialize_sizes(program, multiples), target); }, nullptr,
+      "sizes that are multiples of 16: " + joined(multiples));
+}
+
+// `code` loaded for the current device: ptxas's binary where asked for and
+// possible (a toolkit newer than the driver makes binaries the driver
+// refuses: then the JIT), else the driver's JIT.
+gpu::Module load_module(const std::string &code, const GpuTarget &target, GpuAssembler assembler) {
+  if (assembler == GpuAssembler::Ptxas && ptxas_available()) {
+    try {
+      return gpu::Module::load_cubin(assemble_ptx(code, target).cubin, code);
+    } catch (const UserError &) {
+    }
+  }
+  return gpu::Module::load_ptx(code);
+}
+
+} // namespace
+
+const std::string &Pipeline::specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples) {
+  std::string key = target.sm() + ":" + joined(multiples);
+  auto it = specialized_ptx_.find(key);
+  if (it != specialized_ptx_.end())
+    return it->second;
+  return specialized_ptx_[key] = specialized_code(gpu_nest(), gpu_program(), target, multiples);
+}
+
 const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssembler assembler) {
   auto it = executables_.find(target.sm());
   if (it != executables_.end())
     return *it->second;
   gpu::Device::get(); // throws GpuUnavailable before any compiling
-  const std::string &code = ptx(target);
-  if (assembler == GpuAssembler::Ptxas && ptxas_available()) {
-    // A toolkit newer than the driver makes binaries the driver refuses:
-    // then the JIT, as without ptxas.
-    std::optional<gpu::Module> module;
-    try {
-      module = gpu::Module::load_cubin(assemble_ptx(code, target).cubin, code);
-    } catch (const UserError &) {
-    }
-    if (module)
-      return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), std::move(*module), target));
-  }
-  return *(executables_[target.sm()] = std::make_unique<GpuExecutable>(gpu_program(), code, target));
+  const GpuProgram &program = gpu_program();
+  // Nothing is compiled here: the general program at the first launch that
+  // needs it, a specialized one at the first launch of its sizes. The
+  // closures hold copies, so that they outlive a moved Pipeline.
+  GpuExecutable::Loader load;
+  if (auto known = ptx_.find(target.sm()); known != ptx_.end())
+    load = [code = known->second, target, assembler] { return load_module(code, target, assembler); };
+  else
+    load = [nest = gpu_nest(), program, target, assembler] {
+      std::string code =
+          cached_ptx(nest, target, CompileCache::from_environment(), [&] { return compile_to_ptx(program, target); });
+      return load_module(code, target, assembler);
+    };
+  GpuExecutable::Specializer specialize;
+  if (launch_specialization_enabled())
+    specialize = [nest = gpu_nest(), program, target, assembler](const std::vector<std::string> &multiples) {
+      std::string code = specialized_code(nest, program, target, multiples);
+      return std::make_unique<GpuExecutable>(specialize_sizes(program, multiples), load_module(code, target, assembler),
+                                             target);
+    };
+  return *(executables_[target.sm()] =
+               std::make_unique<GpuExecutable>(program, std::move(load), target, std::move(specialize)));
 }
 
 void Pipeline::realize_on_gpu(const Arguments &args, Buffer &output) {

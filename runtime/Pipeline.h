@@ -54,6 +54,10 @@ public:
   const GpuProgram &gpu_program();
   /// PTX for `target`; compiled once per target and kept.
   const std::string &ptx(const GpuTarget &target = {});
+  /// The PTX of gpu_program() for launches where each scalar argument of
+  /// `multiples` is a multiple of 16 (specialize_sizes): what a launch at
+  /// such sizes compiles instead of ptx(target) (gpu_executable).
+  const std::string &specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples);
   /// Milliseconds the last fresh schedule-to-PTX compilation took (a
   /// compile cache hit included).
   double last_ptx_compile_ms() const { return last_ptx_ms_; }
@@ -99,6 +103,7 @@ private:
   std::unique_ptr<GpuNest> gpu_nest_;
   std::unique_ptr<GpuProgram> gpu_program_;
   std::map<std::string, std::string> ptx_;
+  std::map<std::string, std::string> specialized_ptx_; ///< by "sm:multiples"
   std::map<std::string, std::unique_ptr<GpuExecutable>> executables_;
   double last_ptx_ms_ = 0;
   bool last_ptx_cached_ = false;

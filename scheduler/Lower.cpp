@@ -345,6 +345,10 @@ std::vector<std::pair<std::string, int>> aligned_buffers_of(const Stmt &body, co
 
 } // namespace
 
+// The last step runs at launch, not here: specialize_sizes
+// (scheduler/SpecializeSizes.h) derives from this program the variant for
+// sizes that are multiples of 16, which Pipeline::gpu_executable compiles
+// for the launches that take it.
 GpuProgram finish_gpu_program(const GpuNest &nest) {
   if (nest.unverified)
     verify_serial_nest(nest.serial, *nest.unverified);

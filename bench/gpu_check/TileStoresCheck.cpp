@@ -200,7 +200,10 @@ void check_tile_stores(Precision p) {
 void tile_stores_sanitizer_case() {
   for (const MmaTiling &t : tilings(Precision::BF16)) {
     StagedAndDirect kernels;
+    // Ragged (the general kernel) and aligned (the kernel specialized for
+    // sizes that are multiples of 16, scheduler/SpecializeSizes.h).
     check_one(Precision::BF16, t, kernels, {131, 264, 200}, "bf16 sums staged (sanitizer)");
+    check_one(Precision::BF16, t, kernels, {256, 384, 192}, "bf16 sums staged, aligned (sanitizer)");
   }
 }
 

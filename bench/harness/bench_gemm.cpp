@@ -66,17 +66,18 @@
 #include "bench/harness/Problem.h"
 #include "bench/reference/CublasReference.h"
 #include "codegen/PtxAssembler.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
 #include "examples/Gemm.h"
 #include "runtime/Coalesce.h"
-#include "runtime/Version.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/GemmCandidate.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
 #include "runtime/GpuTiming.h"
-#include "runtime/GemmCandidate.h"
 #include "runtime/TuningDatabase.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
-#include "dsl/recipes/GemmSchedule.h"
+#include "runtime/Version.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <benchmark/benchmark.h>
 
@@ -323,8 +324,20 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
     tiling = ffma->str();
   }
+  // A launch at s runs the program specialized for its sizes that are
+  // multiples of 16 (Pipeline::gpu_executable): that kernel's PTX is the
+  // one timed, compiled and reported, so shapes of one tiling share a
+  // compiled kernel only where they share those sizes.
+  std::vector<std::string> multiples;
+  if (launch_specialization_enabled())
+    for (auto [name, extent] : {std::pair<const char *, int>{"M", s.M}, {"N", s.N}, {"K", s.K}})
+      if (extent > 0 && extent % kSpecializedMultiple == 0)
+        multiples.push_back(name);
+  std::string aligned;
+  for (const std::string &name : multiples)
+    aligned += (aligned.empty() ? "/multiples of 16: " : ",") + name;
   const std::string key = std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) +
-                          (s.b_nk ? "/nk/" : "/") + tiling;
+                          (s.b_nk ? "/nk/" : "/") + tiling + aligned;
   std::unique_ptr<CompiledKernel> &kernel = (*cache)[key];
   if (kernel)
     return *kernel;
@@ -341,17 +354,19 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, *ffma);
   k->pipeline = std::make_unique<Pipeline>(g.out);
   GpuTarget target = target_for_current_device();
-  k->pipeline->ptx(target);
-  k->ptx_compile_ms = k->pipeline->last_ptx_compile_ms();
+  auto start = std::chrono::steady_clock::now();
+  const std::string &ptx =
+      multiples.empty() ? k->pipeline->ptx(target) : k->pipeline->specialized_ptx(target, multiples);
+  k->ptx_compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (ptxas_available()) {
     try {
-      k->ptxas = k->pipeline->assemble(target);
+      k->ptxas = assemble_ptx(ptx, target);
     } catch (const UserError &error) {
       std::fprintf(stderr, "coalesce-bench: ptxas report unavailable: %s\n", error.what());
     }
     // A warpgroup-MMA kernel ptxas degrades is a failure, not a figure.
     std::vector<std::string> losses = k->ptxas ? k->ptxas->performance_losses() : std::vector<std::string>();
-    if (!losses.empty() && ptx_has_warpgroup_mma(k->pipeline->ptx(target)))
+    if (!losses.empty() && ptx_has_warpgroup_mma(ptx))
       user_error("ptxas reports a performance loss in the warpgroup-MMA kernel: ", losses.front());
   }
   k->executable = &k->pipeline->gpu_executable(target);

@@ -1,0 +1,138 @@
+#include "scheduler/SpecializeSizes.h"
+
+#include "dsl/IROperator.h"
+#include "dsl/IRVisitor.h"
+#include "scheduler/Simplify.h"
+#include "scheduler/Substitute.h"
+
+#include <cstdlib>
+#include <set>
+
+namespace coalesce {
+
+namespace {
+
+// The quotient variable standing for X / 16 in a specialized kernel.
+std::string quotient_name(const std::string &size) { return size + ".q"; }
+
+// Sums of variables times constants, plus a constant.
+struct Linear {
+  std::map<std::string, int64_t> terms;
+  int64_t constant = 0;
+};
+
+bool linearize(const Expr &e, int64_t scale, Linear &out) {
+  if (auto c = as_const_int(e)) {
+    out.constant += scale * *c;
+    return true;
+  }
+  if (const auto *v = e.as<Variable>()) {
+    out.terms[v->name] += scale;
+    return true;
+  }
+  if (const auto *add = e.as<Add>())
+    return linearize(add->a, scale, out) && linearize(add->b, scale, out);
+  if (const auto *sub = e.as<Sub>())
+    return linearize(sub->a, scale, out) && linearize(sub->b, -scale, out);
+  if (const auto *mul = e.as<Mul>()) {
+    if (auto c = as_const_int(mul->b))
+      return linearize(mul->a, scale * *c, out);
+    if (auto c = as_const_int(mul->a))
+      return linearize(mul->b, scale * *c, out);
+  }
+  return false;
+}
+
+// Divisions and remainders by a constant c of sums that are multiples of c
+// plus a non-negative constant, over the quotients (each >= 1): a sum of
+// non-negative terms, so that truncation and the floor agree.
+class FoldMultiples : public IRMutator {
+public:
+  explicit FoldMultiples(std::set<std::string> quotients) : quotients_(std::move(quotients)) {}
+
+private:
+  using IRMutator::visit;
+  std::set<std::string> quotients_;
+
+  // The sum's form when every term is a quotient with a non-negative
+  // coefficient that `divisor` divides, and the constant is non-negative.
+  std::optional<Linear> multiple_of(const Expr &sum, int64_t divisor) const {
+    Linear form;
+    if (divisor <= 0 || !sum.type().is_int() || !linearize(sum, 1, form) || form.constant < 0)
+      return std::nullopt;
+    for (const auto &[name, coefficient] : form.terms)
+      if (!quotients_.count(name) || coefficient < 0 || coefficient % divisor != 0)
+        return std::nullopt;
+    return form;
+  }
+  Expr visit(const Div *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *div = e.as<Div>();
+    auto divisor = div ? as_const_int(div->b) : std::nullopt;
+    if (!divisor)
+      return e;
+    auto form = multiple_of(div->a, *divisor);
+    if (!form)
+      return e;
+    Expr result = make_const(e.type(), static_cast<double>(form->constant / *divisor));
+    for (const auto &[name, coefficient] : form->terms)
+      result = result + Variable::make(e.type(), name) * static_cast<int>(coefficient / *divisor);
+    return result;
+  }
+  Expr visit(const Mod *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *mod = e.as<Mod>();
+    auto divisor = mod ? as_const_int(mod->b) : std::nullopt;
+    if (!divisor)
+      return e;
+    auto form = multiple_of(mod->a, *divisor);
+    return form ? make_const(e.type(), static_cast<double>(form->constant % *divisor)) : e;
+  }
+};
+
+} // namespace
+
+GpuProgram specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples) {
+  std::map<std::string, Expr> rounded;
+  std::set<std::string> quotients;
+  std::vector<const Argument *> specialized;
+  for (const std::string &name : multiples)
+    for (const Argument &arg : program.args)
+      if (arg.name == name && !arg.is_buffer()) {
+        rounded[name] = Variable::make(arg.type, quotient_name(name)) * static_cast<int>(kSpecializedMultiple);
+        quotients.insert(quotient_name(name));
+        specialized.push_back(&arg);
+      }
+  auto specialize = [&](const auto &node) {
+    return simplify(FoldMultiples(quotients).mutate(simplify(substitute(rounded, node))));
+  };
+  GpuProgram variant = program;
+  for (GpuKernel &kernel : variant.kernels) {
+    Stmt body = specialize(kernel.body);
+    for (const Argument *arg : specialized) {
+      Expr x = Variable::make(arg->type, arg->name);
+      body = LetStmt::make(quotient_name(arg->name), x / static_cast<int>(kSpecializedMultiple), body);
+    }
+    kernel.body = body;
+  }
+  return variant;
+}
+
+bool launch_specialization_enabled() {
+  const char *value = std::getenv("COALESCE_SPECIALIZE");
+  return !(value && std::string(value) == "0");
+}
+
+std::vector<std::string> specializable_sizes(const GpuProgram &program, const std::map<std::string, int64_t> &params) {
+  std::vector<std::string> multiples;
+  for (const Argument &arg : program.args) {
+    if (arg.is_buffer())
+      continue;
+    auto value = params.find(arg.name);
+    if (value != params.end() && value->second > 0 && value->second % kSpecializedMultiple == 0)
+      multiples.push_back(arg.name);
+  }
+  return multiples;
+}
+
+} // namespace coalesce
