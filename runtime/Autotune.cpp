@@ -5,6 +5,7 @@
 #include "runtime/TuneProgress.h"
 #include "runtime/TuningSpace.h"
 #include "scheduler/Lower.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -80,14 +81,22 @@ void check_legality(const GemmProblem &problem, AutotuneResult &result, int thre
 class BackgroundCompiler {
 public:
   using Finish = std::function<void(size_t, CompileOutcome &)>;
-  BackgroundCompiler(std::vector<Pipeline> &pipelines, const GpuTarget &target, int threads, Finish finish)
+  /// `sizes`: the launches' scalar arguments; each candidate compiles what
+  /// a launch at them runs (the program specialized for those that are
+  /// multiples of 16, or the general one).
+  BackgroundCompiler(std::vector<Pipeline> &pipelines, const GpuTarget &target, int threads,
+                     std::map<std::string, int64_t> sizes, Finish finish)
       : outcomes_(pipelines.size()) {
-    thread_ = std::thread([this, &pipelines, target, threads, finish] {
+    thread_ = std::thread([this, &pipelines, target, threads, sizes, finish] {
       run_in_parallel(pipelines.size(), threads, [&](size_t index) {
         CompileOutcome outcome;
         auto start = std::chrono::steady_clock::now();
         try {
-          outcome.ptx = pipelines[index].ptx(target);
+          Pipeline &pipeline = pipelines[index];
+          std::vector<std::string> multiples = launch_specialization_enabled()
+                                                   ? specializable_sizes(pipeline.gpu_program(), sizes)
+                                                   : std::vector<std::string>();
+          outcome.ptx = multiples.empty() ? pipeline.ptx(target) : pipeline.specialized_ptx(target, multiples);
           // The finished program too (a PTX cache hit skips it), so that
           // loading on the consumer's thread does not lower again.
           pipelines[index].gpu_program();
@@ -195,7 +204,8 @@ AutotuneResult autotune_gemm(const GemmProblem &problem, const std::vector<GemmC
         outcome.rule = "internal";
       }
     };
-    BackgroundCompiler compiler(pipelines, options.target, result.threads, prepare);
+    BackgroundCompiler compiler(pipelines, options.target, result.threads,
+                                {{"M", problem.M}, {"N", problem.N}, {"K", problem.K}}, prepare);
     for (size_t done = 0; done < chosen.size(); ++done) {
       auto waiting = std::chrono::steady_clock::now();
       auto [slot, outcome] = compiler.next();

@@ -81,10 +81,10 @@ const GpuExecutable &GpuExecutable::for_launch(const std::map<std::string, int64
   std::vector<std::string> multiples = specialize_ ? specializable_sizes(program_, params) : std::vector<std::string>();
   if (multiples.empty())
     return *this;
-  std::unique_ptr<GpuExecutable> &variant = variants_[multiples];
-  if (!variant)
-    variant = specialize_(multiples);
-  return *variant;
+  auto known = variants_.find(multiples);
+  if (known == variants_.end()) // null: the sizes decide nothing, the general program runs
+    known = variants_.emplace(multiples, specialize_(multiples)).first;
+  return known->second ? *known->second : *this;
 }
 
 void GpuExecutable::prepare(const std::map<std::string, int64_t> &params) const { for_launch(params).load(); }

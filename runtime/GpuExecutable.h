@@ -29,7 +29,8 @@ public:
   /// Loads the program's module (compiled for `target`) when first needed.
   using Loader = std::function<gpu::Module()>;
   /// The program specialized for launches where each named scalar argument
-  /// is a multiple of 16 (scheduler/SpecializeSizes.h), loaded.
+  /// is a multiple of 16 (scheduler/SpecializeSizes.h), loaded; null where
+  /// those sizes decide nothing (the general program then runs).
   using Specializer = std::function<std::unique_ptr<GpuExecutable>(const std::vector<std::string> &)>;
   /// A program compiled on demand: a launch whose scalar arguments include
   /// multiples of 16 runs the variant `specialize` makes for them (once per

@@ -127,13 +127,12 @@ std::string joined(const std::vector<std::string> &names) {
   return text;
 }
 
-// The PTX of `program` (lowered from `nest`) specialized for `multiples`,
-// from the compile cache where it holds it.
-std::string specialized_code(const GpuNest &nest, const GpuProgram &program, const GpuTarget &target,
+// The PTX of `variant`, the program lowered from `nest` specialized for
+// `multiples`, from the compile cache where it holds it.
+std::string specialized_code(const GpuNest &nest, const GpuProgram &variant, const GpuTarget &target,
                              const std::vector<std::string> &multiples) {
   return cached_ptx(
-      nest, target, CompileCache::from_environment(),
-      [&] { return compile_to_ptx(specialize_sizes(program, multiples), target); }, nullptr,
+      nest, target, CompileCache::from_environment(), [&] { return compile_to_ptx(variant, target); }, nullptr,
       "sizes that are multiples of 16: " + joined(multiples));
 }
 
@@ -154,10 +153,13 @@ gpu::Module load_module(const std::string &code, const GpuTarget &target, GpuAss
 
 const std::string &Pipeline::specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples) {
   std::string key = target.sm() + ":" + joined(multiples);
-  auto it = specialized_ptx_.find(key);
-  if (it != specialized_ptx_.end())
+  auto it = specialized_ptx_->find(key);
+  if (it != specialized_ptx_->end())
     return it->second;
-  return specialized_ptx_[key] = specialized_code(gpu_nest(), gpu_program(), target, multiples);
+  std::optional<GpuProgram> variant = specialize_sizes(gpu_program(), multiples);
+  if (!variant) // the sizes decide nothing: the general program is the variant
+    return ptx(target);
+  return (*specialized_ptx_)[key] = specialized_code(gpu_nest(), *variant, target, multiples);
 }
 
 const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssembler assembler) {
@@ -180,10 +182,22 @@ const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssemb
     };
   GpuExecutable::Specializer specialize;
   if (launch_specialization_enabled())
-    specialize = [nest = gpu_nest(), program, target, assembler](const std::vector<std::string> &multiples) {
-      std::string code = specialized_code(nest, program, target, multiples);
-      return std::make_unique<GpuExecutable>(specialize_sizes(program, multiples), load_module(code, target, assembler),
-                                             target);
+    specialize = [nest = gpu_nest(), program, target, assembler,
+                  compiled = specialized_ptx_](const std::vector<std::string> &multiples) {
+      std::string key = target.sm() + ":" + joined(multiples);
+      auto known = compiled->find(key);
+      std::string code;
+      if (known != compiled->end()) {
+        code = known->second;
+      } else {
+        std::optional<GpuProgram> variant = specialize_sizes(program, multiples);
+        if (!variant) // the sizes decide nothing: launches run the general program
+          return std::unique_ptr<GpuExecutable>();
+        code = specialized_code(nest, *variant, target, multiples);
+      }
+      // The variant differs from the program only in its kernels' bodies:
+      // names, grids, blocks, shared memory and tensor maps are the same.
+      return std::make_unique<GpuExecutable>(program, load_module(code, target, assembler), target);
     };
   return *(executables_[target.sm()] =
                std::make_unique<GpuExecutable>(program, std::move(load), target, std::move(specialize)));

@@ -103,7 +103,11 @@ private:
   std::unique_ptr<GpuNest> gpu_nest_;
   std::unique_ptr<GpuProgram> gpu_program_;
   std::map<std::string, std::string> ptx_;
-  std::map<std::string, std::string> specialized_ptx_; ///< by "sm:multiples"
+  /// Specialized PTX by "sm:multiples", shared with the executables'
+  /// specializers (which outlive a moved Pipeline), so that a variant
+  /// compiled here is not compiled again at launch.
+  std::shared_ptr<std::map<std::string, std::string>> specialized_ptx_ =
+      std::make_shared<std::map<std::string, std::string>>();
   std::map<std::string, std::unique_ptr<GpuExecutable>> executables_;
   double last_ptx_ms_ = 0;
   bool last_ptx_cached_ = false;

@@ -49,6 +49,7 @@ bool linearize(const Expr &e, int64_t scale, Linear &out) {
 class FoldMultiples : public IRMutator {
 public:
   explicit FoldMultiples(std::set<std::string> quotients) : quotients_(std::move(quotients)) {}
+  int folded = 0; ///< divisions and remainders made exact
 
 private:
   using IRMutator::visit;
@@ -74,6 +75,7 @@ private:
     auto form = multiple_of(div->a, *divisor);
     if (!form)
       return e;
+    ++folded;
     Expr result = make_const(e.type(), static_cast<double>(form->constant / *divisor));
     for (const auto &[name, coefficient] : form->terms)
       result = result + Variable::make(e.type(), name) * static_cast<int>(coefficient / *divisor);
@@ -86,13 +88,16 @@ private:
     if (!divisor)
       return e;
     auto form = multiple_of(mod->a, *divisor);
-    return form ? make_const(e.type(), static_cast<double>(form->constant % *divisor)) : e;
+    if (!form)
+      return e;
+    ++folded;
+    return make_const(e.type(), static_cast<double>(form->constant % *divisor));
   }
 };
 
 } // namespace
 
-GpuProgram specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples) {
+std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples) {
   std::map<std::string, Expr> rounded;
   std::set<std::string> quotients;
   std::vector<const Argument *> specialized;
@@ -103,8 +108,12 @@ GpuProgram specialize_sizes(const GpuProgram &program, const std::vector<std::st
         quotients.insert(quotient_name(name));
         specialized.push_back(&arg);
       }
-  auto specialize = [&](const auto &node) {
-    return simplify(FoldMultiples(quotients).mutate(simplify(substitute(rounded, node))));
+  int folded = 0;
+  auto specialize = [&](const Stmt &body) {
+    FoldMultiples fold(quotients);
+    Stmt result = simplify(fold.mutate(simplify(substitute(rounded, body))));
+    folded += fold.folded;
+    return result;
   };
   GpuProgram variant = program;
   for (GpuKernel &kernel : variant.kernels) {
@@ -115,6 +124,8 @@ GpuProgram specialize_sizes(const GpuProgram &program, const std::vector<std::st
     }
     kernel.body = body;
   }
+  if (folded == 0)
+    return std::nullopt;
   return variant;
 }
 

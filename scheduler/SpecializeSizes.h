@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,12 @@ namespace coalesce {
 constexpr int64_t kSpecializedMultiple = 16;
 
 /// `program` for launches where each of `multiples` (scalar arguments) is a
-/// multiple of kSpecializedMultiple.
-GpuProgram specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples);
+/// multiple of kSpecializedMultiple. Only the kernels' bodies change: their
+/// names, grids, blocks, shared memory and tensor maps stay the program's,
+/// so a launch of the variant is set up as the program's is.
+/// Nothing where those sizes decide nothing (no division or remainder by
+/// a constant folds): the program itself is then the variant.
+std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples);
 
 /// The scalar arguments of `program` whose values in `params` are positive
 /// multiples of kSpecializedMultiple, in argument order: the variant a

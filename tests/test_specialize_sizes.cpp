@@ -99,7 +99,9 @@ TEST_CASE("every kernel of a multi-kernel program is specialized, and each assem
   Pipeline pipeline(g.out);
   const GpuProgram &program = pipeline.gpu_program();
   REQUIRE(program.kernels.size() > 1);
-  GpuProgram variant = specialize_sizes(program, kAll);
+  std::optional<GpuProgram> specialized = specialize_sizes(program, kAll);
+  REQUIRE(specialized.has_value());
+  const GpuProgram &variant = *specialized;
   REQUIRE(variant.kernels.size() == program.kernels.size());
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     CAPTURE(program.kernels[k].name);
@@ -110,4 +112,14 @@ TEST_CASE("every kernel of a multi-kernel program is specialized, and each assem
   CHECK(aligned.size() < pipeline.ptx(target).size());
   if (ptxas_available())
     coalesce::testing::check_assembled_cleanly(assemble_ptx(aligned, target), program.kernels.size());
+}
+
+TEST_CASE("sizes that decide nothing make no variant: the general program is it") {
+  // The FFMA default's partial k step depends on K alone: specialized on M
+  // and N, no division or remainder becomes exact.
+  Pipeline pipeline(fp32_default());
+  CHECK_FALSE(specialize_sizes(pipeline.gpu_program(), {"M", "N"}).has_value());
+  GpuTarget target = parse_gpu_target("sm_90a");
+  CHECK(&pipeline.specialized_ptx(target, {"M", "N"}) == &pipeline.ptx(target));
+  CHECK(specialize_sizes(pipeline.gpu_program(), {"K"}).has_value());
 }
