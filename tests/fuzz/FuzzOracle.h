@@ -2,11 +2,13 @@
 // The oracle of a fuzz case (see FuzzCase.h): the case ends in a UserError,
 // or its CPU result matches a float64 reference (tolerance by element type)
 // with nothing written outside an output view, and a GPU-mapped schedule's
-// PTX assembles with ptxas.
+// PTX assembles with ptxas, as does its variant for sizes that are
+// multiples of 16.
 
 #include "codegen/PtxAssembler.h"
 #include "fuzz/FuzzSchedules.h"
 #include "runtime/Pipeline.h"
+#include "scheduler/LoweredFunc.h"
 
 #include <cmath>
 
@@ -183,9 +185,17 @@ protected:
       return Outcome::Matched;
     try {
       p.ptx();
+      // And the variant a launch with every size a multiple of 16 runs
+      // (scheduler/SpecializeSizes.h).
+      std::vector<std::string> sizes;
+      for (const Argument &arg : p.gpu_program().args)
+        if (!arg.is_buffer())
+          sizes.push_back(arg.name);
+      const std::string &aligned = p.specialized_ptx(GpuTarget(), sizes);
       if (!ptxas_available())
         return Outcome::Matched; // PTX made, not assembled
       p.assemble();
+      assemble_ptx(aligned, GpuTarget());
       return Outcome::MatchedPtx;
     } catch (const UserError &e) {
       std::string what = e.what();
