@@ -12,7 +12,9 @@ namespace coalesce {
 
 namespace {
 
-// The quotient variable standing for X / 16 in a specialized kernel.
+// The quotient variable standing for X / 16 in a specialized kernel. No
+// user name has a '.', and the compiler's own dotted names extend buffers'
+// names, never a scalar argument's.
 std::string quotient_name(const std::string &size) { return size + ".q"; }
 
 // Sums of variables times constants, plus a constant.
