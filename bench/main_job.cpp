@@ -325,8 +325,7 @@ bool report_ptx(Pipeline &pipeline, const Shape &shape) {
                 pipeline.last_ptx_from_cache() ? "from the compile cache; COALESCE_CACHE=0 compiles afresh"
                                                : "lowering, LLVM IR, optimization, NVPTX",
                 ptx.size());
-    if (launch_specialization_enabled())
-      multiples = specializable_sizes(pipeline.gpu_program(), {{"M", shape.M}, {"N", shape.N}, {"K", shape.K}});
+    multiples = specializable_sizes(pipeline.gpu_program(), {{"M", shape.M}, {"N", shape.N}, {"K", shape.K}});
   } catch (const UserError &error) {
     std::printf("could not generate PTX: %s\n", error.what());
     return false;

@@ -93,13 +93,10 @@ public:
         auto start = std::chrono::steady_clock::now();
         try {
           Pipeline &pipeline = pipelines[index];
-          std::vector<std::string> multiples = launch_specialization_enabled()
-                                                   ? specializable_sizes(pipeline.gpu_program(), sizes)
-                                                   : std::vector<std::string>();
+          // The finished program first (a PTX cache hit would skip it), so
+          // that loading on the consumer's thread does not lower again.
+          std::vector<std::string> multiples = specializable_sizes(pipeline.gpu_program(), sizes);
           outcome.ptx = multiples.empty() ? pipeline.ptx(target) : pipeline.specialized_ptx(target, multiples);
-          // The finished program too (a PTX cache hit skips it), so that
-          // loading on the consumer's thread does not lower again.
-          pipelines[index].gpu_program();
         } catch (const UserError &error) {
           outcome.error = error.what();
           outcome.rule = error.rule().empty() ? "codegen" : error.rule();

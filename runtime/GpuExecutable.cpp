@@ -15,13 +15,10 @@ GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx, const G
     : GpuExecutable(std::move(program), gpu::Module::load_ptx(ptx), target) {}
 
 GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module, const GpuTarget &target)
-    : program_(std::move(program)), module_(std::move(module)), grid_dependencies_(target.has_grid_dependencies()) {
+    : GpuExecutable(std::move(program), Loader(), target, Specializer()) {
+  module_ = std::move(module);
   for (const GpuKernel &kernel : program_.kernels)
     functions_.push_back(module_.function(kernel_symbol(kernel.name)));
-  workspace_.resize(program_.args.size());
-  tensor_maps_.resize(program_.kernels.size());
-  for (size_t k = 0; k < program_.kernels.size(); ++k)
-    tensor_maps_[k].resize(program_.kernels[k].tensor_maps.size());
 }
 
 GpuExecutable::GpuExecutable(GpuProgram program, Loader load, const GpuTarget &target, Specializer specialize)
@@ -79,7 +76,7 @@ void GpuExecutable::load() const {
 
 const GpuExecutable &GpuExecutable::for_launch(const std::map<std::string, int64_t> &params) const {
   std::vector<std::string> multiples = specialize_ ? specializable_sizes(program_, params) : std::vector<std::string>();
-  if (multiples.empty())
+  if (multiples.empty()) // no multiples of 16, or specialization turned off
     return *this;
   auto known = variants_.find(multiples);
   if (known == variants_.end()) // null: the sizes decide nothing, the general program runs

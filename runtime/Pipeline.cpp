@@ -136,6 +136,24 @@ std::string specialized_code(const GpuNest &nest, const GpuProgram &variant, con
       "sizes that are multiples of 16: " + joined(multiples));
 }
 
+using SpecializedPtx = std::map<std::string, std::optional<std::string>>;
+
+// The PTX of `program` (lowered from `nest`) specialized for `multiples`,
+// kept in `memo` for the Pipeline and its executables alike; nothing where
+// those sizes decide nothing (the general program is then the variant).
+const std::optional<std::string> &memoized_variant(SpecializedPtx &memo, const GpuNest &nest, const GpuProgram &program,
+                                                   const GpuTarget &target, const std::vector<std::string> &multiples) {
+  std::string key = target.sm() + ":" + joined(multiples);
+  auto known = memo.find(key);
+  if (known != memo.end())
+    return known->second;
+  std::optional<GpuProgram> variant = specialize_sizes(program, multiples);
+  std::optional<std::string> code;
+  if (variant)
+    code = specialized_code(nest, *variant, target, multiples);
+  return memo[key] = std::move(code);
+}
+
 // `code` loaded for the current device: ptxas's binary where asked for and
 // possible (a toolkit newer than the driver makes binaries the driver
 // refuses: then the JIT), else the driver's JIT.
@@ -152,14 +170,9 @@ gpu::Module load_module(const std::string &code, const GpuTarget &target, GpuAss
 } // namespace
 
 const std::string &Pipeline::specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples) {
-  std::string key = target.sm() + ":" + joined(multiples);
-  auto it = specialized_ptx_->find(key);
-  if (it != specialized_ptx_->end())
-    return it->second;
-  std::optional<GpuProgram> variant = specialize_sizes(gpu_program(), multiples);
-  if (!variant) // the sizes decide nothing: the general program is the variant
-    return ptx(target);
-  return (*specialized_ptx_)[key] = specialized_code(gpu_nest(), *variant, target, multiples);
+  const std::optional<std::string> &code =
+      memoized_variant(*specialized_ptx_, gpu_nest(), gpu_program(), target, multiples);
+  return code ? *code : ptx(target);
 }
 
 const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssembler assembler) {
@@ -180,25 +193,15 @@ const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssemb
           cached_ptx(nest, target, CompileCache::from_environment(), [&] { return compile_to_ptx(program, target); });
       return load_module(code, target, assembler);
     };
-  GpuExecutable::Specializer specialize;
-  if (launch_specialization_enabled())
-    specialize = [nest = gpu_nest(), program, target, assembler,
-                  compiled = specialized_ptx_](const std::vector<std::string> &multiples) {
-      std::string key = target.sm() + ":" + joined(multiples);
-      auto known = compiled->find(key);
-      std::string code;
-      if (known != compiled->end()) {
-        code = known->second;
-      } else {
-        std::optional<GpuProgram> variant = specialize_sizes(program, multiples);
-        if (!variant) // the sizes decide nothing: launches run the general program
-          return std::unique_ptr<GpuExecutable>();
-        code = specialized_code(nest, *variant, target, multiples);
-      }
-      // The variant differs from the program only in its kernels' bodies:
-      // names, grids, blocks, shared memory and tensor maps are the same.
-      return std::make_unique<GpuExecutable>(program, load_module(code, target, assembler), target);
-    };
+  GpuExecutable::Specializer specialize = [nest = gpu_nest(), program, target, assembler,
+                                           memo = specialized_ptx_](const std::vector<std::string> &multiples) {
+    const std::optional<std::string> &code = memoized_variant(*memo, nest, program, target, multiples);
+    if (!code) // the sizes decide nothing: launches run the general program
+      return std::unique_ptr<GpuExecutable>();
+    // The variant differs from the program only in its kernels' bodies:
+    // names, grids, blocks, shared memory and tensor maps are the same.
+    return std::make_unique<GpuExecutable>(program, load_module(*code, target, assembler), target);
+  };
   return *(executables_[target.sm()] =
                std::make_unique<GpuExecutable>(program, std::move(load), target, std::move(specialize)));
 }

@@ -10,11 +10,12 @@
 #include "runtime/Buffer.h"
 #include "scheduler/ResourceBudget.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
-#include <cstdint>
 
 namespace coalesce {
 
@@ -103,11 +104,12 @@ private:
   std::unique_ptr<GpuNest> gpu_nest_;
   std::unique_ptr<GpuProgram> gpu_program_;
   std::map<std::string, std::string> ptx_;
-  /// Specialized PTX by "sm:multiples", shared with the executables'
-  /// specializers (which outlive a moved Pipeline), so that a variant
-  /// compiled here is not compiled again at launch.
-  std::shared_ptr<std::map<std::string, std::string>> specialized_ptx_ =
-      std::make_shared<std::map<std::string, std::string>>();
+  /// Specialized PTX by "sm:multiples" (nothing: the sizes decide
+  /// nothing), shared with the executables' specializers (which outlive a
+  /// moved Pipeline), so that a variant compiled here is not compiled again
+  /// at launch.
+  std::shared_ptr<std::map<std::string, std::optional<std::string>>> specialized_ptx_ =
+      std::make_shared<std::map<std::string, std::optional<std::string>>>();
   std::map<std::string, std::unique_ptr<GpuExecutable>> executables_;
   double last_ptx_ms_ = 0;
   bool last_ptx_cached_ = false;

@@ -5,6 +5,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -131,20 +132,39 @@ std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std:
   return variant;
 }
 
-bool launch_specialization_enabled() {
+namespace {
+
+bool specialization_enabled() {
   const char *value = std::getenv("COALESCE_SPECIALIZE");
   return !(value && std::string(value) == "0");
 }
 
+bool is_multiple(int64_t value) { return value > 0 && value % kSpecializedMultiple == 0; }
+
+} // namespace
+
 std::vector<std::string> specializable_sizes(const GpuProgram &program, const std::map<std::string, int64_t> &params) {
   std::vector<std::string> multiples;
+  if (!specialization_enabled())
+    return multiples;
   for (const Argument &arg : program.args) {
     if (arg.is_buffer())
       continue;
     auto value = params.find(arg.name);
-    if (value != params.end() && value->second > 0 && value->second % kSpecializedMultiple == 0)
+    if (value != params.end() && is_multiple(value->second))
       multiples.push_back(arg.name);
   }
+  std::sort(multiples.begin(), multiples.end()); // as the overload below gives them
+  return multiples;
+}
+
+std::vector<std::string> specializable_sizes(const std::map<std::string, int64_t> &sizes) {
+  std::vector<std::string> multiples;
+  if (!specialization_enabled())
+    return multiples;
+  for (const auto &[name, value] : sizes)
+    if (is_multiple(value))
+      multiples.push_back(name);
   return multiples;
 }
 

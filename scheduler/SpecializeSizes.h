@@ -31,12 +31,11 @@ constexpr int64_t kSpecializedMultiple = 16;
 std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples);
 
 /// The scalar arguments of `program` whose values in `params` are positive
-/// multiples of kSpecializedMultiple, in argument order: the variant a
-/// launch at `params` may take (empty: the general program).
+/// multiples of kSpecializedMultiple, in name order: the variant a
+/// launch at `params` may take (empty: the general program, always with
+/// COALESCE_SPECIALIZE=0, which turns specialization off for comparing).
 std::vector<std::string> specializable_sizes(const GpuProgram &program, const std::map<std::string, int64_t> &params);
-
-/// Whether launches specialize (COALESCE_SPECIALIZE=0 turns it off: every
-/// launch runs the general program, for comparing the two).
-bool launch_specialization_enabled();
+/// The same where `sizes` holds only scalar arguments (in name order).
+std::vector<std::string> specializable_sizes(const std::map<std::string, int64_t> &sizes);
 
 } // namespace coalesce

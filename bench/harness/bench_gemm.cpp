@@ -328,11 +328,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   // multiples of 16 (Pipeline::gpu_executable): that kernel's PTX is the
   // one timed, compiled and reported, so shapes of one tiling share a
   // compiled kernel only where they share those sizes.
-  std::vector<std::string> multiples;
-  if (launch_specialization_enabled())
-    for (auto [name, extent] : {std::pair<const char *, int>{"M", s.M}, {"N", s.N}, {"K", s.K}})
-      if (extent > 0 && extent % kSpecializedMultiple == 0)
-        multiples.push_back(name);
+  std::vector<std::string> multiples = specializable_sizes({{"M", s.M}, {"N", s.N}, {"K", s.K}});
   std::string aligned;
   for (const std::string &name : multiples)
     aligned += (aligned.empty() ? "/multiples of 16: " : ",") + name;
