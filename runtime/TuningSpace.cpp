@@ -98,6 +98,8 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
   w.block_group_rows = {0, 8};
   w.tma = {false};
   w.split_k = split_choices(problem, w.blocks, w.k_steps.front(), 128, sm_count);
+  // The sums staged (the default) or each thread's stores.
+  w.tile_stores = {TileStores::Direct, TileStores::SumsThroughShared};
 
   MmaSpace &g = space.warpgroup_mma;
   if (parse_gpu_target(sm).has_warpgroup_mma()) {
@@ -117,9 +119,11 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters};
     // The values through shared memory where the output is 16-bit (a
     // wider one's tile does not fit beside the pipeline, and the recipe
-    // stores it directly), and the sums (the 16-bit default).
+    // stores it directly), and the sums (the default).
     if (problem.out_dtype == "bf16" || problem.out_dtype == "f16")
       g.tile_stores = {TileStores::Direct, TileStores::ThroughShared, TileStores::SumsThroughShared};
+    else
+      g.tile_stores = {TileStores::Direct, TileStores::SumsThroughShared};
   }
   return space;
 }
@@ -189,6 +193,12 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                                return;
                              apply_roles(m->roles[at[8]], space.sm_count, c.mma);
                              c.mma.tile_stores = m->tile_stores[at[9]];
+                             // Sums that fit no block with their stages are the
+                             // other stores' candidate.
+                             MmaTiling fitted = c.mma;
+                             stage_values_where_sums_do_not_fit(fitted);
+                             if (fitted.tile_stores != c.mma.tile_stores)
+                               return;
                              add_unique(out, c);
                            });
   return out;

@@ -55,7 +55,7 @@ struct MmaSpace {
   std::vector<bool> tma; ///< warpgroup MMA: copy the tiles with the TMA (MmaTiling::tma)
   std::vector<int> split_k;
   std::vector<PipelineRoles> roles = {PipelineRoles::MmaWarps}; ///< with the TMA's copies
-  std::vector<TileStores> tile_stores = {TileStores::Direct}; ///< how blocks store a 16-bit output's tiles
+  std::vector<TileStores> tile_stores = {TileStores::Direct};   ///< how blocks store their output tiles
 };
 
 struct TuningSpace {

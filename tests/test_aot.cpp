@@ -324,10 +324,19 @@ TEST_CASE("--b=nk reads B stored N x K, --residual adds an M x N input after the
     INFO(line);
     CHECK(header.find(line) != std::string::npos);
   }
-  // The epilogue reads the residual at the output's own element.
-  Result loops = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --residual --mma=warp --target=sm_80 --emit=loops", dir.path);
+  // The epilogue reads the residual at the output's own element: in the
+  // accumulators' loop where the tile is stored directly, in the staged
+  // sums' copy-out (the default) where it stores.
+  Result loops = aot("--dtype=bf16 --out-dtype=bf16 --b=nk --residual --mma=warp --target=sm_80 --tile-stores=direct "
+                     "--emit=loops",
+                     dir.path);
   CHECK(loops.status == 0);
   CHECK(loops.contains("+ f32(residual[min(i, M - 1), min(j, N - 1)]))"));
+  Result staged =
+      aot("--dtype=bf16 --out-dtype=bf16 --b=nk --residual --mma=warp --target=sm_80 --emit=loops", dir.path);
+  CHECK(staged.status == 0);
+  CHECK(staged.contains("out[bi*128 + flat/128, bj*128 + (warp*32 + lane) % 128] = "));
+  CHECK(staged.contains("+ f32(residual[bi*128 + flat/128, bj*128 + (warp*32 + lane) % 128]))"));
   if (can_assemble())
     CHECK(assemble_ptx(read_file(dir / "linear.ptx"), parse_gpu_target("sm_90a")).find("linear") != nullptr);
 }

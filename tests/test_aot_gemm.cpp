@@ -202,9 +202,12 @@ TEST_CASE("gemm: the default --mma=auto is the benchmark's instruction: warpgrou
 }
 
 TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and its launcher opts in") {
-  // 4 stages of a 128 x 128 bf16 tile, k step 32: 4 x 18,944 bytes.
+  // 4 stages of a 128 x 128 bf16 tile, k step 32: 4 x 18,944 bytes (the
+  // output stored directly: no staged tile beside them).
   TempDir dir;
-  Result result = aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=4 --name=gemm_deep --output-dir=.", dir.path);
+  Result result =
+      aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=4 --tile-stores=direct --name=gemm_deep --output-dir=.",
+          dir.path);
   INFO(result.err);
   REQUIRE(result.status == 0);
   std::string launcher = read_file(dir / "gemm_deep.cpp");
@@ -223,7 +226,9 @@ TEST_CASE("gemm: a kernel over 48 KiB of shared memory takes it dynamically, and
   if (have_program("g++"))
     check_launcher_builds(dir, "gemm_deep", "gemm_deep(0, 0, 0, 0, 1, 1, 1, 0)");
   // Two stages fit in 48 KiB: static tiles, launched with none.
-  Result small = aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=2 --name=gemm_small --output-dir=.", dir.path);
+  Result small =
+      aot("--dtype=bf16 --out-dtype=bf16 --mma=warp --stages=2 --tile-stores=direct --name=gemm_small --output-dir=.",
+          dir.path);
   REQUIRE(small.status == 0);
   std::string small_launcher = read_file(dir / "gemm_small.cpp");
   CHECK(small_launcher.find("const int kDynamicShared[kKernels] = {0};") != std::string::npos);

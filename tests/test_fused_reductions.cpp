@@ -219,7 +219,7 @@ TEST_CASE("fused reductions on tensor cores: one tile of x feeds both sums' inst
     MmaTiling tiling;
     const char *instruction; // in the printed nest
   };
-  MmaTiling warp = default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, 132);
+  MmaTiling warp = default_fused_gemms_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, 132);
   for (const Form &form :
        {Form{"warp MMA", warp, "warp_mma"}, Form{"warpgroup MMA, TMA", fused_wgmma_tiling(), "warpgroup_mma"}}) {
     const std::string name = form.name;

@@ -403,6 +403,12 @@ std::vector<MmaTiling> tma_variants() {
     split.split_k_mode = mode;
     variants.push_back(split);
   }
+  // Where the pipeline runs past the main loop, the staged sums keep their
+  // own bytes: fewer stages, or the tile stored directly.
+  for (MmaTiling &t : variants) {
+    stage_values_where_sums_do_not_fit(t);
+    fit_output_tile_beside_stages(t);
+  }
   return variants;
 }
 

@@ -198,12 +198,16 @@ MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_
     // 0.101: its 24 vectors a row do not divide the 256 threads, so a
     // thread's column moves from step to step and the bias is read in each.
     // So the sums where the columns stay, and where rows are not whole
-    // vectors (the values' alternative is direct stores). FP8 keeps the
-    // tile of values (not measured).
+    // vectors (the values' alternative is direct stores). tf32's f32
+    // output too, whose direct stores fill half of each sector: on an
+    // H100 (coalesce-main --wgmma, one session), 4096^3 0.511 -> 0.471 ms
+    // (0.775x -> 0.827x cuBLAS tf32), 8192^3 3.498 -> 3.203 (0.837x ->
+    // 0.953x), 154 registers instead of 245. FP8 keeps the tile of values:
+    // its sums staged measured 2 to 10% slower (docs/performance.md).
     const bool sixteen_bit = mma_instruction(kind).operand.bytes() == 2;
     const int64_t threads = int64_t{pick.block_m / 64} * (pick.block_n / pick.warp_n) * 128;
     const bool columns_stay = threads % (pick.block_n / 8) == 0;
-    if (pick.stores_through_shared && sixteen_bit && (columns_stay || (N > 0 && N % 8 != 0)))
+    if (pick.stores_through_shared && (tf32 || (sixteen_bit && (columns_stay || (N > 0 && N % 8 != 0)))))
       tiling.tile_stores = TileStores::SumsThroughShared;
     else if (pick.stores_through_shared && !tf32 && (N <= 0 || N % 8 == 0))
       tiling.tile_stores = TileStores::ThroughShared;
@@ -237,6 +241,13 @@ MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_
   // the H200, bf16 0.631 -> 0.511 ms and tf32 2.075 -> 1.456 ms against
   // double buffering; four or five were no faster.
   tiling.stages = 3;
+  // The sums through shared memory, the epilogue in the copy-out (a 128 x
+  // 128 tile's 68 KiB take the slots' bytes once the main loop is done):
+  // on an H100 (coalesce-main --tensor-cores --dtype=bf16, one session),
+  // 4096^3 0.490 -> 0.455 ms, 8192^3 3.864 -> 3.740, and the epilogue's
+  // code once per vector instead of twice over 128 accumulators a thread
+  // (whole tiles and ragged ones): 437 -> 108 KB of PTX.
+  tiling.tile_stores = TileStores::SumsThroughShared;
   return tiling;
 }
 
@@ -398,21 +409,30 @@ static bool tile_takes_the_slots(const MmaTiling &t) {
   return t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
 }
 
+// Shared memory a block may take: a warpgroup MMA's kernel runs on sm_90a
+// only (227 KiB); any other gets what every supported target gives (99
+// KiB: sm_86, sm_89).
+static int64_t shared_kib_per_block(const MmaTiling &t) { return is_warpgroup_mma(t.kind) ? kSharedKiBPerSm : 99; }
+
 void fit_output_tile_beside_stages(MmaTiling &t) {
-  if (!is_warpgroup_mma(t.kind) || t.tile_stores == TileStores::Direct || tile_takes_the_slots(t))
+  if (t.tile_stores == TileStores::Direct || tile_takes_the_slots(t))
     return;
   // The stages, the output's tile, the barriers.
   const int64_t tile = output_tile_kib(t);
-  while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > kSharedKiBPerSm)
+  while (t.stages > 2 && t.stages * stage_kib(t) + tile + 2 > shared_kib_per_block(t))
     --t.stages;
 }
 
 void stage_values_where_sums_do_not_fit(MmaTiling &t) {
-  if (!is_warpgroup_mma(t.kind) || t.tile_stores != TileStores::SumsThroughShared || tile_takes_the_slots(t))
+  if (t.tile_stores != TileStores::SumsThroughShared)
     return;
-  // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages.
-  if (2 * stage_kib(t) + output_tile_kib(t) + 2 > kSharedKiBPerSm)
-    t.tile_stores = TileStores::ThroughShared;
+  // The f32 sums of a 128 x 256 tile (132 KiB) fit beside no two stages
+  // of a warpgroup MMA's, nor a warp MMA's 99 KiB at all.
+  const int64_t beside = tile_takes_the_slots(t) ? 0 : 2 * stage_kib(t);
+  if (beside + output_tile_kib(t) + 2 <= shared_kib_per_block(t))
+    return;
+  // The values' tile where the warpgroup MMA writes a 16-bit output.
+  t.tile_stores = is_warpgroup_mma(t.kind) && !mma_reads_f32(t.kind) ? TileStores::ThroughShared : TileStores::Direct;
 }
 
 namespace {
@@ -526,8 +546,10 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
 MmaTiling default_fused_gemms_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count) {
   MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
   t.split_k = 1;
-  if (!is_warpgroup_mma(kind))
+  if (!is_warpgroup_mma(kind)) {
+    t.tile_stores = TileStores::Direct; // two sums' tiles would not fit in 99 KiB
     return t;
+  }
   t.block_m = t.block_n = 128;
   t.warp_m = 64;
   t.warp_n = 128;

@@ -66,7 +66,8 @@ struct MmaTiling {
   /// How the blocks write their tiles (gpu_tile_stores): ThroughShared
   /// for a 16-bit output only (a wider output's stores are direct: its
   /// tile would not fit beside the pipeline); SumsThroughShared for any.
-  /// default_mma_tiling stores 128 x 256 tiles through shared memory.
+  /// default_mma_tiling stages the sums of 128 x 256 warpgroup tiles (the
+  /// values for FP8) and of every warp-MMA tile.
   TileStores tile_stores = TileStores::Direct;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
@@ -155,20 +156,23 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
 /// and meets its other warps at barriers of the whole block (no
 /// persistent tile loop, no producer warps, no cluster:
 /// scheduler/SharedTileLayout.h). Otherwise the tile needs bytes of its
-/// own: for a warpgroup tiling whose stages and tile would not fit in 227
-/// KiB together, this takes stages away until they do (the 128 x 256
+/// own: for a tiling whose stages and tile would not fit the block's
+/// shared memory together (227 KiB for the warpgroup MMA, 99 otherwise),
+/// this takes stages away until they do (the 128 x 256
 /// default's 66 KiB tile fits beside three 48 KiB stages, not four).
 /// What a tiling needs after those knobs are set on it.
 void fit_output_tile_beside_stages(MmaTiling &t);
 
-/// The default stages a 16-bit output's sums (TileStores::SumsThroughShared)
+/// The default stages a 16-bit or f32 output's sums (TileStores::SumsThroughShared)
 /// over the slots' bytes. A default tiling changed afterwards so that its
 /// pipeline runs on past the main loop (producer warps, a persistent grid,
 /// clusters) keeps the tile apart from the stages, and where the f32 sums
-/// fit beside no two stages (128 x 256: 132 KiB), this stages the values
-/// (ThroughShared) instead, as the default did before the sums. For
-/// tilings whose tile stores are the default's, before
-/// fit_output_tile_beside_stages; a tile store the user chose stays.
+/// fit beside no two stages (a warpgroup's 128 x 256: 132 KiB), or do not
+/// fit a block at all (a warp MMA's kernel gets 99 KiB), this stages the
+/// values (ThroughShared) instead where the warpgroup MMA writes a 16-bit
+/// output, and stores directly elsewhere. For tilings whose tile stores
+/// are the default's, before fit_output_tile_beside_stages; a tile store
+/// the user chose stays.
 void stage_values_where_sums_do_not_fit(MmaTiling &t);
 
 /// Schedules out/acc for warp MMA: out's block_m x block_n tile per GPU
