@@ -12,6 +12,8 @@
 // (runtime/GpuTiming.h: >= 300 ms warm-up, 30 to 200 runs between CUDA
 // events, the L2 flushed before each, the median). Google Benchmark's flags
 // pass through (--benchmark_out=swiglu.json).
+// COALESCE_BENCH_SWIGLU_TILE_STORES=direct|shared|sums stores the fused
+// kernel's tiles that way instead of the default's.
 
 #include "bench/common/LayerBench.h"
 #include "bench/reference/CublasReference.h"
@@ -20,8 +22,10 @@
 #include "runtime/GpuExecutable.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 
 using namespace coalesce;
 
@@ -64,6 +68,12 @@ struct Problem {
     g_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
     u_dev = gpu::DeviceBuffer(size_t(s.M) * s.N * 2);
     tiling = default_fused_gemms_tiling(MmaKind::BF16_wgmma_m64k16, s.M, s.N, sm_count);
+    // COALESCE_BENCH_SWIGLU_TILE_STORES=direct|shared|sums: how the fused
+    // kernel stores its tiles, to compare with the default's.
+    if (const char *stores = std::getenv("COALESCE_BENCH_SWIGLU_TILE_STORES"))
+      for (TileStores t : kTileStores)
+        if (std::string(stores) == tile_stores_name(t))
+          tiling.tile_stores = t;
     layer = std::make_unique<examples::SwiGlu>(BFloat(16), BFloat(16));
     layer->schedule_mma(tiling);
     exact.emplace(x, W);
