@@ -13,60 +13,22 @@ namespace coalesce {
 
 namespace {
 
-// What in `s` may complete after its statement: cp.async copies (which a
-// thread's async_wait completes), and the TMA's copies and warpgroup MMAs
-// (which complete on mbarriers and wgmma_wait). A warp MMA reads its
-// operands when it runs.
-struct AsynchronousAccesses {
-  bool copies = false; // cp.async
-  bool others = false; // the TMA, warpgroup MMAs
-};
-
-AsynchronousAccesses asynchronous_accesses(const Stmt &s) {
+// Whether `s` issues a copy or an MMA that completes after the statement
+// (cp.async, the TMA, the MMAs).
+bool has_asynchronous_access(const Stmt &s) {
   struct Find : IRVisitor {
-    AsynchronousAccesses found;
+    bool found = false;
     using IRVisitor::visit;
     void visit(const Call *op) override {
-      found.copies |=
+      found |=
           op->intrinsic && (*op->intrinsic == Intrinsic::AsyncLoad || *op->intrinsic == Intrinsic::AsyncLoadVector);
       IRVisitor::visit(op);
     }
-    void visit(const TensorCopy *op) override { found.others = true; }
-    void visit(const WarpMma *op) override {
-      found.others |= is_warpgroup_mma(op->kind);
-      IRVisitor::visit(op);
-    }
+    void visit(const TensorCopy *op) override { found = true; }
+    void visit(const WarpMma *op) override { found = true; }
   } find;
   find.visit_stmt(s);
   return find.found;
-}
-
-bool ends_in_block_barrier(const Stmt &s);
-
-// The statements of `s` in order, through blocks.
-void append_flattened(const Stmt &s, std::vector<Stmt> &out) {
-  if (const auto *block = s.as<Block>()) {
-    for (const Stmt &child : block->stmts)
-      append_flattened(child, out);
-  } else if (s.defined()) {
-    out.push_back(s);
-  }
-}
-
-// Whether `s` ends in a wait for every cp.async copy its thread issued
-// (async_wait(), async_wait_group(0)) and then the block barrier.
-bool ends_in_drained_copies(const Stmt &s) {
-  std::vector<Stmt> stmts;
-  append_flattened(s, stmts);
-  if (stmts.size() < 2)
-    return false;
-  const auto *wait = stmts[stmts.size() - 2].as<Evaluate>();
-  const Call *call = wait ? wait->value.as<Call>() : nullptr;
-  if (!call || !call->intrinsic)
-    return false;
-  const bool waits_for_all = *call->intrinsic == Intrinsic::AsyncWait ||
-                             (*call->intrinsic == Intrinsic::AsyncWaitGroup && as_const_int(call->args.at(0)) == 0);
-  return waits_for_all && ends_in_block_barrier(stmts.back());
 }
 
 // Whether the last thing `s` does is a barrier of the whole block: all it
@@ -87,16 +49,10 @@ bool ends_in_block_barrier(const Stmt &s) {
   // one, and whose accesses are all done when their statements are: after
   // its last iteration, or touching nothing if it runs none. Not a loop
   // with asynchronous copies or MMAs, which may still be reading or
-  // writing after the barrier (a pipeline drains them after its loop),
-  // unless they are cp.async copies that each iteration waits for before
-  // its barrier (double buffering's loop).
+  // writing after the barrier (a pipeline drains them after its loop).
   if (const auto *loop = s.as<For>();
-      loop && (loop->for_kind == ForKind::Serial || loop->for_kind == ForKind::Unrolled)) {
-    const AsynchronousAccesses async = asynchronous_accesses(loop->body);
-    if (async.others || (async.copies && !ends_in_drained_copies(loop->body)))
-      return false;
-    return ends_in_block_barrier(loop->body);
-  }
+      loop && (loop->for_kind == ForKind::Serial || loop->for_kind == ForKind::Unrolled))
+    return !has_asynchronous_access(loop->body) && ends_in_block_barrier(loop->body);
   return false;
 }
 

@@ -98,36 +98,6 @@ TEST_CASE("tiles live beside each other without a barrier between, or with a par
   }
 }
 
-TEST_CASE("a loop of cp.async copies separates only where each iteration waits for all of them before its barrier") {
-  // Double buffering's loop: each iteration copies the next slot and
-  // waits for its copies, then the block meets.
-  auto loop_ending_in = [](Stmt wait) {
-    Stmt copy =
-        Store::make("slots", {Expr(0)},
-                    Call::make_intrinsic(Intrinsic::AsyncLoad, Float(32), {Load::make(Float(32), "A", {Expr(0)})}));
-    std::vector<Stmt> body = {copy};
-    if (wait.defined())
-      body.push_back(wait);
-    body.push_back(block_barrier());
-    return For::make("k", Expr(0), Variable::make(Int(32), "K"), ForKind::Serial, Block::make(body));
-  };
-  auto wait = [](Intrinsic which, std::vector<Expr> args) {
-    return Evaluate::make(Call::make_intrinsic(which, Int(32), std::move(args)));
-  };
-  for (Stmt all : {wait(Intrinsic::AsyncWait, {}), wait(Intrinsic::AsyncWaitGroup, {Expr(0)})}) {
-    SharedTileLayout layout = lay_out_shared_tiles(
-        kernel({{"slots", 8}, {"tile", 4}}, Block::make({loop_ending_in(all), touch("tile")})), kAlignment);
-    CHECK(overlap(layout, "slots", 8, "tile", 4));
-  }
-  // One group left in flight (a pipeline's loop), or no wait: a copy may
-  // still write the slots after the barrier.
-  for (Stmt some : {wait(Intrinsic::AsyncWaitGroup, {Expr(1)}), Stmt()}) {
-    SharedTileLayout layout = lay_out_shared_tiles(
-        kernel({{"slots", 8}, {"tile", 4}}, Block::make({loop_ending_in(some), touch("tile")})), kAlignment);
-    CHECK_FALSE(overlap(layout, "slots", 8, "tile", 4));
-  }
-}
-
 TEST_CASE("mbarriers, and every tile of a kernel whose blocks share shared memory, keep their own bytes") {
   // A copy completes on an mbarrier after the statement that issued it.
   Stmt inval = Evaluate::make(Call::make_intrinsic(Intrinsic::MbarrierInval, Int(32),

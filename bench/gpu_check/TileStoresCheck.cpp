@@ -1,11 +1,13 @@
-// The warpgroup MMA's GEMM + bias + exact GELU with its tiles' sums staged
+// The tensor cores' GEMM + bias + exact GELU with its tiles' sums staged
 // in shared memory and the epilogue computed in the copy-out
 // (TileStores::SumsThroughShared), per precision (bf16 and f16 out for
 // 16-bit inputs, f32 for tf32):
 //
 //   - the 128 x 256 tiling of two warpgroups (the large shapes' default),
-//     and 128 x 128 tiles on a persistent grid of 7 blocks with a producer
-//     warpgroup that keeps 40 registers, at whole tiles (512x768x256), at
+//     128 x 128 tiles on a persistent grid of 7 blocks with a producer
+//     warpgroup that keeps 40 registers, 256 x 128 tiles of 128-row
+//     warpgroups, and the warp MMA's default with three stages and 128 x
+//     64 tiles with two (double buffering), at whole tiles (512x768x256), at
 //     ragged tiles whose rows are whole 16-byte vectors (515x776x259) and
 //     at rows that are not (515x777x259: the element copy);
 //   - each against the same tiling storing directly: the same bits (the
@@ -28,6 +30,7 @@
 #include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,9 +114,19 @@ struct Problem {
   }
 };
 
+/// A tiling checked, and its name in the report.
+struct NamedTiling {
+  std::string name;
+  MmaTiling tiling;
+};
+
 /// The tilings checked: the 128 x 256 default of two warpgroups; 128 x 128
-/// on a persistent grid with a producer warpgroup keeping 40 registers.
-std::vector<MmaTiling> tilings(Precision p) {
+/// on a persistent grid with a producer warpgroup keeping 40 registers;
+/// 256 x 128 of two 128-row warpgroups; the warp MMA's default (three
+/// stages: the staged tile takes the slots' bytes after the loop) and 128
+/// x 64 tiles double buffered (two stages, whose loop keeps the tile
+/// apart from the slots: scheduler/SharedTileLayout.h).
+std::vector<NamedTiling> tilings(Precision p) {
   const int sm_count = gpu::Device::get().sm_count();
   MmaTiling wide = default_mma_tiling(bench::mma_kind(p, true), 4096, 4096, 4096, sm_count);
   MmaTiling persistent = wide;
@@ -129,7 +142,16 @@ std::vector<MmaTiling> tilings(Precision p) {
   rows256.warp_m = 128;
   rows256.warp_n = 128;
   rows256.stages = 3;
-  return {wide, persistent, rows256};
+  MmaTiling warp = default_mma_tiling(bench::mma_kind(p, false), 4096, 4096, 4096, sm_count);
+  MmaTiling double_buffered = warp; // its tile beside the two stages: 128 x 64
+  double_buffered.stages = 2;
+  double_buffered.block_n = 64;
+  double_buffered.warp_n = std::min(double_buffered.warp_n, 64);
+  return {{"128x256", wide},
+          {"persistent, producer warps", persistent},
+          {"256x128 of 128-row warpgroups", rows256},
+          {"warp MMA", warp},
+          {"warp MMA, double buffered", double_buffered}};
 }
 
 std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stores) {
@@ -186,24 +208,21 @@ void check_tile_stores(Precision p) {
     return;
   std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
               reference::precision_name(p));
-  std::vector<MmaTiling> ts = tilings(p);
-  for (size_t n = 0; n < ts.size(); ++n) {
+  for (const NamedTiling &t : tilings(p)) {
     StagedAndDirect kernels;
     for (const Shape &s : kShapes)
-      check_one(p, ts[n], kernels, s,
-                std::string(reference::precision_name(p)) + (n == 0   ? " sums staged, 128x256"
-                                                             : n == 1 ? " sums staged, persistent, producer warps"
-                                                                      : " sums staged, 256x128 of 128-row warpgroups"));
+      check_one(p, t.tiling, kernels, s, std::string(reference::precision_name(p)) + " sums staged, " + t.name);
   }
 }
 
 void tile_stores_sanitizer_case() {
-  for (const MmaTiling &t : tilings(Precision::BF16)) {
+  for (const NamedTiling &t : tilings(Precision::BF16)) {
     StagedAndDirect kernels;
     // Ragged (the general kernel) and aligned (the kernel specialized for
     // sizes that are multiples of 16, scheduler/SpecializeSizes.h).
-    check_one(Precision::BF16, t, kernels, {131, 264, 200}, "bf16 sums staged (sanitizer)");
-    check_one(Precision::BF16, t, kernels, {256, 384, 192}, "bf16 sums staged, aligned (sanitizer)");
+    check_one(Precision::BF16, t.tiling, kernels, {131, 264, 200}, "bf16 sums staged, " + t.name + " (sanitizer)");
+    check_one(Precision::BF16, t.tiling, kernels, {256, 384, 192},
+              "bf16 sums staged, " + t.name + ", aligned (sanitizer)");
   }
 }
 

@@ -403,10 +403,13 @@ static int64_t output_tile_kib(const MmaTiling &t) {
 }
 
 // Whether the output's tile takes the pipeline's slots once the main loop
-// is done (SharedTileLayout.h): no persistent tile loop, producer warps or
-// cluster keeps them live.
+// is done (SharedTileLayout.h): a pipeline of three or more stages, which
+// drains its copies after its loop, and no persistent tile loop, producer
+// warps or cluster that keeps the slots live. Double buffering's loop
+// issues copies in every iteration, and keeps its tiles apart.
 static bool tile_takes_the_slots(const MmaTiling &t) {
-  return t.persistent_blocks == 0 && t.producer_warps == 0 && t.cluster_blocks <= 1;
+  return t.double_buffered && t.stages >= 3 && t.persistent_blocks == 0 && t.producer_warps == 0 &&
+         t.cluster_blocks <= 1;
 }
 
 // Shared memory a block may take: a warpgroup MMA's kernel runs on sm_90a
