@@ -15,10 +15,18 @@
 //               (TileStores::SumsThroughShared)
 //   tf32-wgmma  f32 inputs on the tf32 warpgroup MMA (the TMA reading
 //               rounded copies: three kernels)
+//   bf16-split-k  bf16-wgmma's default at 512 x 512 x 32768: 128 x 128
+//               tiles, K split across blocks, the slices combined by a
+//               kernel of its own
+//   bf16-decode bf16-wgmma's default for a decode step, 16 x 4096 x 4096
+//               with W stored N x K: swap-AB, 8-column tiles, K split
 //
+// (bf16-wgmma's default stages its sums too since they became the 16-bit
+// default: bf16-wgmma-sums is kept as the table's reference row.)
 // --kernels=a,b,... measures only those.
-// --aligned measures instead the kernels a launch at 4096^3 compiles: the
-// program specialized for sizes that are multiples of 16
+// --aligned measures instead the kernels a launch at the kernel's shape
+// (4096^3 for the first five) compiles: the program specialized for sizes
+// that are multiples of 16
 // (scheduler/SpecializeSizes.h; the general one compiles only for a launch
 // at other sizes).
 // --cpu-check measures instead what checking each kernel on the CPU costs:
@@ -60,6 +68,7 @@ struct Kernel {
   const char *name;
   std::function<Func()> build;
   Type in, out; ///< A's and B's element type, out's
+  int64_t M = 4096, N = 4096, K = 4096; ///< the shape its tiling is chosen for, and --aligned launches
 };
 
 Func fp32_kernel() {
@@ -93,6 +102,21 @@ Func tf32_wgmma_kernel() {
   Gemm g = make_gemm(Epilogue::BiasGelu);
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
                     default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, kTargetSms));
+  return g.out;
+}
+
+Func bf16_split_k_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
+                    default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 512, 512, 32768, kTargetSms));
+  return g.out;
+}
+
+Func bf16_decode_kernel() {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16), BLayout::NK);
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 16, 4096, 4096, kTargetSms);
+  swap_ab_where_rows_are_few(t, 16, 4096, 4096, kTargetSms);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   return g.out;
 }
 
@@ -190,10 +214,12 @@ int main(int argc, char **argv) {
     else if (std::strcmp(argv[a], "--aligned") == 0)
       aligned = true;
     else {
-      std::fprintf(stderr,
-                   "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,bf16-wgmma-sums,tf32-wgmma] [--ptx-dir=DIR] "
-                   "[--ir-dir=DIR] [--cpu-check] [--aligned]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,bf16-wgmma-sums,tf32-wgmma,bf16-split-k,bf16-decode] "
+          "[--ptx-dir=DIR] "
+          "[--ir-dir=DIR] [--cpu-check] [--aligned]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -204,12 +230,15 @@ int main(int argc, char **argv) {
                             {"bf16", bf16_kernel, BFloat(16), BFloat(16)},
                             {"bf16-wgmma", bf16_wgmma_kernel, BFloat(16), BFloat(16)},
                             {"bf16-wgmma-sums", bf16_wgmma_sums_kernel, BFloat(16), BFloat(16)},
-                            {"tf32-wgmma", tf32_wgmma_kernel, Float(32), Float(32)}};
+                            {"tf32-wgmma", tf32_wgmma_kernel, Float(32), Float(32)},
+                            {"bf16-split-k", bf16_split_k_kernel, BFloat(16), BFloat(16), 512, 512, 32768},
+                            {"bf16-decode", bf16_decode_kernel, BFloat(16), BFloat(16), 16, 4096, 4096}};
   for (const std::string &name : split_names(only)) {
     bool known = std::any_of(std::begin(kernels), std::end(kernels), [&](const Kernel &k) { return name == k.name; });
     if (!known) {
       std::fprintf(stderr,
-                   "%s: unknown kernel '%s' in --kernels (fp32, bf16, bf16-wgmma, bf16-wgmma-sums, tf32-wgmma)\n",
+                   "%s: unknown kernel '%s' in --kernels (fp32, bf16, bf16-wgmma, bf16-wgmma-sums, tf32-wgmma, "
+                   "bf16-split-k, bf16-decode)\n",
                    argv[0], name.c_str());
       return 2;
     }
@@ -236,9 +265,9 @@ int main(int argc, char **argv) {
         Pipeline pipeline(*out);
         if (cpu_check)
           check_on_cpu(pipeline, kernel.in, kernel.out);
-        else if (aligned) // what a launch at 4096^3 compiles (Pipeline::gpu_executable)
+        else if (aligned) // what a launch at the kernel's shape compiles (Pipeline::gpu_executable)
           ptx = pipeline.specialized_ptx(
-              target, specializable_sizes(pipeline.gpu_program(), {{"M", 4096}, {"N", 4096}, {"K", 4096}}));
+              target, specializable_sizes(pipeline.gpu_program(), {{"M", kernel.M}, {"N", kernel.N}, {"K", kernel.K}}));
         else
           ptx = pipeline.ptx(target);
       }));
