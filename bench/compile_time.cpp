@@ -77,47 +77,40 @@ Func fp32_kernel() {
   return g.out;
 }
 
-Func bf16_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, kTargetSms));
+/// The GEMM + bias + GELU of `in` inputs and an `out` output, on tensor
+/// cores with tiling `t`.
+Func mma_gemm(Type in, Type out, const MmaTiling &t, BLayout b = BLayout::KN) {
+  Gemm g = make_gemm(Epilogue::BiasGelu, in, out, b);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   return g.out;
+}
+
+Func bf16_kernel() {
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, kTargetSms));
 }
 
 Func bf16_wgmma_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
-                    default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms));
-  return g.out;
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms));
 }
 
 Func bf16_wgmma_sums_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
   MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms);
   t.tile_stores = TileStores::SumsThroughShared;
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g.out;
+  return mma_gemm(BFloat(16), BFloat(16), t);
 }
 
 Func tf32_wgmma_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
-                    default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, kTargetSms));
-  return g.out;
+  return mma_gemm(Float(32), Float(32), default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, kTargetSms));
 }
 
 Func bf16_split_k_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
-                    default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 512, 512, 32768, kTargetSms));
-  return g.out;
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 512, 512, 32768, kTargetSms));
 }
 
 Func bf16_decode_kernel() {
-  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16), BLayout::NK);
   MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 16, 4096, 4096, kTargetSms);
   swap_ab_where_rows_are_few(t, 16, 4096, 4096, kTargetSms);
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return g.out;
+  return mma_gemm(BFloat(16), BFloat(16), t, BLayout::NK);
 }
 
 /// The shape of a CPU check (--cpu-check): small, as a test's.
