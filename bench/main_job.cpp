@@ -338,9 +338,7 @@ bool report_ptx(Pipeline &pipeline, const Shape &shape) {
     return false;
   if (multiples.empty())
     return true;
-  std::string names;
-  for (const std::string &name : multiples)
-    names += (names.empty() ? "" : ", ") + name;
+  const std::string names = specialization_name(multiples);
   auto start = std::chrono::steady_clock::now();
   const std::string &specialized = pipeline.specialized_ptx(target, multiples);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

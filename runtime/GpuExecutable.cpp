@@ -16,9 +16,7 @@ GpuExecutable::GpuExecutable(GpuProgram program, const std::string &ptx, const G
 
 GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module, const GpuTarget &target)
     : GpuExecutable(std::move(program), Loader(), target, Specializer()) {
-  module_ = std::move(module);
-  for (const GpuKernel &kernel : program_.kernels)
-    functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+  adopt(std::move(module));
 }
 
 GpuExecutable::GpuExecutable(GpuProgram program, Loader load, const GpuTarget &target, Specializer specialize)
@@ -65,13 +63,18 @@ size_t GpuExecutable::workspace_bytes(size_t arg, const std::map<std::string, in
 
 GpuExecutable::~GpuExecutable() = default;
 
+void GpuExecutable::adopt(gpu::Module module) const {
+  module_ = std::move(module);
+  for (const GpuKernel &kernel : program_.kernels)
+    functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+}
+
 void GpuExecutable::load() const {
   if (!load_)
     return;
-  module_ = load_();
+  gpu::Module module = load_(); // a compile error leaves the loader for the next launch
   load_ = nullptr;
-  for (const GpuKernel &kernel : program_.kernels)
-    functions_.push_back(module_.function(kernel_symbol(kernel.name)));
+  adopt(std::move(module));
 }
 
 const GpuExecutable &GpuExecutable::for_launch(const std::map<std::string, int64_t> &params) const {

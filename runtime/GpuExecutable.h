@@ -68,6 +68,8 @@ private:
   mutable std::vector<CUfunction> functions_;
   Specializer specialize_; ///< empty: every launch runs the general program
   mutable std::map<std::vector<std::string>, std::unique_ptr<GpuExecutable>> variants_;
+  /// Keeps `module` and finds the program's kernels in it.
+  void adopt(gpu::Module module) const;
   /// Loads the module and finds its kernels, once.
   void load() const;
   /// The executable a launch at `params` runs: this one, or the variant

@@ -120,20 +120,13 @@ void Pipeline::realize_on_cpu(const Arguments &args, Buffer &output) {
 
 namespace {
 
-std::string joined(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "" : ",") + name;
-  return text;
-}
-
 // The PTX of `variant`, the program lowered from `nest` specialized for
 // `multiples`, from the compile cache where it holds it.
 std::string specialized_code(const GpuNest &nest, const GpuProgram &variant, const GpuTarget &target,
                              const std::vector<std::string> &multiples) {
   return cached_ptx(
       nest, target, CompileCache::from_environment(), [&] { return compile_to_ptx(variant, target); }, nullptr,
-      "sizes that are multiples of 16: " + joined(multiples));
+      "sizes that are multiples of 16: " + specialization_name(multiples));
 }
 
 using SpecializedPtx = std::map<std::string, std::optional<std::string>>;
@@ -143,7 +136,7 @@ using SpecializedPtx = std::map<std::string, std::optional<std::string>>;
 // those sizes decide nothing (the general program is then the variant).
 const std::optional<std::string> &memoized_variant(SpecializedPtx &memo, const GpuNest &nest, const GpuProgram &program,
                                                    const GpuTarget &target, const std::vector<std::string> &multiples) {
-  std::string key = target.sm() + ":" + joined(multiples);
+  std::string key = target.sm() + ":" + specialization_name(multiples);
   auto known = memo.find(key);
   if (known != memo.end())
     return known->second;

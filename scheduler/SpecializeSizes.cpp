@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <utility>
 
 namespace coalesce {
 
@@ -69,32 +71,34 @@ private:
         return std::nullopt;
     return form;
   }
+  // A division's or remainder's dividend in the form multiple_of gives,
+  // with its constant divisor, where the divisor divides it (counted).
+  template <typename Op> std::optional<std::pair<Linear, int64_t>> exact(const Expr &e) {
+    const auto *op = e.as<Op>();
+    auto divisor = op ? as_const_int(op->b) : std::nullopt;
+    auto form = divisor ? multiple_of(op->a, *divisor) : std::nullopt;
+    if (!form)
+      return std::nullopt;
+    ++folded;
+    return std::make_pair(*form, *divisor);
+  }
   Expr visit(const Div *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
-    const auto *div = e.as<Div>();
-    auto divisor = div ? as_const_int(div->b) : std::nullopt;
-    if (!divisor)
+    auto exact_division = exact<Div>(e);
+    if (!exact_division)
       return e;
-    auto form = multiple_of(div->a, *divisor);
-    if (!form)
-      return e;
-    ++folded;
-    Expr result = make_const(e.type(), static_cast<double>(form->constant / *divisor));
-    for (const auto &[name, coefficient] : form->terms)
-      result = result + Variable::make(e.type(), name) * static_cast<int>(coefficient / *divisor);
+    const auto &[form, divisor] = *exact_division;
+    Expr result = make_const(e.type(), static_cast<double>(form.constant / divisor));
+    for (const auto &[name, coefficient] : form.terms)
+      result = result + Variable::make(e.type(), name) * static_cast<int>(coefficient / divisor);
     return result;
   }
   Expr visit(const Mod *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
-    const auto *mod = e.as<Mod>();
-    auto divisor = mod ? as_const_int(mod->b) : std::nullopt;
-    if (!divisor)
-      return e;
-    auto form = multiple_of(mod->a, *divisor);
-    if (!form)
-      return e;
-    ++folded;
-    return make_const(e.type(), static_cast<double>(form->constant % *divisor));
+    auto exact_remainder = exact<Mod>(e);
+    return exact_remainder
+               ? make_const(e.type(), static_cast<double>(exact_remainder->first.constant % exact_remainder->second))
+               : e;
   }
 };
 
@@ -156,6 +160,13 @@ std::vector<std::string> specializable_sizes(const GpuProgram &program, const st
   }
   std::sort(multiples.begin(), multiples.end()); // as the overload below gives them
   return multiples;
+}
+
+std::string specialization_name(const std::vector<std::string> &multiples) {
+  std::string text;
+  for (const std::string &name : multiples)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
 }
 
 std::vector<std::string> specializable_sizes(const std::map<std::string, int64_t> &sizes) {

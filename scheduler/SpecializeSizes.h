@@ -38,4 +38,7 @@ std::vector<std::string> specializable_sizes(const GpuProgram &program, const st
 /// The same where `sizes` holds only scalar arguments (in name order).
 std::vector<std::string> specializable_sizes(const std::map<std::string, int64_t> &sizes);
 
+/// A variant's name in keys and reports: its sizes, "K, M, N".
+std::string specialization_name(const std::vector<std::string> &multiples);
+
 } // namespace coalesce

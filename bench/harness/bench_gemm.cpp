@@ -329,9 +329,7 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
   // one timed, compiled and reported, so shapes of one tiling share a
   // compiled kernel only where they share those sizes.
   std::vector<std::string> multiples = specializable_sizes({{"M", s.M}, {"N", s.N}, {"K", s.K}});
-  std::string aligned;
-  for (const std::string &name : multiples)
-    aligned += (aligned.empty() ? "/multiples of 16: " : ",") + name;
+  const std::string aligned = multiples.empty() ? "" : "/multiples of 16: " + specialization_name(multiples);
   const std::string key = std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) +
                           (s.b_nk ? "/nk/" : "/") + tiling + aligned;
   std::unique_ptr<CompiledKernel> &kernel = (*cache)[key];
