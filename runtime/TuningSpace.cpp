@@ -167,6 +167,10 @@ std::vector<GemmCandidate> enumerate_candidates(const GemmProblem &problem, cons
                              c.mma.block_n = m->blocks[at[0]].second;
                              c.mma.warp_m = m->warp_tiles[at[1]].first;
                              c.mma.warp_n = m->warp_tiles[at[1]].second;
+                             // A warp tile that does not divide the block's tile
+                             // is refused by mma_tile whatever the other knobs.
+                             if (c.mma.block_m % c.mma.warp_m != 0 || c.mma.block_n % c.mma.warp_n != 0)
+                               return;
                              c.mma.k_step = m->k_steps[at[2]];
                              c.mma.stages = m->stages[at[3]];
                              c.mma.double_buffered = c.mma.stages >= 2;

@@ -394,12 +394,9 @@ TEST_CASE("a decode step with B stored N x K: the space's candidates read W(j, k
   std::vector<GemmCandidate> list =
       enumerate_candidates(decode, default_tuning_space(decode, "sm_90a"), default_gemm_candidate(decode, "sm_90a"));
   FakeTimer fake;
-  AutotuneResult result = autotune_gemm(decode, spread_sample(list, 24), fake.steps(), options(0)); // legality only
+  AutotuneResult result = autotune_gemm(decode, spread_sample(list, 12), fake.steps(), options(0)); // legality only
   CHECK(result.results[0].status == CandidateStatus::NotSampled); // the default is legal
-  // A third of a spread sample of the space, the rest refused by rules
-  // that name them (warp tiles that do not divide the tile, clusters with
-  // split-K, registers).
-  CHECK(result.legal * 3 >= result.results.size());
+  CHECK(result.legal >= 6);
   Pipeline pipeline(build_scheduled_gemm(decode, result.results[0].candidate));
   // W's boxes start at the block's rows of N (bj), not at a K offset.
   CHECK(pipeline.loop_nest().find("tensor_copy B[bj*64, ") != std::string::npos);
