@@ -93,6 +93,13 @@ Options parse_options(int argc, char **argv) {
                "gpu_tile_stores) or sums (the sums through shared memory, the epilogue computed in "
                "the copy, a vector at a time); default: the tiling's"),
       cl::value_desc("direct|shared|sums"), cl::cat(category));
+  cl::opt<std::string> consumer_schedule_flag(
+      "consumer-schedule",
+      cl::desc("with --wgmma, --persistent-blocks and --producer-warps: how the MMA warps share a block's tiles "
+               "(gpu_consumer_schedule): together (the default) or ping-pong (two groups of one warpgroup take "
+               "the tiles in turn; --tile-stores=direct; refused for a GPU until coalesce-gpu-check "
+               "--sections=consumer-schedules has passed it, COALESCE_UNVERIFIED_GPU=ping-pong overrides)"),
+      cl::value_desc("together|ping-pong"), cl::cat(category));
   cl::opt<std::string> cluster_blocks_flag(
       "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
                                  "(2 to 8), which share B's tiles (gpu_cluster, TmaCopies::multicast); 0: none, "
@@ -181,6 +188,16 @@ Options parse_options(int argc, char **argv) {
     if (!options.tensor_cores)
       usage_error("--tile-stores picks how the tensor-core schedule stores its tiles: give --tensor-cores or --wgmma");
     options.wgmma.tile_stores = *named;
+  }
+  if (consumer_schedule_flag.getNumOccurrences()) {
+    const ConsumerSchedule *named =
+        std::find_if(std::begin(kConsumerSchedules), std::end(kConsumerSchedules),
+                     [&](ConsumerSchedule c) { return consumer_schedule_flag == consumer_schedule_name(c); });
+    if (named == std::end(kConsumerSchedules))
+      usage_error("bad value '" + consumer_schedule_flag + "' for --consumer-schedule: expected together or ping-pong");
+    if (!options.warpgroup)
+      usage_error("--consumer-schedule shares a persistent block's tiles between warpgroups: give --wgmma");
+    options.wgmma.consumer_schedule = *named;
   }
   if (producer_registers_flag.getNumOccurrences()) {
     options.wgmma.producer_registers =

@@ -34,6 +34,8 @@ struct WgmmaKnobs {
   int persistent_blocks = -1;  ///< --persistent-blocks=N: MmaTiling::persistent_blocks (-1: the tiling's)
   int cluster_blocks = -1;     ///< --cluster-blocks=N: MmaTiling::cluster_blocks (-1: the tiling's)
   std::optional<TileStores> tile_stores; ///< --tile-stores=direct|shared: MmaTiling::tile_stores
+  /// --consumer-schedule=together|ping-pong: MmaTiling::consumer_schedule
+  ConsumerSchedule consumer_schedule = ConsumerSchedule::Together;
 };
 
 struct Options {

@@ -122,6 +122,9 @@ protected:
   /// registers_decrease / registers_increase (to `count` registers per
   /// thread) and thread_exit: nothing on the host (Intrinsics.h says why).
   virtual void emit_thread_control(Intrinsic which, int count);
+  /// group_barrier_sync / _arrive: nothing on the host (one thread runs the
+  /// groups in turn).
+  virtual void emit_group_barrier(Intrinsic which, llvm::Value *id, int threads) {}
   /// A TensorCopy. The base runs its element-wise copy, as the host does.
   virtual void emit_tensor_copy(const TensorCopy *op);
 

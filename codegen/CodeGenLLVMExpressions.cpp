@@ -305,6 +305,14 @@ void CodeGenLLVM::visit(const Call *op) {
     value_ = builder_->getInt32(0);
     return;
   }
+  case Intrinsic::GroupBarrierSync:
+  case Intrinsic::GroupBarrierArrive: {
+    auto threads = as_const_int(op->args[1]);
+    COALESCE_INTERNAL_ASSERT(threads, op->name, " takes a constant count of threads");
+    emit_group_barrier(*op->intrinsic, codegen(op->args[0]), static_cast<int>(*threads));
+    value_ = builder_->getInt32(0);
+    return;
+  }
   case Intrinsic::BitXor:
     value_ = builder_->CreateXor(codegen(op->args[0]), codegen(op->args[1]));
     return;

@@ -272,6 +272,15 @@ void CodeGenPTX::emit_thread_control(Intrinsic which, int count) {
   }
 }
 
+void CodeGenPTX::emit_group_barrier(Intrinsic which, llvm::Value *id, int threads) {
+  // bar.sync / bar.arrive id, threads: barrier 0 is the whole block's, 1
+  // the MMA warps' own (emit_barrier); the groups take 2 and up.
+  COALESCE_INTERNAL_ASSERT(threads % 32 == 0, "a group barrier of ", threads, " threads");
+  const auto intrinsic = which == Intrinsic::GroupBarrierSync ? llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count
+                                                              : llvm::Intrinsic::nvvm_barrier_cta_arrive_aligned_count;
+  builder_->CreateIntrinsic(intrinsic, {}, {id, builder_->getInt32(threads)});
+}
+
 void CodeGenPTX::emit_mbarrier(Intrinsic which, llvm::Value *barrier, llvm::Value *operand) {
   llvm::Value *address = barrier ? shared_address(barrier) : nullptr;
   switch (which) {

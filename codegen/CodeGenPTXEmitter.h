@@ -88,6 +88,7 @@ protected:
   void emit_async_proxy_sync(Intrinsic which, int pending) override;
 
   void emit_thread_control(Intrinsic which, int count) override;
+  void emit_group_barrier(Intrinsic which, llvm::Value *id, int threads) override;
 
   // The mbarriers and the TMA have intrinsics in LLVM 22, but inline PTX
   // keeps their operands plain 32-bit shared addresses, which is what the

@@ -594,6 +594,19 @@ Func &Func::gpu_cluster(const Var &block, int blocks) {
   });
 }
 
+const char *consumer_schedule_name(ConsumerSchedule schedule) {
+  switch (schedule) {
+  case ConsumerSchedule::Together: return "together";
+  case ConsumerSchedule::PingPong: return "ping-pong";
+  }
+  return "?";
+}
+
+Func &Func::gpu_consumer_schedule(ConsumerSchedule schedule) {
+  contents_->schedule.consumer_schedule = schedule;
+  return *this;
+}
+
 Func &Func::partition_full_tiles(bool enable) {
   contents_->schedule.partition_full_tiles = enable;
   return *this;

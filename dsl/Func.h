@@ -267,6 +267,12 @@ public:
   /// Needs two block loops; each tile is computed once either way, so it
   /// never changes the result.
   Func &gpu_persistent_blocks(int blocks);
+  /// How the MMA warps of this (output) Func's persistent blocks share the
+  /// block's tiles (ConsumerSchedule): PingPong doubles the MMA warps into
+  /// two groups that take the tiles in turn, one group's epilogue
+  /// overlapping the other's main loop. Each tile is still computed by one
+  /// group, whole, so it never changes the result.
+  Func &gpu_consumer_schedule(ConsumerSchedule schedule);
   /// Runs this (output) Func's GPU blocks along block loop `block` in
   /// clusters of `blocks` (2 to 8) consecutive blocks, which the GPU runs at
   /// once on neighbouring multiprocessors (sm_90 and later), so that inputs

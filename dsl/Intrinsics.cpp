@@ -76,7 +76,8 @@ bool is_math_intrinsic(Intrinsic intrinsic) {
   case Intrinsic::RegistersIncrease:
   case Intrinsic::ThreadExit:
   case Intrinsic::ClusterBarrier:
-    return false;
+  case Intrinsic::GroupBarrierSync:
+  case Intrinsic::GroupBarrierArrive: return false;
   }
   return false;
 }

@@ -96,6 +96,12 @@ enum class IntrinsicResult : uint8_t {
   X(RegistersDecrease, "registers_decrease", 1, 1, Int32)                                                              \
   X(RegistersIncrease, "registers_increase", 1, 1, Int32)                                                              \
   X(ThreadExit, "thread_exit", 0, 0, Int32)                                                                            \
+  /* named barriers of part of the block (two groups of consumer warps */                                              \
+  /* taking turns): group_barrier_sync(id, threads) waits until `threads` */                                           \
+  /* (constants) have arrived at barrier id, this warp's among them; */                                                \
+  /* group_barrier_arrive(id, threads) arrives without waiting */                                                      \
+  X(GroupBarrierSync, "group_barrier_sync", 2, 2, Int32)                                                               \
+  X(GroupBarrierArrive, "group_barrier_arrive", 2, 2, Int32)                                                           \
   /* a barrier of every thread of every block of the cluster (gpu_cluster, */                                          \
   /* sm_90), releasing this thread's shared-memory accesses to the others: */                                          \
   /* a multicast pipeline's steps end in one. A no-op on the host. */                                                  \

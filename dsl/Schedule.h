@@ -269,6 +269,25 @@ const char *tile_stores_name(TileStores stores);
 inline constexpr TileStores kTileStores[] = {TileStores::Direct, TileStores::ThroughShared,
                                              TileStores::SumsThroughShared};
 
+/// How the MMA warps of an output's persistent blocks share the block's
+/// tiles (Func::gpu_consumer_schedule).
+enum class ConsumerSchedule {
+  /// All of them compute each tile together, one tile after another.
+  Together,
+  /// Two groups of them, each as many warps as the tiling's MMA warps (one
+  /// warpgroup), take the block's tiles in turn: the first group the even
+  /// tiles, the second the odd. The groups' main loops run one after the
+  /// other (each waits on a named barrier the other arrives on after its
+  /// last wait for a full slot), so one group's epilogue runs while the
+  /// other's MMAs run. Needs a persistent grid (gpu_persistent_blocks) and
+  /// TMA copies issued by producer warps (ProducerWarps), which fill one
+  /// pipeline for both groups.
+  PingPong,
+};
+const char *consumer_schedule_name(ConsumerSchedule schedule);
+/// Every choice, for parsers of the names above.
+inline constexpr ConsumerSchedule kConsumerSchedules[] = {ConsumerSchedule::Together, ConsumerSchedule::PingPong};
+
 /// A reduction of `producer` split across GPU blocks (split_k, recorded on
 /// the consumer that fuses it): its reduction variable `rvar` is cut into
 /// `slices` contiguous ranges, one per block of a new block loop
@@ -316,6 +335,9 @@ struct FuncSchedule {
   std::optional<bool> partition_full_tiles;
   /// For the output: how its blocks write their tiles (gpu_tile_stores).
   TileStores tile_stores = TileStores::Direct;
+  /// For the output: how its persistent blocks' MMA warps share the tiles
+  /// (gpu_consumer_schedule).
+  ConsumerSchedule consumer_schedule = ConsumerSchedule::Together;
   /// For the consumer of a split reduction: the split (split_k).
   SplitReduction split_k;
   /// The Func whose update's loop nest this Func's update shares

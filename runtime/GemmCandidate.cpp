@@ -36,11 +36,11 @@ bool operator==(const GemmCandidate &a, const GemmCandidate &b) {
   return std::tie(x.kind, x.block_m, x.block_n, x.warp_m, x.warp_n, x.swap_ab, x.k_step, x.double_buffered, x.stages,
                   x.a_padding, x.b_padding, x.min_blocks_per_sm, x.block_group_rows, x.tma, x.producer_warps,
                   x.producer_registers, x.persistent_blocks, x.cluster_blocks, x.tma_padded_copies, x.tile_stores,
-                  x.split_k, x.split_k_mode) ==
+                  x.consumer_schedule, x.split_k, x.split_k_mode) ==
          std::tie(y.kind, y.block_m, y.block_n, y.warp_m, y.warp_n, y.swap_ab, y.k_step, y.double_buffered, y.stages,
                   y.a_padding, y.b_padding, y.min_blocks_per_sm, y.block_group_rows, y.tma, y.producer_warps,
                   y.producer_registers, y.persistent_blocks, y.cluster_blocks, y.tma_padded_copies, y.tile_stores,
-                  y.split_k, y.split_k_mode);
+                  y.consumer_schedule, y.split_k, y.split_k_mode);
 }
 
 MmaKind gemm_mma_kind(const GemmProblem &problem, GemmFamily family) {

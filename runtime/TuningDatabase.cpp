@@ -80,8 +80,10 @@ json::Value to_json(const GemmCandidate &c) {
   else
     for_each_knob_of_mma(c.mma, write);
   o["split_k_mode"] = split_k_mode_name(c.family == GemmFamily::Ffma ? c.ffma.split_k_mode : c.mma.split_k_mode);
-  if (c.family != GemmFamily::Ffma)
+  if (c.family != GemmFamily::Ffma) {
     o["tile_stores"] = tile_stores_name(c.mma.tile_stores);
+    o["consumer_schedule"] = consumer_schedule_name(c.mma.consumer_schedule);
+  }
   return o;
 }
 
@@ -164,6 +166,19 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
       return false;
     }
     c.mma.tile_stores = *named;
+  }
+  // Optional: entries written before consumer schedules are Together.
+  c.mma.consumer_schedule = ConsumerSchedule::Together;
+  if (const json::Value *v = object->get("consumer_schedule")) {
+    std::optional<llvm::StringRef> text = v->getAsString();
+    const ConsumerSchedule *named =
+        std::find_if(std::begin(kConsumerSchedules), std::end(kConsumerSchedules),
+                     [&](ConsumerSchedule t) { return text && *text == consumer_schedule_name(t); });
+    if (named == std::end(kConsumerSchedules)) {
+      path.field("consumer_schedule").report("expected \"together\" or \"ping-pong\"");
+      return false;
+    }
+    c.mma.consumer_schedule = *named;
   }
   return ok && mode(c.mma.split_k_mode);
 }

@@ -4,11 +4,13 @@
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
+#include "scheduler/AlternateConsumerWarpgroups.h"
 #include "scheduler/BuildLoopNest.h"
 #include "scheduler/CheckAlgorithm.h"
 #include "scheduler/CheckClusters.h"
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckGpuStructure.h"
+#include "scheduler/CheckGpuVerified.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
@@ -25,6 +27,7 @@
 #include "scheduler/FuseGpuThreadLoops.h"
 #include "scheduler/FuseReductionNests.h"
 #include "scheduler/GroupGpuBlocks.h"
+#include "scheduler/HoistConsumerGroupGuards.h"
 #include "scheduler/HoistLoads.h"
 #include "scheduler/InferDomain.h"
 #include "scheduler/InlineFuncs.h"
@@ -138,6 +141,10 @@ Stmt lower_serial(const Environment &env, const ResourceBudget &budget) {
   // warps, multicast, and pipelines across a persistent block's tiles.
   s = attributed_to("lower_tma_pipelines", [&] { return lower_tma_pipelines(s, env); });
   log("lower_tma_pipelines", s);
+  // ConsumerSchedule::PingPong: two groups of MMA warps taking the tiles
+  // in turn, their main loops ordered by named barriers.
+  s = attributed_to("alternate_consumer_warpgroups", [&] { return alternate_consumer_warpgroups(s, env); });
+  log("alternate_consumer_warpgroups", s);
   // At the points of the producer warps' program it marked: their
   // registers handed to the MMA warps, and their exit (or nothing).
   s = attributed_to("reallocate_registers", [&] { return reallocate_registers(s, env); });
@@ -276,6 +283,8 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget) {
   auto env = std::make_shared<const Environment>(prepare(output));
+  // Features that have not passed the GPU check are refused for a GPU.
+  attributed_to("check_gpu_verified", [&] { check_gpu_verified(*env); });
   GpuNest nest;
   nest.name = output.name();
   nest.args = arguments_of(*env);
@@ -360,6 +369,9 @@ GpuProgram finish_gpu_program(const GpuNest &nest) {
   for (GpuKernel &kernel : program.kernels) {
     log("fuse_gpu_thread_loops", kernel.body);
     kernel.body = finish(kernel.body, program.args);
+    // Each group of ping-pong's MMA warps skips the other's tiles at once.
+    kernel.body = hoist_consumer_group_guards(kernel.body);
+    log("hoist_consumer_group_guards", kernel.body);
     // Tiles that share bytes still live apart after the later passes.
     if (kernel.dynamic_shared)
       verify_shared_tile_layout(kernel.body, kernel.name, kernel.shared_offsets);

@@ -15,14 +15,18 @@ namespace coalesce {
 
 namespace {
 
-bool is_mbarrier_operation(const Call *op) {
+// The operations the trace records: the mbarriers', and the named barriers
+// between groups of consumer warps.
+bool is_traced_operation(const Call *op) {
   if (op->call_type != CallType::Intrinsic)
     return false;
   switch (*op->intrinsic) {
   case Intrinsic::MbarrierInit:
   case Intrinsic::MbarrierExpectTx:
   case Intrinsic::MbarrierArrive:
-  case Intrinsic::MbarrierWait: return true;
+  case Intrinsic::MbarrierWait:
+  case Intrinsic::GroupBarrierSync:
+  case Intrinsic::GroupBarrierArrive: return true;
   default: return false;
   }
 }
@@ -58,7 +62,7 @@ private:
   void visit(const PipelinedStaging *op) override { enter(op); }
   void visit(const Call *op) override {
     // Up the path until a statement marked already (and so its ancestors).
-    if (is_mbarrier_operation(op))
+    if (is_traced_operation(op))
       for (auto node = path_.rbegin(); node != path_.rend(); ++node)
         if (!holders_.insert(*node).second)
           break;
@@ -106,7 +110,7 @@ public:
     if (const auto *op = s.as<Allocate>())
       return run(op->body);
     if (const auto *op = s.as<Evaluate>()) {
-      if (const auto *call = op->value.as<Call>(); call && is_mbarrier_operation(call))
+      if (const auto *call = op->value.as<Call>(); call && is_traced_operation(call))
         return record(call, s);
       return;
     }
@@ -119,6 +123,7 @@ private:
   const BarrierHolders holders_;
   std::map<std::string, int64_t> at_;
   int producer_depth_ = 0;
+  std::vector<std::string> warp_loops_; // the thread loops along y around the statement run
   int64_t steps_ = 0;
 
   template <typename... Parts> void give_up(const Parts &...parts) {
@@ -142,31 +147,50 @@ private:
       return give_up("the bounds of loop '", op->name, "' around a barrier's operation");
     const bool once = op->for_kind == ForKind::GpuBlock || op->for_kind == ForKind::GpuThread;
     const bool producer = op->role == LoopRole::ProducerWarps;
+    const bool warps = op->for_kind == ForKind::GpuThread && op->gpu_dim == 1;
     producer_depth_ += producer;
+    if (warps)
+      warp_loops_.push_back(op->name);
     // A persistent block's first few tiles: a prefix of whole tiles keeps
     // every fill and wait of the tiles it holds.
     const int64_t runs = op->role == LoopRole::PersistentTiles ? std::min(*extent, kTracedTiles) : *extent;
     for (int64_t v = *min; v < *min + runs && result.complete; ++v) {
       at_[op->name] = v;
+      const size_t before = result.events.size();
       run(op->body);
-      if (once)
-        break; // the first block, the first thread
+      // The first block; the first thread that runs a barrier's operation
+      // here (the group of consumer warps that takes this tile, where
+      // groups alternate).
+      if (once && (op->for_kind == ForKind::GpuBlock || result.events.size() > before))
+        break;
     }
     at_.erase(op->name);
     producer_depth_ -= producer;
+    if (warps)
+      warp_loops_.pop_back();
   }
 
   void record(const Call *op, const Stmt &s) {
-    const auto *barrier = op->args[0].as<Load>();
-    auto slot = barrier && barrier->indices.size() == 1 ? value(barrier->indices[0]) : std::nullopt;
-    if (!slot)
-      return give_up("the slot of ", to_string(op->args[0]));
     std::string where = to_string(s);
     while (!where.empty() && (where.back() == '\n' || where.back() == ' '))
       where.pop_back();
     while (!where.empty() && where.front() == ' ')
       where.erase(where.begin());
-    PhaseEvent event{PhaseEvent::Kind::Complete, barrier->buffer, *slot, 0, producer_depth_ > 0, where};
+    const int64_t warp = warp_loops_.empty() ? -1 : at_[warp_loops_.back()];
+    if (*op->intrinsic == Intrinsic::GroupBarrierSync || *op->intrinsic == Intrinsic::GroupBarrierArrive) {
+      auto id = value(op->args[0]);
+      if (!id)
+        return give_up("the id of ", where);
+      const auto kind =
+          *op->intrinsic == Intrinsic::GroupBarrierSync ? PhaseEvent::Kind::GroupSync : PhaseEvent::Kind::GroupArrive;
+      result.events.push_back(PhaseEvent{kind, "", *id, 0, producer_depth_ > 0, warp, where});
+      return;
+    }
+    const auto *barrier = op->args[0].as<Load>();
+    auto slot = barrier && barrier->indices.size() == 1 ? value(barrier->indices[0]) : std::nullopt;
+    if (!slot)
+      return give_up("the slot of ", to_string(op->args[0]));
+    PhaseEvent event{PhaseEvent::Kind::Complete, barrier->buffer, *slot, 0, producer_depth_ > 0, warp, where};
     switch (*op->intrinsic) {
     case Intrinsic::MbarrierInit: event.kind = PhaseEvent::Kind::Init; break;
     case Intrinsic::MbarrierWait: {

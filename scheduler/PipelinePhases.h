@@ -11,6 +11,9 @@
 // parity, each statement that arrives on a barrier (an expect_tx and its
 // copies, an arrive) as one completed phase of its slot, which is what the
 // arrivals rule makes it, and each init as the start of a fresh sequence.
+// Named barriers between groups of consumer warps (group_barrier_sync /
+// group_barrier_arrive, ConsumerSchedule::PingPong) are recorded too, with
+// their id, and every event with the warp of the thread that ran it.
 //
 // Where a loop bound, a condition or a barrier's slot around an mbarrier
 // operation cannot be known at those values (a load, a last_arrival), the
@@ -29,11 +32,12 @@ constexpr int64_t kPhaseTraceSize = 4096;
 
 /// One event on one barrier slot, in the order its role runs it.
 struct PhaseEvent {
-  enum class Kind { Init, Wait, Complete } kind;
-  std::string array; ///< the mbarrier array
-  int64_t slot = 0;
+  enum class Kind { Init, Wait, Complete, GroupSync, GroupArrive } kind;
+  std::string array;     ///< the mbarrier array ("" for a named barrier)
+  int64_t slot = 0;      ///< the named barrier's id for GroupSync and GroupArrive
   int parity = 0;        ///< of a wait
   bool producer = false; ///< run by the producer warps
+  int64_t warp = -1;     ///< the innermost thread loop along y's value (-1: none)
   std::string where;     ///< the statement, for messages
 };
 

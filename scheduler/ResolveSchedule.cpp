@@ -120,6 +120,10 @@ void resolve_placement(Environment &env, FuncContents &func, bool is_output) {
   if (schedule.persistent_blocks > 0)
     user_error("in schedule for '", func.name, "': gpu_persistent_blocks sizes the grid of the output's kernels; '",
                func.name, "' is not the output (call it on '", env.output().name, "')");
+  if (schedule.consumer_schedule != ConsumerSchedule::Together)
+    user_error("in schedule for '", func.name, "': gpu_consumer_schedule(",
+               consumer_schedule_name(schedule.consumer_schedule), ") applies to the output's kernels; '", func.name,
+               "' is not the output (call it on '", env.output().name, "')");
   if (schedule.partition_full_tiles)
     user_error("in schedule for '", func.name, "': partition_full_tiles applies to the output's statements; '",
                func.name, "' is not the output (call it on '", env.output().name, "')");

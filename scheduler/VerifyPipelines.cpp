@@ -18,6 +18,17 @@ namespace coalesce {
 
 namespace {
 
+// The variables `e` reads.
+std::set<std::string> free_variables(const Expr &e) {
+  struct Find : IRVisitor {
+    std::set<std::string> names;
+    using IRVisitor::visit;
+    void visit(const Variable *op) override { names.insert(op->name); }
+  } find;
+  find.visit_expr(e);
+  return find.names;
+}
+
 enum class Role { Producer, Others };
 const char *role_name(Role role) { return role == Role::Producer ? "the producer warps" : "the MMA warps"; }
 
@@ -196,6 +207,31 @@ private:
   // is the same for every thread: it decides whether the statement runs
   // at this step, not how many threads run it.
   int64_t executing_threads() const {
+    // A guard on the threads and a serial loop's variable (which group of
+    // consumer warps takes a persistent block's tile): the same count at
+    // every value of it, checked at its first two.
+    auto is_thread = [&](const std::string &v) {
+      return std::any_of(threads_.begin(), threads_.end(), [&](const For *l) { return l->name == v; });
+    };
+    std::set<std::string> others;
+    for (const Expr &guard : guards_) {
+      std::set<std::string> vars = free_variables(guard);
+      if (std::none_of(vars.begin(), vars.end(), is_thread))
+        continue; // the same for every thread: whether the statement runs at this step
+      for (const std::string &v : vars)
+        if (!is_thread(v))
+          others.insert(v);
+    }
+    if (!others.empty()) {
+      int64_t first = executing_threads_at(others, 0), second = executing_threads_at(others, 1);
+      COALESCE_INTERNAL_ASSERT(first == second, "the threads that run a statement of '", output_,
+                               "' depend on a loop's step (", first, " then ", second, ")");
+      return first;
+    }
+    return executing_threads_at(others, 0);
+  }
+
+  int64_t executing_threads_at(const std::set<std::string> &others, int64_t value) const {
     std::vector<const For *> loops;
     int64_t count = 1;
     for (const For *loop : threads_) {
@@ -211,6 +247,8 @@ private:
     }
     int64_t points = 0;
     std::map<std::string, int64_t> at;
+    for (const std::string &v : others)
+      at[v] = value;
     std::vector<int64_t> index(loops.size(), 0);
     for (;;) {
       for (size_t d = 0; d < loops.size(); ++d)
@@ -267,6 +305,11 @@ void check_phases(const Stmt &s, const std::string &output) {
   };
   auto role = [](bool producer) { return producer ? "the producer warps" : "the MMA warps"; };
   std::map<std::pair<std::string, int64_t>, Slot> slots;
+  // The order rule's state: the warp whose group made the MMA warps' last
+  // wait, the named barriers it arrived on since, and those the next group
+  // synced on after that.
+  std::optional<int64_t> waiting_warp;
+  std::set<int64_t> arrived, synced;
   auto close = [&](const std::pair<std::string, int64_t> &key, const Slot &slot) {
     for (const auto &[producer, waits] : slot.waits) {
       const int64_t reached = waits.first + waits.count - 1;
@@ -278,6 +321,29 @@ void check_phases(const Stmt &s, const std::string &output) {
     }
   };
   for (const PhaseEvent &event : trace.events) {
+    if (event.kind == PhaseEvent::Kind::GroupArrive) {
+      if (waiting_warp && event.warp == *waiting_warp)
+        arrived.insert(event.slot);
+      continue;
+    }
+    if (event.kind == PhaseEvent::Kind::GroupSync) {
+      if (arrived.count(event.slot))
+        synced.insert(event.warp);
+      continue;
+    }
+    if (event.kind == PhaseEvent::Kind::Wait && !event.producer) {
+      if (waiting_warp && event.warp != *waiting_warp && !synced.count(event.warp))
+        internal_error("the pipeline of '", output, "' breaks the 'order' rule: the MMA warps' waits pass from the ",
+                       "group of warp ", *waiting_warp, " to the group of warp ", event.warp, " (", event.where,
+                       ") without a named barrier that the first arrives on after its waits and the second syncs ",
+                       "on before them: the second group's wait could run two phases ahead of the first's, where ",
+                       "the parity it waits for is the same");
+      if (!waiting_warp || event.warp != *waiting_warp) {
+        arrived.clear();
+        synced.clear();
+      }
+      waiting_warp = event.warp;
+    }
     const auto key = std::make_pair(event.array, event.slot);
     Slot &slot = slots[key];
     switch (event.kind) {
@@ -286,6 +352,8 @@ void check_phases(const Stmt &s, const std::string &output) {
       slot = Slot();
       break;
     case PhaseEvent::Kind::Complete: ++slot.completions; break;
+    case PhaseEvent::Kind::GroupSync:
+    case PhaseEvent::Kind::GroupArrive: break; // handled above
     case PhaseEvent::Kind::Wait: {
       RoleWaits &waits = slot.waits[event.producer];
       if (waits.count > 0 && waits.last == event.parity)

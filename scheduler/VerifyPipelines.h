@@ -29,7 +29,14 @@
 //              slot not yet refilled, or refills one still read), and
 //              every phase the waits reach completes (else a wait never
 //              returns). Where the trace cannot know a bound or condition
-//              around a barrier, this rule checks nothing.
+//              around a barrier, this rule checks nothing;
+//   order      in the same trace, where the MMA warps' waits pass from one
+//              group of them to another (ConsumerSchedule::PingPong: the
+//              groups take a persistent block's tiles in turn), the first
+//              group arrives on a named barrier after its waits and the
+//              second syncs on it before its own: else the second group's
+//              first wait on a slot could run two phases ahead of the
+//              first's, and the parity it waits for is the same.
 //
 // The GPU's role split checks separately that no barrier of the whole
 // block follows the producer warps' exit (SplitWarpRoles.h).

@@ -4,10 +4,12 @@
 // an expect_tx announcing other bytes than its copies deliver, a copy
 // dropped, a barrier initialized for other arrivals than a phase brings, a
 // release run by every thread instead of each warp's first, arrivals gone,
-// waits whose parities do not follow their slot's phases, a refill gone.
+// waits whose parities do not follow their slot's phases, a refill gone,
+// groups of MMA warps taking tiles in turn without their named barriers.
 
 #include "ErrorCapture.h"
 #include "WarpgroupGemms.h"
+#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -21,6 +23,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -230,6 +233,36 @@ TEST_CASE("the phases rule: each role's waits on a slot alternate parity, and ev
   Stmt dropped = drop.mutate(nest);
   REQUIRE(!dropped.same_as(nest));
   CHECK_HAS(verifier_error(dropped), "the last wait never returns");
+}
+
+TEST_CASE("the order rule: groups of MMA warps that take tiles in turn hand the pipeline over by a named barrier") {
+  gpu_check::AllowUnverified allow("ping-pong"); // the GPU path's nest
+  Stmt nest = serial_nest(ping_pong_mma_tiling(kKind, 3));
+  PhaseTrace trace = trace_pipeline_phases(nest);
+  INFO(trace.why);
+  REQUIRE(trace.complete);
+  // Both groups wait (the first warp of each: 0 and 4), and hand over.
+  std::set<int64_t> waiting, arriving;
+  for (const PhaseEvent &e : trace.events) {
+    if (e.kind == PhaseEvent::Kind::Wait && !e.producer)
+      waiting.insert(e.warp);
+    if (e.kind == PhaseEvent::Kind::GroupArrive)
+      arriving.insert(e.warp);
+  }
+  CHECK(waiting == std::set<int64_t>{0, 4});
+  CHECK(arriving == std::set<int64_t>{0, 4});
+  CHECK(verifier_error(nest) == "(no error)");
+  for (Intrinsic dropped : {Intrinsic::GroupBarrierSync, Intrinsic::GroupBarrierArrive}) {
+    Stmt without = rewrite_calls(nest, dropped, [](const Call *) { return Stmt(); });
+    REQUIRE(!without.same_as(nest));
+    CHECK_HAS(verifier_error(without), "breaks the 'order' rule");
+    CHECK_HAS(verifier_error(without), "from the group of warp 0 to the group of warp 4");
+  }
+  // A group syncing on a barrier the other did not arrive on.
+  Stmt crossed = rewrite_calls(nest, Intrinsic::GroupBarrierSync, [](const Call *op) {
+    return call(Intrinsic::GroupBarrierSync, {simplify(op->args[0] + 1), op->args[1]});
+  });
+  CHECK_HAS(verifier_error(crossed), "breaks the 'order' rule");
 }
 
 TEST_CASE("a nest lowered without its verifiers (the compile cache's key) is verified before it becomes kernels") {

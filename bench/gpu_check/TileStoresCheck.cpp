@@ -18,6 +18,8 @@
 
 #include "bench/gpu_check/TileStoresCheck.h"
 
+#include "bench/gpu_check/SameBitsCheck.h"
+
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SampledReference.h"
@@ -48,71 +50,7 @@ namespace {
 using bench::Precision;
 using examples::Epilogue;
 
-struct Shape {
-  int M, N, K;
-  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
-};
-
-const std::vector<Shape> kShapes = {{512, 768, 256}, {515, 776, 259}, {515, 777, 259}};
-constexpr int kSampleRows = 8;
-
-/// A problem's data on the host and the device, the output of p's type.
-struct Problem {
-  Precision p;
-  Shape s;
-  examples::GemmData host;
-  gpu::DeviceBuffer a, b, bias, out;
-
-  Problem(Precision precision, const Shape &shape)
-      : p(precision), s(shape),
-        host(examples::make_data(shape.M, shape.N, shape.K, 5 + shape.K, bench::input_type(precision))) {
-    if (p == Precision::TF32) // the values the instruction multiplies
-      for (Buffer *operand : {&host.a, &host.b})
-        for (float &v : operand->values())
-          v = float_to_tf32(v);
-    a = upload(host.a);
-    b = upload(host.b);
-    bias = upload(host.bias);
-    out = gpu::DeviceBuffer(bytes());
-  }
-  size_t bytes() const { return size_t(s.M) * s.N * size_t(bench::output_type(p).bytes()); }
-  static gpu::DeviceBuffer upload(const Buffer &buffer) {
-    gpu::DeviceBuffer device(buffer.size_in_bytes());
-    device.upload(buffer.raw_data(), buffer.size_in_bytes());
-    return device;
-  }
-
-  /// Launches `exe` into the poisoned output; its bytes.
-  std::vector<uint8_t> run(const GpuExecutable &exe, double *ms) {
-    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
-    out.fill_bytes(0xFF);
-    gpu::EventTimer timer;
-    timer.start();
-    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
-    timer.stop();
-    gpu::synchronize();
-    *ms = timer.elapsed_ms();
-    std::vector<uint8_t> result(bytes());
-    gpu::cu_check(gpu::driver().memcpy_dtoh(result.data(), out.ptr(), result.size()), "cuMemcpyDtoH of the output");
-    return result;
-  }
-
-  /// The output's elements, widened to f32.
-  std::vector<float> values(const std::vector<uint8_t> &raw) const {
-    Buffer bits({s.M, s.N}, bench::output_type(p));
-    std::memcpy(bits.raw_data(), raw.data(), raw.size());
-    std::vector<float> widened(bits.size());
-    for (size_t n = 0; n < widened.size(); ++n)
-      widened[n] = bits.get(n);
-    return widened;
-  }
-
-  /// ||got - want|| / ||want|| on kSampleRows rows, want = gelu(sum +
-  /// bias) in double on the inputs' exact values.
-  double error(const std::vector<float> &got) const {
-    return sampled_bias_gelu_error(host, s.M, s.N, s.K, kSampleRows, got);
-  }
-};
+const std::vector<BitsShape> kShapes = {{512, 768, 256}, {515, 776, 259}, {515, 777, 259}};
 
 /// A tiling checked, and its name in the report.
 struct NamedTiling {
@@ -162,43 +100,17 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stor
   return std::make_unique<Pipeline>(g.out);
 }
 
-/// A tiling's two kernels, its sums staged and storing directly: compiled
-/// once, at the first shape that runs them.
-struct StagedAndDirect {
-  std::unique_ptr<Pipeline> sums, direct;
-};
-
-void check_one(Precision p, const MmaTiling &tiling, StagedAndDirect &kernels, const Shape &s,
+/// The tiling's sums staged, against the same tiling storing directly.
+void check_one(Precision p, const MmaTiling &tiling, SameBitsKernels &kernels, const BitsShape &s,
                const std::string &name) {
-  Outcome o;
-  try {
-    if (!kernels.sums || !kernels.direct) // both, or neither (a failed build is tried again)
-      kernels = {pipeline_for(p, tiling, TileStores::SumsThroughShared), pipeline_for(p, tiling, TileStores::Direct)};
-    const std::unique_ptr<Pipeline> &sums = kernels.sums, &direct = kernels.direct;
-    if (sums->loop_nest().find("acc_tile") == std::string::npos)
+  auto make = [&] {
+    SameBitsKernels made{pipeline_for(p, tiling, TileStores::SumsThroughShared),
+                         pipeline_for(p, tiling, TileStores::Direct)};
+    if (made.tested->loop_nest().find("acc_tile") == std::string::npos)
       throw std::runtime_error("the sums were not staged (no acc_tile in the loop nest)");
-    Problem problem(p, s);
-    std::vector<uint8_t> staged = problem.run(sums->gpu_executable(target_for_current_device()), &o.ms);
-    std::vector<float> values = problem.values(staged);
-    for (float v : values)
-      o.not_finite += std::isfinite(v) ? 0 : 1;
-    o.error = problem.error(values);
-    o.tolerance = bench::tolerance(p, bench::Comparison::OursVsDouble);
-    o.detail = tiling.str();
-    record(name, s.str(), "double (" + std::to_string(kSampleRows) + " rows)", o);
-    Outcome bits;
-    std::vector<uint8_t> plain = problem.run(direct->gpu_executable(target_for_current_device()), &bits.ms);
-    size_t width = size_t(bench::output_type(p).bytes()), differ = 0;
-    for (size_t n = 0; n < staged.size(); n += width)
-      differ += std::memcmp(&staged[n], &plain[n], width) != 0;
-    bits.error = double(differ) / double(staged.size() / width);
-    bits.tolerance = 0;
-    bits.detail = std::to_string(differ) + " of " + std::to_string(staged.size() / width) + " differ";
-    record(name, s.str(), "direct stores' bits", bits);
-  } catch (const std::exception &error) {
-    o.failure = error.what();
-    record(name, s.str(), "double", o);
-  }
+    return made;
+  };
+  check_same_bits(p, make, kernels, s, name, tiling.str(), "direct stores' bits");
 }
 
 } // namespace
@@ -209,15 +121,15 @@ void check_tile_stores(Precision p) {
   std::printf("\n==== %s: the epilogue computed from sums staged in shared memory ====\n",
               reference::precision_name(p));
   for (const NamedTiling &t : tilings(p)) {
-    StagedAndDirect kernels;
-    for (const Shape &s : kShapes)
+    SameBitsKernels kernels;
+    for (const BitsShape &s : kShapes)
       check_one(p, t.tiling, kernels, s, std::string(reference::precision_name(p)) + " sums staged, " + t.name);
   }
 }
 
 void tile_stores_sanitizer_case() {
   for (const NamedTiling &t : tilings(Precision::BF16)) {
-    StagedAndDirect kernels;
+    SameBitsKernels kernels;
     // Ragged (the general kernel) and aligned (the kernel specialized for
     // sizes that are multiples of 16, scheduler/SpecializeSizes.h).
     check_one(Precision::BF16, t.tiling, kernels, {131, 264, 200}, "bf16 sums staged, " + t.name + " (sanitizer)");

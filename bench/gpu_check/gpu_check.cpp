@@ -49,6 +49,7 @@
 
 #include "bench/common/GemmPointers.h"
 #include "bench/gpu_check/BatchedCheck.h"
+#include "bench/gpu_check/ConsumerScheduleCheck.h"
 #include "bench/gpu_check/EpilogueCheck.h"
 #include "bench/gpu_check/Fp8Check.h"
 #include "bench/gpu_check/KMajorCheck.h"
@@ -378,6 +379,7 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"fp8", gpu_check::fp8_sanitizer_case},
       {"swiglu", gpu_check::swiglu_sanitizer_case},
       {"tile-stores", gpu_check::tile_stores_sanitizer_case},
+      {"consumer-schedules", gpu_check::consumer_schedule_sanitizer_case},
       {"batched", gpu_check::batched_sanitizer_case},
       {"strided",
        [] {
@@ -511,9 +513,21 @@ void fp32_check(bool full) {
 
 /// The full check's sections, in the order they run (--sections picks some).
 const std::vector<std::string> &full_check_sections() {
-  static const std::vector<std::string> sections = {
-      "math",    "fp32",      "mma", "reduction-start",  "k-major", "m-major",       "tile-stores", "batched",
-      "strided", "epilogues", "fp8", "fused-reductions", "split-k", "tf32-truncated"};
+  static const std::vector<std::string> sections = {"math",
+                                                    "fp32",
+                                                    "mma",
+                                                    "reduction-start",
+                                                    "k-major",
+                                                    "m-major",
+                                                    "tile-stores",
+                                                    "consumer-schedules",
+                                                    "batched",
+                                                    "strided",
+                                                    "epilogues",
+                                                    "fp8",
+                                                    "fused-reductions",
+                                                    "split-k",
+                                                    "tf32-truncated"};
   return sections;
 }
 
@@ -573,6 +587,8 @@ std::vector<CheckUnit> check_units(bool full, const std::vector<bench::Precision
       add("k-major", p, [p] { gpu_check::check_k_major_b(p); });
       add("m-major", p, [p] { gpu_check::check_m_major_a(p); });
       add("tile-stores", p, [p] { gpu_check::check_tile_stores(p); });
+      if (p != bench::Precision::TF32)
+        add("consumer-schedules", p, [p] { gpu_check::check_consumer_schedules(p); });
       add("batched", p, [p] { gpu_check::check_batched(p); });
       add("strided", p, [p] {
         gpu_check::check_strided(p);
@@ -656,14 +672,16 @@ int main(int argc, char **argv) {
   cl::opt<std::string> sanitizer_cases(
       "sanitizer-cases",
       cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-               "split-k, k-major, fp8, swiglu, tile-stores, batched, strided, m-major, tf32-truncated; "
+               "split-k, k-major, fp8, swiglu, tile-stores, consumer-schedules, batched, strided, m-major, "
+               "tf32-truncated; "
                "default: all)"),
       cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
       cl::desc(
           "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-          "m-major, tile-stores, batched, strided, epilogues, fp8, fused-reductions, split-k, tf32-truncated; "
+          "m-major, tile-stores, consumer-schedules, batched, strided, epilogues, fp8, fused-reductions, "
+          "split-k, tf32-truncated; "
           "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
           "precisions, tf32-truncated with tf32; fp32 runs fp32, batched and strided (its FFMA schedule's batches and "
           "views)"),

@@ -27,6 +27,8 @@ std::string MmaTiling::str() const {
           ? str_cat(" issued by ", producer_warps, " producer warp", producer_warps > 1 ? "s" : "")
           : std::string(),
       uses_tma() && producer_registers ? str_cat(" keeping ", producer_registers, " registers") : std::string(),
+      consumer_schedule == ConsumerSchedule::PingPong ? ", two groups of MMA warps taking the tiles in turn (ping-pong)"
+                                                      : "",
       uses_tma() && cluster_blocks > 1 ? str_cat(", clusters of ", cluster_blocks, " block rows sharing B's tiles")
                                        : std::string(),
       uses_tma() && tma_padded_copies
@@ -262,6 +264,25 @@ bool warpgroup_mma_by_default(Type operand, int64_t M) {
   return operand != Float(32) || M <= 0 || M > kTf32WarpMmaRows;
 }
 
+MmaTiling ping_pong_mma_tiling(MmaKind kind, int persistent_blocks, ConsumerSchedule schedule) {
+  MmaTiling t = default_mma_tiling(kind, 4096, 4096, 4096, std::max(persistent_blocks, 1));
+  t.block_m = t.block_n = t.warp_m = t.warp_n = 128;
+  t.swap_ab = false;
+  t.stages = 4;
+  t.min_blocks_per_sm = 1;
+  t.block_group_rows = 0;
+  t.split_k = 1;
+  t.tma = true;
+  t.tma_padded_copies = false;
+  t.cluster_blocks = 0;
+  t.producer_warps = 4;
+  t.producer_registers = schedule == ConsumerSchedule::PingPong ? 40 : 0;
+  t.persistent_blocks = persistent_blocks;
+  t.tile_stores = TileStores::Direct;
+  t.consumer_schedule = schedule;
+  return t;
+}
+
 MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count) {
   MmaTiling t = default_tiling_of_batch(kind, std::max<int64_t>(batch, 1), M, N, sm_count);
   // The grid's z runs the products one after another, each product's tiles
@@ -459,6 +480,8 @@ void schedule_output_tile(Func out, const Var &i, const Var &j, const MmaTiling 
     out.gpu_block_groups(t.block_group_rows);
   if (t.persistent_blocks > 0)
     out.gpu_persistent_blocks(t.persistent_blocks);
+  if (t.consumer_schedule != ConsumerSchedule::Together)
+    out.gpu_consumer_schedule(t.consumer_schedule);
   // A wider output's tile would not fit beside the pipeline (the staged
   // sums are f32 whatever the output is).
   const bool fits = out.contents()->type.bytes() <= 2 || t.tile_stores == TileStores::SumsThroughShared;

@@ -69,14 +69,20 @@ struct MmaTiling {
   /// default_mma_tiling stages the sums of 128 x 256 warpgroup tiles (the
   /// values for FP8) and of every warp-MMA tile.
   TileStores tile_stores = TileStores::Direct;
+  /// With a persistent grid and producer warps: how the MMA warps share the
+  /// block's tiles (gpu_consumer_schedule); PingPong doubles them into two
+  /// groups that take the tiles in turn.
+  ConsumerSchedule consumer_schedule = ConsumerSchedule::Together;
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;
 
-  /// Warps per block: a warpgroup MMA's 64-row tile is 4 warps.
+  /// MMA warps per block: a warpgroup MMA's 64-row tile is 4 warps; two
+  /// groups of them for ping-pong.
   int warps() const {
     int rows = swap_ab ? block_n : block_m, columns = swap_ab ? block_m : block_n;
-    return (rows / warp_m) * (columns / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1);
+    return (rows / warp_m) * (columns / warp_n) * (is_warpgroup_mma(kind) ? 4 : 1) *
+           (consumer_schedule == ConsumerSchedule::PingPong ? 2 : 1);
   }
   std::string str() const;
 };
@@ -112,6 +118,15 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
 /// products are not split), without block groups, and with the copies
 /// the TMA needs (use_tma_copies_where_needed).
 MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int64_t N, int64_t K, int sm_count);
+/// The tiling ping-pong consumers run on (ConsumerSchedule::PingPong, or
+/// Together for the same tiling with one group of MMA warps): 128 x 128
+/// tiles of one 128-row warpgroup of `kind` (a 16-bit warpgroup kind),
+/// four TMA stages, a producer warpgroup that keeps 40 registers (none with
+/// Together: one group of MMA warps at 256 threads gains nothing from
+/// reallocation), one block per SM on a persistent grid of
+/// `persistent_blocks`, direct stores.
+MmaTiling ping_pong_mma_tiling(MmaKind kind, int persistent_blocks,
+                               ConsumerSchedule schedule = ConsumerSchedule::PingPong);
 
 /// Whether the default GEMM of `operand` elements with M rows runs on the
 /// warpgroup MMA, where the target has one: bf16, f16 and FP8 always; f32

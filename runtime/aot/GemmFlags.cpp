@@ -96,7 +96,7 @@ GemmCandidate GemmFlags::tuned_candidate(const GemmProblem &problem) const {
   const std::initializer_list<const GeneratorParamBase *> knobs = {
       &tile_m, &tile_n, &reg_m, &reg_n, &split_k, &split_k_mode, &k_step, &warp_m, &warp_n, &mma, &stages,
       &min_blocks_per_sm, &block_groups, &persistent_blocks, &tma, &swap_ab, &producer_warps, &producer_registers,
-      &tma_padded_copies, &cluster_blocks, &tile_stores, &warp_layout, &double_buffered, &async_copy, &a_padding,
+      &tma_padded_copies, &cluster_blocks, &tile_stores, &consumer_schedule, &warp_layout, &double_buffered, &async_copy, &a_padding,
       &b_padding};
   // clang-format on
   // A knob given its default value (as the header's regenerating command
@@ -204,6 +204,7 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
                    : "which this kernel does not use (it needs --mma=warpgroup, 3 or more stages and --tma)",
                "; leave the flag out");
   tiling.cluster_blocks = cluster_blocks;
+  tiling.consumer_schedule = consumer_schedule.value();
   if (tile_stores.value())
     tiling.tile_stores = *tile_stores.value();
   else

@@ -300,6 +300,16 @@ public:
       "shared (through a shared-memory tile, in 16-byte vectors; 16-bit outputs) or sums (the f32 sums through "
       "shared memory, the epilogue computed in the copy, a vector at a time: its code once, a fraction of the "
       "compile time); auto: the tiling's"};
+  EnumParam<ConsumerSchedule> consumer_schedule{
+      this,
+      "consumer-schedule",
+      ConsumerSchedule::Together,
+      {{"together", ConsumerSchedule::Together}, {"ping-pong", ConsumerSchedule::PingPong}},
+      "with --persistent-blocks and --producer-warps on the warpgroup MMA: how the MMA warps share a block's tiles "
+      "(gpu_consumer_schedule): together (all of them on each tile) or ping-pong (two groups of one warpgroup, a "
+      "128-row warp tile as large as the block's, take the tiles in turn, one group's epilogue beside the other's "
+      "main loop; --tile-stores=direct; refused for a GPU until coalesce-gpu-check --sections=consumer-schedules "
+      "has passed it, COALESCE_UNVERIFIED_GPU=ping-pong overrides)"};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "

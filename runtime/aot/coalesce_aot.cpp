@@ -242,6 +242,10 @@ public:
     if (cluster_blocks > 0)
       user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies, which "
                  "only the warpgroup schedule has (--mma=warpgroup); leave the flag out for the FFMA one");
+    if (consumer_schedule.value() != ConsumerSchedule::Together)
+      user_error("--consumer-schedule=", consumer_schedule.value_text(),
+                 ": consumer schedules share a persistent block's tiles between groups of warpgroup MMA warps; "
+                 "leave the flag out for the FFMA schedule");
     if (tile_stores.value())
       user_error("--tile-stores=", tile_stores.value_text(),
                  ": the FFMA schedule stores its tiles directly; the "

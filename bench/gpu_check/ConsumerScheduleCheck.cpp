@@ -1,0 +1,81 @@
+// Ping-pong consumers (gpu_consumer_schedule(ConsumerSchedule::PingPong)):
+// two groups of one 128-row MMA warpgroup each taking a persistent block's
+// 128 x 128 tiles in turn, fed through four stages by a producer warpgroup
+// that keeps 40 registers, on grids of a block per multiprocessor, of 7
+// and of 3 blocks (each group takes several tiles even at small shapes),
+// per 16-bit precision:
+//
+//   - at whole tiles (512x768x256) and at 4096^3 (the kernel specialized
+//     for sizes that are multiples of 16 runs there), at ragged tiles whose
+//     rows are whole 16-byte vectors (515x776x259), at rows that are not
+//     (515x777x259: the cp.async copies), and the K = 1 / K = 3 pair;
+//   - each against the same tiling with one group of MMA warps (the
+//     producers keeping their registers): the same bits, since each tile is
+//     computed whole by one group in the same order, and against the double
+//     reference on 8 sampled rows (SameBitsCheck.h).
+
+#include "bench/gpu_check/ConsumerScheduleCheck.h"
+
+#include "bench/gpu_check/AllowUnverified.h"
+#include "bench/gpu_check/SameBitsCheck.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Reference.h"
+#include "runtime/GpuDevice.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+
+const std::vector<BitsShape> kShapes = {{512, 768, 256}, {4096, 4096, 4096}, {515, 776, 259},
+                                        {515, 777, 259}, {131, 264, 1},      {131, 264, 3}};
+
+MmaTiling tiling(Precision p, int blocks, ConsumerSchedule schedule) {
+  return ping_pong_mma_tiling(bench::mma_kind(p, true), blocks, schedule);
+}
+
+std::unique_ptr<Pipeline> pipeline_for(Precision p, const MmaTiling &given) {
+  examples::Gemm g = examples::make_gemm(examples::Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
+  MmaTiling t = given;
+  use_tma_copies_where_needed(t, -1, -1);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return std::make_unique<Pipeline>(g.out);
+}
+
+void check_grid(Precision p, int blocks, const std::vector<BitsShape> &shapes, const std::string &suffix) {
+  // This check is what lets the library compile ping-pong for a GPU
+  // (scheduler/CheckGpuVerified.h).
+  AllowUnverified allow("ping-pong");
+  const MmaTiling ping_pong = tiling(p, blocks, ConsumerSchedule::PingPong);
+  auto make = [&] {
+    return SameBitsKernels{pipeline_for(p, ping_pong), pipeline_for(p, tiling(p, blocks, ConsumerSchedule::Together))};
+  };
+  SameBitsKernels kernels;
+  const std::string name = std::string(reference::precision_name(p)) + " ping-pong, " + std::to_string(blocks) +
+                           " persistent blocks" + suffix;
+  for (const BitsShape &s : shapes)
+    check_same_bits(p, make, kernels, s, name, ping_pong.str(), "one group's bits");
+}
+
+} // namespace
+
+void check_consumer_schedules(Precision p) {
+  if (p == Precision::FP32 || p == Precision::TF32 || !target_for_current_device().has_warpgroup_mma())
+    return;
+  std::printf("\n==== %s: ping-pong consumers ====\n", reference::precision_name(p));
+  for (int blocks : {gpu::Device::get().sm_count(), 7, 3})
+    check_grid(p, blocks, kShapes, "");
+}
+
+void consumer_schedule_sanitizer_case() {
+  // Ragged (the general kernel) and aligned (the specialized one).
+  check_grid(Precision::BF16, 3, {{131, 264, 200}, {256, 384, 192}}, " (sanitizer)");
+}
+
+} // namespace coalesce::gpu_check

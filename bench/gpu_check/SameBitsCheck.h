@@ -1,0 +1,36 @@
+#pragma once
+// Two kernels that must write the same bits: a schedule that only moves
+// where the work runs (where the epilogue runs, which warps take a tile)
+// against the same arithmetic scheduled without it. The tested kernel is
+// also compared with the double reference on sampled rows; the output is
+// poisoned (0xFF) before each launch and every element read back must be
+// finite. Results go to Report.h.
+
+#include "bench/common/Precisions.h"
+#include "runtime/Coalesce.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace coalesce::gpu_check {
+
+struct BitsShape {
+  int M, N, K;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+/// The kernel under test and the one whose bits it must match, compiled
+/// once (by `make`), at the first shape that runs them.
+struct SameBitsKernels {
+  std::unique_ptr<Pipeline> tested, baseline;
+};
+
+/// Checks `kernels` (made by `make` where not yet made) on the GEMM + bias
+/// + exact GELU of shape `s` in precision `p`; `detail` describes the
+/// tested schedule, `baseline` names what its bits are compared with.
+void check_same_bits(bench::Precision p, const std::function<SameBitsKernels()> &make, SameBitsKernels &kernels,
+                     const BitsShape &s, const std::string &name, const std::string &detail,
+                     const std::string &baseline);
+
+} // namespace coalesce::gpu_check
