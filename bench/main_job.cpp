@@ -154,6 +154,8 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     tiling.consumer_schedule = wgmma.consumer_schedule;
     if (wgmma.tile_stores)
       tiling.tile_stores = *wgmma.tile_stores;
+    else if (tiling.consumer_schedule == ConsumerSchedule::PingPong)
+      tiling.tile_stores = TileStores::Direct; // ping-pong's groups would share a staged tile
     else
       stage_values_where_sums_do_not_fit(tiling);
     if (knobs.size() < 7) // the stages are the tiling's: those that fit beside the knobs' output tile

@@ -341,6 +341,23 @@ TEST_CASE("--b=nk reads B stored N x K, --residual adds an M x N input after the
     CHECK(assemble_ptx(read_file(dir / "linear.ptx"), parse_gpu_target("sm_90a")).find("linear") != nullptr);
 }
 
+TEST_CASE("--consumer-schedule=ping-pong: two groups of MMA warps in the loops, stores direct, refused for a GPU "
+          "until checked") {
+  TempDir dir;
+  const std::string flags = "--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --tile-m=128 --tile-n=128 --warp-m=128 "
+                            "--warp-n=128 --stages=4 --persistent-blocks=132 --producer-warps=4 "
+                            "--producer-registers=40 --consumer-schedule=ping-pong";
+  // Without --tile-stores: direct (a staged tile would be both groups').
+  Result loops = aot(flags + " --emit=loops", dir.path);
+  INFO(loops.err);
+  REQUIRE(loops.status == 0);
+  CHECK(loops.contains("warp/4 == "));
+  CHECK(loops.contains("group_barrier_arrive("));
+  CHECK(!loops.contains("acc_tile"));
+  check_refused(flags + " --emit=ptx", "which is unverified on a GPU");
+  check_refused("--dtype=bf16 --consumer-schedule=sideways", "sideways");
+}
+
 TEST_CASE("f32 on FFMA takes A stored K x M, B stored N x K and a column-major output") {
   TempDir dir;
   Result result = aot("--a=km --b=nk --out=nm --name=ffma --output-dir=.", dir.path);

@@ -207,6 +207,8 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
   tiling.consumer_schedule = consumer_schedule.value();
   if (tile_stores.value())
     tiling.tile_stores = *tile_stores.value();
+  else if (tiling.consumer_schedule == ConsumerSchedule::PingPong)
+    tiling.tile_stores = TileStores::Direct; // ping-pong's groups would share a staged tile
   else
     stage_values_where_sums_do_not_fit(tiling);
   if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
