@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace coalesce {
 
@@ -93,21 +94,50 @@ Stmt wrap(const Stmt &s, const GroupGuard &g) {
   return IfThenElse::make(g.closed, StripGuard(g.as_written).mutate(s));
 }
 
-class HoistGroupGuards : public IRMutator {
-  using IRMutator::visit;
-  Stmt visit(const For *op, const Stmt &self) override {
-    if (op->role != LoopRole::PersistentTiles)
-      return IRMutator::visit(op, self);
-    std::optional<GroupGuard> g = first_group_guard(op->body, op->name);
-    if (!g)
-      return self;
-    return For::make(op->name, op->min, op->extent, op->for_kind, wrap(op->body, *g), op->gpu_dim, op->reduction_of,
-                     op->role);
+// Down the statements that hold loops (not into the statements and
+// expressions that compute: a default kernel's unrolled body is large, and
+// this pass has nothing to do in most kernels) to the persistent tile loops.
+Stmt hoist(const Stmt &s) {
+  if (const auto *op = s.as<For>()) {
+    if (op->role == LoopRole::PersistentTiles)
+      if (std::optional<GroupGuard> g = first_group_guard(op->body, op->name))
+        return For::make(op->name, op->min, op->extent, op->for_kind, wrap(op->body, *g), op->gpu_dim, op->reduction_of,
+                         op->role);
+    Stmt body = hoist(op->body);
+    return body.same_as(op->body)
+               ? s
+               : For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role);
   }
-};
+  if (const auto *op = s.as<LetStmt>()) {
+    Stmt body = hoist(op->body);
+    return body.same_as(op->body) ? s : LetStmt::make(op->name, op->value, body);
+  }
+  if (const auto *op = s.as<Allocate>()) {
+    Stmt body = hoist(op->body);
+    return body.same_as(op->body) ? s
+                                  : Allocate::make(op->name, op->type, op->memory, op->extents, body, op->staged_input);
+  }
+  if (const auto *op = s.as<IfThenElse>()) {
+    Stmt then_case = hoist(op->then_case);
+    Stmt else_case = op->else_case.defined() ? hoist(op->else_case) : op->else_case;
+    return then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+               ? s
+               : IfThenElse::make(op->condition, then_case, else_case);
+  }
+  if (const auto *op = s.as<Block>()) {
+    std::vector<Stmt> stmts;
+    bool changed = false;
+    for (const Stmt &part : op->stmts) {
+      stmts.push_back(hoist(part));
+      changed |= !stmts.back().same_as(part);
+    }
+    return changed ? Block::make(stmts) : s;
+  }
+  return s;
+}
 
 } // namespace
 
-Stmt hoist_consumer_group_guards(const Stmt &kernel) { return HoistGroupGuards().mutate(kernel); }
+Stmt hoist_consumer_group_guards(const Stmt &kernel) { return hoist(kernel); }
 
 } // namespace coalesce
