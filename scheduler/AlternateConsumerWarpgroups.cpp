@@ -119,9 +119,12 @@ private:
     Expr tile = Variable::make(Int(32), *tile_);
     const int threads = 2 * w_ * 32;
     // Every lane of the group's warps: bar.sync and bar.arrive count threads.
+    // `when` undefined: at every tile.
     auto barrier = [&](Intrinsic which, Expr id, Expr when) {
       const std::string warp = "group_order.warp", lane = "group_order.lane";
-      Stmt body = IfThenElse::make(when, Evaluate::make(Call::make_intrinsic(which, Int(32), {id, Expr(threads)})));
+      Stmt body = Evaluate::make(Call::make_intrinsic(which, Int(32), {id, Expr(threads)}));
+      if (when.defined())
+        body = IfThenElse::make(when, body);
       body = For::make(lane, 0, 32, ForKind::GpuThread, body, 0);
       body = IfThenElse::make(Variable::make(Int(32), warp) / w_ == tile % 2, body);
       return For::make(warp, 0, 2 * w_, ForKind::GpuThread, body, 1);
@@ -132,7 +135,7 @@ private:
         stmts.push_back(barrier(Intrinsic::GroupBarrierSync, 2 + tile % 2, tile > 0));
       stmts.push_back(block->stmts[n]);
       if (static_cast<int>(n) == last)
-        stmts.push_back(barrier(Intrinsic::GroupBarrierArrive, 2 + (tile + 1) % 2, tile >= 0));
+        stmts.push_back(barrier(Intrinsic::GroupBarrierArrive, 2 + (tile + 1) % 2, Expr()));
     }
     return Block::make(stmts);
   }

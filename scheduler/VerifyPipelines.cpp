@@ -18,17 +18,6 @@ namespace coalesce {
 
 namespace {
 
-// The variables `e` reads.
-std::set<std::string> free_variables(const Expr &e) {
-  struct Find : IRVisitor {
-    std::set<std::string> names;
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { names.insert(op->name); }
-  } find;
-  find.visit_expr(e);
-  return find.names;
-}
-
 enum class Role { Producer, Others };
 const char *role_name(Role role) { return role == Role::Producer ? "the producer warps" : "the MMA warps"; }
 
@@ -215,12 +204,12 @@ private:
     };
     std::set<std::string> others;
     for (const Expr &guard : guards_) {
-      std::set<std::string> vars = free_variables(guard);
-      if (std::none_of(vars.begin(), vars.end(), is_thread))
+      std::vector<const Variable *> vars = variables_of(guard);
+      if (std::none_of(vars.begin(), vars.end(), [&](const Variable *v) { return is_thread(v->name); }))
         continue; // the same for every thread: whether the statement runs at this step
-      for (const std::string &v : vars)
-        if (!is_thread(v))
-          others.insert(v);
+      for (const Variable *v : vars)
+        if (!is_thread(v->name))
+          others.insert(v->name);
     }
     if (!others.empty()) {
       int64_t first = executing_threads_at(others, 0), second = executing_threads_at(others, 1);
@@ -286,10 +275,7 @@ private:
 // role's waits reach completes (else the wait never returns). The waits
 // reach at least the phase of their first one's parity plus one per wait
 // after it.
-void check_phases(const Stmt &s, const std::string &output) {
-  const PhaseTrace trace = trace_pipeline_phases(s);
-  if (!trace.complete)
-    return;
+void check_phases(const PhaseTrace &trace, const std::string &output) {
   struct RoleWaits {
     int64_t count = 0;
     int first = 0, last = 0;
@@ -305,11 +291,6 @@ void check_phases(const Stmt &s, const std::string &output) {
   };
   auto role = [](bool producer) { return producer ? "the producer warps" : "the MMA warps"; };
   std::map<std::pair<std::string, int64_t>, Slot> slots;
-  // The order rule's state: the warp whose group made the MMA warps' last
-  // wait, the named barriers it arrived on since, and those the next group
-  // synced on after that.
-  std::optional<int64_t> waiting_warp;
-  std::set<int64_t> arrived, synced;
   auto close = [&](const std::pair<std::string, int64_t> &key, const Slot &slot) {
     for (const auto &[producer, waits] : slot.waits) {
       const int64_t reached = waits.first + waits.count - 1;
@@ -321,29 +302,8 @@ void check_phases(const Stmt &s, const std::string &output) {
     }
   };
   for (const PhaseEvent &event : trace.events) {
-    if (event.kind == PhaseEvent::Kind::GroupArrive) {
-      if (waiting_warp && event.warp == *waiting_warp)
-        arrived.insert(event.slot);
-      continue;
-    }
-    if (event.kind == PhaseEvent::Kind::GroupSync) {
-      if (arrived.count(event.slot))
-        synced.insert(event.warp);
-      continue;
-    }
-    if (event.kind == PhaseEvent::Kind::Wait && !event.producer) {
-      if (waiting_warp && event.warp != *waiting_warp && !synced.count(event.warp))
-        internal_error("the pipeline of '", output, "' breaks the 'order' rule: the MMA warps' waits pass from the ",
-                       "group of warp ", *waiting_warp, " to the group of warp ", event.warp, " (", event.where,
-                       ") without a named barrier that the first arrives on after its waits and the second syncs ",
-                       "on before them: the second group's wait could run two phases ahead of the first's, where ",
-                       "the parity it waits for is the same");
-      if (!waiting_warp || event.warp != *waiting_warp) {
-        arrived.clear();
-        synced.clear();
-      }
-      waiting_warp = event.warp;
-    }
+    if (event.kind == PhaseEvent::Kind::GroupSync || event.kind == PhaseEvent::Kind::GroupArrive)
+      continue; // the order rule's
     const auto key = std::make_pair(event.array, event.slot);
     Slot &slot = slots[key];
     switch (event.kind) {
@@ -353,7 +313,7 @@ void check_phases(const Stmt &s, const std::string &output) {
       break;
     case PhaseEvent::Kind::Complete: ++slot.completions; break;
     case PhaseEvent::Kind::GroupSync:
-    case PhaseEvent::Kind::GroupArrive: break; // handled above
+    case PhaseEvent::Kind::GroupArrive: break; // skipped above
     case PhaseEvent::Kind::Wait: {
       RoleWaits &waits = slot.waits[event.producer];
       if (waits.count > 0 && waits.last == event.parity)
@@ -373,13 +333,55 @@ void check_phases(const Stmt &s, const std::string &output) {
     close(key, slot);
 }
 
+// The order rule, on the same trace: where the MMA warps' waits pass from
+// the group of one warp to another's, the first group arrived on a named
+// barrier after its waits and the second synced on it before its own.
+void check_order(const PhaseTrace &trace, const std::string &output) {
+  std::optional<int64_t> waiting_warp; // whose group made the MMA warps' last wait
+  std::set<int64_t> arrived, synced;   // the barriers it arrived on since; the warps that synced on one of them
+  for (const PhaseEvent &event : trace.events) {
+    switch (event.kind) {
+    case PhaseEvent::Kind::GroupArrive:
+      if (waiting_warp && event.warp == *waiting_warp)
+        arrived.insert(event.slot);
+      break;
+    case PhaseEvent::Kind::GroupSync:
+      if (arrived.count(event.slot))
+        synced.insert(event.warp);
+      break;
+    case PhaseEvent::Kind::Wait:
+      if (event.producer)
+        break;
+      if (waiting_warp && event.warp != *waiting_warp) {
+        if (!synced.count(event.warp))
+          internal_error("the pipeline of '", output, "' breaks the 'order' rule: the MMA warps' waits pass from ",
+                         "the group of warp ", *waiting_warp, " to the group of warp ", event.warp, " (", event.where,
+                         ") without a named barrier that the first arrives on after its waits and the second ",
+                         "syncs on before them: the second group's wait could run two phases ahead of the first's, ",
+                         "where the parity it waits for is the same");
+        arrived.clear();
+        synced.clear();
+      }
+      waiting_warp = event.warp;
+      break;
+    default: break;
+    }
+  }
+}
+
 } // namespace
 
 void verify_pipelines(const Stmt &s, const std::string &output) {
   Verify verify(output);
   verify.visit_stmt(s);
   verify.finish();
-  check_phases(s, output);
+  // The phases and order rules trace one block; where the trace cannot
+  // know a bound or condition around a barrier, they check nothing.
+  const PhaseTrace trace = trace_pipeline_phases(s);
+  if (!trace.complete)
+    return;
+  check_phases(trace, output);
+  check_order(trace, output);
 }
 
 } // namespace coalesce

@@ -40,21 +40,14 @@ MmaTiling tiling(Precision p, int blocks, ConsumerSchedule schedule) {
   return ping_pong_mma_tiling(bench::mma_kind(p, true), blocks, schedule);
 }
 
-std::unique_ptr<Pipeline> pipeline_for(Precision p, const MmaTiling &given) {
-  examples::Gemm g = examples::make_gemm(examples::Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
-  MmaTiling t = given;
-  use_tma_copies_where_needed(t, -1, -1);
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return std::make_unique<Pipeline>(g.out);
-}
-
 void check_grid(Precision p, int blocks, const std::vector<BitsShape> &shapes, const std::string &suffix) {
   // This check is what lets the library compile ping-pong for a GPU
   // (scheduler/CheckGpuVerified.h).
   AllowUnverified allow("ping-pong");
   const MmaTiling ping_pong = tiling(p, blocks, ConsumerSchedule::PingPong);
   auto make = [&] {
-    return SameBitsKernels{pipeline_for(p, ping_pong), pipeline_for(p, tiling(p, blocks, ConsumerSchedule::Together))};
+    return SameBitsKernels{bias_gelu_pipeline(p, ping_pong),
+                           bias_gelu_pipeline(p, tiling(p, blocks, ConsumerSchedule::Together))};
   };
   SameBitsKernels kernels;
   const std::string name = std::string(reference::precision_name(p)) + " ping-pong, " + std::to_string(blocks) +

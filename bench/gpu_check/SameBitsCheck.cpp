@@ -92,6 +92,13 @@ struct Problem {
 
 } // namespace
 
+std::unique_ptr<Pipeline> bias_gelu_pipeline(Precision p, MmaTiling t) {
+  examples::Gemm g = examples::make_gemm(examples::Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
+  use_tma_copies_where_needed(t, -1, -1);
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+  return std::make_unique<Pipeline>(g.out);
+}
+
 void check_same_bits(Precision p, const std::function<SameBitsKernels()> &make, SameBitsKernels &kernels,
                      const BitsShape &s, const std::string &name, const std::string &detail,
                      const std::string &baseline) {

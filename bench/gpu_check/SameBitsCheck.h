@@ -7,6 +7,7 @@
 // finite. Results go to Report.h.
 
 #include "bench/common/Precisions.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
 #include "runtime/Coalesce.h"
 
 #include <functional>
@@ -25,6 +26,10 @@ struct BitsShape {
 struct SameBitsKernels {
   std::unique_ptr<Pipeline> tested, baseline;
 };
+
+/// The GEMM + bias + exact GELU in precision `p` on tensor cores with tiling
+/// `t` (the TMA's copies where it needs copies of the inputs).
+std::unique_ptr<Pipeline> bias_gelu_pipeline(bench::Precision p, MmaTiling t);
 
 /// Checks `kernels` (made by `make` where not yet made) on the GEMM + bias
 /// + exact GELU of shape `s` in precision `p`; `detail` describes the

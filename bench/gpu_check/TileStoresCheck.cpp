@@ -93,11 +93,8 @@ std::vector<NamedTiling> tilings(Precision p) {
 }
 
 std::unique_ptr<Pipeline> pipeline_for(Precision p, MmaTiling t, TileStores stores) {
-  examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
   t.tile_stores = stores;
-  use_tma_copies_where_needed(t, -1, -1);
-  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
-  return std::make_unique<Pipeline>(g.out);
+  return bias_gelu_pipeline(p, t);
 }
 
 /// The tiling's sums staged, against the same tiling storing directly.
