@@ -97,13 +97,14 @@ Options parse_options(int argc, char **argv) {
       "consumer-schedule",
       cl::desc("with --wgmma, --persistent-blocks and --producer-warps: how the MMA warps share a block's tiles "
                "(gpu_consumer_schedule): together (the default) or ping-pong (two groups of one warpgroup take "
-               "the tiles in turn; --tile-stores=direct; refused for a GPU until coalesce-gpu-check "
-               "--sections=consumer-schedules has passed it, COALESCE_UNVERIFIED_GPU=ping-pong overrides)"),
+               "the tiles in turn; --tile-stores=direct)"),
       cl::value_desc("together|ping-pong"), cl::cat(category));
   cl::opt<std::string> cluster_blocks_flag(
-      "cluster-blocks", cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
-                                 "(2 to 8), which share B's tiles (gpu_cluster, TmaCopies::multicast); 0: none, "
-                                 "the default"),
+      "cluster-blocks",
+      cl::desc("with --wgmma and the TMA: run consecutive block rows in clusters of this many "
+               "(2 to 8), which share B's tiles (gpu_cluster, TmaCopies::multicast; with "
+               "--persistent-blocks, a multiple of it, the clusters walk the tiles together); 0: "
+               "none, the default"),
       cl::value_desc("count"), cl::cat(category));
   cl::opt<std::string> block_groups_flag(
       "block-groups", cl::desc("run the blocks in groups of this many block rows (gpu_block_groups; 0: row by "

@@ -30,9 +30,15 @@ void check_cluster_loop(const FuncContents &output) {
   if (schedule.split_k.requested())
     user_error(where, " with split_k: the slices' workspace and their combine count one block per tile, not the "
                "blocks that round a cluster up; use one or the other");
-  if (schedule.persistent_blocks > 0)
-    user_error(where, " with gpu_persistent_blocks: the blocks of a cluster would walk different tiles, which "
-               "need different multicast tiles; use one or the other");
+  // A persistent grid walks the tiles by whole clusters (PersistentBlocks.h).
+  if (schedule.persistent_blocks > 0 && schedule.persistent_blocks % schedule.cluster_blocks != 0)
+    user_error(where, " with gpu_persistent_blocks(", schedule.persistent_blocks,
+               "): the grid's blocks walk the "
+               "tiles by whole clusters, so it must be a multiple of ",
+               schedule.cluster_blocks, " blocks; use gpu_persistent_blocks(",
+               std::max(schedule.cluster_blocks,
+                        schedule.persistent_blocks / schedule.cluster_blocks * schedule.cluster_blocks),
+               ")");
   if (schedule.block_group_rows > 0)
     user_error(where, " with gpu_block_groups: the grouped order puts blocks of different tiles of the shared "
                "input in one cluster; use one or the other");

@@ -10,7 +10,6 @@
 #include "scheduler/CheckClusters.h"
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckGpuStructure.h"
-#include "scheduler/CheckGpuVerified.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
@@ -236,6 +235,31 @@ Stmt finish(Stmt s, const std::vector<Argument> &args) {
   return s;
 }
 
+// The block loop the output's kernel is launched in clusters along: the
+// clustered loop (gpu_cluster), or on a persistent grid, whose blocks walk
+// the tiles by whole clusters (PersistentBlocks.h), the grid's own loop.
+std::string clustered_block_loop(const Stmt &serial, const FuncContents &output) {
+  std::string clustered = cluster_loop_name(output);
+  if (clustered.empty() || output.schedule.persistent_blocks == 0)
+    return clustered;
+  struct Find : IRVisitor {
+    std::string block, grid; // the block loop being visited; the one around the tile loop
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+      if (op->role == LoopRole::PersistentTiles)
+        grid = block;
+      std::string outer = block;
+      if (op->for_kind == ForKind::GpuBlock)
+        block = op->name;
+      IRVisitor::visit(op);
+      block = outer;
+    }
+  } find;
+  find.visit_stmt(serial);
+  COALESCE_INTERNAL_ASSERT(!find.grid.empty(), "a persistent grid in clusters without its block loop");
+  return find.grid;
+}
+
 std::vector<Argument> arguments_of(const Environment &env) {
   std::vector<Argument> args;
   for (const auto &[name, input] : env.inputs)
@@ -283,15 +307,13 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget) {
   auto env = std::make_shared<const Environment>(prepare(output));
-  // Features that have not passed the GPU check are refused for a GPU.
-  attributed_to("check_gpu_verified", [&] { check_gpu_verified(*env); });
   GpuNest nest;
   nest.name = output.name();
   nest.args = arguments_of(*env);
   nest.min_blocks_per_sm = env->output().schedule.min_blocks_per_sm;
-  nest.cluster_loop = cluster_loop_name(env->output());
   nest.cluster_blocks = env->output().schedule.cluster_blocks;
   nest.serial = lower_serial(*env, budget);
+  nest.cluster_loop = clustered_block_loop(nest.serial, env->output());
   nest.unverified = std::move(env);
   return nest;
 }

@@ -155,6 +155,8 @@ private:
                           const Stmt &body, const Stmt &fallback, const Expr &steps_before) {
     TmaPipeline p;
     p.steps_before = steps_before;
+    if (steps_before.defined())
+      p.run_steps = simplify(tiles_loop_->extent * op->extent);
     p.loop = op;
     p.stage = site_.stage;
     p.body = body;

@@ -6,6 +6,8 @@
 #include "scheduler/LoopNames.h"
 #include "scheduler/Simplify.h"
 
+#include <algorithm>
+
 namespace coalesce {
 
 namespace {
@@ -25,13 +27,28 @@ bool has_block_loop(const Stmt &s) {
 
 class Persistent : public IRMutator {
 public:
-  Persistent(int blocks, std::string owner) : blocks_(blocks), owner_(std::move(owner)) {}
+  Persistent(int blocks, std::string owner, std::string cluster_loop, int cluster_blocks)
+      : blocks_(blocks), owner_(std::move(owner)), cluster_loop_(std::move(cluster_loop)),
+        cluster_(std::max(1, cluster_blocks)) {}
   int made = 0;
 
 private:
   using IRMutator::visit;
   const int blocks_;
   const std::string owner_;
+  // gpu_cluster: the walked loop whose blocks form clusters (empty if
+  // none) and the blocks of a cluster (1 without).
+  const std::string cluster_loop_;
+  const int cluster_;
+
+  // A clustered loop's extent in clusters: build_loop_nest rounded it up
+  // to ceil(n / C) * C.
+  Expr whole_clusters(const Expr &extent) const {
+    if (const auto *mul = extent.as<Mul>())
+      if (auto c = as_const_int(mul->b); c && *c == cluster_)
+        return mul->a;
+    return simplify(extent / cluster_);
+  }
 
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->for_kind != ForKind::GpuBlock)
@@ -64,6 +81,16 @@ private:
                    "', which the schedule already uses; rename that loop");
     Expr block = Variable::make(Int(32), block_loop), tile = Variable::make(Int(32), tile_loop);
     Expr linear = Variable::make(Int(32), linear_name);
+    // In clusters of C blocks along one of the loops, the tiles are walked
+    // by whole clusters: block b is rank b % C of cluster b / C, the linear
+    // order counts that loop in steps of C (its extent is whole clusters,
+    // build_loop_nest rounded it up), and each cluster's blocks take the
+    // loop's C consecutive values of one step, the other loops' values
+    // alike. So the blocks of a cluster walk the same number of tiles, in
+    // step, and differ only along the clustered loop: a tile that does not
+    // depend on it (a multicast one) is the same for all of them.
+    const int clusters = blocks_ / cluster_; // check_clusters: blocks_ is whole clusters
+    Expr cluster = cluster_ > 1 ? block / cluster_ : block, rank = block % cluster_;
     // Tile t of the linear (row-major) order: the innermost loop's value is
     // t % its extent, each outer one's t / (the extents inside it), % its
     // own where another lies outside.
@@ -71,18 +98,26 @@ private:
     Expr inside; // the tiles of the loops inside the one being bound
     for (auto loop = loops.rbegin(); loop != loops.rend(); ++loop) {
       const For *l = *loop;
+      const bool clustered = cluster_ > 1 && l->name == cluster_loop_;
+      Expr extent = clustered ? whole_clusters(l->extent) : l->extent;
       Expr index = inside.defined() ? linear / inside : linear;
       if (l != loops.front())
-        index = index % l->extent;
+        index = index % extent;
+      if (clustered)
+        index = index * cluster_ + rank;
       body = LetStmt::make(l->name, simplify(l->min + index), body);
-      inside = inside.defined() ? l->extent * inside : l->extent;
+      inside = inside.defined() ? extent * inside : extent;
     }
-    Expr tiles = simplify(inside);
-    body = LetStmt::make(linear_name, block + tile * blocks_, body);
-    // Block b's tiles: b, b + P, ... below the tiles of every loop.
-    Stmt walk = For::make(tile_loop, 0, simplify((tiles - block + (blocks_ - 1)) / blocks_), ForKind::Serial, body,
+    if (cluster_ > 1 &&
+        std::none_of(loops.begin(), loops.end(), [&](const For *l) { return l->name == cluster_loop_; }))
+      user_error("in schedule for '", owner_, "': gpu_persistent_blocks with gpu_cluster along '",
+                 loop_short_name(cluster_loop_), "', which is not one of the block loops the persistent grid walks");
+    Expr tiles = simplify(inside); // of whole clusters
+    body = LetStmt::make(linear_name, cluster + tile * clusters, body);
+    // Cluster c's tiles: c, c + P/C, ... below the tiles of every loop.
+    Stmt walk = For::make(tile_loop, 0, simplify((tiles - cluster + (clusters - 1)) / clusters), ForKind::Serial, body,
                           -1, {}, LoopRole::PersistentTiles);
-    return For::make(block_loop, 0, simplify(Min::make(tiles, blocks_)), ForKind::GpuBlock, walk, 0,
+    return For::make(block_loop, 0, simplify(Min::make(tiles, clusters) * cluster_), ForKind::GpuBlock, walk, 0,
                      op->reduction_of);
   }
 };
@@ -93,7 +128,7 @@ Stmt make_blocks_persistent(const Stmt &s, const Environment &env) {
   int blocks = env.output().schedule.persistent_blocks;
   if (blocks <= 0)
     return s;
-  Persistent pass(blocks, env.output().name);
+  Persistent pass(blocks, env.output().name, cluster_loop_name(env.output()), env.output().schedule.cluster_blocks);
   Stmt result = pass.mutate(s);
   if (pass.made == 0)
     user_error("in schedule for '", env.output().name, "': gpu_persistent_blocks(", blocks,

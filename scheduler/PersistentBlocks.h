@@ -13,7 +13,13 @@
 // A batch's three block loops (b in z around bi and bj) are walked alike:
 // let b = tile_index/(R*C), bi = tile_index/C % R, bj = tile_index % C.
 // Block b computes tiles b, b + P, ..., each exactly once, so the result is
-// the same (the CPU runs the same loops). After group_gpu_blocks, whose
+// the same (the CPU runs the same loops). With gpu_cluster(bi, K) the grid
+// walks whole clusters: block b is rank b % K of cluster b / K, the tiles'
+// order counts bi in steps of K, and the cluster's blocks take bi = K*q +
+// rank of the same step q (the other loops' values alike), so they walk
+// the same number of tiles in step and share every tile that does not
+// depend on bi (TmaCopies::multicast); the grid is min(tiles / K, P / K) * K
+// blocks, P a multiple of K (check_clusters). After group_gpu_blocks, whose
 // grouped order it then follows. The output's block loops must be two, rows
 // (y) around columns (x), or three, a batch (z) around both, with none
 // inside: split_k's slice loop is refused.

@@ -76,7 +76,14 @@ public:
   PhaseTrace result;
 
   void run(const Stmt &s) {
-    if (!result.complete || !s.defined() || !holders_.holds(s))
+    if (!result.complete || !s.defined())
+      return;
+    // A barrier of the block beside the barriers' operations (a Block
+    // that holds them runs its parts).
+    if (const auto *op = s.as<Barrier>())
+      return result.events.push_back(
+          PhaseEvent{PhaseEvent::Kind::BlockSync, "", op->threads, 0, producer_depth_ > 0, -1, "barrier"});
+    if (!holders_.holds(s))
       return;
     if (++steps_ > kMaxSteps)
       return give_up("the trace ran past its ", kMaxSteps, " steps");

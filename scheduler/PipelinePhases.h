@@ -13,7 +13,8 @@
 // arrivals rule makes it, and each init as the start of a fresh sequence.
 // Named barriers between groups of consumer warps (group_barrier_sync /
 // group_barrier_arrive, ConsumerSchedule::PingPong) are recorded too, with
-// their id, and every event with the warp of the thread that ran it.
+// their id, and every event with the warp of the thread that ran it; so
+// are the block's barriers between them.
 //
 // Where a loop bound, a condition or a barrier's slot around an mbarrier
 // operation cannot be known at those values (a load, a last_arrival), the
@@ -32,9 +33,12 @@ constexpr int64_t kPhaseTraceSize = 4096;
 
 /// One event on one barrier slot, in the order its role runs it.
 struct PhaseEvent {
-  enum class Kind { Init, Wait, Complete, GroupSync, GroupArrive } kind;
+  /// BlockSync: a barrier of the block's threads (Barrier: all of them,
+  /// `slot` 0, or its first `slot` threads, the ones left after the
+  /// producers' exit), which they pass after all they ran before.
+  enum class Kind { Init, Wait, Complete, GroupSync, GroupArrive, BlockSync } kind;
   std::string array;     ///< the mbarrier array ("" for a named barrier)
-  int64_t slot = 0;      ///< the named barrier's id for GroupSync and GroupArrive
+  int64_t slot = 0;      ///< the named barrier's id for GroupSync and GroupArrive; BlockSync's threads
   int parity = 0;        ///< of a wait
   bool producer = false; ///< run by the producer warps
   int64_t warp = -1;     ///< the innermost thread loop along y's value (-1: none)

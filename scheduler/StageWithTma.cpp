@@ -139,8 +139,6 @@ private:
     // refilled by each block's producer: a slot is free once the MMA warps
     // of all of them released it, so each releases it in all of them.
     const int cluster = cluster_blocks();
-    COALESCE_INTERNAL_ASSERT(cluster == 1 || !p_.steps_before.defined(),
-                             "a warp-specialized multicast pipeline across tiles");
     const For *op = p_.loop;
     Expr end = op->min + op->extent;
     const int stages = p_.stages;
@@ -212,11 +210,15 @@ private:
       // The peers' MMA warps release slots on this block's barriers until
       // their last step: the barriers are invalidated, and the block
       // leaves, only once every slot's last release has completed, so no
-      // arrival lands on a barrier that is gone.
+      // arrival lands on a barrier that is gone. Across a persistent
+      // block's tiles, the last use is of the run's last step (the
+      // cluster's blocks walk as many tiles, PersistentBlocks.h).
+      const Expr run = p_.steps_before.defined() ? p_.run_steps : op->extent;
+      COALESCE_INTERNAL_ASSERT(run.defined(), "a multicast pipeline across tiles without its run's steps");
       std::vector<Stmt> waits;
       for (int s = 0; s < stages; ++s) {
-        Expr last_use = simplify(s + (op->extent - 1 - s) / stages * stages);
-        waits.push_back(IfThenElse::make(simplify(s < op->extent),
+        Expr last_use = simplify(s + (run - 1 - s) / stages * stages);
+        waits.push_back(IfThenElse::make(simplify(s < run),
                                          call(Intrinsic::MbarrierWait, {empty(s), simplify(last_use / stages % 2)})));
       }
       last_releases = Block::make(waits);

@@ -125,6 +125,10 @@ struct TmaPipeline {
   /// the block's tiles without draining (tma_pipeline_across_tiles).
   /// Undefined: a pipeline of its own per run of the loop, counting from 0.
   Expr steps_before;
+  /// With steps_before: the k steps of all the block's tiles, after which
+  /// the pipeline's last releases have landed (in clusters, the peers'
+  /// on this block's barriers) and the block may leave.
+  Expr run_steps;
 };
 
 /// A TMA pipeline that runs across the tiles of a persistent block, in the

@@ -302,7 +302,8 @@ void check_phases(const PhaseTrace &trace, const std::string &output) {
     }
   };
   for (const PhaseEvent &event : trace.events) {
-    if (event.kind == PhaseEvent::Kind::GroupSync || event.kind == PhaseEvent::Kind::GroupArrive)
+    if (event.kind == PhaseEvent::Kind::GroupSync || event.kind == PhaseEvent::Kind::GroupArrive ||
+        event.kind == PhaseEvent::Kind::BlockSync)
       continue; // the order rule's
     const auto key = std::make_pair(event.array, event.slot);
     Slot &slot = slots[key];
@@ -313,7 +314,8 @@ void check_phases(const PhaseTrace &trace, const std::string &output) {
       break;
     case PhaseEvent::Kind::Complete: ++slot.completions; break;
     case PhaseEvent::Kind::GroupSync:
-    case PhaseEvent::Kind::GroupArrive: break; // skipped above
+    case PhaseEvent::Kind::GroupArrive:
+    case PhaseEvent::Kind::BlockSync: break; // skipped above
     case PhaseEvent::Kind::Wait: {
       RoleWaits &waits = slot.waits[event.producer];
       if (waits.count > 0 && waits.last == event.parity)
@@ -335,12 +337,23 @@ void check_phases(const PhaseTrace &trace, const std::string &output) {
 
 // The order rule, on the same trace: where the MMA warps' waits pass from
 // the group of one warp to another's, the first group arrived on a named
-// barrier after its waits and the second synced on it before its own.
+// barrier after its waits and the second synced on it before its own, or
+// a barrier of the whole block lies between them.
 void check_order(const PhaseTrace &trace, const std::string &output) {
   std::optional<int64_t> waiting_warp; // whose group made the MMA warps' last wait
   std::set<int64_t> arrived, synced;   // the barriers it arrived on since; the warps that synced on one of them
+  int64_t last_warp = 0;               // the highest warp that made an MMA warps' wait
   for (const PhaseEvent &event : trace.events) {
     switch (event.kind) {
+    case PhaseEvent::Kind::BlockSync:
+      // Where it holds every MMA warp, every group is past its waits: the
+      // next may come from any.
+      if (event.slot == 0 || event.slot >= 32 * (last_warp + 1)) {
+        waiting_warp.reset();
+        arrived.clear();
+        synced.clear();
+      }
+      break;
     case PhaseEvent::Kind::GroupArrive:
       if (waiting_warp && event.warp == *waiting_warp)
         arrived.insert(event.slot);
@@ -363,6 +376,7 @@ void check_order(const PhaseTrace &trace, const std::string &output) {
         synced.clear();
       }
       waiting_warp = event.warp;
+      last_warp = std::max(last_warp, event.warp);
       break;
     default: break;
     }

@@ -332,6 +332,17 @@ TEST_CASE("gemm: --cluster-blocks runs block rows in clusters sharing B's TMA co
                 "clusters share the TMA's copies of B, which this kernel does not use");
   check_refused("--dtype=bf16 --mma=warpgroup --cluster-blocks=1", "a cluster has 2 to 8 blocks");
   check_refused("--cluster-blocks=2", "only the warpgroup schedule has");
+  // On a persistent grid the clusters walk the tiles together, along the
+  // grid's one dimension; the grid is whole clusters.
+  Result persistent = aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --cluster-blocks=2 --persistent-blocks=132 "
+                          "--producer-warps=4 --name=gemm_pc --output-dir=.",
+                          dir.path);
+  INFO(persistent.err);
+  REQUIRE(persistent.status == 0);
+  CHECK(read_file(dir / "gemm_pc.ptx").find(".reqnctapercluster 2, 1, 1") != std::string::npos);
+  check_refused("--dtype=bf16 --mma=warpgroup --cluster-blocks=2 --persistent-blocks=131",
+                "gpu_persistent_blocks(131): the grid's blocks walk the tiles by whole clusters, so it must be a "
+                "multiple of 2 blocks; use gpu_persistent_blocks(130)");
 }
 
 TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their own, in the caller's workspace") {

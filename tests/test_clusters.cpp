@@ -7,16 +7,17 @@
 // issuing the copies and with producer warps; the nest; the kernels
 // through ptxas; the rules.
 
-#include "examples/Reference.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
-#include "dsl/recipes/GemmSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
+#include "examples/Reference.h"
 #include "scheduler/Environment.h"
+#include "scheduler/SpecializeSizes.h"
 #include "scheduler/VerifyTensorCopies.h"
 
 #include <doctest/doctest.h>
@@ -218,6 +219,87 @@ TEST_CASE("multicast with producer warps: every block's MMA warps release each s
   CHECK(error_against_reference(wide_pipeline, 390, 264, 136) < 4e-3);
 }
 
+TEST_CASE("a persistent grid in clusters walks the tiles by whole clusters: every tile once, B shared") {
+  // Grids smaller than the clusters of tiles (each block walks several),
+  // 3 and 5 block rows (a cluster's step past the output's rows), ragged,
+  // K = 1 / K = 3, and K whose rows the TMA cannot describe (cp.async);
+  // the MMA warps' first thread issuing (a pipeline per tile) and producer
+  // warps (one pipeline across the block's tiles).
+  for (auto [blocks, persistent, producers] :
+       std::vector<std::array<int, 3>>{{2, 2, 0}, {2, 4, 4}, {4, 4, 4}, {2, 6, 1}}) {
+    CAPTURE(blocks);
+    CAPTURE(persistent);
+    CAPTURE(producers);
+    MmaTiling t = cluster_tiling(blocks);
+    t.persistent_blocks = persistent;
+    t.producer_warps = producers;
+    t.min_blocks_per_sm = 1;
+    Gemm g = coalesce::testing::bf16_scheduled(t);
+    Pipeline pipeline(g.out);
+    for (auto [M, N, K] :
+         std::vector<std::array<int, 3>>{{130, 200, 136}, {300, 136, 1}, {190, 72, 3}, {130, 64, 131}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+  // The nest: cluster q's blocks take rows 2q and 2q + 1 of one step of
+  // the tiles' order, the columns alike; the grid is whole clusters; the
+  // producer waits for the last release of the block's whole run.
+  MmaTiling t = cluster_tiling(2);
+  t.persistent_blocks = 4;
+  t.producer_warps = 4;
+  t.min_blocks_per_sm = 1;
+  Gemm g = coalesce::testing::bf16_scheduled(t);
+  Pipeline pipeline(g.out);
+  std::string nest = pipeline.loop_nest();
+  CHECK_HAS(nest, "for bi_persistent in gpu_block.x(0, min(ceil(ceil(M/64)/2)*(ceil(N/64)), 2)*2):");
+  CHECK_HAS(nest, "for bi_tile in serial(0, ceil((ceil(ceil(M/64)/2)*(ceil(N/64)) - bi_persistent/2)/2)):");
+  CHECK_HAS(nest, "let tile_index = bi_persistent/2 + bi_tile*2\n");
+  CHECK_HAS(nest, "let bi = tile_index/(ceil(N/64))*2 + bi_persistent % 2\n");
+  CHECK_HAS(nest, "let bj = tile_index % (ceil(N/64))\n");
+  CHECK_HAS(nest, "mbarrier_wait(A_empty[0], (ceil((ceil(ceil(M/64)/2)*(ceil(N/64)) - bi_persistent/2)/2)*(ceil(K/64)) "
+                  "- 1)/3*3/3 % 2)");
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping");
+    return;
+  }
+  const std::string &ptx = pipeline.ptx(parse_gpu_target("sm_90a"));
+  // A persistent grid is one-dimensional: its clusters lie along x.
+  CHECK_HAS(ptx, ".reqnctapercluster 2, 1, 1");
+  CHECK_HAS(ptx, "multicast::cluster");
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")));
+  // The 128 x 256 tiles of two MMA warpgroups and a producer warpgroup
+  // keeping 40 registers, on 132 blocks in clusters of 2.
+  MmaTiling wide = coalesce::testing::wide_producer_tiling(kKind);
+  wide.cluster_blocks = 2;
+  wide.persistent_blocks = 132;
+  Gemm w = coalesce::testing::bf16_scheduled(wide);
+  Pipeline wide_pipeline(w.out);
+  coalesce::testing::check_assembled_cleanly(wide_pipeline.assemble(parse_gpu_target("sm_90a")));
+  CHECK(error_against_reference(wide_pipeline, 390, 264, 136) < 4e-3);
+  // Ping-pong consumers in clusters: each fill is consumed by one group in
+  // each block, the groups of a cluster's blocks taking the same tiles'
+  // turns.
+  for (int blocks : {4, 132}) {
+    CAPTURE(blocks);
+    MmaTiling alternating = ping_pong_mma_tiling(kKind, blocks, ConsumerSchedule::PingPong);
+    alternating.cluster_blocks = 2;
+    Gemm p = coalesce::testing::bf16_scheduled(alternating);
+    Pipeline alternating_pipeline(p.out);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{390, 264, 136}, {300, 136, 1}, {131, 264, 3}})
+      CHECK(error_against_reference(alternating_pipeline, M, N, K) < 4e-3);
+    // The kernel a launch at 4096^3 runs (sizes multiples of 16).
+    if (blocks == 132 && ptxas_available()) {
+      const GpuTarget target = parse_gpu_target("sm_90a");
+      coalesce::testing::check_assembled_cleanly(assemble_ptx(
+          alternating_pipeline.specialized_ptx(target, specializable_sizes({{"M", 4096}, {"N", 4096}, {"K", 4096}})),
+          target));
+    }
+  }
+}
+
 TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
   using coalesce::testing::user_error_of;
   SUBCASE("a cluster size outside 2 to 8") {
@@ -264,13 +346,13 @@ TEST_CASE("gpu_cluster and multicast are refused where they cannot apply") {
     Gemm a = coalesce::testing::bf16_scheduled(cluster_tiling(0));
     a.acc.gpu_cluster(Var("bi"), 2);
     CHECK_HAS(user_error_of([&] { Pipeline(a.out).loop_nest(); }), "gpu_cluster applies to the kernels of the output");
-    for (const char *other : {"split_k", "gpu_persistent_blocks", "gpu_block_groups"}) {
+    for (const char *other : {"split_k", "gpu_persistent_blocks(3)", "gpu_block_groups"}) {
       CAPTURE(other);
       MmaTiling t = cluster_tiling(2);
       if (std::string(other) == "split_k")
         t.split_k = 2;
-      else if (std::string(other) == "gpu_persistent_blocks")
-        t.persistent_blocks = 3;
+      else if (std::string(other) == "gpu_persistent_blocks(3)")
+        t.persistent_blocks = 3; // not whole clusters of 2
       Gemm o = coalesce::testing::bf16_scheduled(t);
       // The recipe leaves groups out beside clusters (MmaTiling::groups_blocks).
       if (std::string(other) == "gpu_block_groups")

@@ -2,15 +2,13 @@
 // warps take a persistent block's tiles in turn
 // (scheduler/AlternateConsumerWarpgroups.h). On the CPU: the double
 // reference at whole and ragged tiles, K = 1 / 3, the same bits as the
-// schedule without it; refused for a GPU until coalesce-gpu-check has
-// passed it (scheduler/CheckGpuVerified.h); ptxas assembles the kernel a
+// schedule without it; ptxas assembles the kernel a
 // GPU launch runs; the schedules it cannot apply to are refused.
 
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
 #include "WarpgroupGemms.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "scheduler/SpecializeSizes.h"
@@ -68,22 +66,9 @@ TEST_CASE("ping-pong consumers: the double reference, and the bits of the schedu
   }
 }
 
-TEST_CASE("ping-pong consumers: refused for a GPU until the GPU check has passed them") {
-  Gemm g = coalesce::testing::bf16_scheduled(ping_pong_tiling(132));
-  Pipeline pipeline(g.out);
-  CHECK_HAS(coalesce::testing::user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); }),
-            "which is unverified on a GPU");
-  CHECK_HAS(coalesce::testing::user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); }),
-            "coalesce-gpu-check --sections=consumer-schedules");
-  // The check itself compiles them.
-  gpu_check::AllowUnverified allow("ping-pong");
-  CHECK(pipeline.ptx(parse_gpu_target("sm_90a")).find("bar.arrive") != std::string::npos);
-}
-
 TEST_CASE("ping-pong consumers: the kernel a launch at 4096^3 runs assembles without losses") {
   if (!ptxas_available())
     return;
-  gpu_check::AllowUnverified allow("ping-pong");
   Gemm g = coalesce::testing::bf16_scheduled(ping_pong_tiling(132));
   Pipeline pipeline(g.out);
   const GpuTarget target = parse_gpu_target("sm_90a");

@@ -9,7 +9,6 @@
 
 #include "ErrorCapture.h"
 #include "WarpgroupGemms.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -236,7 +235,6 @@ TEST_CASE("the phases rule: each role's waits on a slot alternate parity, and ev
 }
 
 TEST_CASE("the order rule: groups of MMA warps that take tiles in turn hand the pipeline over by a named barrier") {
-  gpu_check::AllowUnverified allow("ping-pong"); // the GPU path's nest
   Stmt nest = serial_nest(ping_pong_mma_tiling(kKind, 3));
   PhaseTrace trace = trace_pipeline_phases(nest);
   INFO(trace.why);
@@ -263,6 +261,30 @@ TEST_CASE("the order rule: groups of MMA warps that take tiles in turn hand the 
     return call(Intrinsic::GroupBarrierSync, {simplify(op->args[0] + 1), op->args[1]});
   });
   CHECK_HAS(verifier_error(crossed), "breaks the 'order' rule");
+}
+
+TEST_CASE("the order rule: a barrier of every MMA warp orders the groups' waits, one of fewer does not") {
+  // In clusters, the block waits for each slot's last release (the peers')
+  // before it leaves: a wait of warp 0 after the last tile's group (warp 4)
+  // waited, behind a barrier of the 256 MMA threads (the producers left).
+  MmaTiling t = ping_pong_mma_tiling(kKind, 4);
+  t.cluster_blocks = 2;
+  Stmt nest = serial_nest(t);
+  CHECK(verifier_error(nest) == "(no error)");
+  struct Narrow : IRMutator {
+    using IRMutator::visit;
+    int narrowed = 0;
+    Stmt visit(const Barrier *op, const Stmt &self) override {
+      if (op->threads != 256)
+        return self;
+      ++narrowed;
+      return Barrier::make(128); // one group's warps only
+    }
+  } narrow;
+  Stmt narrowed = narrow.mutate(nest);
+  REQUIRE(narrow.narrowed > 0);
+  CHECK_HAS(verifier_error(narrowed), "breaks the 'order' rule");
+  CHECK_HAS(verifier_error(narrowed), "from the group of warp 4 to the group of warp 0");
 }
 
 TEST_CASE("a nest lowered without its verifiers (the compile cache's key) is verified before it becomes kernels") {

@@ -16,7 +16,6 @@
 
 #include "bench/gpu_check/ConsumerScheduleCheck.h"
 
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/SameBitsCheck.h"
 #include "bench/reference/CublasReference.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -41,9 +40,6 @@ MmaTiling tiling(Precision p, int blocks, ConsumerSchedule schedule) {
 }
 
 void check_grid(Precision p, int blocks, const std::vector<BitsShape> &shapes, const std::string &suffix) {
-  // This check is what lets the library compile ping-pong for a GPU
-  // (scheduler/CheckGpuVerified.h).
-  AllowUnverified allow("ping-pong");
   const MmaTiling ping_pong = tiling(p, blocks, ConsumerSchedule::PingPong);
   auto make = [&] {
     return SameBitsKernels{bias_gelu_pipeline(p, ping_pong),

@@ -57,6 +57,7 @@
 #include "bench/gpu_check/MMajorCheck.h"
 #include "bench/gpu_check/MathCheck.h"
 #include "bench/gpu_check/MmaCheck.h"
+#include "bench/gpu_check/PersistentClusterCheck.h"
 #include "bench/gpu_check/ReductionStartCheck.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SplitKCheck.h"
@@ -380,6 +381,7 @@ const std::vector<std::pair<std::string, void (*)()>> &sanitizer_groups() {
       {"swiglu", gpu_check::swiglu_sanitizer_case},
       {"tile-stores", gpu_check::tile_stores_sanitizer_case},
       {"consumer-schedules", gpu_check::consumer_schedule_sanitizer_case},
+      {"persistent-clusters", gpu_check::persistent_cluster_sanitizer_case},
       {"batched", gpu_check::batched_sanitizer_case},
       {"strided",
        [] {
@@ -521,6 +523,7 @@ const std::vector<std::string> &full_check_sections() {
                                                     "m-major",
                                                     "tile-stores",
                                                     "consumer-schedules",
+                                                    "persistent-clusters",
                                                     "batched",
                                                     "strided",
                                                     "epilogues",
@@ -589,6 +592,8 @@ std::vector<CheckUnit> check_units(bool full, const std::vector<bench::Precision
       add("tile-stores", p, [p] { gpu_check::check_tile_stores(p); });
       if (p != bench::Precision::TF32)
         add("consumer-schedules", p, [p] { gpu_check::check_consumer_schedules(p); });
+      if (p != bench::Precision::TF32)
+        add("persistent-clusters", p, [p] { gpu_check::check_persistent_clusters(p); });
       add("batched", p, [p] { gpu_check::check_batched(p); });
       add("strided", p, [p] {
         gpu_check::check_strided(p);
@@ -669,18 +674,19 @@ int main(int argc, char **argv) {
                                      "fused SwiGLU once each at a ragged shape (" + kSanitizerShape.str() +
                                      " and near it), for compute-sanitizer";
   cl::opt<bool> sanitizer("sanitizer-case", cl::desc(sanitizer_help), cl::cat(category));
-  cl::opt<std::string> sanitizer_cases(
-      "sanitizer-cases",
-      cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
-               "split-k, k-major, fp8, swiglu, tile-stores, consumer-schedules, batched, strided, m-major, "
-               "tf32-truncated; "
-               "default: all)"),
-      cl::value_desc("list"), cl::cat(category));
+  cl::opt<std::string> sanitizer_cases("sanitizer-cases",
+                                       cl::desc("with --sanitizer-case: the comma-separated groups to run (fp32, mma, "
+                                                "split-k, k-major, fp8, swiglu, tile-stores, consumer-schedules, "
+                                                "persistent-clusters, batched, strided, m-major, "
+                                                "tf32-truncated; "
+                                                "default: all)"),
+                                       cl::value_desc("list"), cl::cat(category));
   cl::opt<std::string> sections_flag(
       "sections",
       cl::desc(
           "the full check's sections to run, comma-separated (math, fp32, mma, reduction-start, k-major, "
-          "m-major, tile-stores, consumer-schedules, batched, strided, epilogues, fp8, fused-reductions, "
+          "m-major, tile-stores, consumer-schedules, persistent-clusters, batched, strided, epilogues, fp8, "
+          "fused-reductions, "
           "split-k, tf32-truncated; "
           "default: all); the bf16-only ones (epilogues, fp8, fused-reductions) run with bf16 among the "
           "precisions, tf32-truncated with tf32; fp32 runs fp32, batched and strided (its FFMA schedule's batches and "

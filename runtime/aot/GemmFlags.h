@@ -285,7 +285,8 @@ public:
                                      "cluster-blocks",
                                      0,
                                      "with the TMA's copies: consecutive block rows in clusters of this many (2 to "
-                                     "8), which share B's tiles (multicast; sm_90a); 0: none",
+                                     "8), which share B's tiles (multicast; sm_90a; with --persistent-blocks, a "
+                                     "multiple of it, the clusters walk the tiles together); 0: none",
                                      0,
                                      8};
   EnumParam<std::optional<TileStores>> tile_stores{
@@ -308,8 +309,7 @@ public:
       "with --persistent-blocks and --producer-warps on the warpgroup MMA: how the MMA warps share a block's tiles "
       "(gpu_consumer_schedule): together (all of them on each tile) or ping-pong (two groups of one warpgroup, a "
       "128-row warp tile as large as the block's, take the tiles in turn, one group's epilogue beside the other's "
-      "main loop; --tile-stores=direct; refused for a GPU until coalesce-gpu-check --sections=consumer-schedules "
-      "has passed it, COALESCE_UNVERIFIED_GPU=ping-pong overrides)"};
+      "main loop; --tile-stores=direct)"};
   GeneratorParam<bool> tma_padded_copies{
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 16-byte "

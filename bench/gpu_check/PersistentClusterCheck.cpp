@@ -1,0 +1,98 @@
+// Persistent grids in clusters: the blocks of a cluster walk a persistent
+// grid's tiles in step, two (or four) consecutive block rows of one block
+// column at a time, and share B's tiles (TmaCopies::multicast), the
+// pipeline running across each block's tiles. Per 16-bit precision:
+//
+//   - 128 x 256 tiles of two MMA warpgroups fed by a producer warpgroup
+//     that keeps 40 registers, in clusters of 2 on grids of a block per
+//     multiprocessor, of 8 and of 4 blocks (each block walks several tiles
+//     even at small shapes), and in clusters of 4 on 8 blocks;
+//   - ping-pong consumers (two groups of one 128-row warpgroup taking the
+//     tiles in turn) in clusters of 2;
+//
+// each at whole tiles (512x768x256) and at 4096^3 (the kernel specialized
+// for sizes that are multiples of 16), at ragged tiles whose rows are whole
+// 16-byte vectors (515x776x259), at rows that are not (515x777x259: each
+// block's own cp.async copies), an odd number of block rows (a cluster's
+// step past the output's rows) and the K = 1 / K = 3 pair; each against the
+// same tiling without clusters: the same bits, since every tile is computed
+// whole by one block in the same order, and against the double reference
+// on 8 sampled rows (SameBitsCheck.h).
+
+#include "bench/gpu_check/PersistentClusterCheck.h"
+
+#include "bench/gpu_check/SameBitsCheck.h"
+#include "bench/reference/CublasReference.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "runtime/GpuDevice.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace coalesce::gpu_check {
+namespace {
+
+using bench::Precision;
+
+const std::vector<BitsShape> kShapes = {{512, 768, 256}, {4096, 4096, 4096}, {515, 776, 259},
+                                        {515, 777, 259}, {131, 264, 1},      {131, 264, 3}};
+
+// The 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
+// warpgroup keeping 40 registers, four stages, direct stores.
+MmaTiling wide_tiling(Precision p, int blocks) {
+  MmaTiling t = default_mma_tiling(bench::mma_kind(p, true), 4096, 4096, 4096, gpu::Device::get().sm_count());
+  t.block_m = 128;
+  t.block_n = t.warp_n = 256;
+  t.warp_m = 64;
+  t.swap_ab = false;
+  t.stages = 4;
+  t.min_blocks_per_sm = 1;
+  t.block_group_rows = 0;
+  t.split_k = 1;
+  t.tma = true;
+  t.tma_padded_copies = false;
+  t.producer_warps = 4;
+  t.producer_registers = 40;
+  t.persistent_blocks = blocks;
+  t.tile_stores = TileStores::Direct;
+  return t;
+}
+
+void check_clusters(Precision p, MmaTiling unclustered, int cluster, const std::vector<BitsShape> &shapes,
+                    const std::string &form) {
+  MmaTiling clustered = unclustered;
+  clustered.cluster_blocks = cluster;
+  auto make = [&] { return SameBitsKernels{bias_gelu_pipeline(p, clustered), bias_gelu_pipeline(p, unclustered)}; };
+  SameBitsKernels kernels;
+  const std::string name = std::string(reference::precision_name(p)) + " " + form + ", " +
+                           std::to_string(unclustered.persistent_blocks) + " persistent blocks in clusters of " +
+                           std::to_string(cluster);
+  for (const BitsShape &s : shapes)
+    check_same_bits(p, make, kernels, s, name, clustered.str(), "the bits without clusters");
+}
+
+} // namespace
+
+void check_persistent_clusters(Precision p) {
+  if (p == Precision::FP32 || p == Precision::TF32 || !target_for_current_device().has_warpgroup_mma())
+    return;
+  std::printf("\n==== %s: persistent grids in clusters ====\n", reference::precision_name(p));
+  const int sms = gpu::Device::get().sm_count() / 2 * 2;
+  for (int blocks : {sms, 8, 4})
+    check_clusters(p, wide_tiling(p, blocks), 2, kShapes, "128x256 tiles");
+  check_clusters(p, wide_tiling(p, 8), 4, kShapes, "128x256 tiles");
+  check_clusters(p, ping_pong_mma_tiling(bench::mma_kind(p, true), sms, ConsumerSchedule::PingPong), 2, kShapes,
+                 "ping-pong");
+}
+
+void persistent_cluster_sanitizer_case() {
+  // Ragged (the general kernel) and aligned (the specialized one).
+  const std::vector<BitsShape> shapes = {{131, 264, 200}, {256, 384, 192}};
+  check_clusters(Precision::BF16, wide_tiling(Precision::BF16, 4), 2, shapes, "128x256 tiles (sanitizer)");
+  check_clusters(Precision::BF16,
+                 ping_pong_mma_tiling(bench::mma_kind(Precision::BF16, true), 4, ConsumerSchedule::PingPong), 2, shapes,
+                 "ping-pong (sanitizer)");
+}
+
+} // namespace coalesce::gpu_check
