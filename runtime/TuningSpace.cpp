@@ -62,6 +62,12 @@ void apply_roles(PipelineRoles roles, int sm_count, MmaTiling &t) {
     t.producer_registers = 40;
     t.cluster_blocks = 2;
     return;
+  case PipelineRoles::ProducerAcrossTilesInClusters:
+    t.producer_warps = 4;
+    t.producer_registers = 40;
+    t.cluster_blocks = 2;
+    t.persistent_blocks = std::max(2, sm_count / 2 * 2); // whole clusters
+    return;
   }
 }
 
@@ -72,6 +78,7 @@ const char *pipeline_roles_name(PipelineRoles roles) {
   case PipelineRoles::MmaWarps: return "mma-warps";
   case PipelineRoles::ProducerAcrossTiles: return "producer-across-tiles";
   case PipelineRoles::ProducerInClusters: return "producer-in-clusters";
+  case PipelineRoles::ProducerAcrossTilesInClusters: return "producer-across-tiles-in-clusters";
   }
   return "?";
 }
@@ -116,7 +123,8 @@ TuningSpace default_tuning_space(const GemmProblem &problem, const std::string &
     g.block_group_rows = {0, 8};
     g.tma = tf32 ? std::vector<bool>{true} : std::vector<bool>{false, true};
     g.split_k = split_choices(problem, g.blocks, g.k_steps.front(), 256, sm_count);
-    g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters};
+    g.roles = {PipelineRoles::MmaWarps, PipelineRoles::ProducerAcrossTiles, PipelineRoles::ProducerInClusters,
+               PipelineRoles::ProducerAcrossTilesInClusters};
     // The values through shared memory where the output is 16-bit (a
     // wider one's tile does not fit beside the pipeline, and the recipe
     // stores it directly), and the sums (the default).

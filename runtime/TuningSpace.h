@@ -40,6 +40,10 @@ enum class PipelineRoles {
   /// The same producer warpgroup, a block per tile, in clusters of two
   /// block rows that multicast B's tiles.
   ProducerInClusters,
+  /// Both: the persistent grid (of the even number of blocks at most one
+  /// per multiprocessor) walking the tiles by clusters of two block rows
+  /// that multicast B's tiles.
+  ProducerAcrossTilesInClusters,
 };
 const char *pipeline_roles_name(PipelineRoles roles);
 

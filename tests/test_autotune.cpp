@@ -322,14 +322,16 @@ TEST_CASE("the default bf16 space on sm_90a: legal candidates of both MMA famili
   CHECK(result.results[0].status == CandidateStatus::NotSampled); // the default is legal
   CHECK(result.legal >= 50);
   // Producer warpgroups on a persistent grid and in clusters, legal too.
-  bool across = false, clusters = false;
+  bool across = false, clusters = false, across_in_clusters = false;
   for (const CandidateResult &r : result.results)
     if (r.status == CandidateStatus::NotSampled && r.candidate.mma.producer_registers > 0) {
       across |= r.candidate.mma.persistent_blocks > 0;
       clusters |= r.candidate.mma.cluster_blocks > 1;
+      across_in_clusters |= r.candidate.mma.persistent_blocks > 0 && r.candidate.mma.cluster_blocks > 1;
     }
   CHECK(across);
   CHECK(clusters);
+  CHECK(across_in_clusters);
   // Tiles stored every way, legal: through shared memory beside three
   // stages at 128 x 256 (four leave no room: refused by the budget), and
   // the sums over the four stages' slots (the default).
