@@ -41,21 +41,12 @@ const std::vector<BitsShape> kShapes = {{512, 768, 256}, {4096, 4096, 4096}, {51
 // The 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
 // warpgroup keeping 40 registers, four stages, direct stores.
 MmaTiling wide_tiling(Precision p, int blocks) {
-  MmaTiling t = default_mma_tiling(bench::mma_kind(p, true), 4096, 4096, 4096, gpu::Device::get().sm_count());
-  t.block_m = 128;
+  // Ping-pong's recipe (128 x 128 of one 128-row warpgroup, four stages,
+  // producers, direct stores) with the default's tile and warpgroups.
+  MmaTiling t = ping_pong_mma_tiling(bench::mma_kind(p, true), blocks, ConsumerSchedule::Together);
   t.block_n = t.warp_n = 256;
   t.warp_m = 64;
-  t.swap_ab = false;
-  t.stages = 4;
-  t.min_blocks_per_sm = 1;
-  t.block_group_rows = 0;
-  t.split_k = 1;
-  t.tma = true;
-  t.tma_padded_copies = false;
-  t.producer_warps = 4;
   t.producer_registers = 40;
-  t.persistent_blocks = blocks;
-  t.tile_stores = TileStores::Direct;
   return t;
 }
 
