@@ -261,6 +261,16 @@ TEST_CASE("a persistent grid walks a batch's tiles: each product has the bits of
     check_against_each_product(persistent_with_producers(blocks), BatchedOperands::Both, aligned);
     check_against_each_product(persistent_with_producers(blocks), BatchedOperands::SharedA, ragged);
   }
+  // In clusters of two block rows sharing B's tiles: the clusters walk the
+  // (product, row pair, column) tiles together, each product's odd row of
+  // blocks in a cluster with one past its rows.
+  for (int blocks : {2, 6}) {
+    CAPTURE(blocks);
+    MmaTiling clustered = persistent_with_producers(blocks);
+    clustered.cluster_blocks = 2;
+    check_against_each_product(clustered, BatchedOperands::Both, aligned);
+    check_against_each_product(clustered, BatchedOperands::Both, {3, 200, 264, 136});
+  }
 }
 
 TEST_CASE("on a persistent grid a batch's epilogue runs once per element, after its whole reduction (K = 0 / 1 / 3)") {
