@@ -1,9 +1,11 @@
 #pragma once
 // The device pointers a compiled GEMM (examples::make_gemm: inputs A, B,
 // bias and the output) takes at launch, in its argument order, for every
-// program that launches one (the main job, the GPU check, the benchmark).
+// program that launches one (the main job, the GPU check, the benchmark),
+// and the GPU check's checked launch of one.
 
 #include "dsl/Error.h"
+#include "runtime/GpuDevice.h"
 #include "runtime/GpuExecutable.h"
 
 #include <vector>
@@ -31,6 +33,21 @@ inline std::vector<CUdeviceptr> gemm_pointers(const GpuExecutable &exe, CUdevice
       internal_error("the GEMM pipeline has an unexpected argument '", arg.name, "'");
   }
   return pointers;
+}
+
+/// Poisons `out` (every byte 0xFF, so an element the kernel does not write
+/// reads as NaN), launches the GEMM `exe` at M x N x K on A, B, bias and
+/// `out`, and waits for it; the launch's milliseconds between CUDA events.
+inline double launch_gemm_into_poisoned(const GpuExecutable &exe, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias,
+                                        gpu::DeviceBuffer &out, int M, int N, int K) {
+  std::vector<CUdeviceptr> pointers = gemm_pointers(exe, a, b, bias, out.ptr());
+  out.fill_bytes(0xFF);
+  gpu::EventTimer timer;
+  timer.start();
+  exe.launch(pointers, {{"M", M}, {"N", N}, {"K", K}});
+  timer.stop();
+  gpu::synchronize();
+  return timer.elapsed_ms();
 }
 
 } // namespace coalesce::bench

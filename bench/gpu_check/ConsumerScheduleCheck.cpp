@@ -32,8 +32,6 @@ namespace {
 
 using bench::Precision;
 
-const std::vector<BitsShape> kShapes = {{512, 768, 256}, {4096, 4096, 4096}, {515, 776, 259},
-                                        {515, 777, 259}, {131, 264, 1},      {131, 264, 3}};
 
 MmaTiling tiling(Precision p, int blocks, ConsumerSchedule schedule) {
   return ping_pong_mma_tiling(bench::mma_kind(p, true), blocks, schedule);
@@ -41,15 +39,10 @@ MmaTiling tiling(Precision p, int blocks, ConsumerSchedule schedule) {
 
 void check_grid(Precision p, int blocks, const std::vector<BitsShape> &shapes, const std::string &suffix) {
   const MmaTiling ping_pong = tiling(p, blocks, ConsumerSchedule::PingPong);
-  auto make = [&] {
-    return SameBitsKernels{bias_gelu_pipeline(p, ping_pong),
-                           bias_gelu_pipeline(p, tiling(p, blocks, ConsumerSchedule::Together))};
-  };
-  SameBitsKernels kernels;
   const std::string name = std::string(reference::precision_name(p)) + " ping-pong, " + std::to_string(blocks) +
                            " persistent blocks" + suffix;
-  for (const BitsShape &s : shapes)
-    check_same_bits(p, make, kernels, s, name, ping_pong.str(), "one group's bits");
+  check_same_bits_of_tilings(p, ping_pong, tiling(p, blocks, ConsumerSchedule::Together), shapes, name,
+                             "one group's bits");
 }
 
 } // namespace
@@ -59,7 +52,7 @@ void check_consumer_schedules(Precision p) {
     return;
   std::printf("\n==== %s: ping-pong consumers ====\n", reference::precision_name(p));
   for (int blocks : {gpu::Device::get().sm_count(), 7, 3})
-    check_grid(p, blocks, kShapes, "");
+    check_grid(p, blocks, kPersistentGridShapes, "");
 }
 
 void consumer_schedule_sanitizer_case() {

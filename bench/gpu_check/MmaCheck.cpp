@@ -147,15 +147,8 @@ struct Problem {
   /// Runs our kernel into the poisoned output; reads it all back into
   /// `result`; counts what is not finite and the overwritten guard bytes.
   Outcome run(const GpuExecutable &exe) {
-    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
-    out.fill_bytes(0xFF);
-    gpu::EventTimer timer;
-    timer.start();
-    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
-    timer.stop();
-    gpu::synchronize();
     Outcome o;
-    o.ms = timer.elapsed_ms();
+    o.ms = bench::launch_gemm_into_poisoned(exe, a.ptr(), b.ptr(), bias.ptr(), out, s.M, s.N, s.K);
     result = download_output(out.ptr());
     for (float v : result)
       o.not_finite += std::isfinite(v) ? 0 : 1;

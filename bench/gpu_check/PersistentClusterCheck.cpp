@@ -35,8 +35,6 @@ namespace {
 
 using bench::Precision;
 
-const std::vector<BitsShape> kShapes = {{512, 768, 256}, {4096, 4096, 4096}, {515, 776, 259},
-                                        {515, 777, 259}, {131, 264, 1},      {131, 264, 3}};
 
 // The 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
 // warpgroup keeping 40 registers, four stages, direct stores.
@@ -54,13 +52,10 @@ void check_clusters(Precision p, MmaTiling unclustered, int cluster, const std::
                     const std::string &form) {
   MmaTiling clustered = unclustered;
   clustered.cluster_blocks = cluster;
-  auto make = [&] { return SameBitsKernels{bias_gelu_pipeline(p, clustered), bias_gelu_pipeline(p, unclustered)}; };
-  SameBitsKernels kernels;
   const std::string name = std::string(reference::precision_name(p)) + " " + form + ", " +
                            std::to_string(unclustered.persistent_blocks) + " persistent blocks in clusters of " +
                            std::to_string(cluster);
-  for (const BitsShape &s : shapes)
-    check_same_bits(p, make, kernels, s, name, clustered.str(), "the bits without clusters");
+  check_same_bits_of_tilings(p, clustered, unclustered, shapes, name, "the bits without clusters");
 }
 
 } // namespace
@@ -71,9 +66,9 @@ void check_persistent_clusters(Precision p) {
   std::printf("\n==== %s: persistent grids in clusters ====\n", reference::precision_name(p));
   const int sms = gpu::Device::get().sm_count() / 2 * 2;
   for (int blocks : {sms, 8, 4})
-    check_clusters(p, wide_tiling(p, blocks), 2, kShapes, "128x256 tiles");
-  check_clusters(p, wide_tiling(p, 8), 4, kShapes, "128x256 tiles");
-  check_clusters(p, ping_pong_mma_tiling(bench::mma_kind(p, true), sms, ConsumerSchedule::PingPong), 2, kShapes,
+    check_clusters(p, wide_tiling(p, blocks), 2, kPersistentGridShapes, "128x256 tiles");
+  check_clusters(p, wide_tiling(p, 8), 4, kPersistentGridShapes, "128x256 tiles");
+  check_clusters(p, ping_pong_mma_tiling(bench::mma_kind(p, true), sms, ConsumerSchedule::PingPong), 2, kPersistentGridShapes,
                  "ping-pong");
 }
 

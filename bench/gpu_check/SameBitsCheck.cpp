@@ -60,14 +60,7 @@ struct Problem {
 
   /// Launches `exe` into the poisoned output; its bytes.
   std::vector<uint8_t> run(const GpuExecutable &exe, double *ms) {
-    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
-    out.fill_bytes(0xFF);
-    gpu::EventTimer timer;
-    timer.start();
-    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
-    timer.stop();
-    gpu::synchronize();
-    *ms = timer.elapsed_ms();
+    *ms = bench::launch_gemm_into_poisoned(exe, a.ptr(), b.ptr(), bias.ptr(), out, s.M, s.N, s.K);
     std::vector<uint8_t> result(bytes());
     gpu::cu_check(gpu::driver().memcpy_dtoh(result.data(), out.ptr(), result.size()), "cuMemcpyDtoH of the output");
     return result;
@@ -91,6 +84,9 @@ struct Problem {
 };
 
 } // namespace
+
+const std::vector<BitsShape> kPersistentGridShapes = {{512, 768, 256}, {4096, 4096, 4096}, {515, 776, 259},
+                                                      {515, 777, 259}, {131, 264, 1},      {131, 264, 3}};
 
 std::unique_ptr<Pipeline> bias_gelu_pipeline(Precision p, MmaTiling t) {
   examples::Gemm g = examples::make_gemm(examples::Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
@@ -128,6 +124,15 @@ void check_same_bits(Precision p, const std::function<SameBitsKernels()> &make, 
     o.failure = error.what();
     record(name, s.str(), "double", o);
   }
+}
+
+void check_same_bits_of_tilings(Precision p, const MmaTiling &tested, const MmaTiling &baseline,
+                                const std::vector<BitsShape> &shapes, const std::string &name,
+                                const std::string &baseline_name) {
+  auto make = [&] { return SameBitsKernels{bias_gelu_pipeline(p, tested), bias_gelu_pipeline(p, baseline)}; };
+  SameBitsKernels kernels;
+  for (const BitsShape &s : shapes)
+    check_same_bits(p, make, kernels, s, name, tested.str(), baseline_name);
 }
 
 } // namespace coalesce::gpu_check

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace coalesce::gpu_check {
 
@@ -20,6 +21,13 @@ struct BitsShape {
   int M, N, K;
   std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 };
+
+/// Where the schedules of a persistent block's tiles are checked: whole
+/// tiles (512x768x256) and 4096^3 (the kernel specialized for sizes that
+/// are multiples of 16), ragged tiles whose rows are whole 16-byte vectors
+/// (515x776x259), rows that are not (515x777x259: the cp.async copies), and
+/// the K = 1 / K = 3 pair.
+extern const std::vector<BitsShape> kPersistentGridShapes;
 
 /// The kernel under test and the one whose bits it must match, compiled
 /// once (by `make`), at the first shape that runs them.
@@ -37,5 +45,12 @@ std::unique_ptr<Pipeline> bias_gelu_pipeline(bench::Precision p, MmaTiling t);
 void check_same_bits(bench::Precision p, const std::function<SameBitsKernels()> &make, SameBitsKernels &kernels,
                      const BitsShape &s, const std::string &name, const std::string &detail,
                      const std::string &baseline);
+
+/// check_same_bits at each of `shapes`, the kernels the bias + GELU
+/// pipelines (bias_gelu_pipeline) of tilings `tested` and `baseline`,
+/// compiled once.
+void check_same_bits_of_tilings(bench::Precision p, const MmaTiling &tested, const MmaTiling &baseline,
+                                const std::vector<BitsShape> &shapes, const std::string &name,
+                                const std::string &baseline_name);
 
 } // namespace coalesce::gpu_check

@@ -93,14 +93,7 @@ struct Problem {
   /// Launches `exe` into a poisoned output and reads it back; the workspace
   /// is the executable's own (kept between launches).
   std::vector<float> run(const GpuExecutable &exe, double *ms) {
-    std::vector<CUdeviceptr> pointers = bench::gemm_pointers(exe, a.ptr(), b.ptr(), bias.ptr(), out.ptr());
-    out.fill_bytes(0xFF);
-    gpu::EventTimer timer;
-    timer.start();
-    exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
-    timer.stop();
-    gpu::synchronize();
-    *ms = timer.elapsed_ms();
+    *ms = bench::launch_gemm_into_poisoned(exe, a.ptr(), b.ptr(), bias.ptr(), out, s.M, s.N, s.K);
     std::vector<float> result(s.mn());
     if (!result.empty())
       gpu::cu_check(gpu::driver().memcpy_dtoh(result.data(), out.ptr(), result.size() * sizeof(float)),

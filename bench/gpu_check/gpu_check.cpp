@@ -207,15 +207,8 @@ std::vector<float> random_pool(size_t count, uint32_t seed) {
 /// whole output back into data.out, counts elements that are not finite and
 /// poisoned floats past the output that were overwritten.
 double run_once(const GpuExecutable &exe, const Shape &s, DeviceData &data, size_t *not_finite, size_t *guard) {
-  std::vector<CUdeviceptr> pointers =
-      bench::gemm_pointers(exe, data.a_dev.ptr(), data.b_dev.ptr(), data.bias_dev.ptr(), data.out_dev.ptr());
-  data.out_dev.fill_bytes(0xFF);
-  gpu::EventTimer timer;
-  timer.start();
-  exe.launch(pointers, {{"M", s.M}, {"N", s.N}, {"K", s.K}});
-  timer.stop();
-  gpu::synchronize();
-  double ms = timer.elapsed_ms();
+  double ms = bench::launch_gemm_into_poisoned(exe, data.a_dev.ptr(), data.b_dev.ptr(), data.bias_dev.ptr(),
+                                               data.out_dev, s.M, s.N, s.K);
   download_floats(data.out_dev.ptr(), s.mn(), data.out.data());
   *not_finite = 0;
   for (size_t n = 0; n < s.mn(); ++n)
