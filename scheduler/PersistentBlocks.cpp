@@ -79,6 +79,11 @@ private:
         user_error("in schedule for '", owner_, "': gpu_persistent_blocks names its loops '",
                    loop_short_name(block_loop), "' and '", loop_short_name(tile_loop),
                    "', which the schedule already uses; rename that loop");
+    // check_clusters kept the clustered loop a split's outer block loop of
+    // the output: one of these.
+    COALESCE_INTERNAL_ASSERT(cluster_ == 1 || std::any_of(loops.begin(), loops.end(),
+                                                          [&](const For *l) { return l->name == cluster_loop_; }),
+                             "a persistent grid clustered along '", cluster_loop_, "', which it does not walk");
     Expr block = Variable::make(Int(32), block_loop), tile = Variable::make(Int(32), tile_loop);
     Expr linear = Variable::make(Int(32), linear_name);
     // In clusters of C blocks along one of the loops, the tiles are walked
@@ -90,7 +95,7 @@ private:
     // step, and differ only along the clustered loop: a tile that does not
     // depend on it (a multicast one) is the same for all of them.
     const int clusters = blocks_ / cluster_; // check_clusters: blocks_ is whole clusters
-    Expr cluster = cluster_ > 1 ? block / cluster_ : block, rank = block % cluster_;
+    Expr cluster = simplify(block / cluster_), rank = block % cluster_;
     // Tile t of the linear (row-major) order: the innermost loop's value is
     // t % its extent, each outer one's t / (the extents inside it), % its
     // own where another lies outside.
@@ -108,10 +113,6 @@ private:
       body = LetStmt::make(l->name, simplify(l->min + index), body);
       inside = inside.defined() ? extent * inside : extent;
     }
-    if (cluster_ > 1 &&
-        std::none_of(loops.begin(), loops.end(), [&](const For *l) { return l->name == cluster_loop_; }))
-      user_error("in schedule for '", owner_, "': gpu_persistent_blocks with gpu_cluster along '",
-                 loop_short_name(cluster_loop_), "', which is not one of the block loops the persistent grid walks");
     Expr tiles = simplify(inside); // of whole clusters
     body = LetStmt::make(linear_name, cluster + tile * clusters, body);
     // Cluster c's tiles: c, c + P/C, ... below the tiles of every loop.
