@@ -315,13 +315,13 @@ bool report_ptxas(const std::string &ptx, const GpuTarget &target) {
 }
 
 /// Prints the PTX step: the general program, and where the shape's sizes
-/// include multiples of 16, the program specialized for them, which a GPU
+/// include multiples of 16, 8 or 4, the program specialized for them, which a GPU
 /// launch at this shape compiles and runs instead (Pipeline::gpu_executable);
 /// false if PTX could not be produced.
 bool report_ptx(Pipeline &pipeline, const Shape &shape) {
   GpuTarget target; // sm_90a
   std::printf("\n== PTX for %s ==\n", target.sm().c_str());
-  std::vector<std::string> multiples;
+  SizeMultiples multiples;
   try {
     const std::string &ptx = pipeline.ptx(target);
     std::printf("schedule to PTX: %.1f ms (%s), %zu bytes of PTX\n", pipeline.last_ptx_compile_ms(),
@@ -346,12 +346,12 @@ bool report_ptx(Pipeline &pipeline, const Shape &shape) {
   const std::string &specialized = pipeline.specialized_ptx(target, multiples);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (&specialized == &pipeline.ptx(target)) {
-    std::printf("sizes that are multiples of 16 (%s) decide nothing in this program: a GPU launch runs the general "
+    std::printf("the sizes' multiples (%s) decide nothing in this program: a GPU launch runs the general "
                 "kernel\n",
                 names.c_str());
     return true;
   }
-  std::printf("specialized for %s, multiples of 16 (the kernel a GPU launch at this shape compiles and runs): "
+  std::printf("specialized for %s (the kernel a GPU launch at this shape compiles and runs): "
               "%.1f ms, %zu bytes of PTX\n",
               names.c_str(), ms, specialized.size());
   return report_ptxas(specialized, target);

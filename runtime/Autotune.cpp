@@ -83,7 +83,7 @@ public:
   using Finish = std::function<void(size_t, CompileOutcome &)>;
   /// `sizes`: the launches' scalar arguments; each candidate compiles what
   /// a launch at them runs (the program specialized for those that are
-  /// multiples of 16, or the general one).
+  /// multiples of 16, 8 or 4, or the general one).
   BackgroundCompiler(std::vector<Pipeline> &pipelines, const GpuTarget &target, int threads,
                      std::map<std::string, int64_t> sizes, Finish finish)
       : outcomes_(pipelines.size()) {
@@ -95,7 +95,7 @@ public:
           Pipeline &pipeline = pipelines[index];
           // The finished program first (a PTX cache hit would skip it), so
           // that loading on the consumer's thread does not lower again.
-          std::vector<std::string> multiples = specializable_sizes(pipeline.gpu_program(), sizes);
+          SizeMultiples multiples = specializable_sizes(pipeline.gpu_program(), sizes);
           outcome.ptx = multiples.empty() ? pipeline.ptx(target) : pipeline.specialized_ptx(target, multiples);
         } catch (const UserError &error) {
           outcome.error = error.what();

@@ -179,7 +179,7 @@ TimingSteps gpu_timing_steps(const GemmProblem &problem) {
   // at a time, and made 50 candidates take 36-43 s on the H200's machine,
   // the timing thread waiting behind it.
   // What the launches at the problem's sizes run: the program specialized
-  // for its sizes that are multiples of 16, or the general one.
+  // for its sizes that are multiples of 16, 8 or 4, or the general one.
   steps.prepare = [problem](CompiledCandidate &c) {
     c.pipeline.gpu_executable(c.target, GpuAssembler::Ptxas)
         .prepare({{"M", problem.M}, {"N", problem.N}, {"K", problem.K}});

@@ -78,8 +78,8 @@ void GpuExecutable::load() const {
 }
 
 const GpuExecutable &GpuExecutable::for_launch(const std::map<std::string, int64_t> &params) const {
-  std::vector<std::string> multiples = specialize_ ? specializable_sizes(program_, params) : std::vector<std::string>();
-  if (multiples.empty()) // no multiples of 16, or specialization turned off
+  SizeMultiples multiples = specialize_ ? specializable_sizes(program_, params) : SizeMultiples();
+  if (multiples.empty()) // no multiples of 4, or specialization turned off
     return *this;
   auto known = variants_.find(multiples);
   if (known == variants_.end()) // null: the sizes decide nothing, the general program runs

@@ -6,6 +6,7 @@
 #include "codegen/GpuTarget.h"
 #include "runtime/GpuDevice.h"
 #include "scheduler/LoweredFunc.h"
+#include "scheduler/SizeMultiples.h"
 
 #include <cstdint>
 #include <functional>
@@ -29,11 +30,11 @@ public:
   /// Loads the program's module (compiled for `target`) when first needed.
   using Loader = std::function<gpu::Module()>;
   /// The program specialized for launches where each named scalar argument
-  /// is a multiple of 16 (scheduler/SpecializeSizes.h), loaded; null where
-  /// those sizes decide nothing (the general program then runs).
-  using Specializer = std::function<std::unique_ptr<GpuExecutable>(const std::vector<std::string> &)>;
+  /// is a multiple of its value (scheduler/SpecializeSizes.h), loaded; null
+  /// where those sizes decide nothing (the general program then runs).
+  using Specializer = std::function<std::unique_ptr<GpuExecutable>(const SizeMultiples &)>;
   /// A program compiled on demand: a launch whose scalar arguments include
-  /// multiples of 16 runs the variant `specialize` makes for them (once per
+  /// multiples of 16, 8 or 4 runs the variant `specialize` makes for them (once per
   /// set of such arguments), any other launch the general program, which
   /// `load` compiles at the first launch that needs it. So a program run
   /// only at aligned sizes never compiles its general kernels (the
@@ -67,13 +68,13 @@ private:
   bool grid_dependencies_; ///< the code's target has them (GpuTarget::has_grid_dependencies)
   mutable std::vector<CUfunction> functions_;
   Specializer specialize_; ///< empty: every launch runs the general program
-  mutable std::map<std::vector<std::string>, std::unique_ptr<GpuExecutable>> variants_;
+  mutable std::map<SizeMultiples, std::unique_ptr<GpuExecutable>> variants_;
   /// Keeps `module` and finds the program's kernels in it.
   void adopt(gpu::Module module) const;
   /// Loads the module and finds its kernels, once.
   void load() const;
   /// The executable a launch at `params` runs: this one, or the variant
-  /// for its sizes that are multiples of 16 (made on first use).
+  /// for its sizes' multiples (made on first use).
   const GpuExecutable &for_launch(const std::map<std::string, int64_t> &params) const;
   void launch_general(const std::vector<CUdeviceptr> &buffers, const std::map<std::string, int64_t> &params) const;
   /// Per argument: the workspace this executable owns (empty for others).

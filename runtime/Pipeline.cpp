@@ -123,10 +123,10 @@ namespace {
 // The PTX of `variant`, the program lowered from `nest` specialized for
 // `multiples`, from the compile cache where it holds it.
 std::string specialized_code(const GpuNest &nest, const GpuProgram &variant, const GpuTarget &target,
-                             const std::vector<std::string> &multiples) {
+                             const SizeMultiples &multiples) {
   return cached_ptx(
       nest, target, CompileCache::from_environment(), [&] { return compile_to_ptx(variant, target); }, nullptr,
-      "sizes that are multiples of 16: " + specialization_name(multiples));
+      "sizes specialized as multiples: " + specialization_name(multiples));
 }
 
 using SpecializedPtx = std::map<std::string, std::optional<std::string>>;
@@ -135,7 +135,7 @@ using SpecializedPtx = std::map<std::string, std::optional<std::string>>;
 // kept in `memo` for the Pipeline and its executables alike; nothing where
 // those sizes decide nothing (the general program is then the variant).
 const std::optional<std::string> &memoized_variant(SpecializedPtx &memo, const GpuNest &nest, const GpuProgram &program,
-                                                   const GpuTarget &target, const std::vector<std::string> &multiples) {
+                                                   const GpuTarget &target, const SizeMultiples &multiples) {
   std::string key = target.sm() + ":" + specialization_name(multiples);
   auto known = memo.find(key);
   if (known != memo.end())
@@ -162,7 +162,7 @@ gpu::Module load_module(const std::string &code, const GpuTarget &target, GpuAss
 
 } // namespace
 
-const std::string &Pipeline::specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples) {
+const std::string &Pipeline::specialized_ptx(const GpuTarget &target, const SizeMultiples &multiples) {
   const std::optional<std::string> &code =
       memoized_variant(*specialized_ptx_, gpu_nest(), gpu_program(), target, multiples);
   return code ? *code : ptx(target);
@@ -187,7 +187,7 @@ const GpuExecutable &Pipeline::gpu_executable(const GpuTarget &target, GpuAssemb
       return load_module(code, target, assembler);
     };
   GpuExecutable::Specializer specialize = [nest = gpu_nest(), program, target, assembler,
-                                           memo = specialized_ptx_](const std::vector<std::string> &multiples) {
+                                           memo = specialized_ptx_](const SizeMultiples &multiples) {
     const std::optional<std::string> &code = memoized_variant(*memo, nest, program, target, multiples);
     if (!code) // the sizes decide nothing: launches run the general program
       return std::unique_ptr<GpuExecutable>();

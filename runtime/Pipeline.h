@@ -9,6 +9,7 @@
 #include "runtime/Arguments.h"
 #include "runtime/Buffer.h"
 #include "scheduler/ResourceBudget.h"
+#include "scheduler/SizeMultiples.h"
 
 #include <cstdint>
 #include <map>
@@ -56,9 +57,9 @@ public:
   /// PTX for `target`; compiled once per target and kept.
   const std::string &ptx(const GpuTarget &target = {});
   /// The PTX of gpu_program() for launches where each scalar argument of
-  /// `multiples` is a multiple of 16 (specialize_sizes): what a launch at
-  /// such sizes compiles instead of ptx(target) (gpu_executable).
-  const std::string &specialized_ptx(const GpuTarget &target, const std::vector<std::string> &multiples);
+  /// `multiples` is a multiple of its value there (specialize_sizes): what
+  /// a launch at such sizes compiles instead of ptx(target) (gpu_executable).
+  const std::string &specialized_ptx(const GpuTarget &target, const SizeMultiples &multiples);
   /// Milliseconds the last fresh schedule-to-PTX compilation took (a
   /// compile cache hit included).
   double last_ptx_compile_ms() const { return last_ptx_ms_; }

@@ -1,5 +1,6 @@
 #include "scheduler/SpecializeSizes.h"
 
+#include "dsl/Error.h"
 #include "dsl/IROperator.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/Simplify.h"
@@ -15,7 +16,7 @@ namespace coalesce {
 
 namespace {
 
-// The quotient variable standing for X / 16 in a specialized kernel. No
+// The quotient variable standing for X / m in a specialized kernel. No
 // user name has a '.', and the compiler's own dotted names extend buffers'
 // names, never a scalar argument's.
 std::string quotient_name(const std::string &size) { return size + ".q"; }
@@ -104,16 +105,17 @@ private:
 
 } // namespace
 
-std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std::vector<std::string> &multiples) {
+std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const SizeMultiples &multiples) {
   std::map<std::string, Expr> rounded;
   std::set<std::string> quotients;
-  std::vector<const Argument *> specialized;
-  for (const std::string &name : multiples)
+  std::vector<std::pair<const Argument *, int>> specialized;
+  for (const auto &[name, multiple] : multiples)
     for (const Argument &arg : program.args)
       if (arg.name == name && !arg.is_buffer()) {
-        rounded[name] = Variable::make(arg.type, quotient_name(name)) * static_cast<int>(kSpecializedMultiple);
+        COALESCE_INTERNAL_ASSERT(multiple > 1, "a size specialized as a multiple of " + std::to_string(multiple));
+        rounded[name] = Variable::make(arg.type, quotient_name(name)) * static_cast<int>(multiple);
         quotients.insert(quotient_name(name));
-        specialized.push_back(&arg);
+        specialized.emplace_back(&arg, static_cast<int>(multiple));
       }
   int folded = 0;
   auto specialize = [&](const Stmt &body) {
@@ -125,9 +127,9 @@ std::optional<GpuProgram> specialize_sizes(const GpuProgram &program, const std:
   GpuProgram variant = program;
   for (GpuKernel &kernel : variant.kernels) {
     Stmt body = specialize(kernel.body);
-    for (const Argument *arg : specialized) {
+    for (const auto &[arg, multiple] : specialized) {
       Expr x = Variable::make(arg->type, arg->name);
-      body = LetStmt::make(quotient_name(arg->name), x / static_cast<int>(kSpecializedMultiple), body);
+      body = LetStmt::make(quotient_name(arg->name), x / multiple, body);
     }
     kernel.body = body;
   }
@@ -143,39 +145,39 @@ bool specialization_enabled() {
   return !(value && std::string(value) == "0");
 }
 
-bool is_multiple(int64_t value) { return value > 0 && value % kSpecializedMultiple == 0; }
+// The largest of kSpecializedMultiples that `value` (positive) is a
+// multiple of; 0 where none is.
+int64_t largest_multiple(int64_t value) {
+  for (int64_t multiple : kSpecializedMultiples)
+    if (value > 0 && value % multiple == 0)
+      return multiple;
+  return 0;
+}
 
 } // namespace
 
-std::vector<std::string> specializable_sizes(const GpuProgram &program, const std::map<std::string, int64_t> &params) {
-  std::vector<std::string> multiples;
-  if (!specialization_enabled())
-    return multiples;
-  for (const Argument &arg : program.args) {
-    if (arg.is_buffer())
-      continue;
-    auto value = params.find(arg.name);
-    if (value != params.end() && is_multiple(value->second))
-      multiples.push_back(arg.name);
-  }
-  std::sort(multiples.begin(), multiples.end()); // as the overload below gives them
-  return multiples;
+SizeMultiples specializable_sizes(const GpuProgram &program, const std::map<std::string, int64_t> &params) {
+  std::map<std::string, int64_t> sizes;
+  for (const Argument &arg : program.args)
+    if (auto value = params.find(arg.name); !arg.is_buffer() && value != params.end())
+      sizes.insert(*value);
+  return specializable_sizes(sizes);
 }
 
-std::string specialization_name(const std::vector<std::string> &multiples) {
+std::string specialization_name(const SizeMultiples &multiples) {
   std::string text;
-  for (const std::string &name : multiples)
-    text += (text.empty() ? "" : ", ") + name;
+  for (const auto &[name, multiple] : multiples)
+    text += (text.empty() ? "" : ", ") + name + " % " + std::to_string(multiple);
   return text;
 }
 
-std::vector<std::string> specializable_sizes(const std::map<std::string, int64_t> &sizes) {
-  std::vector<std::string> multiples;
+SizeMultiples specializable_sizes(const std::map<std::string, int64_t> &sizes) {
+  SizeMultiples multiples;
   if (!specialization_enabled())
     return multiples;
   for (const auto &[name, value] : sizes)
-    if (is_multiple(value))
-      multiples.push_back(name);
+    if (int64_t multiple = largest_multiple(value))
+      multiples[name] = multiple;
   return multiples;
 }
 

@@ -66,17 +66,21 @@ TEST_CASE("ping-pong consumers: the double reference, and the bits of the schedu
   }
 }
 
-TEST_CASE("ping-pong consumers: the kernel a launch at 4096^3 runs assembles without losses") {
+TEST_CASE("ping-pong consumers: the kernels launches at 4096^3 and at multiples of 8 run assemble without losses") {
   if (!ptxas_available())
     return;
   Gemm g = coalesce::testing::bf16_scheduled(ping_pong_tiling(132));
   Pipeline pipeline(g.out);
   const GpuTarget target = parse_gpu_target("sm_90a");
-  std::string ptx = pipeline.specialized_ptx(target, specializable_sizes({{"M", 4096}, {"N", 4096}, {"K", 4096}}));
-  // The groups' named barriers (2 + tile % 2), 256 threads each.
-  CHECK_HAS(ptx, "bar.sync");
-  CHECK_HAS(ptx, "bar.arrive");
-  coalesce::testing::check_assembled_cleanly(assemble_ptx(ptx, target));
+  for (int64_t M : {4096, 5000}) {
+    const int64_t N = M == 4096 ? 4096 : 3000, K = M == 4096 ? 4096 : 2000;
+    CAPTURE(M);
+    std::string ptx = pipeline.specialized_ptx(target, specializable_sizes({{"M", M}, {"N", N}, {"K", K}}));
+    // The groups' named barriers (2 + tile % 2), 256 threads each.
+    CHECK_HAS(ptx, "bar.sync");
+    CHECK_HAS(ptx, "bar.arrive");
+    coalesce::testing::check_assembled_cleanly(assemble_ptx(ptx, target));
+  }
 }
 
 TEST_CASE("ping-pong consumers are refused where they cannot apply") {

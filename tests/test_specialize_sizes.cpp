@@ -1,5 +1,5 @@
 // Launch-time specialization (scheduler/SpecializeSizes.h): the program a
-// launch compiles when its sizes are multiples of 16. The variant drops the
+// launch compiles when its sizes are multiples of 16, 8 or 4. The variant drops the
 // branches those sizes never take (the cp.async pipeline for rows the TMA
 // cannot read, the vector copies' tests, a reduction's partial last step),
 // assembles cleanly, and is chosen only for sizes that are multiples.
@@ -21,7 +21,7 @@ using namespace coalesce::examples;
 
 namespace {
 
-const std::vector<std::string> kAll = {"M", "N", "K"};
+const SizeMultiples kAll = {{"M", 16}, {"N", 16}, {"K", 16}};
 
 size_t count(const std::string &text, const std::string &what) {
   size_t n = 0;
@@ -45,16 +45,19 @@ Func fp32_default() {
 
 } // namespace
 
-TEST_CASE("a launch specializes on the scalar arguments that are positive multiples of 16, and only on those") {
+TEST_CASE("a launch specializes each scalar argument on the largest of 16, 8 and 4 it is a positive multiple of") {
   Pipeline pipeline(bf16_warpgroup_default());
   const GpuProgram &program = pipeline.gpu_program();
-  std::vector<std::string> all = specializable_sizes(program, {{"M", 4096}, {"N", 4096}, {"K", 4096}});
-  std::sort(all.begin(), all.end());
-  CHECK(all == std::vector<std::string>{"K", "M", "N"});
-  CHECK(specializable_sizes(program, {{"M", 4093}, {"N", 4096}, {"K", 4097}}) == std::vector<std::string>{"N"});
-  CHECK(specializable_sizes(program, {{"M", 4093}, {"N", 8}, {"K", 0}}).empty());
+  CHECK(specializable_sizes(program, {{"M", 4096}, {"N", 4096}, {"K", 4096}}) == kAll);
+  CHECK(specializable_sizes(program, {{"M", 4093}, {"N", 4096}, {"K", 4097}}) == SizeMultiples{{"N", 16}});
+  CHECK(specializable_sizes(program, {{"M", 5000}, {"N", 3000}, {"K", 2000}}) ==
+        SizeMultiples{{"K", 16}, {"M", 8}, {"N", 8}});
+  CHECK(specializable_sizes(program, {{"M", 4093}, {"N", 12}, {"K", 4098}}) == SizeMultiples{{"N", 4}});
+  CHECK(specializable_sizes(program, {{"M", 4093}, {"N", -16}, {"K", 0}}).empty());
   // Buffers are never specialized, whatever a parameter of their name says.
   CHECK(specializable_sizes(program, {{"A", 16}, {"out", 32}}).empty());
+  // Keys and reports tell the multiples apart.
+  CHECK(specialization_name({{"K", 16}, {"N", 8}}) == "K % 16, N % 8");
 }
 
 TEST_CASE("the bf16 warpgroup default specialized for multiples of 16 drops the cp.async pipeline") {
@@ -69,7 +72,7 @@ TEST_CASE("the bf16 warpgroup default specialized for multiples of 16 drops the 
   CHECK(count(aligned, "wgmma.mma_async") > 0);
   CHECK(aligned.size() < general.size() * 3 / 4);
   // Specialized on N alone, K % 8 is still open: the pipeline stays.
-  const std::string n_only = pipeline.specialized_ptx(target, {"N"});
+  const std::string n_only = pipeline.specialized_ptx(target, {{"N", 16}});
   CHECK(count(n_only, "cp.async.ca") + count(n_only, "cp.async.cg") > 0);
   if (ptxas_available()) {
     coalesce::testing::check_assembled_cleanly(assemble_ptx(aligned, target));
@@ -81,7 +84,7 @@ TEST_CASE("the FFMA default specialized on K has no partial last reduction step"
   Pipeline pipeline(fp32_default());
   GpuTarget target = parse_gpu_target("sm_90a");
   const std::string general = pipeline.ptx(target);
-  const std::string aligned = pipeline.specialized_ptx(target, {"K"});
+  const std::string aligned = pipeline.specialized_ptx(target, {{"K", 16}});
   CHECK(count(aligned, "fma.rn.f32") < count(general, "fma.rn.f32"));
   CHECK(aligned.size() < general.size());
   if (ptxas_available()) {
@@ -118,8 +121,29 @@ TEST_CASE("sizes that decide nothing make no variant: the general program is it"
   // The FFMA default's partial k step depends on K alone: specialized on M
   // and N, no division or remainder becomes exact.
   Pipeline pipeline(fp32_default());
-  CHECK_FALSE(specialize_sizes(pipeline.gpu_program(), {"M", "N"}).has_value());
+  CHECK_FALSE(specialize_sizes(pipeline.gpu_program(), {{"M", 16}, {"N", 16}}).has_value());
   GpuTarget target = parse_gpu_target("sm_90a");
-  CHECK(&pipeline.specialized_ptx(target, {"M", "N"}) == &pipeline.ptx(target));
-  CHECK(specialize_sizes(pipeline.gpu_program(), {"K"}).has_value());
+  CHECK(&pipeline.specialized_ptx(target, {{"M", 16}, {"N", 16}}) == &pipeline.ptx(target));
+  CHECK(specialize_sizes(pipeline.gpu_program(), {{"K", 16}}).has_value());
+}
+
+TEST_CASE("multiples of 8 are enough for the TMA's 16-byte rows of bf16: the cp.async pipeline goes, the rest stays") {
+  // 5000 x 3000 x 2000: M and N multiples of 8, not of 16. The TMA test
+  // (K % 8 == 0 && N % 8 == 0) folds, and with it the cp.async pipeline.
+  Pipeline pipeline(bf16_warpgroup_default());
+  GpuTarget target = parse_gpu_target("sm_90a");
+  const std::string general = pipeline.ptx(target);
+  const SizeMultiples eights = {{"K", 16}, {"M", 8}, {"N", 8}};
+  const std::string &by_eight = pipeline.specialized_ptx(target, eights);
+  CHECK(count(by_eight, "cp.async.ca") + count(by_eight, "cp.async.cg") == 0);
+  CHECK(count(by_eight, "cp.async.bulk.tensor") > 0);
+  CHECK(by_eight.size() < general.size() * 3 / 4);
+  // A multiple of 4 does not make bf16 rows 16-byte multiples: the
+  // pipeline for rows the TMA cannot read stays.
+  const std::string &by_four = pipeline.specialized_ptx(target, {{"K", 16}, {"N", 4}});
+  CHECK(count(by_four, "cp.async.ca") + count(by_four, "cp.async.cg") > 0);
+  // Each set of multiples is its own variant.
+  CHECK(&by_eight != &pipeline.specialized_ptx(target, kAll));
+  if (ptxas_available())
+    coalesce::testing::check_assembled_cleanly(assemble_ptx(by_eight, target));
 }

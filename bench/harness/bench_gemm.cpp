@@ -325,11 +325,11 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     tiling = ffma->str();
   }
   // A launch at s runs the program specialized for its sizes that are
-  // multiples of 16 (Pipeline::gpu_executable): that kernel's PTX is the
+  // multiples of 16, 8 or 4 (Pipeline::gpu_executable): that kernel's PTX is the
   // one timed, compiled and reported, so shapes of one tiling share a
   // compiled kernel only where they share those sizes.
-  std::vector<std::string> multiples = specializable_sizes({{"M", s.M}, {"N", s.N}, {"K", s.K}});
-  const std::string aligned = multiples.empty() ? "" : "/multiples of 16: " + specialization_name(multiples);
+  SizeMultiples multiples = specializable_sizes({{"M", s.M}, {"N", s.N}, {"K", s.K}});
+  const std::string aligned = multiples.empty() ? "" : "/specialized: " + specialization_name(multiples);
   const std::string key = std::string(reference::precision_name(p)) + "/" + examples::epilogue_name(epilogue) +
                           (s.b_nk ? "/nk/" : "/") + tiling + aligned;
   std::unique_ptr<CompiledKernel> &kernel = (*cache)[key];

@@ -187,10 +187,10 @@ protected:
       p.ptx();
       // And the variant a launch with every size a multiple of 16 runs
       // (scheduler/SpecializeSizes.h).
-      std::vector<std::string> sizes;
+      SizeMultiples sizes;
       for (const Argument &arg : p.gpu_program().args)
         if (!arg.is_buffer())
-          sizes.push_back(arg.name);
+          sizes[arg.name] = 16;
       const std::string &aligned = p.specialized_ptx(GpuTarget(), sizes);
       if (!ptxas_available())
         return Outcome::Matched; // PTX made, not assembled
