@@ -2,15 +2,18 @@
 // The oracle of a fuzz case (see FuzzCase.h): the case ends in a UserError,
 // or its CPU result matches a float64 reference (tolerance by element type)
 // with nothing written outside an output view, and a GPU-mapped schedule's
-// PTX assembles with ptxas, as does its variant for sizes that are
-// multiples of 16.
+// PTX assembles with ptxas, as does the variant a launch at its sizes
+// runs (multiples of 16, 8 or 4; where they are none, the variant for
+// multiples of 16).
 
 #include "codegen/PtxAssembler.h"
 #include "fuzz/FuzzSchedules.h"
 #include "runtime/Pipeline.h"
 #include "scheduler/LoweredFunc.h"
+#include "scheduler/SpecializeSizes.h"
 
 #include <cmath>
+#include <map>
 
 namespace coalesce::fuzz {
 
@@ -185,13 +188,22 @@ protected:
       return Outcome::Matched;
     try {
       p.ptx();
-      // And the variant a launch with every size a multiple of 16 runs
-      // (scheduler/SpecializeSizes.h).
-      SizeMultiples sizes;
-      for (const Argument &arg : p.gpu_program().args)
-        if (!arg.is_buffer())
-          sizes[arg.name] = 16;
-      const std::string &aligned = p.specialized_ptx(GpuTarget(), sizes);
+      // And the variant a launch at the case's sizes runs where they are
+      // multiples of 16, 8 or 4, else the one for every size a multiple of
+      // 16 (scheduler/SpecializeSizes.h).
+      std::map<std::string, int64_t> sizes; // the run's arguments, a shared name's first value
+      if (!fixed_m_)
+        sizes.emplace(pM_->name(), M_);
+      if (!fixed_n_)
+        sizes.emplace(pN_->name(), N_);
+      if (kind_ == 1 && !fixed_k_)
+        sizes.emplace(pK_->name(), K_);
+      SizeMultiples multiples = specializable_sizes(p.gpu_program(), sizes);
+      if (multiples.empty())
+        for (const Argument &arg : p.gpu_program().args)
+          if (!arg.is_buffer())
+            multiples[arg.name] = 16;
+      const std::string &aligned = p.specialized_ptx(GpuTarget(), multiples);
       if (!ptxas_available())
         return Outcome::Matched; // PTX made, not assembled
       p.assemble();
