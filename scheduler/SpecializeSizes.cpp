@@ -6,7 +6,6 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/Substitute.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <string>

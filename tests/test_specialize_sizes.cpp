@@ -14,8 +14,6 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-
 using namespace coalesce;
 using namespace coalesce::examples;
 

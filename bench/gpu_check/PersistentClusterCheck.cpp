@@ -35,7 +35,6 @@ namespace {
 
 using bench::Precision;
 
-
 // The 128 x 256 tiles of two 64 x 256 MMA warpgroups with a producer
 // warpgroup keeping 40 registers, four stages, direct stores.
 MmaTiling wide_tiling(Precision p, int blocks) {
@@ -68,8 +67,8 @@ void check_persistent_clusters(Precision p) {
   for (int blocks : {sms, 8, 4})
     check_clusters(p, wide_tiling(p, blocks), 2, kPersistentGridShapes, "128x256 tiles");
   check_clusters(p, wide_tiling(p, 8), 4, kPersistentGridShapes, "128x256 tiles");
-  check_clusters(p, ping_pong_mma_tiling(bench::mma_kind(p, true), sms, ConsumerSchedule::PingPong), 2, kPersistentGridShapes,
-                 "ping-pong");
+  check_clusters(p, ping_pong_mma_tiling(bench::mma_kind(p, true), sms, ConsumerSchedule::PingPong), 2,
+                 kPersistentGridShapes, "ping-pong");
 }
 
 void persistent_cluster_sanitizer_case() {

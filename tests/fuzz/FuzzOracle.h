@@ -191,13 +191,10 @@ protected:
       // And the variant a launch at the case's sizes runs where they are
       // multiples of 16, 8 or 4, else the one for every size a multiple of
       // 16 (scheduler/SpecializeSizes.h).
-      std::map<std::string, int64_t> sizes; // the run's arguments, a shared name's first value
-      if (!fixed_m_)
-        sizes.emplace(pM_->name(), M_);
-      if (!fixed_n_)
-        sizes.emplace(pN_->name(), N_);
-      if (kind_ == 1 && !fixed_k_)
-        sizes.emplace(pK_->name(), K_);
+      std::map<std::string, int64_t> sizes; // the run's scalar arguments
+      for (const auto &[name, value] : args)
+        if (value.is_scalar())
+          sizes.emplace(name, value.scalar());
       SizeMultiples multiples = specializable_sizes(p.gpu_program(), sizes);
       if (multiples.empty())
         for (const Argument &arg : p.gpu_program().args)
