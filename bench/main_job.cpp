@@ -160,7 +160,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       stage_values_where_sums_do_not_fit(tiling);
     if (knobs.size() < 7) // the stages are the tiling's: those that fit beside the knobs' output tile
       fit_output_tile_beside_stages(tiling);
-    use_tma_copies_where_needed(tiling, shape.N, shape.K);
+    use_tma_copies_where_needed(tiling, shape.M, shape.N, shape.K);
     std::printf("schedule: %s\n", tiling.str().c_str());
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
     return;

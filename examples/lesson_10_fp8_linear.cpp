@@ -43,7 +43,7 @@ Fp8Linear fp8_linear_layer() {
   // x and W padded first so that any K runs (the TMA reads rows of whole
   // 16-byte multiples only).
   MmaTiling tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, 4096, 4096, 4096, 132);
-  tiling.tma_padded_copies = true;
+  tiling.tma_padded_copies = PaddedCopies::Both;
   schedule_gemm_mma(l.y, acc, l.x, l.W, i, j, k, tiling);
   return l;
 }

@@ -95,7 +95,7 @@ void apply_gemm_candidate(const GemmProblem &problem, const GemmCandidate &candi
   } else {
     MmaTiling tiling = candidate.mma;
     tiling.kind = gemm_mma_kind(problem, candidate.family);
-    use_tma_copies_where_needed(tiling, problem.N, problem.K);
+    use_tma_copies_where_needed(tiling, problem.M, problem.N, problem.K, false, problem.b_layout == GemmBLayout::NK);
     attributed_to("schedule_gemm_mma", [&] { schedule_gemm_mma(out, acc, A, B, i, j, k, tiling); });
   }
 }

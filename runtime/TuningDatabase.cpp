@@ -26,6 +26,7 @@ namespace {
 
 constexpr const char *kFormat = "coalesce-tuning-db";
 constexpr int64_t kVersion = 1;
+constexpr PaddedCopies kPaddedCopies[] = {PaddedCopies::None, PaddedCopies::A, PaddedCopies::B, PaddedCopies::Both};
 
 // The numeric and boolean knobs of a tiling as the file names them, each
 // with whether a file may lack it (knobs added after the format's first
@@ -66,7 +67,6 @@ template <class Tiling, class Visit> void for_each_knob_of_mma(Tiling &t, Visit 
   visit("producer_registers", t.producer_registers, Presence::Optional);
   visit("persistent_blocks", t.persistent_blocks, Presence::Optional);
   visit("cluster_blocks", t.cluster_blocks, Presence::Optional);
-  visit("tma_padded_copies", t.tma_padded_copies, Presence::Optional);
   visit("split_k", t.split_k, Presence::Required);
 }
 
@@ -83,6 +83,7 @@ json::Value to_json(const GemmCandidate &c) {
   if (c.family != GemmFamily::Ffma) {
     o["tile_stores"] = tile_stores_name(c.mma.tile_stores);
     o["consumer_schedule"] = consumer_schedule_name(c.mma.consumer_schedule);
+    o["tma_padded_copies"] = padded_copies_name(c.mma.tma_padded_copies);
   }
   return o;
 }
@@ -179,6 +180,22 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
       return false;
     }
     c.mma.consumer_schedule = *named;
+  }
+  // Optional: none where absent; entries written before A and B could be
+  // copied apart hold a boolean (true: both).
+  c.mma.tma_padded_copies = PaddedCopies::None;
+  if (const json::Value *v = object->get("tma_padded_copies")) {
+    std::optional<llvm::StringRef> text = v->getAsString();
+    const PaddedCopies *named = std::find_if(std::begin(kPaddedCopies), std::end(kPaddedCopies),
+                                             [&](PaddedCopies p) { return text && *text == padded_copies_name(p); });
+    if (std::optional<bool> both = v->getAsBoolean())
+      c.mma.tma_padded_copies = *both ? PaddedCopies::Both : PaddedCopies::None;
+    else if (named != std::end(kPaddedCopies))
+      c.mma.tma_padded_copies = *named;
+    else {
+      path.field("tma_padded_copies").report("expected \"none\", \"a\", \"b\" or \"both\"");
+      return false;
+    }
   }
   return ok && mode(c.mma.split_k_mode);
 }

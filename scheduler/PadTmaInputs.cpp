@@ -72,7 +72,7 @@ Stmt row_copy_nest(const TmaInputCopy &copy) {
 constexpr int kTransposeTile = 32;
 constexpr int kTransposeRows = 8;
 
-// A transposed copy (K x N into N x K4): one block per 32 x 32 tile, read
+// A transposed copy (K x N into N x Kp): one block per 32 x 32 tile, read
 // along the input's rows into shared memory, then written along the copy's
 // rows, so that each warp's loads and stores are 32 consecutive elements.
 // The shared tile has one column of padding, so that reading it by columns
@@ -80,12 +80,12 @@ constexpr int kTransposeRows = 8;
 Stmt transposed_copy_nest(const TmaInputCopy &copy) {
   const InputContents &input = *copy.input;
   const std::string padded = tma_padded_name(input.name);
-  std::vector<Expr> copy_extents = tma_copy_extents(copy); // N, K4
+  std::vector<Expr> copy_extents = tma_copy_extents(copy);          // N, Kp
   const Expr &rows = input.extents[0], &columns = input.extents[1]; // K, N
   const Expr &copy_rows = copy_extents[0], &copy_columns = copy_extents[1];
   std::string prefix = padded + "." + input.name;
   std::string tile = prefix + "_tile", shared = prefix + "_transpose";
-  Expr tiles_across = simplify((copy_columns + (kTransposeTile - 1)) / kTransposeTile); // along K4
+  Expr tiles_across = simplify((copy_columns + (kTransposeTile - 1)) / kTransposeTile); // along Kp
   Expr tiles_down = simplify((copy_rows + (kTransposeTile - 1)) / kTransposeTile);      // along N
   Expr t = Variable::make(Int(32), tile);
   // The tile's first element in the copy's coordinates (n, k).
@@ -107,7 +107,7 @@ Stmt transposed_copy_nest(const TmaInputCopy &copy) {
     Expr value = Load::make(input.type, input.name, {Min::make(k, rows - 1), Min::make(n, columns - 1)});
     return Store::make(shared, {r, x}, copied(copy, Select::make(k < rows && n < columns, value, element_zero(input.type))));
   });
-  // Write: the copy's row n0 + r, along K4, from the tile's column r.
+  // Write: the copy's row n0 + r, along Kp, from the tile's column r.
   Stmt store = threads("_store", [&](const Expr &r, const Expr &x) {
     Expr n = n0 + r, k = k0 + x;
     return IfThenElse::make(n < copy_rows && k < copy_columns,

@@ -66,8 +66,8 @@ std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy) {
   std::vector<Expr> extents = copy.input->extents;
   if (copy.transposed)
     std::reverse(extents.begin(), extents.end());
-  int per_16_bytes = 16 / copy.input->type.bytes();
-  extents.back() = simplify((extents.back() + (per_16_bytes - 1)) / per_16_bytes * per_16_bytes);
+  int per_row = kTmaCopyRowBytes / copy.input->type.bytes();
+  extents.back() = simplify((extents.back() + (per_row - 1)) / per_row * per_row);
   return extents;
 }
 

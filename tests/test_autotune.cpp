@@ -359,7 +359,7 @@ TEST_CASE("tf32 on sm_90a: the warpgroup MMA's candidates, k step 32 through the
   CHECK(first.family == GemmFamily::WarpgroupMma);
   CHECK(first.mma.kind == MmaKind::TF32_wgmma_m64k8);
   CHECK(first.mma.uses_tma());
-  CHECK(first.mma.tma_padded_copies);
+  CHECK(first.mma.tma_padded_copies == PaddedCopies::Both);
   CHECK(default_gemm_candidate(tf32, "sm_80").family == GemmFamily::WarpMma);
   // Few rows of A: the warp MMA on sm_90a too, no copies made first
   // (warpgroup_mma_by_default); the warpgroup MMA again from 129 rows.

@@ -238,7 +238,7 @@ TEST_CASE("a batch's default tiling counts the blocks of every product") {
   CHECK(single.block_n == default_mma_tiling(kind, 512, 512, 132).block_n);
   // Rows the TMA cannot read take its padded copies' flag, which the
   // recipe turns into cp.async copies for a batch.
-  CHECK(default_batched_mma_tiling(kind, 4, 512, 512, 100, 132).tma_padded_copies);
+  CHECK(default_batched_mma_tiling(kind, 4, 512, 512, 100, 132).tma_padded_copies == PaddedCopies::Both);
 }
 
 TEST_CASE("a persistent grid walks a batch's tiles: each product has the bits of that product alone") {

@@ -119,8 +119,9 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).k_step == 32);
   // Through the TMA, from copies rounded to tf32 (B transposed).
   CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).uses_tma());
-  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).tma_padded_copies);
-  CHECK(bench::mma_tiling_for_shape(Precision::TF32, 4096, 4096, 4096, 132, true).tma_padded_copies);
+  CHECK(bench::mma_tiling(Precision::TF32, 4096, 4096, 132, true).tma_padded_copies == PaddedCopies::Both);
+  CHECK(bench::mma_tiling_for_shape(Precision::TF32, 4096, 4096, 4096, 132, true).tma_padded_copies ==
+        PaddedCopies::Both);
   CHECK(bench::prefers_warpgroup_mma(Precision::TF32, 4096, 4096, 4096));
   CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 4096, 4096, 4096));
   // tf32 with few rows of A: the warp MMA, whose tiles need no copies
@@ -131,8 +132,10 @@ TEST_CASE("the tile choice gives every SM a block where it can, and no 128-row t
   CHECK(bench::prefers_warpgroup_mma(Precision::BF16, 16, 4096, 4096));
   // Rows the TMA cannot describe: the warpgroup MMA through padded copies.
   CHECK(bench::prefers_warpgroup_mma(Precision::F16, 4093, 4091, 4097));
-  CHECK(bench::mma_tiling_for_shape(Precision::BF16, 4093, 4091, 4097, 132, true).tma_padded_copies);
-  CHECK_FALSE(bench::mma_tiling_for_shape(Precision::BF16, 4096, 4096, 4096, 132, true).tma_padded_copies);
+  CHECK(bench::mma_tiling_for_shape(Precision::BF16, 4093, 4091, 4097, 132, true).tma_padded_copies ==
+        PaddedCopies::Both);
+  CHECK(bench::mma_tiling_for_shape(Precision::BF16, 4096, 4096, 4096, 132, true).tma_padded_copies ==
+        PaddedCopies::None);
 }
 
 TEST_CASE("the GPU check's tensor-core kernels on the CPU: double reference at its tolerance, ragged, K = 1 / 3") {
@@ -166,7 +169,9 @@ TEST_CASE("the GPU check's tensor-core kernels on the CPU: double reference at i
       if (ptxas_available()) {
         PtxasResult assembled = pipeline.assemble(parse_gpu_target("sm_90a"));
         // With the TMA's copies of A and B, their kernels too.
-        REQUIRE(assembled.kernels.size() == (tiling.uses_tma() && tiling.tma_padded_copies ? 3u : 1u));
+        REQUIRE(assembled.kernels.size() == (tiling.uses_tma() ? 1u + copies_operand(tiling.tma_padded_copies, false) +
+                                                                     copies_operand(tiling.tma_padded_copies, true)
+                                                               : 1u));
         for (const KernelResources &kernel : assembled.kernels) {
           INFO(kernel.name);
           CHECK(kernel.spill_store_bytes == 0);

@@ -95,7 +95,7 @@ TEST_CASE("A's tiles multicast along bj, and clusters of 8 from row-padded copie
     CHECK_HAS(columns.ptx(parse_gpu_target("sm_90a")), ".reqnctapercluster 2, 1, 1");
   // Eight block rows a cluster, B read from its row-padded copy.
   MmaTiling eight = cluster_tiling(8);
-  eight.tma_padded_copies = true;
+  eight.tma_padded_copies = PaddedCopies::Both;
   Gemm e = coalesce::testing::bf16_scheduled(eight);
   Pipeline rows(e.out);
   CHECK(error_against_reference(rows, 513, 20, 7) < 4e-3);

@@ -56,7 +56,7 @@ Linear linear(MmaKind kind, Path path, int64_t K_extent_of_W = 0) {
   MmaTiling t = default_mma_tiling(kind, 4096, 4096, 132);
   if (is_warpgroup_mma(kind)) {
     t.tma = path != Path::WarpgroupAsync;
-    t.tma_padded_copies = path == Path::WarpgroupPadded;
+    t.tma_padded_copies = (path == Path::WarpgroupPadded) ? PaddedCopies::Both : PaddedCopies::None;
     t.tile_stores = TileStores::Direct;
   }
   schedule_gemm_mma(l.out, acc, l.A, l.W, i, j, k, t);

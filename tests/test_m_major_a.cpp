@@ -73,7 +73,7 @@ struct LayoutGemm {
     MmaTiling t = default_mma_tiling(c.kind, 4096, 4096, 132);
     if (is_warpgroup_mma(c.kind)) {
       t.tma = c.path != Path::WarpgroupAsync;
-      t.tma_padded_copies = c.path == Path::WarpgroupPadded;
+      t.tma_padded_copies = (c.path == Path::WarpgroupPadded) ? PaddedCopies::Both : PaddedCopies::None;
     }
     schedule_gemm_mma(out, acc, A, B, i, j, k, t);
   }

@@ -82,7 +82,7 @@ MmaTiling tiling_for(MmaKind kind, bool wide, const Copies &c, TileStores stores
   t.tma = c.tma;
   t.producer_warps = c.producer_warps;
   t.producer_registers = c.producer_registers;
-  t.tma_padded_copies = c.padded;
+  t.tma_padded_copies = (c.padded) ? PaddedCopies::Both : PaddedCopies::None;
   t.tile_stores = stores;
   t.persistent_blocks = persistent;
   t.cluster_blocks = cluster;

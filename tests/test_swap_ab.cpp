@@ -47,7 +47,7 @@ MmaTiling swapped_tiling(MmaKind kind, Path path, int columns = 64) {
     t.stages = 3;
     t.a_padding = t.b_padding = 0;
     t.tma = path != Path::WarpgroupAsync;
-    t.tma_padded_copies = path == Path::WarpgroupPadded;
+    t.tma_padded_copies = (path == Path::WarpgroupPadded) ? PaddedCopies::Both : PaddedCopies::None;
   } else {
     t.block_m = 64;
     t.block_n = 64;

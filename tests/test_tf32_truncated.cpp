@@ -64,7 +64,7 @@ std::vector<Case> cases() {
   MmaTiling async = coalesce::testing::one_tile_tiling(kGroup);
   async.tma = false;
   MmaTiling tma = coalesce::testing::one_tile_tma_tiling(kGroup);
-  REQUIRE_FALSE(tma.tma_padded_copies);
+  REQUIRE(tma.tma_padded_copies == PaddedCopies::None);
   return {{"warp MMA", warp, BLayout::KN},
           {"warp MMA, B stored N x K", warp, BLayout::NK},
           {"warpgroup, cp.async", async, BLayout::KN},
@@ -196,10 +196,10 @@ TEST_CASE("the TMA reads a truncating kind's A and an N x K B as they lie, and a
   SUBCASE("the default tiling asks for copies only where rows are ragged") {
     MmaTiling d = default_mma_tiling(kGroup, 4096, 4096, 4096, GpuTarget().sm_count());
     CHECK(d.uses_tma());
-    CHECK_FALSE(d.tma_padded_copies);
+    CHECK(d.tma_padded_copies == PaddedCopies::None);
     CHECK(d.k_step == 32);
     CHECK_HAS(d.str(), "A and B as they lie");
-    CHECK(default_mma_tiling(kGroup, 4096, 4097, 4096, GpuTarget().sm_count()).tma_padded_copies);
+    CHECK(default_mma_tiling(kGroup, 4096, 4097, 4096, GpuTarget().sm_count()).tma_padded_copies == PaddedCopies::Both);
   }
 }
 

@@ -33,7 +33,7 @@ constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 // One warpgroup on a 64 x 64 tile, copied by the TMA from padded copies.
 MmaTiling padded_tiling(int stages = 3, int producer_warps = 0) {
   MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
-  t.tma_padded_copies = true;
+  t.tma_padded_copies = PaddedCopies::Both;
   t.producer_warps = producer_warps;
   return t;
 }
@@ -91,11 +91,11 @@ TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.asyn
   std::string nest = pipeline.loop_nest();
   CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):  # a kernel of its own: the copy the TMA reads");
   // Each thread loads 8 elements 256 apart into registers, then stores them.
-  CHECK_HAS(nest, "for A_step in serial(0, ceil(ceil(K/8)*8/2048)):");
+  CHECK_HAS(nest, "for A_step in serial(0, ceil(ceil(K/64)*64/2048)):");
   CHECK_HAS(nest, "allocate A_padded.A_piece[8] bf16 in register");
   CHECK_HAS(nest, "A_padded.A_piece[A_e] = select(A_step*2048 + A_e*256 + A_thread < K, A[A_row, "
                   "min(A_step*2048 + A_e*256 + A_thread, K - 1)], bf16(0.0f))");
-  CHECK_HAS(nest, "if A_step*2048 + A_e_store*256 + A_thread < ceil(K/8)*8:");
+  CHECK_HAS(nest, "if A_step*2048 + A_e_store*256 + A_thread < ceil(K/64)*64:");
   CHECK_HAS(nest, "A_padded[A_row, A_step*2048 + A_e_store*256 + A_thread] = A_padded.A_piece[A_e_store]");
   CHECK_HAS(nest, "B_padded.B_piece[B_e] = select(B_step*2048 + B_e*256 + B_thread < N, B[B_row, ");
   CHECK_HAS(nest, "tensor_copy A_padded[bi*64, 0] box 64x64 (0 outside A_padded)");
@@ -112,7 +112,7 @@ TEST_CASE("the nest shows the copies first, the TMA reading them, and no cp.asyn
   REQUIRE(padded != args.end());
   CHECK(padded->is_workspace);
   REQUIRE(padded->extents.size() == 2);
-  CHECK(to_string(padded->extents[1]) == "ceil(K/8)*8");
+  CHECK(to_string(padded->extents[1]) == "ceil(K/64)*64");
 }
 
 TEST_CASE("each copy is a kernel of its own, launched before the output's, whose tensor maps name the copies") {
@@ -141,19 +141,46 @@ TEST_CASE("each copy is a kernel of its own, launched before the output's, whose
 
 TEST_CASE("the default tiling pads where a row of A or B is not a whole 16-byte multiple") {
   int sms = GpuTarget().sm_count();
-  CHECK(default_mma_tiling(kKind, 4093, 4091, 4097, sms).tma_padded_copies);
-  CHECK(default_mma_tiling(kKind, 4096, 4091, 4096, sms).tma_padded_copies);
-  CHECK(default_mma_tiling(kKind, 4096, 4096, 4100, sms).tma_padded_copies);
-  CHECK_FALSE(default_mma_tiling(kKind, 4093, 4096, 4104, sms).tma_padded_copies);
-  CHECK_FALSE(default_mma_tiling(kKind, 4096, 4096, 4096, sms).tma_padded_copies);
+  CHECK(default_mma_tiling(kKind, 4093, 4091, 4097, sms).tma_padded_copies == PaddedCopies::Both);
+  CHECK(default_mma_tiling(kKind, 4096, 4091, 4096, sms).tma_padded_copies == PaddedCopies::Both);
+  CHECK(default_mma_tiling(kKind, 4096, 4096, 4100, sms).tma_padded_copies == PaddedCopies::Both);
+  CHECK(default_mma_tiling(kKind, 4096, 4096, 4096, sms).tma_padded_copies == PaddedCopies::None);
   // tf32 always: its copies round A and B and transpose B.
-  CHECK(default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, sms).tma_padded_copies);
+  CHECK(default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, sms).tma_padded_copies == PaddedCopies::Both);
   // Not without the TMA.
   MmaTiling cp_async = default_mma_tiling(kKind, 4093, 4091, 4097, sms);
   cp_async.tma = false;
-  cp_async.tma_padded_copies = false;
-  use_tma_copies_where_needed(cp_async, 4091, 4097);
-  CHECK_FALSE(cp_async.tma_padded_copies);
+  cp_async.tma_padded_copies = PaddedCopies::None;
+  use_tma_copies_where_needed(cp_async, 4093, 4091, 4097);
+  CHECK(cp_async.tma_padded_copies == PaddedCopies::None);
+}
+
+TEST_CASE("the default copies one input alone where its rows split sectors and many tiles read it") {
+  int sms = GpuTarget().sm_count();
+  // B's rows of 3000 bf16 (6,000 bytes: 16-byte multiples, not 32) read by
+  // 40 block rows; A's of 2000 (4,000 bytes) are whole sectors.
+  CHECK(default_mma_tiling(kKind, 5000, 3000, 2000, sms).tma_padded_copies == PaddedCopies::B);
+  CHECK_HAS(default_mma_tiling(kKind, 5000, 3000, 2000, sms).str(), "TMA copies, from a copy of B with padded rows");
+  // A's rows of 4104 (8,208 bytes) read by 16 block columns of 256.
+  CHECK(default_mma_tiling(kKind, 4093, 4096, 4104, sms).tma_padded_copies == PaddedCopies::A);
+  CHECK(default_mma_tiling(kKind, 5000, 3000, 3000, sms).tma_padded_copies == PaddedCopies::B); // A read by 12 columns
+  CHECK(default_mma_tiling(kKind, 5000, 5000, 3000, sms).tma_padded_copies == PaddedCopies::Both);
+  // Too few tiles read it for the copy to pay: B under 512 rows, A under
+  // 16 columns of tiles.
+  CHECK(default_mma_tiling(kKind, 512, 3000, 2000, sms).tma_padded_copies == PaddedCopies::None);
+  CHECK(default_mma_tiling(kKind, 4096, 1024, 3000, sms).tma_padded_copies == PaddedCopies::None);
+  // By the layout: W stored N x K has rows of K, A stored K x M rows of M.
+  auto rule = [&](int64_t M, int64_t N, int64_t K, bool a_km, bool b_nk) {
+    MmaTiling t = default_mma_tiling(kKind, 4096, 4096, sms);
+    use_tma_copies_where_needed(t, M, N, K, a_km, b_nk);
+    return t.tma_padded_copies;
+  };
+  CHECK(rule(5000, 3000, 2000, false, true) == PaddedCopies::None);
+  CHECK(rule(5000, 2000, 3000, false, true) == PaddedCopies::B);
+  CHECK(rule(3000, 4096, 4096, true, false) == PaddedCopies::A);
+  // A size known only at run time: no copy for sectors.
+  CHECK(rule(0, 3000, 2000, false, false) == PaddedCopies::None);
+  CHECK(rule(5000, 3000, 0, false, false) == PaddedCopies::None);
 }
 
 TEST_CASE("padded copies where the TMA cannot read them, and an input named like a copy, are rejected with the rule") {

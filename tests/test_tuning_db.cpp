@@ -62,7 +62,7 @@ TuningRecord wgmma_record() {
   r.schedule.mma.tma = true;
   r.schedule.mma.producer_warps = 1;
   r.schedule.mma.cluster_blocks = 2;
-  r.schedule.mma.tma_padded_copies = true;
+  r.schedule.mma.tma_padded_copies = PaddedCopies::B;
   r.schedule.mma.split_k = 2;
   r.schedule.mma.split_k_mode = SplitKMode::Atomic;
   r.ms = 0.6;
@@ -136,6 +136,30 @@ TEST_CASE("tile_stores: an entry without it stores directly; an unknown value is
   std::string message = error_of([&] { TuningDatabase::load(dir / "bad.json"); });
   CHECK(message.find("tile_stores") != std::string::npos);
   CHECK(message.find("expected \"direct\", \"shared\" or \"sums\"") != std::string::npos);
+}
+
+TEST_CASE(
+    "tma_padded_copies: a name per choice, an older file's boolean read as both or none, anything else an error") {
+  TempDir dir;
+  TuningDatabase db;
+  db.merge(wgmma_record());
+  db.save(dir / "tuning.json");
+  std::string text = read_file(dir / "tuning.json");
+  const std::string written = "\"tma_padded_copies\": \"b\"";
+  size_t at = text.find(written);
+  REQUIRE(at != std::string::npos);
+  auto load_with = [&](const std::string &value) {
+    std::string changed = text;
+    changed.replace(at, written.size(), "\"tma_padded_copies\": " + value);
+    write_file(dir / "changed.json", changed);
+    return TuningDatabase::load(dir / "changed.json");
+  };
+  CHECK(load_with("true").records()[0].schedule.mma.tma_padded_copies == PaddedCopies::Both);
+  CHECK(load_with("false").records()[0].schedule.mma.tma_padded_copies == PaddedCopies::None);
+  CHECK(load_with("\"a\"").records()[0].schedule.mma.tma_padded_copies == PaddedCopies::A);
+  std::string message = error_of([&] { load_with("\"some\""); });
+  CHECK(message.find("tma_padded_copies") != std::string::npos);
+  CHECK(message.find("expected \"none\", \"a\", \"b\" or \"both\"") != std::string::npos);
 }
 
 TEST_CASE("merging replaces the same problem's entry and keeps every other") {

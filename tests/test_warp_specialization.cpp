@@ -270,7 +270,7 @@ TEST_CASE("a warpgroup tile whose accumulators the launch's registers cannot hol
   t.block_n = t.warp_n = 256;
   t.producer_warps = 4;
   t.min_blocks_per_sm = 2;
-  t.tma_padded_copies = true;
+  t.tma_padded_copies = PaddedCopies::Both;
   Gemm g = coalesce::testing::mma_scheduled(t, Epilogue::BiasGelu, Float(32), Float(32));
   std::string message = coalesce::testing::user_error_of([&] { Pipeline(g.out).loop_nest(); });
   CHECK_HAS(message, "in schedule for 'acc': its warpgroup MMAs keep 128 f32 accumulators per thread in registers");

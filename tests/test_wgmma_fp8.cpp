@@ -34,7 +34,7 @@ examples::Fp8Linear layer(Type a, Type w, const MmaTiling &t) {
 
 MmaTiling one_tile(MmaKind kind, bool padded) {
   MmaTiling t = testing::one_tile_tma_tiling(kind);
-  t.tma_padded_copies = padded;
+  t.tma_padded_copies = (padded) ? PaddedCopies::Both : PaddedCopies::None;
   return t;
 }
 
@@ -134,7 +134,7 @@ TEST_CASE("FP8 warpgroup MMA kernels assemble for sm_90a without spills, seriali
     // shared memory) and the padded copies' form.
     MmaTiling wide = default_mma_tiling(kind, 4096, 4096, 4096, target.sm_count());
     MmaTiling padded = default_mma_tiling(kind, 4093, 4091, 4097, target.sm_count());
-    REQUIRE(padded.tma_padded_copies);
+    REQUIRE(padded.tma_padded_copies == PaddedCopies::Both);
     for (const MmaTiling &t : {wide, padded}) {
       INFO(t.str());
       examples::Fp8Linear g = layer(mma_instruction(kind).operand, mma_instruction(kind).operand, t);
@@ -146,7 +146,7 @@ TEST_CASE("FP8 warpgroup MMA kernels assemble for sm_90a without spills, seriali
       CHECK_HAS(ptx, "p, 1, 1;");
       CHECK_HAS(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes");
       PtxasResult assembled = pipeline.assemble(target);
-      coalesce::testing::check_assembled_cleanly(assembled, t.tma_padded_copies ? 3 : 1);
+      coalesce::testing::check_assembled_cleanly(assembled, t.tma_padded_copies == PaddedCopies::Both ? 3 : 1);
       MESSAGE(t.str(), ": ", assembled.kernels.front().registers, " registers");
     }
   }

@@ -41,7 +41,7 @@ void round_to_tf32(Buffer &b) {
 MmaTiling small_tma_tiling() {
   MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
   REQUIRE(t.uses_tma());
-  REQUIRE(t.tma_padded_copies);
+  REQUIRE(t.tma_padded_copies == PaddedCopies::Both);
   return t;
 }
 
@@ -49,7 +49,7 @@ MmaTiling small_tma_tiling() {
 MmaTiling small_group_tiling() {
   MmaTiling t = coalesce::testing::one_tile_tiling(kKind);
   t.tma = false;
-  t.tma_padded_copies = false;
+  t.tma_padded_copies = PaddedCopies::None;
   return t;
 }
 
@@ -59,7 +59,7 @@ MmaTiling cp_async_tiling() {
   MmaTiling t = coalesce::testing::two_warpgroup_tiling(kKind);
   t.min_blocks_per_sm = 1;
   t.tma = false;
-  t.tma_padded_copies = false;
+  t.tma_padded_copies = PaddedCopies::None;
   return t;
 }
 
@@ -151,13 +151,13 @@ TEST_CASE("a tf32 warpgroup MMA rounds its f32 inputs to tf32, as the warp MMA d
   }
 }
 
-TEST_CASE("the TMA's copy of a tf32 B is B transposed, through 32 x 32 tiles, its rows padded to 16 bytes") {
+TEST_CASE("the TMA's copy of a tf32 B is B transposed, through 32 x 32 tiles, its rows padded to 128 bytes") {
   Gemm g = scheduled(small_tma_tiling(), Epilogue::None);
   Pipeline pipeline(g.out);
   std::string nest = pipeline.loop_nest();
   // One block per tile of the N x K4 copy: read along B's rows, written
   // along the copy's, from the shared tile's columns.
-  CHECK_HAS(nest, "for B_tile in gpu_block.x(0, ceil(N/32)*(ceil(ceil(K/4)*4/32))):  # a kernel of its own");
+  CHECK_HAS(nest, "for B_tile in gpu_block.x(0, ceil(N/32)*(ceil(ceil(K/32)*32/32))):  # a kernel of its own");
   CHECK_HAS(nest, "allocate B_padded.B_transpose[32][33] f32 in shared");
   CHECK_HAS(nest, "= B_padded.B_transpose[B_x_store, B_y_store + B_e_store*8]");
   // A's copy keeps A's rows.
@@ -225,7 +225,7 @@ TEST_CASE("the loop nest shows the tf32 warpgroup MMA, both operands K-major, B 
     CHECK(t.k_step == 32);
     CHECK(t.stages == 4);
     CHECK(t.uses_tma());
-    CHECK(t.tma_padded_copies);
+    CHECK(t.tma_padded_copies == PaddedCopies::Both);
     CHECK(t.warp_m == 64);
     CHECK(t.warp_n == 256);
     CHECK_HAS(t.str(), "from copies of A and B rounded to tf32, B transposed");
@@ -267,7 +267,7 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
   }
   SUBCASE("the TMA without the copies that round and transpose") {
     MmaTiling t = default_tiling();
-    t.tma_padded_copies = false;
+    t.tma_padded_copies = PaddedCopies::None;
     Gemm g = make_gemm(Epilogue::None);
     CHECK_HAS(user_error_of([&] {
                 schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);

@@ -139,7 +139,7 @@ void check_linear(Type type, const std::string &form, std::optional<MmaTiling> t
 MmaTiling wgmma_tiling(Type type, const Shape &s, bool padded) {
   MmaTiling t = default_mma_tiling(mma_kind_for(type, true), s.M, s.N, s.K, gpu::Device::get().sm_count());
   if (padded)
-    t.tma_padded_copies = true;
+    t.tma_padded_copies = PaddedCopies::Both;
   return t;
 }
 
@@ -179,7 +179,7 @@ void check_fp8() {
     // without padded copies: its in-kernel cp.async branch.
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 3}}) {
       MmaTiling t = wgmma_tiling(type, {131, 136, 272}, false);
-      t.tma_padded_copies = false;
+      t.tma_padded_copies = PaddedCopies::None;
       check_linear(type, "wgmma+tma, cp.async branch", t, {s});
     }
     // The sums staged (the epilogue in the copy-out): TMA rows, padded
@@ -193,7 +193,7 @@ void check_fp8() {
     for (const Shape &s : std::vector<Shape>{{131, 133, 67}, {67, 45, 1}, {67, 45, 3}, {131, 136, 272}}) {
       MmaTiling t = wgmma_tiling(type, s, false);
       t.tma = false;
-      t.tma_padded_copies = false;
+      t.tma_padded_copies = PaddedCopies::None;
       check_linear(type, "wgmma (cp.async)", t, {s});
     }
   }
@@ -209,7 +209,7 @@ void fp8_sanitizer_case() {
   // Every thread's cp.async copies of one-byte elements (no TMA).
   MmaTiling copies = wgmma_tiling(Float8E4M3(), ragged, false);
   copies.tma = false;
-  copies.tma_padded_copies = false;
+  copies.tma_padded_copies = PaddedCopies::None;
   check_linear(Float8E4M3(), "wgmma (cp.async)", copies, {ragged});
 }
 

@@ -80,7 +80,8 @@ void check_copies(bench::Precision p, Copies copies, const std::vector<Shape> &s
     MmaTiling t = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), warpgroup);
     if (warpgroup) {
       t.tma = copies != Copies::WarpgroupAsync;
-      t.tma_padded_copies = copies == Copies::WarpgroupPadded || p == bench::Precision::TF32;
+      t.tma_padded_copies =
+          (copies == Copies::WarpgroupPadded || p == bench::Precision::TF32) ? PaddedCopies::Both : PaddedCopies::None;
     }
     if (swap_columns)
       swap_rows_and_columns(t, swap_columns);

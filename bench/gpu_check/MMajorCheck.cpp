@@ -53,7 +53,7 @@ struct Gemm {
     acc(i, j) += (a_km ? A(k, i) : A(i, k)) * (b_nk ? B(j, k) : B(k, j));
     out(i, j) = cast(bench::output_type(p), gelu(acc(i, j) + bias(j)));
     MmaTiling t = mma_path_tiling(p, path);
-    use_tma_copies_where_needed(t, -1, -1);
+    use_tma_copies_where_needed(t, -1, -1, -1);
     schedule_gemm_mma(out, acc, A, B, i, j, k, t);
   }
 };

@@ -67,12 +67,18 @@ constexpr double kFullReferenceMacs = 1 << 27;
 constexpr int kCublasSampleRows = 8;
 
 std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int producer_warps = 0,
-                    bool padded = false, int producer_registers = 0, bool persistent = false,
+                    PaddedCopies padded = PaddedCopies::None, int producer_registers = 0, bool persistent = false,
                     bool clustered = false) {
-  return std::string(tma && producer_warps ? "wgmma+tma+producer" : tma ? "wgmma+tma" : warpgroup ? "wgmma" : "mma") +
+  return std::string(tma && producer_warps ? "wgmma+tma+producer"
+                     : tma                 ? "wgmma+tma"
+                     : warpgroup           ? "wgmma"
+                                           : "mma") +
          (tma && producer_warps && producer_registers ? "+registers" : "") + (persistent ? "+persistent" : "") +
          (tma && clustered ? "+multicast" : "") +
-         (tma && padded ? "+padded " : " ") + reference::precision_name(p) + " (bias_gelu)";
+         (!tma || padded == PaddedCopies::None ? " "
+          : padded == PaddedCopies::Both       ? "+padded "
+                                               : str_cat("+padded-", padded_copies_name(padded), " ")) +
+         reference::precision_name(p) + " (bias_gelu)";
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -535,7 +541,7 @@ void check_mma(Precision p, bool full) {
     // producer warp and with K split.
     if (tma_default) {
       MmaTiling padded = bench::mma_tiling(p, 4096, 4096, gpu::Device::get().sm_count(), true);
-      padded.tma_padded_copies = true;
+      padded.tma_padded_copies = PaddedCopies::Both;
       for (const Shape &s : kDoubleShapes)
         check_shape(kernels, p, s, all_or_sampled_rows(s), /*cublas=*/false, true, &padded);
       for (const Shape &s : kSmallKShapes)
@@ -546,9 +552,23 @@ void check_mma(Precision p, bool full) {
       producer.producer_warps = 1;
       check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &producer);
       MmaTiling split = bench::mma_tiling(p, 64, 64, gpu::Device::get().sm_count(), true);
-      split.tma_padded_copies = true;
+      split.tma_padded_copies = PaddedCopies::Both;
       split.split_k = 3;
       check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &split);
+      // One of them copied (what the default does where one input's rows
+      // split sectors), the other read as it lies, or by the in-kernel
+      // cp.async copies where its rows are not 16-byte multiples. tf32's
+      // copies round both.
+      for (PaddedCopies one : {PaddedCopies::A, PaddedCopies::B}) {
+        if (p == Precision::TF32)
+          break;
+        MmaTiling single = padded;
+        single.tma_padded_copies = one;
+        for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kSanitizerShape})
+          check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &single);
+        for (const Shape &s : kSmallKShapes)
+          check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &single);
+      }
     }
   }
 }
@@ -656,12 +676,12 @@ void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warp
   // 128 x 256 tiles (with reallocated registers) get N = 264: one whole
   // tile, which stores through shared memory, beside ragged ones.
   const Shape s = tma && !padded ? Shape{kSanitizerShape.M, producer_registers > 0 ? 264 : 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0,
-                                   cluster_blocks > 1);
+  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded ? PaddedCopies::Both : PaddedCopies::None,
+                                   producer_registers, persistent_blocks > 0, cluster_blocks > 1);
   MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   tiling.tma = warpgroup && tma;
   tiling.producer_warps = producer_warps;
-  tiling.tma_padded_copies = padded;
+  tiling.tma_padded_copies = (padded) ? PaddedCopies::Both : PaddedCopies::None;
   if (producer_registers > 0) { // 128 x 256 tiles of two 64 x 256 MMA warpgroups, one block per SM
     tiling.block_m = 128;
     tiling.warp_m = 64;

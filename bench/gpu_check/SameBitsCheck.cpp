@@ -90,7 +90,7 @@ const std::vector<BitsShape> kPersistentGridShapes = {{512, 768, 256}, {4096, 40
 
 std::unique_ptr<Pipeline> bias_gelu_pipeline(Precision p, MmaTiling t) {
   examples::Gemm g = examples::make_gemm(examples::Epilogue::BiasGelu, bench::input_type(p), bench::output_type(p));
-  use_tma_copies_where_needed(t, -1, -1);
+  use_tma_copies_where_needed(t, -1, -1, -1);
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
   return std::make_unique<Pipeline>(g.out);
 }

@@ -92,7 +92,7 @@ struct Linear {
       return;
     }
     MmaTiling t = mma_path_tiling(p, *path.mma);
-    use_tma_copies_where_needed(t, -1, -1);
+    use_tma_copies_where_needed(t, -1, -1, -1);
     schedule_gemm_mma(out, acc, A, W, i, j, k, t);
   }
 };

@@ -73,7 +73,7 @@ void check_swiglu(Type in, Type out, const std::string &form, const std::optiona
 
 MmaTiling warpgroup_tiling(MmaKind kind, bool padded) {
   MmaTiling t = default_fused_gemms_tiling(kind, 4096, 4096, target_for_current_device().sm_count());
-  t.tma_padded_copies = padded;
+  t.tma_padded_copies = (padded) ? PaddedCopies::Both : PaddedCopies::None;
   return t;
 }
 

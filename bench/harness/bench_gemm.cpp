@@ -287,7 +287,7 @@ std::optional<GemmCandidate> tuned_candidate(Epilogue epilogue, Precision p, con
   // its description.
   GemmCandidate candidate = match->record->schedule;
   if (candidate.family != GemmFamily::Ffma)
-    use_tma_copies_where_needed(candidate.mma, s.N, s.K);
+    use_tma_copies_where_needed(candidate.mma, s.M, s.N, s.K, false, s.b_nk);
   return candidate;
 }
 

@@ -11,6 +11,26 @@
 
 namespace coalesce {
 
+const char *padded_copies_name(PaddedCopies copies) {
+  switch (copies) {
+  case PaddedCopies::None: return "none";
+  case PaddedCopies::A: return "a";
+  case PaddedCopies::B: return "b";
+  case PaddedCopies::Both: return "both";
+  }
+  return "?";
+}
+
+bool copies_operand(PaddedCopies copies, bool b) {
+  switch (copies) {
+  case PaddedCopies::None: return false;
+  case PaddedCopies::A: return !b;
+  case PaddedCopies::B: return b;
+  case PaddedCopies::Both: return true;
+  }
+  return false;
+}
+
 std::string MmaTiling::str() const {
   return str_cat(
       mma_kind_name(kind), ", ", block_m, "x", block_n, " tile, ", warp_m, "x", warp_n,
@@ -31,11 +51,12 @@ std::string MmaTiling::str() const {
                                                       : "",
       uses_tma() && cluster_blocks > 1 ? str_cat(", clusters of ", cluster_blocks, " block rows sharing B's tiles")
                                        : std::string(),
-      uses_tma() && tma_padded_copies
-          ? (mma_rounds_to_tf32(kind) ? ", from copies of A and B rounded to tf32, B transposed"
-                                      : ", from copies of A and B with padded rows")
-          : "",
-      uses_tma() && !tma_padded_copies && mma_truncates_to_tf32(kind)
+      !uses_tma() || tma_padded_copies == PaddedCopies::None ? ""
+      : mma_rounds_to_tf32(kind)                             ? ", from copies of A and B rounded to tf32, B transposed"
+      : tma_padded_copies == PaddedCopies::Both              ? ", from copies of A and B with padded rows"
+      : tma_padded_copies == PaddedCopies::A                 ? ", from a copy of A with padded rows"
+                                                             : ", from a copy of B with padded rows",
+      uses_tma() && tma_padded_copies == PaddedCopies::None && mma_truncates_to_tf32(kind)
           ? ", A and B as they lie (a B stored K x N from a transposed copy)"
           : "",
       tile_stores == TileStores::ThroughShared       ? ", tiles stored through shared memory"
@@ -233,7 +254,7 @@ MmaTiling default_tiling_of_batch(MmaKind kind, int64_t batch, int64_t M, int64_
     // The truncating tf32 kind reads A and B as they lie, except a B stored
     // K x N, which schedule_gemm_mma copies transposed.
     tiling.tma = true;
-    tiling.tma_padded_copies = mma_rounds_to_tf32(kind);
+    tiling.tma_padded_copies = mma_rounds_to_tf32(kind) ? PaddedCopies::Both : PaddedCopies::None;
     return tiling;
   }
   const Tile tiles[] = {{128, 128, 64, tf32 ? 32 : 64, tf32 ? 1 : 2}, {128, 64, 64, 32, 2}, {64, 64, 32, 32, 2}};
@@ -273,7 +294,7 @@ MmaTiling ping_pong_mma_tiling(MmaKind kind, int persistent_blocks, ConsumerSche
   t.block_group_rows = 0;
   t.split_k = 1;
   t.tma = true;
-  t.tma_padded_copies = false;
+  t.tma_padded_copies = PaddedCopies::None;
   t.cluster_blocks = 0;
   t.producer_warps = 4;
   t.producer_registers = schedule == ConsumerSchedule::PingPong ? 40 : 0;
@@ -288,7 +309,9 @@ MmaTiling default_batched_mma_tiling(MmaKind kind, int64_t batch, int64_t M, int
   // The grid's z runs the products one after another, each product's tiles
   // together: no groups to keep A and B in L2 across products.
   t.block_group_rows = 0;
-  use_tma_copies_where_needed(t, N, K);
+  // M unknown to the rule: a batch's inputs are 3-D, which the padded
+  // copies are not made of, so no copy only for split sectors.
+  use_tma_copies_where_needed(t, 0, N, K);
   return t;
 }
 
@@ -347,7 +370,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
     if (is_warpgroup_mma(kind))
       split_deep_k(t, M, N, K, sm_count);
   }
-  use_tma_copies_where_needed(t, N, K);
+  use_tma_copies_where_needed(t, M, N, K);
   return t;
 }
 
@@ -400,20 +423,32 @@ void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, i
     t = swapped;
 }
 
-void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K) {
+void use_tma_copies_where_needed(MmaTiling &t, int64_t M, int64_t N, int64_t K, bool a_km, bool b_nk) {
   if (!t.uses_tma())
     return;
   // tf32 always: the copies round A and B and transpose B.
   if (mma_rounds_to_tf32(t.kind)) {
-    t.tma_padded_copies = true;
+    t.tma_padded_copies = PaddedCopies::Both;
     return;
   }
   // 16-bit operands: 8 elements per 16 bytes; 8-bit: 16; f32 (the
   // truncating tf32 kind, which reads them as they lie): 4.
-  const int64_t per_16_bytes = 16 / mma_instruction(t.kind).operand.bytes();
-  auto ragged = [&](int64_t row) { return row > 0 && row % per_16_bytes != 0; };
-  if (ragged(K) || ragged(N))
-    t.tma_padded_copies = true;
+  const int64_t bytes = mma_instruction(t.kind).operand.bytes();
+  auto not_multiple = [&](int64_t row, int64_t of_bytes) { return row > 0 && row % (of_bytes / bytes) != 0; };
+  const int64_t a_row = a_km ? M : K, b_row = b_nk ? K : N;
+  if (not_multiple(a_row, 16) || not_multiple(b_row, 16)) {
+    t.tma_padded_copies = PaddedCopies::Both;
+    return;
+  }
+  // Rows that split sectors, read by enough tiles: B once per block row, A
+  // once per block column (block_m runs along M in a swapped tiling too).
+  auto tiles = [](int64_t extent, int block) { return extent > 0 ? (extent + block - 1) / block : 0; };
+  if (M <= 0 || N <= 0 || K <= 0)
+    return;
+  const bool copy_a = not_multiple(a_row, 32) && tiles(N, t.block_n) >= kRereadsWorthACopy;
+  const bool copy_b = not_multiple(b_row, 32) && tiles(M, t.block_m) >= kRereadsWorthACopy;
+  if (copy_a || copy_b)
+    t.tma_padded_copies = copy_a && copy_b ? PaddedCopies::Both : copy_a ? PaddedCopies::A : PaddedCopies::B;
 }
 
 // The output's tile in shared memory: the values' rows (16-bit, padded by
@@ -515,8 +550,8 @@ bool rows_along_k(const Func &acc, const Input &input, const RDom &k) {
 // asks for copies (tma_padded_copies), and for the truncating tf32 kind,
 // which reads both operands K-major and has no rounding copy, where the
 // input's rows run along k (a copy transposes it).
-bool padded_copy_of(const Func &acc, const Input &input, const RDom &k, const MmaTiling &t) {
-  return t.tma_padded_copies || (mma_truncates_to_tf32(t.kind) && rows_along_k(acc, input, k));
+bool padded_copy_of(const Func &acc, const Input &input, const RDom &k, const MmaTiling &t, bool b) {
+  return copies_operand(t.tma_padded_copies, b) || (mma_truncates_to_tf32(t.kind) && rows_along_k(acc, input, k));
 }
 
 // acc's reduction on the instruction, A and B staged for it.
@@ -535,10 +570,10 @@ void schedule_mma_sum(Func acc, const Input &A, const Input &B, const RDom &k, c
     tma.stages = t.stages;
     if (t.producer_warps > 0 || t.producer_registers > 0)
       tma.producer = ProducerWarps{t.producer_warps, t.producer_registers};
-    tma.padded_copy = padded_copy_of(acc, A, k, t);
+    tma.padded_copy = padded_copy_of(acc, A, k, t, false);
     a_copies = tma;
     tma.multicast = t.cluster_blocks > 1;
-    tma.padded_copy = padded_copy_of(acc, B, k, t);
+    tma.padded_copy = padded_copy_of(acc, B, k, t, true);
     b_copies = tma;
   } else if (t.double_buffered) {
     a_copies = b_copies = AsyncCopies{t.stages, true};
@@ -560,8 +595,10 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   // cp.async copies.
   MmaTiling tiling = t;
   if (!gemm_batch_vars(out, i, "schedule_gemm_mma").empty() && tiling.uses_tma() &&
-      (padded_copy_of(acc, A, k, tiling) || padded_copy_of(acc, B, k, tiling)))
-    tiling.tma = tiling.tma_padded_copies = false;
+      (padded_copy_of(acc, A, k, tiling, false) || padded_copy_of(acc, B, k, tiling, true))) {
+    tiling.tma = false;
+    tiling.tma_padded_copies = PaddedCopies::None;
+  }
   schedule_output_tile(out, i, j, tiling);
   out.fuse_epilogue(acc, Var("bj"));
   if (tiling.split_k > 1)

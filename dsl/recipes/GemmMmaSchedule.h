@@ -11,6 +11,14 @@
 
 namespace coalesce {
 
+/// Which inputs of a tensor-core GEMM the TMA reads through a copy made
+/// first (MmaTiling::tma_padded_copies): none, A, B, or both.
+enum class PaddedCopies { None, A, B, Both };
+/// "none", "a", "b", "both".
+const char *padded_copies_name(PaddedCopies copies);
+/// Whether `copies` copy A (`b` false) or B (`b` true).
+bool copies_operand(PaddedCopies copies, bool b);
+
 /// The knobs of the tensor-core GEMM schedule.
 struct MmaTiling {
   MmaKind kind = MmaKind::BF16_m16n8k16;
@@ -52,12 +60,14 @@ struct MmaTiling {
   /// registers per thread and leaves after its copies, the MMA warps take
   /// the rest; 0: none.
   int producer_registers = 0;
-  /// With TMA copies: copy A and B first into workspaces whose rows are
-  /// padded to 16-byte multiples, and let the TMA read those
-  /// (TmaCopies::padded_copy): for shapes whose rows the TMA cannot
-  /// describe, which otherwise take the cp.async copies, and for tf32
-  /// (needed there: the copies round to tf32 and transpose B).
-  bool tma_padded_copies = false;
+  /// With TMA copies: which of A and B are copied first, by a kernel each,
+  /// into workspaces whose rows are padded to 128-byte multiples, for the
+  /// TMA to read (TmaCopies::padded_copy; PaddedCopies). Both for shapes
+  /// whose rows the TMA cannot describe, which otherwise take the cp.async
+  /// copies, and for tf32 (needed there: the copies round to tf32 and
+  /// transpose B); one of them where its rows split the L2's 32-byte
+  /// sectors and many tiles read it (use_tma_copies_where_needed).
+  PaddedCopies tma_padded_copies = PaddedCopies::None;
   /// With TMA copies: blocks of consecutive block rows in clusters of this
   /// many (gpu_cluster along bi), which share B's tiles
   /// (TmaCopies::multicast: each copies 1 / C of every box for all); 0: no
@@ -156,13 +166,28 @@ bool warpgroup_mma_by_default(Type operand, int64_t M);
 void swap_ab_where_rows_are_few(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count);
 
 /// Sets t.tma_padded_copies where t copies with the TMA and the TMA cannot
-/// read the inputs themselves: always for tf32 (whose copies round A and B
-/// to tf32 and store B transposed), and where a row of A (K elements) or
-/// of B (N elements) is not a whole 16-byte multiple; a size <= 0
-/// (unknown) is not ragged.
+/// read the inputs themselves, or reads them slowly:
+/// - both, always for tf32 (whose copies round A and B to tf32 and store B
+///   transposed), and where a row of A or of B is not a whole 16-byte
+///   multiple;
+/// - A or B alone where its rows are 16-byte but not 32-byte multiples
+///   (each 128-byte row of a TMA box then spans five of the L2's 32-byte
+///   sectors and two lines: 5000 x 3000 x 2000 in bf16, B's rows 6,000
+///   bytes, 0.152 ms against 0.125 with B copied first, on an H100) and at
+///   least kRereadsWorthACopy tiles read it (B is read once per block row,
+///   A once per block column): the copy reads and writes the input once.
+/// A's rows are its K elements (M with `a_km`: stored K x M), B's its N (K
+/// with `b_nk`: stored N x K, nn.Linear's weight); a size <= 0 (known only
+/// at run time) is neither ragged nor split.
 /// What a tiling chosen for another shape (a tuning database's nearest
 /// entry) needs before it runs at this one.
-void use_tma_copies_where_needed(MmaTiling &t, int64_t N, int64_t K);
+void use_tma_copies_where_needed(MmaTiling &t, int64_t M, int64_t N, int64_t K, bool a_km = false, bool b_nk = false);
+/// The tiles that must read an input for use_tma_copies_where_needed to
+/// copy it only because its rows split sectors. At 5000 x 3000 x 2000 (H100)
+/// the copy of B alone took 12 us and the split sectors about 1 us per
+/// block row's pass over B (40 of them: 39 us), so a copy pays from about
+/// 12 passes on.
+constexpr int64_t kRereadsWorthACopy = 16;
 
 /// An output tile stored through shared memory (TileStores::ThroughShared,
 /// or the sums of SumsThroughShared)

@@ -196,7 +196,7 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
     user_error("--tma-padded-copies=false with --dtype=tf32 and the TMA's copies: the tf32 warpgroup MMA reads "
                "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
                "use --tma=false (every thread's cp.async copies)");
-  tiling.tma_padded_copies = tma_padded_copies;
+  tiling.tma_padded_copies = tma_padded_copies ? PaddedCopies::Both : PaddedCopies::None;
   if (cluster_blocks > 0 && (cluster_blocks == 1 || !tiling.uses_tma()))
     user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies of B, ",
                cluster_blocks == 1
@@ -213,9 +213,12 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
     stage_values_where_sums_do_not_fit(tiling);
   if (stages == 0) // the tiling's stages: those that fit beside the knobs' output tile
     fit_output_tile_beside_stages(tiling);
-  // Sizes fixed when generating whose rows the TMA cannot read: padded
-  // copies (sizes given at run time keep the in-kernel cp.async branch).
-  use_tma_copies_where_needed(tiling, N.fixed() ? N.value() : 0, K.fixed() ? K.value() : 0);
+  // Sizes fixed when generating whose rows the TMA cannot read, or reads
+  // across sectors: padded copies (sizes given at run time keep the
+  // in-kernel cp.async branch). A view's rows lie --lda / --ldb apart, not
+  // a size: no copy for its sectors (M taken as unknown).
+  use_tma_copies_where_needed(tiling, M.fixed() && views == Views::None ? M.value() : 0, N.fixed() ? N.value() : 0,
+                              K.fixed() ? K.value() : 0, a_layout == ALayout::KM, b_layout == GemmBLayout::NK);
   // --split-k=0 on swapped tiles, or on the default's tile: the rule's
   // own split and combine (unless --split-k-mode names one).
   const bool tile_flags = tile_m > 0 || tile_n > 0 || warp_m > 0 || warp_n > 0 || k_step > 0 || min_blocks_per_sm >= 0;

@@ -500,7 +500,8 @@ protected:
         t.producer_warps = recipe_chance(30) ? 1 : 4;
         t.producer_registers = recipe_chance(40) ? 40 : 0;
       }
-      t.tma_padded_copies = t.tma && (kind == MmaKind::TF32_wgmma_m64k8 || recipe_chance(15));
+      t.tma_padded_copies =
+          (t.tma && (kind == MmaKind::TF32_wgmma_m64k8 || recipe_chance(15))) ? PaddedCopies::Both : PaddedCopies::None;
       t.cluster_blocks = recipe_chance(15) ? 2 : 0;
     }
     t.stages = 2 + recipe_pick(3);
