@@ -604,25 +604,27 @@ void mma_sanitizer_case() {
     mma_sanitizer_case(true);
     mma_sanitizer_case(true, true);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/1);
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/true);
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::Both);
+    // B alone copied; A's rows (67 elements) ragged: the in-kernel cp.async copies.
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::B);
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/40);
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/0, /*persistent_blocks=*/3);
     // The pipeline across a persistent block's tiles, the producers
     // reallocating and leaving after their last tile.
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/40, /*persistent_blocks=*/3);
     // tf32: B copied transposed, element by element, and rounded in place;
     // then the TMA's form, from copies of A and B made by kernels of their
     // own (rounded, B transposed through shared memory).
     mma_sanitizer_case(true, false, Precision::TF32);
-    mma_sanitizer_case(true, true, Precision::TF32, /*producer_warps=*/0, /*padded=*/true);
+    mma_sanitizer_case(true, true, Precision::TF32, /*producer_warps=*/0, /*padded=*/PaddedCopies::Both);
     // Clusters of 2 block rows sharing B's tiles (multicast), an odd number
     // of block rows at the ragged shape.
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/false,
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/0, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
-    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/false,
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/40, /*persistent_blocks=*/0, /*cluster_blocks=*/2);
     leaving_producers_fixed_whole_tiles_sanitizer_case();
     default_tiles_sanitizer_case();
@@ -668,20 +670,22 @@ void default_tiles_sanitizer_case() {
   }
 }
 
-void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, bool padded,
+void mma_sanitizer_case(bool warpgroup, bool tma, Precision p, int producer_warps, PaddedCopies padded,
                         int producer_registers, int persistent_blocks, int cluster_blocks) {
   // The TMA's case at a shape whose rows it can describe, ragged in M and
   // N (K % 8 != 0 would take the cp.async copies, checked above); with
   // padded copies, rows it cannot (the copies' own kernels run too).
   // 128 x 256 tiles (with reallocated registers) get N = 264: one whole
   // tile, which stores through shared memory, beside ragged ones.
-  const Shape s = tma && !padded ? Shape{kSanitizerShape.M, producer_registers > 0 ? 264 : 136, 200} : kSanitizerShape;
-  const std::string name = name_of(p, warpgroup, tma, producer_warps, padded ? PaddedCopies::Both : PaddedCopies::None,
-                                   producer_registers, persistent_blocks > 0, cluster_blocks > 1);
+  const Shape s = tma && padded == PaddedCopies::None
+                      ? Shape{kSanitizerShape.M, producer_registers > 0 ? 264 : 136, 200}
+                      : kSanitizerShape;
+  const std::string name =
+      name_of(p, warpgroup, tma, producer_warps, padded, producer_registers, persistent_blocks > 0, cluster_blocks > 1);
   MmaTiling tiling = bench::mma_tiling(p, s.M, s.N, gpu::Device::get().sm_count(), warpgroup);
   tiling.tma = warpgroup && tma;
   tiling.producer_warps = producer_warps;
-  tiling.tma_padded_copies = (padded) ? PaddedCopies::Both : PaddedCopies::None;
+  tiling.tma_padded_copies = padded;
   if (producer_registers > 0) { // 128 x 256 tiles of two 64 x 256 MMA warpgroups, one block per SM
     tiling.block_m = 128;
     tiling.warp_m = 64;

@@ -29,10 +29,11 @@ void default_tiles_sanitizer_case();
 void leaving_producers_fixed_whole_tiles_sanitizer_case();
 /// The same with one instruction family: warp MMA, or warpgroup MMA (sm_90a),
 /// and one precision (BF16 or TF32), its TMA copies issued by producer
-/// warps where producer_warps > 0, from row-padded copies with `padded`,
+/// warps where producer_warps > 0, from row-padded copies of the inputs
+/// `padded` names,
 /// in clusters of `cluster_blocks` sharing B's tiles where it is > 1.
 void mma_sanitizer_case(bool warpgroup, bool tma = false, bench::Precision p = bench::Precision::BF16,
-                        int producer_warps = 0, bool padded = false,
-                        int producer_registers = 0, int persistent_blocks = 0, int cluster_blocks = 0);
+                        int producer_warps = 0, PaddedCopies padded = PaddedCopies::None, int producer_registers = 0,
+                        int persistent_blocks = 0, int cluster_blocks = 0);
 
 } // namespace coalesce::gpu_check

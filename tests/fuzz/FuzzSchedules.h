@@ -500,8 +500,13 @@ protected:
         t.producer_warps = recipe_chance(30) ? 1 : 4;
         t.producer_registers = recipe_chance(40) ? 40 : 0;
       }
-      t.tma_padded_copies =
-          (t.tma && (kind == MmaKind::TF32_wgmma_m64k8 || recipe_chance(15))) ? PaddedCopies::Both : PaddedCopies::None;
+      // Copies of both, or of one input alone (what the default makes where
+      // one input's rows split the L2's sectors); tf32's copies round both.
+      const bool padded = t.tma && (kind == MmaKind::TF32_wgmma_m64k8 || recipe_chance(15));
+      constexpr PaddedCopies kCopies[] = {PaddedCopies::Both, PaddedCopies::A, PaddedCopies::B};
+      t.tma_padded_copies = !padded                             ? PaddedCopies::None
+                            : kind == MmaKind::TF32_wgmma_m64k8 ? PaddedCopies::Both
+                                                                : kCopies[recipe_pick(3)];
       t.cluster_blocks = recipe_chance(15) ? 2 : 0;
     }
     t.stages = 2 + recipe_pick(3);
