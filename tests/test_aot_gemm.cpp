@@ -345,6 +345,29 @@ TEST_CASE("gemm: --cluster-blocks runs block rows in clusters sharing B's TMA co
                 "multiple of 2 blocks; use gpu_persistent_blocks(130)");
 }
 
+TEST_CASE("gemm: fixed sizes whose B rows split the L2's sectors copy B alone; a view's rows are left alone") {
+  // N = 3000 bf16: rows of 6,000 bytes, read by 40 block rows at M = 5000.
+  TempDir dir;
+  Result result = aot(
+      "--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --name=gemm_b --output-dir=. -M=5000 -N=3000 -K=2000", dir.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  std::string launcher = read_file(dir / "gemm_b.cpp");
+  CHECK(launcher.find("constexpr int kKernels = 2;") != std::string::npos);
+  std::string ptx = read_file(dir / "gemm_b.ptx");
+  CHECK(ptx.find(".entry coalesce_gemm_b_B_padded(") != std::string::npos);
+  CHECK(ptx.find("A_padded") == std::string::npos);
+  // B a view: its rows lie --ldb apart, which the rule does not read.
+  TempDir views;
+  Result view =
+      aot("--dtype=bf16 --out-dtype=bf16 --mma=warpgroup --name=gemm_v --output-dir=. -M=5000 -N=3000 -K=2000 "
+          "--views=b",
+          views.path);
+  INFO(view.err);
+  REQUIRE(view.status == 0);
+  CHECK(read_file(views / "gemm_v.cpp").find("constexpr int kKernels = 1;") != std::string::npos);
+}
+
 TEST_CASE("gemm: ragged rows get padded copies the TMA reads, kernels of their own, in the caller's workspace") {
   // --K=4097 fixed: A's rows are not whole 16 bytes, so the copies are on
   // by themselves; with run-time sizes, --tma-padded-copies asks for them.
