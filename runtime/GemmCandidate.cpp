@@ -66,7 +66,7 @@ GemmCandidate default_gemm_candidate(const GemmProblem &problem, const std::stri
                                             : problem.N % 8 == 0 && problem.K % 8 == 0);
   candidate.family = warpgroup ? GemmFamily::WarpgroupMma : GemmFamily::WarpMma;
   candidate.mma = default_mma_tiling(gemm_mma_kind(problem, candidate.family), problem.M, problem.N, problem.K,
-                                     sm_count);
+                                     sm_count, false, problem.b_layout == GemmBLayout::NK);
   // A decode step's few rows of x: swap-AB.
   swap_ab_where_rows_are_few(candidate.mma, problem.M, problem.N, problem.K, sm_count);
   return candidate;

@@ -169,6 +169,8 @@ TEST_CASE("the default copies one input alone where its rows split sectors and m
   // 16 columns of tiles.
   CHECK(default_mma_tiling(kKind, 512, 3000, 2000, sms).tma_padded_copies == PaddedCopies::None);
   CHECK(default_mma_tiling(kKind, 4096, 1024, 3000, sms).tma_padded_copies == PaddedCopies::None);
+  // default_mma_tiling takes the layouts too.
+  CHECK(default_mma_tiling(kKind, 5000, 3000, 2000, sms, false, true).tma_padded_copies == PaddedCopies::None);
   // By the layout: W stored N x K has rows of K, A stored K x M rows of M.
   auto rule = [&](int64_t M, int64_t N, int64_t K, bool a_km, bool b_nk) {
     MmaTiling t = default_mma_tiling(kKind, 4096, 4096, sms);

@@ -185,9 +185,10 @@ inline MmaTiling mma_tiling(Precision p, int64_t M, int64_t N, int sm_count, boo
 }
 /// The same with K known: the reduction split across blocks where the tiles
 /// leave multiprocessors idle (default_split_k).
+/// `b_nk`: B stored N x K (the copies' rule reads its rows as K long).
 inline MmaTiling mma_tiling_for_shape(Precision p, int64_t M, int64_t N, int64_t K, int sm_count,
-                                      bool warpgroup = false) {
-  return default_mma_tiling(mma_kind(p, warpgroup), M, N, K, sm_count);
+                                      bool warpgroup = false, bool b_nk = false) {
+  return default_mma_tiling(mma_kind(p, warpgroup), M, N, K, sm_count, false, b_nk);
 }
 
 /// A bias value every precision's bias vector holds exactly: `x` in [-1, 1)

@@ -54,7 +54,7 @@ const char *variant_name(Variant v) {
 struct Layer : examples::Fp8Linear {
   MmaTiling tiling;
   Layer(const Shape &s, int sm_count) : Fp8Linear(Float8E4M3(), Float8E4M3()) {
-    tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, s.M, s.N, s.K, sm_count);
+    tiling = default_mma_tiling(MmaKind::E4M3_wgmma_m64k32, s.M, s.N, s.K, sm_count, false, /*b_nk=*/true);
     const char *stores = std::getenv("COALESCE_BENCH_TILE_STORES");
     if (stores && std::string(stores) == "sums")
       tiling.tile_stores = TileStores::SumsThroughShared;

@@ -137,7 +137,8 @@ void check_linear(Type type, const std::string &form, std::optional<MmaTiling> t
 }
 
 MmaTiling wgmma_tiling(Type type, const Shape &s, bool padded) {
-  MmaTiling t = default_mma_tiling(mma_kind_for(type, true), s.M, s.N, s.K, gpu::Device::get().sm_count());
+  // FP8's B is stored N x K (the warpgroup MMA reads 8-bit operands K-major).
+  MmaTiling t = default_mma_tiling(mma_kind_for(type, true), s.M, s.N, s.K, gpu::Device::get().sm_count(), false, true);
   if (padded)
     t.tma_padded_copies = PaddedCopies::Both;
   return t;

@@ -308,12 +308,12 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     const char *warp_only = std::getenv("COALESCE_BENCH_WARP_MMA");
     bool warpgroup = prefers_warpgroup_mma(p, s.M, s.N, s.K) && target_for_current_device().has_warpgroup_mma() &&
                      !(warp_only && std::string(warp_only) == "1");
-    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup);
+    mma = mma_tiling_for_shape(p, s.M, s.N, s.K, sm_count, warpgroup, s.b_nk);
     // COALESCE_BENCH_TF32=truncated: tf32 on the truncating kinds (the f32
     // bits as the tensor cores read them).
     if (p == Precision::TF32 && bench_tf32_truncated())
       mma = default_mma_tiling(warpgroup ? MmaKind::TF32Truncated_wgmma_m64k8 : MmaKind::TF32Truncated_m16n8k8, s.M,
-                               s.N, s.K, sm_count);
+                               s.N, s.K, sm_count, false, s.b_nk);
     // A few rows of x: swap-AB, as the library's default does;
     // COALESCE_BENCH_NO_SWAP=1 keeps x's rows along M, to compare.
     const char *no_swap = std::getenv("COALESCE_BENCH_NO_SWAP");

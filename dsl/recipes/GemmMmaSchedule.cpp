@@ -361,7 +361,7 @@ void split_deep_k(MmaTiling &t, int64_t M, int64_t N, int64_t K, int sm_count) {
 
 } // namespace
 
-MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count) {
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count, bool a_km, bool b_nk) {
   MmaTiling t = default_mma_tiling(kind, M, N, sm_count);
   if (M > 0 && N > 0) {
     // As many blocks per multiprocessor as the tiling asks registers for.
@@ -370,7 +370,7 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int 
     if (is_warpgroup_mma(kind))
       split_deep_k(t, M, N, K, sm_count);
   }
-  use_tma_copies_where_needed(t, M, N, K);
+  use_tma_copies_where_needed(t, M, N, K, a_km, b_nk);
   return t;
 }
 

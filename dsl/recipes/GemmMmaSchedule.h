@@ -119,8 +119,11 @@ MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int sm_count);
 /// warpgroup tiles only where they leave half of them idle, and no more
 /// slices than one wave holds);
 /// with TMA copies, copies of the inputs (tma_padded_copies) where the TMA
-/// needs them (use_tma_copies_where_needed).
-MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count);
+/// needs them or reads their rows across sectors
+/// (use_tma_copies_where_needed; A stored K x M with `a_km`, B stored N x K
+/// with `b_nk`).
+MmaTiling default_mma_tiling(MmaKind kind, int64_t M, int64_t N, int64_t K, int sm_count, bool a_km = false,
+                             bool b_nk = false);
 /// For `batch` products of M x N x K (out(b, i, j), the batch the grid's
 /// z): the tile default_mma_tiling(kind, M, N, sm_count) takes, counting
 /// the blocks of every product (so 64 products of 512 x 512 take 128 x 256
