@@ -26,7 +26,6 @@ namespace {
 
 constexpr const char *kFormat = "coalesce-tuning-db";
 constexpr int64_t kVersion = 1;
-constexpr PaddedCopies kPaddedCopies[] = {PaddedCopies::None, PaddedCopies::A, PaddedCopies::B, PaddedCopies::Both};
 
 // The numeric and boolean knobs of a tiling as the file names them, each
 // with whether a file may lack it (knobs added after the format's first
@@ -122,6 +121,16 @@ bool from_json(const json::Value &value, SplitKMode &mode, json::Path path) {
   return false;
 }
 
+// The one of `values` whose name (`name(value)`) the string `v` holds, or
+// nullptr (not a string, or no such name).
+template <class Enum, size_t Count, class Name>
+const Enum *named_value(const Enum (&values)[Count], Name name, const json::Value &v) {
+  std::optional<llvm::StringRef> text = v.getAsString();
+  const Enum *found =
+      std::find_if(std::begin(values), std::end(values), [&](Enum value) { return text && *text == name(value); });
+  return found == std::end(values) ? nullptr : found;
+}
+
 bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
   json::ObjectMapper o(value, path);
   std::string family;
@@ -159,10 +168,8 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
   // Optional: entries written before it stored directly.
   c.mma.tile_stores = TileStores::Direct;
   if (const json::Value *v = object->get("tile_stores")) {
-    std::optional<llvm::StringRef> text = v->getAsString();
-    const TileStores *named = std::find_if(std::begin(kTileStores), std::end(kTileStores),
-                                           [&](TileStores t) { return text && *text == tile_stores_name(t); });
-    if (named == std::end(kTileStores)) {
+    const TileStores *named = named_value(kTileStores, tile_stores_name, *v);
+    if (!named) {
       path.field("tile_stores").report("expected \"direct\", \"shared\" or \"sums\"");
       return false;
     }
@@ -171,11 +178,8 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
   // Optional: entries written before consumer schedules are Together.
   c.mma.consumer_schedule = ConsumerSchedule::Together;
   if (const json::Value *v = object->get("consumer_schedule")) {
-    std::optional<llvm::StringRef> text = v->getAsString();
-    const ConsumerSchedule *named =
-        std::find_if(std::begin(kConsumerSchedules), std::end(kConsumerSchedules),
-                     [&](ConsumerSchedule t) { return text && *text == consumer_schedule_name(t); });
-    if (named == std::end(kConsumerSchedules)) {
+    const ConsumerSchedule *named = named_value(kConsumerSchedules, consumer_schedule_name, *v);
+    if (!named) {
       path.field("consumer_schedule").report("expected \"together\" or \"ping-pong\"");
       return false;
     }
@@ -185,12 +189,10 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
   // copied apart hold a boolean (true: both).
   c.mma.tma_padded_copies = PaddedCopies::None;
   if (const json::Value *v = object->get("tma_padded_copies")) {
-    std::optional<llvm::StringRef> text = v->getAsString();
-    const PaddedCopies *named = std::find_if(std::begin(kPaddedCopies), std::end(kPaddedCopies),
-                                             [&](PaddedCopies p) { return text && *text == padded_copies_name(p); });
+    const PaddedCopies *named = named_value(kPaddedCopies, padded_copies_name, *v);
     if (std::optional<bool> both = v->getAsBoolean())
       c.mma.tma_padded_copies = *both ? PaddedCopies::Both : PaddedCopies::None;
-    else if (named != std::end(kPaddedCopies))
+    else if (named)
       c.mma.tma_padded_copies = *named;
     else {
       path.field("tma_padded_copies").report("expected \"none\", \"a\", \"b\" or \"both\"");

@@ -442,9 +442,9 @@ void use_tma_copies_where_needed(MmaTiling &t, int64_t M, int64_t N, int64_t K, 
   }
   // Rows that split sectors, read by enough tiles: B once per block row, A
   // once per block column (block_m runs along M in a swapped tiling too).
-  auto tiles = [](int64_t extent, int block) { return extent > 0 ? (extent + block - 1) / block : 0; };
   if (M <= 0 || N <= 0 || K <= 0)
     return;
+  auto tiles = [](int64_t extent, int block) { return (extent + block - 1) / block; };
   const bool copy_a = not_multiple(a_row, 32) && tiles(N, t.block_n) >= kRereadsWorthACopy;
   const bool copy_b = not_multiple(b_row, 32) && tiles(M, t.block_m) >= kRereadsWorthACopy;
   if (copy_a || copy_b)

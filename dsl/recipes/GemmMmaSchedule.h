@@ -14,6 +14,8 @@ namespace coalesce {
 /// Which inputs of a tensor-core GEMM the TMA reads through a copy made
 /// first (MmaTiling::tma_padded_copies): none, A, B, or both.
 enum class PaddedCopies { None, A, B, Both };
+inline constexpr PaddedCopies kPaddedCopies[] = {PaddedCopies::None, PaddedCopies::A, PaddedCopies::B,
+                                                 PaddedCopies::Both};
 /// "none", "a", "b", "both".
 const char *padded_copies_name(PaddedCopies copies);
 /// Whether `copies` copy A (`b` false) or B (`b` true).
