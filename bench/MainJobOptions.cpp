@@ -86,6 +86,16 @@ Options parse_options(int argc, char **argv) {
                                     "each walking tiles a grid apart (gpu_persistent_blocks); 0: a block per "
                                     "tile, the default"),
       cl::value_desc("count"), cl::cat(category));
+  cl::opt<std::string> split_k_flag(
+      "split-k",
+      cl::desc("with --tensor-cores or --wgmma: split K across this many blocks per tile (split_k, "
+               "deterministic; 1: no split); default: the tiling's"),
+      cl::value_desc("slices"), cl::cat(category));
+  cl::opt<std::string> split_k_tail_flag(
+      "split-k-tail",
+      cl::desc("with --split-k: split only the tiles of the last this many block rows, the others "
+               "whole (split_k_tail; 0: every tile)"),
+      cl::value_desc("rows"), cl::cat(category));
   cl::opt<std::string> tile_stores_flag(
       "tile-stores",
       cl::desc("with --tensor-cores or --wgmma: how blocks store their output tiles: direct (each "
@@ -181,6 +191,16 @@ Options parse_options(int argc, char **argv) {
     if (!options.warpgroup || options.wgmma.cp_async)
       usage_error("--cluster-blocks shares the TMA copies of the warpgroup MMA: give --wgmma, without --cp-async");
   }
+  if (split_k_flag.getNumOccurrences()) {
+    options.wgmma.split_k = parse_extent("--split-k", split_k_flag);
+    if (!options.tensor_cores)
+      usage_error("--split-k splits the tensor-core schedule's reduction: give --tensor-cores or --wgmma");
+  }
+  if (split_k_tail_flag.getNumOccurrences()) {
+    options.wgmma.split_k_tail = split_k_tail_flag == "0" ? 0 : parse_extent("--split-k-tail", split_k_tail_flag);
+    if (options.wgmma.split_k < 2)
+      usage_error("--split-k-tail splits the last block rows' tiles: give --split-k with 2 or more slices");
+  }
   if (tile_stores_flag.getNumOccurrences()) {
     const TileStores *named = std::find_if(std::begin(kTileStores), std::end(kTileStores),
                                            [&](TileStores t) { return tile_stores_flag == tile_stores_name(t); });
@@ -251,6 +271,8 @@ Options parse_options(int argc, char **argv) {
       usage_error("--mma-tiling sets the tiling that --tuning-db/--autotune choose; use one or the other");
     if (options.block_groups >= 0)
       usage_error("--block-groups sets a knob that --tuning-db/--autotune choose; use one or the other");
+    if (options.wgmma.split_k >= 0)
+      usage_error("--split-k sets a knob that --tuning-db/--autotune choose; use one or the other");
     if (options.ffma.stages || options.ffma.warp_rows)
       usage_error("--stages and --warp-layout set knobs that --tuning-db/--autotune choose; use one or the other");
     if (options.warpgroup || options.wgmma.cp_async)

@@ -33,6 +33,8 @@ struct WgmmaKnobs {
   int producer_registers = -1; ///< --producer-registers=N: MmaTiling::producer_registers (-1: the tiling's)
   int persistent_blocks = -1;  ///< --persistent-blocks=N: MmaTiling::persistent_blocks (-1: the tiling's)
   int cluster_blocks = -1;     ///< --cluster-blocks=N: MmaTiling::cluster_blocks (-1: the tiling's)
+  int split_k = -1;            ///< --split-k=N: MmaTiling::split_k (-1: the tiling's)
+  int split_k_tail = -1;       ///< --split-k-tail=R: MmaTiling::split_k_tail_rows (-1: the tiling's)
   std::optional<TileStores> tile_stores; ///< --tile-stores=direct|shared: MmaTiling::tile_stores
   /// --consumer-schedule=together|ping-pong: MmaTiling::consumer_schedule
   ConsumerSchedule consumer_schedule = ConsumerSchedule::Together;

@@ -151,6 +151,10 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
       tiling.persistent_blocks = wgmma.persistent_blocks;
     if (wgmma.cluster_blocks >= 0)
       tiling.cluster_blocks = wgmma.cluster_blocks;
+    if (wgmma.split_k >= 1)
+      tiling.split_k = wgmma.split_k;
+    if (wgmma.split_k_tail >= 0)
+      tiling.split_k_tail_rows = wgmma.split_k_tail;
     tiling.consumer_schedule = wgmma.consumer_schedule;
     if (wgmma.tile_stores)
       tiling.tile_stores = *wgmma.tile_stores;

@@ -272,11 +272,11 @@ llvm::Value *CodeGenLLVM::truncate_to_tf32(llvm::Value *x) {
                                  x->getType());
 }
 
-llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, int arrivals) {
+llvm::Value *CodeGenLLVM::emit_last_arrival(llvm::Value *counter, llvm::Value *arrivals) {
   llvm::Type *i32 = builder_->getInt32Ty();
   llvm::Value *count = builder_->CreateAdd(builder_->CreateAlignedLoad(i32, counter, llvm::Align(4)),
                                            builder_->getInt32(1));
-  llvm::Value *last = builder_->CreateICmpEQ(count, builder_->getInt32(arrivals));
+  llvm::Value *last = builder_->CreateICmpEQ(count, arrivals);
   builder_->CreateAlignedStore(builder_->CreateSelect(last, builder_->getInt32(0), count), counter, llvm::Align(4));
   return last;
 }

@@ -132,7 +132,7 @@ protected:
   /// `counter`; true (i1) for the block whose arrival makes `arrivals`,
   /// which also resets the counter to 0. The base is serial: a plain
   /// read-modify-write, as the host runs one block at a time.
-  virtual llvm::Value *emit_last_arrival(llvm::Value *counter, int arrivals);
+  virtual llvm::Value *emit_last_arrival(llvm::Value *counter, llvm::Value *arrivals);
   /// A Store of atomic_add(value): adds `value` to the element at `address`
   /// atomically. The base is a plain read-modify-write (serial).
   virtual void emit_atomic_add(llvm::Value *address, llvm::Value *value);

@@ -338,10 +338,30 @@ void CodeGenLLVM::visit(const Call *op) {
     return;
   case Intrinsic::LastArrival: {
     const auto *counter = op->args[0].as<Load>();
-    auto arrivals = as_const_int(op->args[1]);
-    COALESCE_INTERNAL_ASSERT(counter && arrivals, "last_arrival takes a counter's load and a constant");
-    llvm::Value *last = emit_last_arrival(buffer_element(counter->buffer, counter->indices, counter->type),
-                                          static_cast<int>(*arrivals));
+    COALESCE_INTERNAL_ASSERT(counter, "last_arrival takes a counter's load");
+    llvm::Value *element = buffer_element(counter->buffer, counter->indices, counter->type);
+    llvm::Value *last;
+    if (auto constant = as_const_int(op->args[1])) {
+      last = emit_last_arrival(element, builder_->getInt32(static_cast<int32_t>(*constant)));
+    } else {
+      // A count known at run time (split_k_tail's: 1 for a whole tile) is
+      // the same for the whole block; a tile of one arrival is its own
+      // last, with no count kept and no barrier.
+      llvm::Value *arrivals = codegen(op->args[1]);
+      llvm::BasicBlock *alone = builder_->GetInsertBlock();
+      llvm::BasicBlock *counted = llvm::BasicBlock::Create(context_, "arrival_of_slices", function_);
+      llvm::BasicBlock *join = llvm::BasicBlock::Create(context_, "arrival_known", function_);
+      builder_->CreateCondBr(builder_->CreateICmpEQ(arrivals, builder_->getInt32(1)), join, counted);
+      builder_->SetInsertPoint(counted);
+      llvm::Value *counted_last = emit_last_arrival(element, arrivals);
+      counted = builder_->GetInsertBlock();
+      builder_->CreateBr(join);
+      builder_->SetInsertPoint(join);
+      llvm::PHINode *phi = builder_->CreatePHI(builder_->getInt1Ty(), 2);
+      phi->addIncoming(builder_->getTrue(), alone);
+      phi->addIncoming(counted_last, counted);
+      last = phi;
+    }
     value_ = builder_->CreateZExt(last, builder_->getInt32Ty());
     return;
   }

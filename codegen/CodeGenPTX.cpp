@@ -402,7 +402,7 @@ void CodeGenPTX::emit_barrier(int threads) {
   builder_->CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {builder_->getInt32(0)});
 }
 
-llvm::Value *CodeGenPTX::emit_last_arrival(llvm::Value *counter, int arrivals) {
+llvm::Value *CodeGenPTX::emit_last_arrival(llvm::Value *counter, llvm::Value *arrivals) {
   llvm::SyncScope::ID gpu_scope = context_.getOrInsertSyncScopeID("device");
   llvm::Type *i32 = builder_->getInt32Ty();
   if (!arrival_flag_)
@@ -423,7 +423,7 @@ llvm::Value *CodeGenPTX::emit_last_arrival(llvm::Value *counter, int arrivals) {
   builder_->CreateFence(llvm::AtomicOrdering::AcquireRelease, gpu_scope);
   llvm::Value *before = builder_->CreateAtomicRMW(llvm::AtomicRMWInst::Add, counter, builder_->getInt32(1),
                                                   llvm::Align(4), llvm::AtomicOrdering::AcquireRelease, gpu_scope);
-  llvm::Value *last = builder_->CreateICmpEQ(before, builder_->getInt32(arrivals - 1));
+  llvm::Value *last = builder_->CreateICmpEQ(before, builder_->CreateSub(arrivals, builder_->getInt32(1)));
   // The last arrival takes the count back to 0 for the next launch; no
   // other block of this tile touches it again in this one.
   llvm::BasicBlock *reset = llvm::BasicBlock::Create(context_, "arrival_reset", function_);

@@ -117,7 +117,7 @@ protected:
   // barrier, then one thread publishes them (fence at GPU scope) and counts
   // the arrival; the last block's thread fences again before the barrier
   // that releases its threads to read the other blocks' stores.
-  llvm::Value *emit_last_arrival(llvm::Value *counter, int arrivals) override;
+  llvm::Value *emit_last_arrival(llvm::Value *counter, llvm::Value *arrivals) override;
 
   void emit_atomic_add(llvm::Value *address, llvm::Value *value) override;
 

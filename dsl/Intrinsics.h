@@ -54,9 +54,10 @@ enum class IntrinsicResult : uint8_t {
   /* a reduction split across blocks (scheduler/SplitReductionAcrossBlocks.cpp): */                                    \
   /* last_arrival(counters[tile], arrivals) counts this block's arrival at */                                          \
   /* its tile, called by every thread of the block at once; 1 for the block */                                         \
-  /* that brings the count to `arrivals` (a constant), which also resets the */                                        \
-  /* count to 0, else 0. Every store the block made before it is visible to */                                         \
-  /* that last block after it. */                                                                                      \
+  /* that brings the count to `arrivals`, which also resets the count to 0, */                                         \
+  /* else 0. Every store the block made before it is visible to that last */                                           \
+  /* block after it. `arrivals` is the same for the whole block; with 1 the */                                         \
+  /* block is its own last arrival and the counter is not touched. */                                                  \
   X(LastArrival, "last_arrival", 2, 2, Int32)                                                                          \
   /* atomic_add(value): only as the value of a Store, which then adds value */                                         \
   /* to the element atomically instead of overwriting it */                                                            \

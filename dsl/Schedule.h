@@ -294,11 +294,22 @@ inline constexpr ConsumerSchedule kConsumerSchedules[] = {ConsumerSchedule::Toge
 /// `slice_var` (GPU z) just inside the consumer's fuse site. Each block
 /// computes its slice's partial sums; the epilogue runs once per element,
 /// after the combine.
+///
+/// With `tail_iterations` > 0 (split_k_tail) only the tiles of the last
+/// `tail_iterations` iterations of the output's block loop `tail_loop` are
+/// split; every other tile runs whole in one block, with no partial sums,
+/// and no slice loop is added: the tail loop's blocks become work units,
+/// whole tiles first, then each split tile's slices (the data-parallel and
+/// split hybrid of stream-K, for a last wave that would leave most
+/// multiprocessors idle).
 struct SplitReduction {
   std::string producer, rvar, slice_var;
   int slices = 0; ///< 0: no split
   SplitKMode mode = SplitKMode::Deterministic;
+  std::string tail_loop;
+  int tail_iterations = 0; ///< 0: every tile is split
   bool requested() const { return slices > 0; }
+  bool splits_tail_only() const { return tail_iterations > 0; }
 };
 
 struct FuncSchedule {

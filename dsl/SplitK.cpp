@@ -60,7 +60,29 @@ Func &Func::split_k(const Func &producer, const VarOrRVar &k, const Var &slice, 
         if (dim.var == slice.name())
           user_error(request, ": '", slice.name(), "' is already a loop of '", producer.name(),
                      "'; choose a new name");
-    mine.split_k = SplitReduction{producer.name(), k.name, slice.name(), slices, mode};
+    mine.split_k = SplitReduction{producer.name(), k.name, slice.name(), slices, mode, "", 0};
+    return *this;
+  });
+}
+
+Func &Func::split_k_tail(const Var &block_loop, int iterations) {
+  return all_or_nothing({contents_}, [&]() -> Func & {
+    SplitReduction &split = contents_->schedule.split_k;
+    std::string request =
+        str_cat("in schedule for '", name(), "': split_k_tail(", block_loop.name(), ", ", iterations, ")");
+    if (!split.requested())
+      user_error(request, ": '", name(),
+                 "' splits no reduction yet; call split_k first, then split_k_tail to split "
+                 "only the last tiles");
+    if (iterations < 1)
+      user_error(request, ": the iterations split must be at least 1 (the last one); without split_k_tail every "
+                          "tile is split");
+    const std::vector<Dim> &dims = contents_->schedule.stages.front().dims;
+    auto dim = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == block_loop.name(); });
+    if (dim == dims.end())
+      user_error(request, ": '", block_loop.name(), "' is not a loop of '", name(), "'");
+    split.tail_loop = block_loop.name();
+    split.tail_iterations = iterations;
     return *this;
   });
 }

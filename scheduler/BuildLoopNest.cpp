@@ -124,8 +124,9 @@ StagePlan plan_stage(const Environment &env, const FuncContents &func, size_t s)
       }
     COALESCE_INTERNAL_ASSERT(plan.extent.count(rvar), "split_k of '", split->rvar, "', not a reduction variable of '",
                              func.name, "'");
-    SliceRange range = slice_range(plan.min[rvar], plan.extent[rvar], step, split->slices,
-                                   Variable::make(Int(32), slice_loop_name(*env.find(func.schedule.at_func))));
+    const FuncContents &consumer = *env.find(func.schedule.at_func);
+    SliceRange range = slice_range(plan.min[rvar], plan.extent[rvar], step, slice_count(consumer),
+                                   Variable::make(Int(32), slice_loop_name(consumer)));
     plan.min[rvar] = range.min;
     plan.extent[rvar] = range.extent;
   }

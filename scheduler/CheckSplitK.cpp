@@ -29,6 +29,29 @@ void check_combine_kernel(const std::string &where, const Environment &env, cons
                  split.producer, "', inputs and parameters there, or use SplitKMode::Deterministic");
 }
 
+// split_k_tail: the tail loop's blocks become work units (whole tiles, then
+// slices), each arriving once at its tile's counter.
+void check_tail(const std::string &where, const FuncContents &consumer, const SplitReduction &split) {
+  std::string tail = str_cat(where, " with split_k_tail(", split.tail_loop, ", ", split.tail_iterations, ")");
+  const std::vector<Dim> &dims = consumer.schedule.stages.front().dims;
+  auto dim = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == split.tail_loop; });
+  if (dim == dims.end())
+    user_error(tail, ": '", split.tail_loop, "' is no longer a loop of '", consumer.name,
+               "' (it was rescheduled after split_k_tail); name one of its block loops");
+  if (dim->kind != ForKind::GpuBlock)
+    user_error(tail, ": '", split.tail_loop, "' is ", for_kind_name(dim->kind),
+               "; its iterations become blocks of whole tiles and of slices, so it must be a block loop");
+  if (split.mode == SplitKMode::CombineKernel)
+    user_error(tail, ": in combine-kernel mode a kernel of its own adds every tile's slices, but the whole tiles "
+                     "write none; use SplitKMode::Deterministic or SplitKMode::Atomic");
+  if (consumer.schedule.persistent_blocks > 0)
+    user_error(tail, " and gpu_persistent_blocks: a block arrives at one tile's counter per launch, and a "
+                     "persistent block walks several tiles; drop one of them");
+  if (consumer.schedule.block_group_rows > 0)
+    user_error(tail, " and gpu_block_groups: the tail loop's blocks are work units of whole tiles and slices, in "
+                     "an order the groups would not keep; drop one of them");
+}
+
 void check_split(const Environment &env, const FuncContents &consumer) {
   const SplitReduction &split = consumer.schedule.split_k;
   std::string where = str_cat("in schedule for '", consumer.name, "': split_k of '", split.producer, "' over '",
@@ -75,6 +98,8 @@ void check_split(const Environment &env, const FuncContents &consumer) {
   }
   if (split.mode == SplitKMode::CombineKernel)
     check_combine_kernel(where, env, consumer, split);
+  if (split.splits_tail_only())
+    check_tail(where, consumer, split);
 }
 
 } // namespace

@@ -22,7 +22,16 @@ std::string slice_loop_name(const FuncContents &consumer) {
   return stage_prefix(consumer.name, 0) + consumer.schedule.split_k.slice_var;
 }
 
-SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice) {
+std::string slice_count_name(const FuncContents &consumer) { return slice_loop_name(consumer) + ".slices"; }
+
+Expr slice_count(const FuncContents &consumer) {
+  const SplitReduction &split = consumer.schedule.split_k;
+  if (split.splits_tail_only())
+    return Variable::make(Int(32), slice_count_name(consumer));
+  return Expr(split.slices);
+}
+
+SliceRange slice_range(const Expr &min, const Expr &extent, int step, const Expr &slices, const Expr &slice) {
   Expr chunk = simplify(ceil_div(ceil_div(extent, step), slices) * step);
   Expr start = slice * chunk;
   return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};

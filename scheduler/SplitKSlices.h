@@ -19,6 +19,12 @@ const SplitReduction *split_of(const Environment &env, const FuncContents &func,
 /// The qualified name of the slice loop: "out.s0.kz".
 std::string slice_loop_name(const FuncContents &consumer);
 
+/// The slices of this block's tile, under split_k_tail a value of the work
+/// unit (1 for a whole tile): "out.s0.kz.slices". The split's constant
+/// otherwise.
+std::string slice_count_name(const FuncContents &consumer);
+Expr slice_count(const FuncContents &consumer);
+
 /// The workspace buffers' names: "acc.partials" (the slices' partial sums)
 /// and "acc.tile_counters" (the arrivals per output tile).
 std::string partials_name(const std::string &producer);
@@ -32,7 +38,7 @@ std::string counters_name(const std::string &producer);
 struct SliceRange {
   Expr min, extent;
 };
-SliceRange slice_range(const Expr &min, const Expr &extent, int step, int slices, const Expr &slice);
+SliceRange slice_range(const Expr &min, const Expr &extent, int step, const Expr &slices, const Expr &slice);
 
 /// Whether each slice's partial sums have a part of the workspace of their
 /// own ([slices][domain]: Deterministic, CombineKernel) or all add into one

@@ -9,6 +9,7 @@
 #include "scheduler/Simplify.h"
 #include "scheduler/SplitKSlices.h"
 
+#include <optional>
 #include <set>
 
 namespace coalesce {
@@ -181,6 +182,10 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   const std::string partials = partials_name(producer.name);
   Expr slice = var(slice_loop_name(consumer));
   bool atomic = !split_keeps_slices_apart(split.mode);
+  // Under split_k_tail a whole tile (one slice) keeps its sums in its
+  // registers: no partial stores, no combine, an arrival of its own.
+  Expr count = slice_count(consumer);
+  auto when_split = [&](const Stmt &st) { return split.splits_tail_only() ? IfThenElse::make(count > 1, st) : st; };
   auto partial_index = [&](const Store *store) {
     std::vector<Expr> index;
     if (!atomic)
@@ -196,8 +201,13 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     return Store::make(partials, partial_index(store), value);
   });
   Stmt slice_produce = StartSlicesFromZero(producer.name, slice == 0).mutate(produce);
+  store_partials = when_split(store_partials);
+  // The slice loop (GPU z); under split_k_tail the slice is a value of the
+  // tail loop's work unit instead (SplitAtSite).
   auto slice_loop = [&](const std::vector<Stmt> &steps) {
     Stmt body = Allocate::make(producer.name, producer.type, memory, buffer_extents, Block::make(steps));
+    if (split.splits_tail_only())
+      return body;
     return For::make(slice_loop_name(consumer), 0, split.slices, ForKind::GpuBlock, body, 2);
   };
   // A kernel of its own combines the slices (scheduler/CombineSlicesKernel.h).
@@ -241,8 +251,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     if (split.slices > 1)
       passes.push_back(For::make(sum_loop, 1, split.slices - 1, ForKind::Serial, from_slice(var(sum_loop)), -1, {},
                                  LoopRole::SliceSum));
-    passes.push_back(consume);
-    combine = Block::make(passes);
+    combine = Block::make({when_split(Block::make(passes)), consume});
   } else {
     // Element by element: where the consumer's nest stores more than the
     // output, each of its statements runs once.
@@ -262,8 +271,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
                                     Store::make(producer.name, load->indices,
                                                 element + read_slice(store, element, var(sum_loop)))));
       }
-      steps.push_back(Store::make(store->buffer, store->indices, store->value));
-      return Block::make(steps);
+      return Block::make({when_split(Block::make(steps)), Store::make(store->buffer, store->indices, store->value)});
     });
   }
 
@@ -274,11 +282,37 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   // "out.s0.kz.last" (printed last), for the same reason: as "out.s0.last"
   // it hid a block loop of 'out' named last from the epilogue under it.
   std::string last = slice_loop_name(consumer) + ".last";
-  Stmt arrive = LetStmt::make(last, Call::make_intrinsic(Intrinsic::LastArrival, Int(32), {counter, Expr(split.slices)}),
+  Stmt arrive = LetStmt::make(last, Call::make_intrinsic(Intrinsic::LastArrival, Int(32), {counter, count}),
                               IfThenElse::make(var(last) == 1, combine));
 
   return slice_loop({slice_produce, store_partials, arrive});
 }
+
+// The tail loop's work units under split_k_tail: over [min, min + R0 + T *
+// S) instead of [min, min + R), R0 = R - T whole iterations first, then
+// each of the last T = min(tail_iterations, R) iterations S times, once
+// per slice. The loop's own index and the slice are values of the unit,
+// bound at the top of the fuse site's body (every loop down to the site is
+// a block loop, directly nested, so nothing between reads them).
+struct TailUnits {
+  std::string loop, units;
+  Expr min, whole, tail_units;
+
+  TailUnits(const For *op, const SplitReduction &split) : loop(op->name), units(op->name + "_units"), min(op->min) {
+    Expr tail = coalesce::min(Expr(split.tail_iterations), op->extent);
+    whole = simplify(op->extent - tail);
+    tail_units = simplify(tail * split.slices);
+  }
+  Expr extent() const { return simplify(whole + tail_units); }
+  // let <loop>, <slice>, <slice count> = the unit's tile, slice and count.
+  Stmt bind(const FuncContents &consumer, Stmt body) const {
+    const int slices = consumer.schedule.split_k.slices;
+    Expr unit = var(units) - min, in_tail = unit - whole, is_whole = unit < whole;
+    body = LetStmt::make(slice_count_name(consumer), select(is_whole, 1, slices), body);
+    body = LetStmt::make(slice_loop_name(consumer), select(is_whole, 0, in_tail % slices), body);
+    return LetStmt::make(loop, simplify(min + select(is_whole, unit, whole + in_tail / slices)), body);
+  }
+};
 
 // Rewrites the fuse site of the split producer: build_loop_nest left
 // `for site: allocate producer { produce; consume }` there, each slice's
@@ -286,22 +320,44 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
 class SplitAtSite : public IRMutator {
 public:
   SplitAtSite(const Environment &env, const FuncContents &producer)
-      : env_(env), producer_(producer),
-        site_(stage_prefix(producer.schedule.at_func, 0) + producer.schedule.at_var) {}
+      : env_(env), producer_(producer), site_(stage_prefix(producer.schedule.at_func, 0) + producer.schedule.at_var) {
+    const SplitReduction &split = env.output().schedule.split_k;
+    if (split.splits_tail_only())
+      tail_loop_ = stage_prefix(env.output().name, 0) + split.tail_loop;
+  }
   bool rewritten = false;
 
 private:
   using IRMutator::visit;
   Stmt visit(const For *op, const Stmt &self) override {
-    if (op->name != site_) {
+    if (op->name == tail_loop_) {
+      tail_.emplace(op, env_.output().schedule.split_k);
+      if (binds_or_reads(self, tail_->units))
+        user_error("in schedule for '", env_.output().name, "': split_k_tail names its block loop '",
+                   loop_short_name(tail_->units), "', which the schedule already uses; rename that loop");
+    }
+    Stmt result;
+    if (op->name == site_) {
+      result = rewrite_site(op);
+    } else {
       bool block = op->for_kind == ForKind::GpuBlock;
       if (block)
         block_loops_.push_back(op->name);
-      Stmt result = IRMutator::visit(op, self);
+      result = IRMutator::visit(op, self);
       if (block)
         block_loops_.pop_back();
-      return result;
     }
+    if (op->name != tail_loop_)
+      return result;
+    const auto *loop = result.as<For>();
+    COALESCE_INTERNAL_ASSERT(loop, "split_k_tail's loop '", op->name, "' was not rewritten as a loop");
+    Stmt units = For::make(tail_->units, loop->min, tail_->extent(), loop->for_kind, loop->body, loop->gpu_dim,
+                           loop->reduction_of, loop->role);
+    tail_.reset();
+    return units;
+  }
+
+  Stmt rewrite_site(const For *op) {
     const auto *allocate = op->body.as<Allocate>();
     COALESCE_INTERNAL_ASSERT(allocate && allocate->name == producer_.name, "the fuse site '", site_,
                              "' of the split '", producer_.name, "' does not allocate it first");
@@ -321,14 +377,20 @@ private:
     std::vector<std::string> blocks = block_loops_;
     blocks.push_back(op->name);
     rewritten = true;
-    return For::make(op->name, op->min, op->extent, op->for_kind,
-                     split_reduction_site(env_, producer_, allocate->memory, allocate->extents, produce, consume,
-                                          blocks),
-                     op->gpu_dim, op->reduction_of, op->role);
+    Stmt body = split_reduction_site(env_, producer_, allocate->memory, allocate->extents, produce, consume, blocks);
+    if (env_.output().schedule.split_k.splits_tail_only()) {
+      COALESCE_INTERNAL_ASSERT(tail_.has_value(), "split_k_tail's loop '", tail_loop_,
+                               "' is not around the fuse site '", site_, "'");
+      body = tail_->bind(env_.output(), body);
+    }
+    return For::make(op->name, op->min, op->extent, op->for_kind, body, op->gpu_dim, op->reduction_of, op->role);
   }
+
   const Environment &env_;
   const FuncContents &producer_;
   const std::string site_;
+  std::string tail_loop_; // qualified; empty without split_k_tail
+  std::optional<TailUnits> tail_;
   std::vector<std::string> block_loops_; // enclosing the visit, outermost first
 };
 

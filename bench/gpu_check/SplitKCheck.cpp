@@ -11,6 +11,9 @@
 //   - 67x45 at K = 1 and K = 3 with a forced 3-way split of a 32x64 tile (so
 //     that two of three slices are empty at K = 1) against the double
 //     reference: an epilogue run per slice agrees at neither;
+//   - only the last block row split (split_k_tail), deterministic and
+//     atomic, at 67x45 (K = 1, 3), 131x133x4099 and 1536x8960x1536, on the
+//     warpgroup MMA's default tile (the small one without it);
 //   - every combine mode (deterministic, atomic, combine-kernel; the two
 //     deterministic ones launched twice), and the combine kernel behind
 //     128 x 256 warpgroup tiles in 66 slices at 256x256x65536 and the
@@ -119,8 +122,10 @@ size_t not_finite(const std::vector<float> &values) {
 /// warp MMA's for tensor cores) or the warpgroup MMA's default; or a forced
 /// split count on a small tile (the K = 1 / K = 3 pair, several tiles at
 /// small shapes), or on the warpgroup MMA's largest (128 x 256, two
-/// warpgroups), which the combine kernel is for.
-enum class SplitTiling { Default, WarpgroupDefault, Small, Wide };
+/// warpgroups), which the combine kernel is for; or the warpgroup MMA's
+/// default tile (the small one without it) with only its last block row
+/// split (split_k_tail), the others whole.
+enum class SplitTiling { Default, WarpgroupDefault, Small, Wide, Tail };
 
 /// The schedule of precision p at s (`tiling`), with the combine `mode`;
 /// the forced split count `slices` for Small and Wide.
@@ -130,7 +135,7 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode m
   examples::Gemm g = examples::make_gemm(Epilogue::BiasGelu, bench::input_type(p), Float(32));
   if (p == Precision::FP32) {
     GemmTiling t = default_gemm_tiling(s.M, s.N, s.K, sm_count);
-    if (tiling == SplitTiling::Small) {
+    if (tiling == SplitTiling::Small || tiling == SplitTiling::Tail) {
       t = GemmTiling();
       t.block_m = 32;
       t.block_n = 64;
@@ -141,19 +146,26 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode m
     t.split_k_mode = mode;
     *detail = t.str();
     schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
+    if (tiling == SplitTiling::Tail) {
+      g.out.split_k_tail(Var("bi"), 1);
+      *detail += ", the last block row split, the others whole";
+    }
   } else {
-    const bool warpgroup = tiling == SplitTiling::WarpgroupDefault || tiling == SplitTiling::Wide;
+    const bool warpgroup = tiling == SplitTiling::WarpgroupDefault || tiling == SplitTiling::Wide ||
+                           (tiling == SplitTiling::Tail && target_for_current_device().has_warpgroup_mma());
     MmaTiling t = tiling == SplitTiling::Wide
                       ? default_mma_tiling(bench::mma_kind(p, warpgroup), 4096, 4096, sm_count)
                       : default_mma_tiling(bench::mma_kind(p, warpgroup), s.M, s.N, s.K, sm_count);
-    if (tiling == SplitTiling::Small) {
+    if (tiling == SplitTiling::Small || (tiling == SplitTiling::Tail && !warpgroup)) {
       t.block_m = t.block_n = 64;
       t.warp_m = t.warp_n = 32;
     } else if (tiling == SplitTiling::Wide) {
       t.tile_stores = TileStores::Direct; // the slices store f32 partial sums, not the tile
     }
-    if (tiling == SplitTiling::Small || tiling == SplitTiling::Wide)
+    if (tiling == SplitTiling::Small || tiling == SplitTiling::Wide || tiling == SplitTiling::Tail)
       t.split_k = slices;
+    if (tiling == SplitTiling::Tail)
+      t.split_k_tail_rows = 1;
     t.split_k_mode = mode;
     *detail = t.str();
     schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, t);
@@ -161,8 +173,9 @@ std::unique_ptr<Pipeline> pipeline_for(Precision p, const Shape &s, SplitKMode m
   return std::make_unique<Pipeline>(g.out);
 }
 
-std::string name_of(Precision p, SplitKMode mode) {
-  return std::string("split-K ") + reference::precision_name(p) + " " + split_k_mode_name(mode) + " (bias_gelu)";
+std::string name_of(Precision p, SplitKMode mode, SplitTiling tiling) {
+  return std::string(tiling == SplitTiling::Tail ? "split-K tail " : "split-K ") + reference::precision_name(p) + " " +
+         split_k_mode_name(mode) + " (bias_gelu)";
 }
 
 // Every precision sums exact f32 products in f32 here (the output is f32).
@@ -173,7 +186,7 @@ double tolerance(Precision) { return kTolerance; }
 void check_one(Precision p, const Shape &s, SplitKMode mode, int slices, SplitTiling tiling) {
   Outcome o;
   o.tolerance = tolerance(p);
-  std::string name = name_of(p, mode);
+  std::string name = name_of(p, mode, tiling);
   try {
     std::unique_ptr<Pipeline> pipeline = pipeline_for(p, s, mode, slices, tiling, &o.detail);
     const GpuExecutable &exe = pipeline->gpu_executable(target_for_current_device());
@@ -215,6 +228,11 @@ void check_split_k(Precision p, bool full) {
   for (const Shape &s : kSmallKShapes)
     for (SplitKMode mode : kSplitKModes)
       check_one(p, s, mode, 3, SplitTiling::Small);
+  // Only the last block row split (split_k_tail): whole tiles and slices in
+  // one grid, the K = 1 / K = 3 pair, ragged, and a last wave of slices.
+  for (const Shape &s : {kSmallKShapes[0], kSmallKShapes[1], Shape{131, 133, 4099}, Shape{1536, 8960, 1536}})
+    for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic})
+      check_one(p, s, mode, 4, SplitTiling::Tail);
   if (p == Precision::FP32 || !target_for_current_device().has_warpgroup_mma())
     return;
   // The warpgroup MMA's defaults at the five shapes, as the benchmark runs
@@ -235,6 +253,8 @@ void split_k_sanitizer_case() {
     check_one(Precision::FP32, kSanitizerShape, mode, 3, SplitTiling::Small);
     check_one(Precision::BF16, kSanitizerShape, mode, 3, SplitTiling::Small);
   }
+  for (Precision p : {Precision::FP32, Precision::BF16})
+    check_one(p, kSanitizerShape, SplitKMode::Deterministic, 3, SplitTiling::Tail);
   if (target_for_current_device().has_warpgroup_mma())
     check_one(Precision::BF16, kSanitizerShape, SplitKMode::CombineKernel, 5, SplitTiling::Wide);
 }

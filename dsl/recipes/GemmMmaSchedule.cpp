@@ -62,7 +62,10 @@ std::string MmaTiling::str() const {
       tile_stores == TileStores::ThroughShared       ? ", tiles stored through shared memory"
       : tile_stores == TileStores::SumsThroughShared ? ", sums through shared memory, the epilogue in the copy"
                                                      : "",
-      split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")") : std::string());
+      split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")") : std::string(),
+      split_k > 1 && split_k_tail_rows > 0 ? str_cat(" in the last ", split_k_tail_rows, " block row",
+                                                     split_k_tail_rows > 1 ? "s" : "", ", the others whole")
+                                           : std::string());
 }
 
 namespace {
@@ -603,6 +606,8 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   out.fuse_epilogue(acc, Var("bj"));
   if (tiling.split_k > 1)
     out.split_k(acc, k, Var("kz"), tiling.split_k, tiling.split_k_mode);
+  if (tiling.split_k > 1 && tiling.split_k_tail_rows > 0)
+    out.split_k_tail(Var("bi"), tiling.split_k_tail_rows);
   schedule_mma_sum(acc, A, B, k, tiling);
 }
 

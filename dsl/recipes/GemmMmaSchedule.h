@@ -88,6 +88,9 @@ struct MmaTiling {
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
   SplitKMode split_k_mode = SplitKMode::Deterministic;
+  /// With split_k: only the tiles of the last this many block rows are
+  /// split, the others run whole (split_k_tail); 0: every tile.
+  int split_k_tail_rows = 0;
 
   /// MMA warps per block: a warpgroup MMA's 64-row tile is 4 warps; two
   /// groups of them for ping-pong.
