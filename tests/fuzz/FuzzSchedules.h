@@ -163,6 +163,22 @@ protected:
     }
     if (chance(90))
       acc_->update().allow_reassociation();
+    maybe_split_k_tail(log);
+  }
+
+  // Only the last iterations of one of the output's loops split (any loop:
+  // a block loop, or one the rules refuse), sometimes none.
+  void maybe_split_k_tail(std::ostream &log) {
+    if (!chance(40))
+      return;
+    VarOrRVar loop = loop_of(*out_, 0);
+    int iterations = chance(10) ? 0 : 1 + pick(3);
+    log << "split_k_tail " << loop.name << ", " << iterations << "\n";
+    try {
+      out_->split_k_tail(Var(loop.name), iterations);
+    } catch (const UserError &e) {
+      log << "  refused: " << e.what() << "\n";
+    }
   }
 
   void mma_template(std::ostream &log) {
@@ -514,6 +530,7 @@ protected:
     t.tile_stores = kTileStores[recipe_pick(3)];
     t.persistent_blocks = recipe_chance(20) ? 1 + recipe_pick(4) : 0;
     t.split_k = recipe_chance(20) ? 2 + recipe_pick(2) : 1;
+    t.split_k_tail_rows = t.split_k > 1 && recipe_chance(40) ? 1 + recipe_pick(2) : 0;
     log << "recipe " << t.str() << "\n";
     schedule_gemm_mma(*out_, *acc_, *A_, *B_, *i_, *j_, *k_, t);
     has_mma_ = true;
