@@ -47,9 +47,6 @@ void check_tail(const std::string &where, const FuncContents &consumer, const Sp
   if (consumer.schedule.persistent_blocks > 0)
     user_error(tail, " and gpu_persistent_blocks: a block arrives at one tile's counter per launch, and a "
                      "persistent block walks several tiles; drop one of them");
-  if (consumer.schedule.block_group_rows > 0)
-    user_error(tail, " and gpu_block_groups: the tail loop's blocks are work units of whole tiles and slices, in "
-                     "an order the groups would not keep; drop one of them");
 }
 
 void check_split(const Environment &env, const FuncContents &consumer) {

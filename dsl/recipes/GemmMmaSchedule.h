@@ -49,9 +49,12 @@ struct MmaTiling {
   /// (default_mma_tiling's choice for warpgroup MMAs).
   bool tma = false;
   /// Whether the blocks run in groups of block_group_rows: not with a split
-  /// (its slices are a third block loop, which groups do not order) nor
-  /// with clusters (a cluster's blocks must be consecutive block rows).
-  bool groups_blocks() const { return block_group_rows > 0 && split_k <= 1 && !(uses_tma() && cluster_blocks > 1); }
+  /// of every tile (its slices are a third block loop, which groups do not
+  /// order; split_k_tail's work units are rows of the two) nor with
+  /// clusters (a cluster's blocks must be consecutive block rows).
+  bool groups_blocks() const {
+    return block_group_rows > 0 && (split_k <= 1 || split_k_tail_rows > 0) && !(uses_tma() && cluster_blocks > 1);
+  }
   bool uses_tma() const { return tma && double_buffered && stages >= 3; }
   /// With TMA copies: warps of their own issue them (ProducerWarps, 1 to
   /// 4), past the MMA warps in the block; 0: the MMA warps' first thread
