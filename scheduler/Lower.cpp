@@ -10,7 +10,6 @@
 #include "scheduler/CheckClusters.h"
 #include "scheduler/CheckGpuLimits.h"
 #include "scheduler/CheckGpuStructure.h"
-#include "scheduler/CheckGpuVerified.h"
 #include "scheduler/CheckInputReads.h"
 #include "scheduler/CheckMirroredLoops.h"
 #include "scheduler/CheckMma.h"
@@ -308,8 +307,6 @@ LoweredFunc lower_for_host(const Func &output, const ResourceBudget &budget) {
 
 GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budget) {
   auto env = std::make_shared<const Environment>(prepare(output));
-  // Features that have not passed the GPU check are refused for a GPU.
-  attributed_to("check_gpu_verified", [&] { check_gpu_verified(*env); });
   GpuNest nest;
   nest.name = output.name();
   nest.args = arguments_of(*env);

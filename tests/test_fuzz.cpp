@@ -27,10 +27,6 @@ uint64_t env_or(const char *name, uint64_t fallback) {
 TEST_CASE("fuzzed schedules end in a UserError or the right result") {
   uint64_t first = env_or("COALESCE_FUZZ_FIRST", 0), cases = env_or("COALESCE_FUZZ_CASES", 1000);
   bool verbose = env_or("COALESCE_FUZZ_VERBOSE", 0) != 0;
-  // Cases that split only their last tiles (split_k_tail) assemble too,
-  // though the library refuses them for a GPU until coalesce-gpu-check has
-  // run them (scheduler/CheckGpuVerified.h).
-  setenv("COALESCE_UNVERIFIED_GPU", "split-k-tail", 0);
   std::map<std::string, int> counts;
   for (uint64_t seed = first; seed < first + cases; ++seed) {
     std::string log;

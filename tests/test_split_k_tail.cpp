@@ -67,14 +67,6 @@ Gemm mma_tail(MmaKind kind, int slices, SplitKMode mode, int rows) {
   return g;
 }
 
-// COALESCE_UNVERIFIED_GPU=split-k-tail while it lives: the library refuses
-// split_k_tail for a GPU until coalesce-gpu-check has passed it
-// (scheduler/CheckGpuVerified.h).
-struct AllowUnverifiedTail {
-  AllowUnverifiedTail() { setenv("COALESCE_UNVERIFIED_GPU", "split-k-tail", 1); }
-  ~AllowUnverifiedTail() { unsetenv("COALESCE_UNVERIFIED_GPU"); }
-};
-
 void check_shapes(Pipeline &pipeline, const Gemm &g, Type in, const Shape *shapes, size_t count) {
   for (size_t n = 0; n < count; ++n) {
     Shape s = shapes[n];
@@ -220,18 +212,6 @@ TEST_CASE("split_k_tail's rules: after split_k, on a block loop, not with what w
   }
 }
 
-TEST_CASE("until the GPU check has run it, split_k_tail is refused for a GPU, with the way to run it anyway") {
-  Gemm g = ffma_tail(3, SplitKMode::Deterministic, "bi", 1);
-  Pipeline pipeline(g.out);
-  std::string message = user_error_of([&] { pipeline.ptx(parse_gpu_target("sm_90a")); });
-  CHECK_HAS(message, "unverified on a GPU");
-  CHECK_HAS(message, "coalesce-gpu-check --sections=split-k");
-  CHECK_HAS(message, "COALESCE_UNVERIFIED_GPU=split-k-tail");
-  // The CPU runs it (the shapes above), and split_k alone compiles for a GPU.
-  Gemm all = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Deterministic));
-  CHECK_FALSE(Pipeline(all.out).ptx(parse_gpu_target("sm_90a")).empty());
-}
-
 TEST_CASE("split_k_tail kernels assemble with ptxas: the counted arrival behind a branch on the slice count") {
   if (!ptxas_available()) {
     MESSAGE("ptxas not found: skipping");
@@ -239,7 +219,6 @@ TEST_CASE("split_k_tail kernels assemble with ptxas: the counted arrival behind 
   }
   Gemm ffma = ffma_tail(4, SplitKMode::Deterministic, "bi", 1);
   Gemm wgmma = mma_tail(MmaKind::BF16_wgmma_m64k16, 4, SplitKMode::Deterministic, 1);
-  AllowUnverifiedTail allow;
   for (Gemm *g : {&ffma, &wgmma}) {
     Pipeline pipeline(g->out);
     GpuTarget target = parse_gpu_target("sm_90a");
@@ -260,7 +239,6 @@ TEST_CASE("on a GPU, split_k_tail gives the reference's values, the same bits on
   }
   Gemm g = ffma_tail(5, SplitKMode::Deterministic, "bi", 1);
   Pipeline pipeline(g.out);
-  AllowUnverifiedTail allow;
   Shape s{70, 130, 203};
   GemmData data = make_data(s.M, s.N, s.K, 9);
   Buffer first({s.M, s.N}), second({s.M, s.N});

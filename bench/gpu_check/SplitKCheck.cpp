@@ -25,7 +25,6 @@
 #include "bench/gpu_check/SplitKCheck.h"
 
 #include "bench/common/GemmPointers.h"
-#include "bench/gpu_check/AllowUnverified.h"
 #include "bench/gpu_check/Report.h"
 #include "bench/gpu_check/SampledReference.h"
 #include "dsl/NarrowFloat.h"
@@ -185,9 +184,6 @@ double tolerance(Precision) { return kTolerance; }
 /// One shape in one mode: against the reference, and (deterministic) the
 /// same bits on a second launch.
 void check_one(Precision p, const Shape &s, SplitKMode mode, int slices, SplitTiling tiling) {
-  // This check is what lets the library compile split_k_tail for a GPU
-  // (scheduler/CheckGpuVerified.h).
-  AllowUnverified allow("split-k-tail");
   Outcome o;
   o.tolerance = tolerance(p);
   std::string name = name_of(p, mode, tiling);

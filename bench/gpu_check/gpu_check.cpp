@@ -24,7 +24,8 @@
 // SwiGluCheck.cpp.
 // Every precision: reductions split across blocks (split_k) at the five
 // split-K shapes, deterministic mode bit-reproducible across two launches,
-// and the K = 1 / K = 3 pair: SplitKCheck.cpp.
+// the K = 1 / K = 3 pair, and only the last block row split (split_k_tail):
+// SplitKCheck.cpp.
 //
 // The output is poisoned (every byte 0xFF, a NaN) before each run; then every
 // element is read back and must be finite, and the poison just past the
