@@ -377,20 +377,5 @@ TEST_CASE("split-K kernels assemble with ptxas: per-tile counters behind GPU-sco
 }
 
 TEST_CASE("on a GPU, deterministic split-K gives the same bits on every launch, and the reference's values") {
-  std::string why_not;
-  if (!gpu::gpu_available(&why_not)) {
-    MESSAGE("no GPU (", why_not, "): skipping");
-    return;
-  }
-  Gemm g = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(5, SplitKMode::Deterministic));
-  Pipeline pipeline(g.out);
-  Shape s{70, 130, 203};
-  GemmData data = make_data(s.M, s.N, s.K, 9);
-  Buffer first({s.M, s.N}), second({s.M, s.N});
-  first.poison();
-  second.poison();
-  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), first);
-  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), second);
-  CHECK(same_bits(first, second));
-  CHECK(relative_error(first, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+  check_same_bits_on_gpu(ffma_gemm(Epilogue::BiasGelu, ffma_tiling(5, SplitKMode::Deterministic)));
 }

@@ -232,20 +232,5 @@ TEST_CASE("split_k_tail kernels assemble with ptxas: the counted arrival behind 
 }
 
 TEST_CASE("on a GPU, split_k_tail gives the reference's values, the same bits on every launch") {
-  std::string why_not;
-  if (!gpu::gpu_available(&why_not)) {
-    MESSAGE("no GPU (", why_not, "): skipping");
-    return;
-  }
-  Gemm g = ffma_tail(5, SplitKMode::Deterministic, "bi", 1);
-  Pipeline pipeline(g.out);
-  Shape s{70, 130, 203};
-  GemmData data = make_data(s.M, s.N, s.K, 9);
-  Buffer first({s.M, s.N}), second({s.M, s.N});
-  first.poison();
-  second.poison();
-  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), first);
-  pipeline.realize_on_gpu(gemm_arguments(data, s.M, s.N, s.K, g.epilogue), second);
-  CHECK(same_bits(first, second));
-  CHECK(relative_error(first, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
+  check_same_bits_on_gpu(ffma_tail(5, SplitKMode::Deterministic, "bi", 1));
 }
