@@ -78,8 +78,18 @@ inline void round_to_tf32(Buffer &b) {
     v = float_to_tf32(v);
 }
 
-inline Type input_type(MmaKind kind) {
-  return kind == MmaKind::BF16_m16n8k16 ? BFloat(16) : kind == MmaKind::F16_m16n8k16 ? Float(16) : Float(32);
+// A and B as `kind` reads them (the instruction table's operand type).
+inline Type input_type(MmaKind kind) { return mma_instruction(kind).operand; }
+
+// Data for `kind` at `s`: its operand type, f32 inputs rounded to tf32 as
+// the instruction rounds them, so that the reference sees the same values.
+inline GemmData mma_data(MmaKind kind, Shape s, uint32_t seed) {
+  GemmData data = make_data(s.M, s.N, s.K, seed, input_type(kind));
+  if (mma_rounds_to_tf32(kind)) {
+    round_to_tf32(data.a);
+    round_to_tf32(data.b);
+  }
+  return data;
 }
 
 inline Gemm mma_gemm(MmaKind kind, int slices, SplitKMode mode) {

@@ -162,11 +162,7 @@ TEST_CASE("tensor-core split-K schedules (bf16, f16, tf32) match the reference a
     Pipeline pipeline(g.out);
     for (Shape s : kShapes) {
       INFO(s.M, "x", s.N, "x", s.K);
-      GemmData data = make_data(s.M, s.N, s.K, 5, input_type(c.kind));
-      if (c.kind == MmaKind::TF32_m16n8k8) {
-        round_to_tf32(data.a);
-        round_to_tf32(data.b);
-      }
+      GemmData data = mma_data(c.kind, s, 5);
       Buffer out = run(pipeline, data, s, g.epilogue);
       CHECK(relative_error(out, reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
       if (s.K == 1 || s.K == 3)

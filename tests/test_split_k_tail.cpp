@@ -42,14 +42,8 @@ Gemm ffma_tail(int slices, SplitKMode mode, const char *loop, int iterations, bo
   return g;
 }
 
-Type inputs_of(MmaKind kind) {
-  return kind == MmaKind::BF16_wgmma_m64k16  ? BFloat(16)
-         : kind == MmaKind::F16_wgmma_m64k16 ? Float(16)
-                                             : input_type(kind);
-}
-
 Gemm mma_tail(MmaKind kind, int slices, SplitKMode mode, int rows) {
-  Gemm g = make_gemm(Epilogue::BiasGelu, inputs_of(kind), Float(32));
+  Gemm g = make_gemm(Epilogue::BiasGelu, input_type(kind), Float(32));
   MmaTiling t;
   if (is_warpgroup_mma(kind)) {
     t = default_mma_tiling(kind, 64, 64, GpuTarget().sm_count());
@@ -146,11 +140,7 @@ TEST_CASE("tensor-core split_k_tail schedules (warp MMA, warpgroup MMA) match th
     Pipeline pipeline(g.out);
     for (Shape s : shapes) {
       INFO(s.M, "x", s.N, "x", s.K);
-      GemmData data = make_data(s.M, s.N, s.K, 5, inputs_of(c.kind));
-      if (c.kind == MmaKind::TF32_m16n8k8) {
-        round_to_tf32(data.a);
-        round_to_tf32(data.b);
-      }
+      GemmData data = mma_data(c.kind, s, 5);
       CHECK(relative_error(run(pipeline, data, s, g.epilogue), reference(data, s.M, s.N, s.K, g.epilogue)) < 1e-5);
     }
   }
