@@ -221,12 +221,13 @@ public:
   /// After split_k: only the tiles of the last `iterations` iterations of
   /// block loop `block_loop` are split; the others run whole, one block
   /// each, and their epilogue runs from the registers with no partial sums.
-  /// The loop's blocks become work units, its whole tiles first and then
-  /// the split tiles' slices (`slice` is then a value of the unit, not a
-  /// loop), so that the last wave, which would hold a few whole tiles and
-  /// leave most multiprocessors idle, holds many short slices instead
-  /// (stream-K's hybrid of whole tiles and split ones). Deterministic or
-  /// atomic combines; the result is the split's either way.
+  /// The loop's blocks become work units, the split tiles' slices first
+  /// and then the whole tiles (`slice` is then a value of the unit, not a
+  /// loop), so that a last wave, which would hold a few whole tiles and
+  /// leave most multiprocessors idle, becomes many short slices spread
+  /// beside the whole tiles (stream-K's hybrid of whole tiles and split
+  /// ones). Deterministic or atomic combines; the result is the split's
+  /// either way.
   Func &split_k_tail(const Var &block_loop, int iterations);
   /// Whether the statements every thread of a block runs once per tile
   /// (this output's epilogue) get a second copy without their bounds

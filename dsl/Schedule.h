@@ -299,8 +299,8 @@ inline constexpr ConsumerSchedule kConsumerSchedules[] = {ConsumerSchedule::Toge
 /// `tail_iterations` iterations of the output's block loop `tail_loop` are
 /// split; every other tile runs whole in one block, with no partial sums,
 /// and no slice loop is added: the tail loop's blocks become work units,
-/// whole tiles first, then each split tile's slices (the data-parallel and
-/// split hybrid of stream-K, for a last wave that would leave most
+/// each split tile's slices first, then the whole tiles (the data-parallel
+/// and split hybrid of stream-K, for a last wave that would leave most
 /// multiprocessors idle).
 struct SplitReduction {
   std::string producer, rvar, slice_var;

@@ -390,13 +390,19 @@ std::vector<Argument> workspace_arguments(const Environment &env) {
   // One arrival counter per block of the loops down to the fuse site.
   const FuncContents &producer = *env.find(output.schedule.split_k.producer);
   StagePlan plan = plan_stage(env, output, 0);
+  std::vector<std::string> block_loops;
   std::vector<Expr> block_extents;
   for (const Dim &dim : plan.dims) {
+    block_loops.push_back(dim.var);
     block_extents.push_back(plan.extent[dim.var]);
     if (dim.var == stage_prefix(output.name, 0) + producer.schedule.at_var)
       break;
   }
-  return split_k_workspace(env, block_extents);
+  // A tile's registers: the producer's allocation at the fuse site.
+  Expr tile_elements = 1;
+  for (const Expr &extent : plan_stage(env, producer, 0).buffer_extents)
+    tile_elements = tile_elements * extent;
+  return split_k_workspace(env, block_loops, block_extents, simplify(tile_elements));
 }
 
 } // namespace coalesce

@@ -37,16 +37,34 @@ SliceRange slice_range(const Expr &min, const Expr &extent, int step, const Expr
   return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};
 }
 
-std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents) {
+Expr partials_tiles(const FuncContents &consumer, const std::string &loop, const Expr &extent) {
+  const SplitReduction &split = consumer.schedule.split_k;
+  if (split.splits_tail_only() && loop == stage_prefix(consumer.name, 0) + split.tail_loop)
+    return simplify(coalesce::min(Expr(split.tail_iterations), extent));
+  return extent;
+}
+
+std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<std::string> &block_loops,
+                                        const std::vector<Expr> &block_extents, const Expr &tile_elements) {
   const FuncContents &output = env.output();
   const SplitReduction &split = output.schedule.split_k;
   if (!split.requested())
     return {};
   const FuncContents *producer = env.find(split.producer);
   std::vector<Expr> partial_extents;
-  if (split_keeps_slices_apart(split.mode))
+  switch (partials_layout(split.mode)) {
+  case PartialsLayout::ByElement:
+    if (split_keeps_slices_apart(split.mode))
+      partial_extents.push_back(split.slices);
+    partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
+    break;
+  case PartialsLayout::ByRegister:
+    for (size_t b = 0; b < block_loops.size(); ++b)
+      partial_extents.push_back(partials_tiles(output, block_loops[b], block_extents[b]));
     partial_extents.push_back(split.slices);
-  partial_extents.insert(partial_extents.end(), env.domain.begin(), env.domain.end());
+    partial_extents.push_back(tile_elements);
+    break;
+  }
   Argument partials{partials_name(split.producer), Argument::Kind::Buffer, producer->type, partial_extents, false, {}};
   partials.is_workspace = true;
   if (!split_counts_arrivals(split.mode))
@@ -54,6 +72,15 @@ std::vector<Argument> split_k_workspace(const Environment &env, const std::vecto
   Argument counters{counters_name(split.producer), Argument::Kind::Buffer, Int(32), block_extents, false, {}};
   counters.is_workspace = true;
   return {partials, counters};
+}
+
+PartialsLayout partials_layout(SplitKMode mode) {
+  switch (mode) {
+  case SplitKMode::Deterministic: return PartialsLayout::ByRegister;
+  case SplitKMode::Atomic:
+  case SplitKMode::CombineKernel: return PartialsLayout::ByElement;
+  }
+  return PartialsLayout::ByElement;
 }
 
 bool split_keeps_slices_apart(SplitKMode mode) {

@@ -49,11 +49,35 @@ bool split_keeps_slices_apart(SplitKMode mode);
 /// (CombineKernel).
 bool split_counts_arrivals(SplitKMode mode);
 
+/// How the workspace lays out the slices' partial sums.
+enum class PartialsLayout {
+  /// As the output: [slices][domain] (CombineKernel, whose kernel reads
+  /// them element by element) or one [domain] all slices add into (Atomic).
+  ByElement,
+  /// By tile, then slice, then the accumulator's registers with the
+  /// threads' dimensions fastest (Deterministic): [tiles...][slices][r],
+  /// r = the producer's allocation as one index. A warp's store of one
+  /// register is one contiguous run (whole 32-byte sectors, a 128-byte
+  /// line per warp for f32), the last block reads them back the same way,
+  /// every element of a tile has a place (no guard at the output's edge)
+  /// and, under split_k_tail, only the tail's tiles have one.
+  ByRegister,
+};
+PartialsLayout partials_layout(SplitKMode mode);
+
 /// The workspace arguments of a pipeline whose output splits a reduction
-/// (none otherwise): the partial sums, f32, [slices][domain] or [domain]
-/// (split_keeps_slices_apart), and where split_counts_arrivals the per-tile
-/// arrival counters, i32, one per block of the loops outside the slice
-/// loop. `block_extents` are those loops' extents, outermost first.
-std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<Expr> &block_extents);
+/// (none otherwise): the partial sums, f32, laid out as partials_layout
+/// says, and where split_counts_arrivals the per-tile arrival counters,
+/// i32, one per block of the loops outside the slice loop.
+/// `block_loops` and `block_extents` are those loops (qualified names) and
+/// their extents, outermost first; `tile_elements` the elements of the
+/// producer's allocation at the fuse site (a tile's registers).
+std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<std::string> &block_loops,
+                                        const std::vector<Expr> &block_extents, const Expr &tile_elements);
+
+/// The extent of the partial sums' tile dimension for block loop `loop`
+/// (qualified) of extent `extent`: under split_k_tail, the tail loop's
+/// last iterations only (min(tail_iterations, extent)); `extent` otherwise.
+Expr partials_tiles(const FuncContents &consumer, const std::string &loop, const Expr &extent);
 
 } // namespace coalesce

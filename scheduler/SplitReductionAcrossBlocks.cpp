@@ -169,14 +169,54 @@ bool only_stores(const Stmt &s, const std::string &buffer) {
   return buffers.empty() || (buffers.size() == 1 && *buffers.begin() == buffer);
 }
 
+// The thread loops of `s` (qualified names).
+std::set<std::string> thread_loops(const Stmt &s) {
+  class FindThreadLoops : public IRVisitor {
+  public:
+    std::set<std::string> loops;
+
+  private:
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+      if (op->for_kind == ForKind::GpuThread)
+        loops.insert(op->name);
+      IRVisitor::visit(op);
+    }
+  } find;
+  find.visit_stmt(s);
+  return find.loops;
+}
+
+// PartialsLayout::ByRegister's index of the producer's element `element`
+// (a load of its allocation, of extents `extents`) in its tile's slice:
+// the allocation's dimensions as one index, those a thread loop of the
+// consumer's nest indexes innermost, in their order (lanes fastest), the
+// others outside them, in theirs. A permutation of the allocation's own
+// order, so every element has a place of its own whatever the indices are.
+Expr register_order_index(const Load *element, const std::vector<Expr> &extents, const std::set<std::string> &threads) {
+  COALESCE_INTERNAL_ASSERT(element->indices.size() == extents.size(), "the producer '", element->buffer,
+                           "' is read with ", element->indices.size(), " indices but allocated with ", extents.size());
+  auto by_thread = [&](size_t d) {
+    const auto *v = element->indices[d].as<Variable>();
+    return v && threads.count(v->name) > 0;
+  };
+  Expr index = 0;
+  for (bool thread : {false, true})
+    for (size_t d = 0; d < extents.size(); ++d)
+      if (by_thread(d) == thread)
+        index = index * extents[d] + element->indices[d];
+  return simplify(index);
+}
+
 // The statement at the fuse site: the slice loop around the producer's
 // allocation, its `produce` (init and slice of the sum), the partial
 // stores, the arrival and the combine with the consumer's `consume` (the
 // site's original body). `block_loops` are the block loops outside the
-// site (qualified names), outermost first.
+// site (qualified names), outermost first; `partial_tile` the tile's index
+// in PartialsLayout::ByRegister's workspace, one per block loop.
 Stmt split_reduction_site(const Environment &env, const FuncContents &producer, MemoryType memory,
                           const std::vector<Expr> &buffer_extents, const Stmt &produce, const Stmt &consume,
-                          const std::vector<std::string> &block_loops) {
+                          const std::vector<std::string> &block_loops, const std::vector<Expr> &partial_tile) {
   const FuncContents &consumer = env.output();
   const SplitReduction &split = consumer.schedule.split_k;
   const std::string partials = partials_name(producer.name);
@@ -186,20 +226,35 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   // registers: no partial stores, no combine, an arrival of its own.
   Expr count = slice_count(consumer);
   auto when_split = [&](const Stmt &st) { return split.splits_tail_only() ? IfThenElse::make(count > 1, st) : st; };
-  auto partial_index = [&](const Store *store) {
+  const bool by_register = partials_layout(split.mode) == PartialsLayout::ByRegister;
+  const std::set<std::string> threads = thread_loops(consume);
+  // Where slice `s`'s partial sum of the element the output's store `store`
+  // reads (`element`, the producer's) lies.
+  auto partial_index = [&](const Store *store, const Expr &element, const Expr &s) {
     std::vector<Expr> index;
+    if (by_register) {
+      index = partial_tile;
+      index.push_back(s);
+      index.push_back(register_order_index(element.as<Load>(), buffer_extents, threads));
+      return index;
+    }
     if (!atomic)
-      index.push_back(slice);
+      index.push_back(s);
     index.insert(index.end(), store->indices.begin(), store->indices.end());
     return index;
   };
+  // The slice-by-slice combine (below) reads every element of the tile; by
+  // register, every element has a place, so every element is stored too.
+  const bool by_slice = !atomic && only_stores(consume, consumer.name);
+  Stmt unguarded = DropEdgeGuards(consumer.name, env.domain).mutate(consume);
 
   // Each slice's partial sums, where the epilogue would have stored.
-  Stmt store_partials = rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store,
-                                                                                          const Expr &element) {
-    Expr value = atomic ? Call::make_intrinsic(Intrinsic::AtomicAdd, element.type(), {element}) : element;
-    return Store::make(partials, partial_index(store), value);
-  });
+  Stmt store_partials = rewrite_output_stores(
+      by_register && by_slice ? unguarded : consume, consumer.name, producer.name,
+      [&](const Store *store, const Expr &element) {
+        Expr value = atomic ? Call::make_intrinsic(Intrinsic::AtomicAdd, element.type(), {element}) : element;
+        return Store::make(partials, partial_index(store, element, slice), value);
+      });
   Stmt slice_produce = StartSlicesFromZero(producer.name, slice == 0).mutate(produce);
   store_partials = when_split(store_partials);
   // The slice loop (GPU z); under split_k_tail the slice is a value of the
@@ -217,33 +272,35 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   // The combine, in slice order, into the producer's registers; then the
   // epilogue as the consumer wrote it.
   auto read_slice = [&](const Store *store, const Expr &element, const Expr &s) {
-    std::vector<Expr> index = {s};
-    index.insert(index.end(), store->indices.begin(), store->indices.end());
-    return Load::make(element.type(), partials, index);
+    return Load::make(element.type(), partials, partial_index(store, element, s));
   };
   // Under the slice loop's own name ("out.s0.kz.kz_sum", printed kz_sum):
   // a consumer's loop is "out.s0.<name>", so no loop the user named (kz_sum,
   // say, around this one) can be captured by it.
   const std::string sum_loop = slice_loop_name(consumer) + "." + split.slice_var + "_sum";
   Stmt combine;
-  if (!atomic && only_stores(consume, consumer.name)) {
+  if (by_slice) {
     // Slice by slice over the whole tile: every element's load of one slice
     // is in flight at once, so the combine waits for the memory once per
     // slice. Each element still sums the slices in order (the same bits).
     // Without the guards of the output's edge, which would put a branch
     // between one element's load and the next: an element of the tile past
-    // the edge reads the nearest partial sum (every index clamped into the
-    // domain) into its own register, and the epilogue, still guarded, never
-    // stores it.
-    Stmt unguarded = DropEdgeGuards(consumer.name, env.domain).mutate(consume);
+    // the edge reads its own partial sum (by register) or the nearest one
+    // (by element: every index clamped into the domain) into its own
+    // register, and the epilogue, still guarded, never stores it.
     auto from_slice = [&](const Expr &s) {
       return rewrite_output_stores(unguarded, consumer.name, producer.name, [&](const Store *store,
                                                                                 const Expr &element) {
         const auto *load = element.as<Load>();
-        std::vector<Expr> index = {s};
-        for (size_t d = 0; d < store->indices.size(); ++d)
-          index.push_back(clamp(store->indices[d], 0, env.domain[d] - 1));
-        Expr partial = Load::make(element.type(), partials, index);
+        Expr partial;
+        if (by_register) {
+          partial = read_slice(store, element, s);
+        } else {
+          std::vector<Expr> index = {s};
+          for (size_t d = 0; d < store->indices.size(); ++d)
+            index.push_back(clamp(store->indices[d], 0, env.domain[d] - 1));
+          partial = Load::make(element.type(), partials, index);
+        }
         return Store::make(producer.name, load->indices, is_const(s, 0) ? partial : element + partial);
       });
     };
@@ -261,9 +318,8 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
       std::vector<Stmt> steps;
       if (atomic) {
         // The total, then the tile zeroed again for the next launch.
-        steps.push_back(
-            Store::make(producer.name, load->indices, Load::make(element.type(), partials, store->indices)));
-        steps.push_back(Store::make(partials, store->indices, make_zero(element.type())));
+        steps.push_back(Store::make(producer.name, load->indices, read_slice(store, element, slice)));
+        steps.push_back(Store::make(partials, partial_index(store, element, slice), make_zero(element.type())));
       } else {
         steps.push_back(Store::make(producer.name, load->indices, read_slice(store, element, 0)));
         if (split.slices > 1)
@@ -288,12 +344,22 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   return slice_loop({slice_produce, store_partials, arrive});
 }
 
-// The tail loop's work units under split_k_tail: over [min, min + R0 + T *
-// S) instead of [min, min + R), R0 = R - T whole iterations first, then
-// each of the last T = min(tail_iterations, R) iterations S times, once
-// per slice. The loop's own index and the slice are values of the unit,
+// The tail loop's work units under split_k_tail: over [min, min + T * S +
+// R0) instead of [min, min + R), each of the last T = min(tail_iterations,
+// R) iterations S times first, once per slice, then the R0 = R - T whole
+// iterations. The loop's own index and the slice are values of the unit,
 // bound at the top of the fuse site's body (every loop down to the site is
 // a block loop, directly nested, so nothing between reads them).
+//
+// The slices first, not last: the GPU starts blocks roughly in order, and
+// whatever order the blocks are started in, the short units must not be
+// what holds the whole tiles back. Started last, they fill the last wave
+// only where nothing reorders the units; gpu_block_groups walks a group's
+// rows column by column, which put whole tiles of the last group between
+// them (1536 x 8960 x 1536: 4 tile times for the 3.5 the split should
+// give, docs/performance.md). Started first, they run beside the first
+// wave's whole tiles, and the whole tiles after them fill the rest of the
+// grid, in any grouping.
 struct TailUnits {
   std::string loop, units;
   Expr min, whole, tail_units;
@@ -307,10 +373,10 @@ struct TailUnits {
   // let <loop>, <slice>, <slice count> = the unit's tile, slice and count.
   Stmt bind(const FuncContents &consumer, Stmt body) const {
     const int slices = consumer.schedule.split_k.slices;
-    Expr unit = var(units) - min, in_tail = unit - whole, is_whole = unit < whole;
+    Expr unit = var(units) - min, is_whole = unit >= tail_units;
     body = LetStmt::make(slice_count_name(consumer), select(is_whole, 1, slices), body);
-    body = LetStmt::make(slice_loop_name(consumer), select(is_whole, 0, in_tail % slices), body);
-    return LetStmt::make(loop, simplify(min + select(is_whole, unit, whole + in_tail / slices)), body);
+    body = LetStmt::make(slice_loop_name(consumer), select(is_whole, 0, unit % slices), body);
+    return LetStmt::make(loop, simplify(min + select(is_whole, unit - tail_units, whole + unit / slices)), body);
   }
 };
 
@@ -377,7 +443,13 @@ private:
     std::vector<std::string> blocks = block_loops_;
     blocks.push_back(op->name);
     rewritten = true;
-    Stmt body = split_reduction_site(env_, producer_, allocate->memory, allocate->extents, produce, consume, blocks);
+    // The tile's place among the partial sums' tiles: under split_k_tail,
+    // the tail loop's iteration counted from the first split one.
+    std::vector<Expr> partial_tile;
+    for (const std::string &loop : blocks)
+      partial_tile.push_back(loop == tail_loop_ && tail_ ? simplify(var(loop) - tail_->min - tail_->whole) : var(loop));
+    Stmt body = split_reduction_site(env_, producer_, allocate->memory, allocate->extents, produce, consume, blocks,
+                                     partial_tile);
     if (env_.output().schedule.split_k.splits_tail_only()) {
       COALESCE_INTERNAL_ASSERT(tail_.has_value(), "split_k_tail's loop '", tail_loop_,
                                "' is not around the fuse site '", site_, "'");

@@ -133,7 +133,14 @@ TEST_CASE("the workspace is an argument of the lowered program, not of the calle
   for (const Argument &arg : args)
     if (arg.is_workspace)
       workspaces.push_back(arg.name + " " + std::to_string(arg.extents.size()));
-  CHECK(workspaces == std::vector<std::string>{"acc.partials 3", "acc.tile_counters 2"});
+  // Deterministic slices lie by tile (two block loops), slice, then the
+  // tile's registers.
+  CHECK(workspaces == std::vector<std::string>{"acc.partials 4", "acc.tile_counters 2"});
+  for (const Argument &arg : args)
+    if (arg.name == "acc.partials") {
+      CHECK(is_const(arg.extents.at(2), 3));
+      CHECK(arg.extents.at(3).as<IntImm>() != nullptr); // the tile's registers: a constant
+    }
   Gemm atomic = ffma_gemm(Epilogue::BiasGelu, ffma_tiling(3, SplitKMode::Atomic));
   for (const Argument &arg : lowered_arguments(atomic.out))
     if (arg.name == "acc.partials")
@@ -171,11 +178,13 @@ TEST_CASE("tensor-core split-K schedules (bf16, f16, tf32) match the reference a
   }
 }
 
-TEST_CASE("the combine reads the tile slice by slice, without the edge's guards; the epilogue keeps them") {
+TEST_CASE("the partial sums lie in the registers' order: stored and read slice by slice without the edge's guards") {
   // Element by element, each element's loads of every slice waited for the
   // memory in turn; slice by slice, a thread has one slice's loads of all
   // its elements in flight. The edge's guards would put a branch between
-  // two loads: the combine reads at clamped coordinates instead.
+  // two loads: every element of a tile has its place in the workspace
+  // (its tile, its slice, its register with the lanes fastest), so the
+  // partial sums are stored and read without them.
   Gemm g = mma_gemm(MmaKind::BF16_m16n8k16, 3, SplitKMode::Deterministic);
   const std::string nest = Pipeline(g.out).loop_nest();
   std::istringstream lines(nest);
@@ -183,22 +192,45 @@ TEST_CASE("the combine reads the tile slice by slice, without the edge's guards;
   for (std::string line; std::getline(lines, line);)
     all.push_back(line);
   auto indent = [](const std::string &line) { return line.find_first_not_of(' '); };
-  size_t slice_loop = all.size();
-  for (size_t n = 0; n < all.size(); ++n)
+  // The statement's block of lines starting at `first`.
+  auto block_of = [&](size_t first) {
+    size_t end = first + 1;
+    while (end < all.size() && indent(all[end]) > indent(all[first]))
+      ++end;
+    return end;
+  };
+  size_t slice_loop = all.size(), partial_store = all.size();
+  for (size_t n = 0; n < all.size(); ++n) {
     if (all[n].find("for kz_sum in serial(1, 2):") != std::string::npos)
       slice_loop = n;
+    if (partial_store == all.size() && all[n].find("acc.partials[") < all[n].find(" = "))
+      partial_store = n;
+  }
   REQUIRE(slice_loop < all.size());
-  // The slice loop holds the tile's thread loops and no guard.
-  size_t end = slice_loop + 1;
-  bool reads_clamped = false;
-  for (; end < all.size() && indent(all[end]) > indent(all[slice_loop]); ++end) {
-    INFO(all[end]);
-    CHECK(all[end].compare(indent(all[end]), 3, "if ") != 0);
-    reads_clamped |= all[end].find("acc.partials[kz_sum, max(min(i, M - 1), 0), max(min(j, N - 1), 0)]") !=
-                     std::string::npos;
+  REQUIRE(partial_store < all.size());
+  // The register index: the lanes (lane) fastest, the fragment's
+  // dimensions outside them.
+  CHECK(all[partial_store].find("acc.partials[bi, bj, kz, ") != std::string::npos);
+  CHECK(all[partial_store].find("*32 + lane] = acc[") != std::string::npos);
+  // No guard between the thread loops of the partial stores and the store.
+  size_t threads = partial_store;
+  while (threads > 0 && all[threads].find("gpu_thread.y") == std::string::npos)
+    --threads;
+  for (size_t n = threads; n < partial_store; ++n) {
+    INFO(all[n]);
+    CHECK(all[n].compare(indent(all[n]), 3, "if ") != 0);
+  }
+  // The slice loop holds the tile's thread loops, no guard, no clamp.
+  size_t end = block_of(slice_loop);
+  bool reads = false;
+  for (size_t n = slice_loop + 1; n < end; ++n) {
+    INFO(all[n]);
+    CHECK(all[n].compare(indent(all[n]), 3, "if ") != 0);
+    CHECK(all[n].find("max(min(") == std::string::npos);
+    reads |= all[n].find("acc.partials[bi, bj, kz_sum, ") != std::string::npos;
   }
   CHECK(all[slice_loop + 1].find("gpu_thread") != std::string::npos);
-  CHECK(reads_clamped);
+  CHECK(reads);
   // After it, the epilogue: its ragged copy stores under the edge's guards.
   std::string after;
   for (size_t n = end; n < all.size(); ++n)

@@ -146,14 +146,19 @@ TEST_CASE("tensor-core split_k_tail schedules (warp MMA, warpgroup MMA) match th
   }
 }
 
-TEST_CASE("the tail loop's blocks are work units: whole tiles, then each split tile's slices") {
+TEST_CASE("the tail loop's blocks are work units: each split tile's slices, then the whole tiles") {
   Gemm g = ffma_tail(4, SplitKMode::Deterministic, "bi", 1);
   const std::string nest = Pipeline(g.out).loop_nest();
   INFO(nest);
-  // R block rows become R - 1 whole ones and 4 slices of the last.
+  // R block rows become 4 slices of the last and the R - 1 whole ones, in
+  // that order: the units from 4 * (the split rows) on are whole.
   CHECK_HAS(nest, "for bi_units in gpu_block.y(0, ");
-  CHECK_HAS(nest, "let bi = select(");
-  CHECK_HAS(nest, "let slices = select(");
+  CHECK_HAS(nest, "let bi = select(bi_units >= min(1, ceil(M/32))*4, bi_units - min(1, ceil(M/32))*4, ");
+  CHECK_HAS(nest, "let kz = select(bi_units >= min(1, ceil(M/32))*4, 0, bi_units % 4)");
+  CHECK_HAS(nest, "let slices = select(bi_units >= min(1, ceil(M/32))*4, 1, 4)");
+  // The partial sums: the tail's tiles only (bi counted from the first
+  // split row), by register.
+  CHECK_HAS(nest, "acc.partials[bi - ceil(M/32) + min(1, ceil(M/32)), bj, kz, ");
   CHECK_HAS(nest, "last_arrival(acc.tile_counters[bi, bj], slices)");
   CHECK_HAS(nest, "if slices > 1:");
   CHECK(nest.find("gpu_block.z") == std::string::npos);
