@@ -29,8 +29,8 @@ void check_combine_kernel(const std::string &where, const Environment &env, cons
                  split.producer, "', inputs and parameters there, or use SplitKMode::Deterministic");
 }
 
-// split_k_tail: the tail loop's blocks become work units (whole tiles, then
-// slices), each arriving once at its tile's counter.
+// split_k_tail: the tail loop's blocks become work units (the split tiles' slices,
+// then whole tiles), each arriving once at its tile's counter.
 void check_tail(const std::string &where, const FuncContents &consumer, const SplitReduction &split) {
   std::string tail = str_cat(where, " with split_k_tail(", split.tail_loop, ", ", split.tail_iterations, ")");
   const std::vector<Dim> &dims = consumer.schedule.stages.front().dims;
