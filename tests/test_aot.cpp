@@ -59,6 +59,14 @@ TEST_CASE("coalesce-main and coalesce-bench --version name Coalesce's version to
     CHECK(bad.contains("coalesce-main: Unknown command line argument '--no-such-flag'"));
     CHECK_FALSE(bad.contains("coalesce-main: coalesce-main:"));
   }
+  // The benchmark's comparison variables are checked before anything runs.
+  const std::string bench = COALESCE_BINARY_DIR "/bench/coalesce-bench";
+  if (fs::exists(bench)) {
+    Result bad = run("COALESCE_BENCH_SPLIT_K_MODE=sometimes " + quote(bench) + " --shapes=4096", dir.path);
+    CHECK(bad.status == 2);
+    CHECK(bad.contains("COALESCE_BENCH_SPLIT_K_MODE='sometimes' is no combine: expected deterministic, atomic or "
+                       "combine-kernel"));
+  }
 }
 
 TEST_CASE("a bad flag or value exits non-zero, says why, and writes nothing") {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,22 @@ inline double tolerance(Precision p, Comparison c) {
 inline bool bench_tf32_truncated() {
   const char *form = std::getenv("COALESCE_BENCH_TF32");
   return form && std::string(form) == "truncated";
+}
+
+/// COALESCE_BENCH_SPLIT_K_MODE=deterministic|atomic|combine-kernel: the
+/// combine the benchmark's split tilings take, to compare (unset or empty:
+/// the library's choice). Any other value: nothing, and `error` says why.
+inline std::optional<SplitKMode> bench_split_k_mode(std::string *error = nullptr) {
+  const char *name = std::getenv("COALESCE_BENCH_SPLIT_K_MODE");
+  if (!name || !*name)
+    return std::nullopt;
+  for (SplitKMode mode : {SplitKMode::Deterministic, SplitKMode::Atomic, SplitKMode::CombineKernel})
+    if (std::string(name) == split_k_mode_name(mode))
+      return mode;
+  if (error)
+    *error = std::string("COALESCE_BENCH_SPLIT_K_MODE='") + name +
+             "' is no combine: expected deterministic, atomic or combine-kernel";
+  return std::nullopt;
 }
 
 /// The tensor-core tiling for an M x N problem: the library's shape-aware

@@ -20,7 +20,9 @@
 //                         copies where K or N is not a multiple of 8
 //                         (bench::prefers_warpgroup_mma; COALESCE_BENCH_WARP_MMA=1:
 //                         always the warp MMA); COALESCE_BENCH_TF32=truncated: tf32 on
-//                         the truncating kinds (A and B as they lie, no rounding copies)
+//                         the truncating kinds (A and B as they lie, no rounding copies);
+//                         COALESCE_BENCH_SPLIT_K_MODE=deterministic|atomic|combine-kernel:
+//                         that combine wherever the tiling splits K
 //                       with --tuning-db=PATH (or COALESCE_TUNING_DB), the tiling
 //                       the tuning database records for the problem on this GPU
 //                       (docs/tuning.md), where it has one
@@ -319,6 +321,10 @@ const CompiledKernel &compiled_kernel(Epilogue epilogue, Precision p, const Shap
     const char *no_swap = std::getenv("COALESCE_BENCH_NO_SWAP");
     if (!(no_swap && std::string(no_swap) == "1"))
       swap_ab_where_rows_are_few(*mma, s.M, s.N, s.K, sm_count);
+    // COALESCE_BENCH_SPLIT_K_MODE: the split's combine, to compare (the
+    // library's default takes the combine kernel for warpgroup tiles).
+    if (std::optional<SplitKMode> mode = bench_split_k_mode(); mode && mma->split_k > 1)
+      mma->split_k_mode = *mode;
     tiling = mma->str();
   } else {
     ffma = default_gemm_tiling(s.M, s.N, s.K, sm_count);
@@ -592,6 +598,10 @@ int main(int argc, char **argv) {
   std::vector<Precision> precisions = parse_precisions(precision_list, &precision_error);
   if (precisions.empty())
     usage_error(precision_error);
+  std::string split_mode_error;
+  bench_split_k_mode(&split_mode_error);
+  if (!split_mode_error.empty())
+    usage_error(split_mode_error);
   int rest_argc = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   benchmark::Initialize(&rest_argc, rest.data());
