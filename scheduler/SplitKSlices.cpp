@@ -37,7 +37,7 @@ SliceRange slice_range(const Expr &min, const Expr &extent, int step, const Expr
   return SliceRange{simplify(min + start), simplify(max(coalesce::min(chunk, extent - start), 0))};
 }
 
-Expr partials_tiles(const FuncContents &consumer, const std::string &loop, const Expr &extent) {
+Expr split_iterations(const FuncContents &consumer, const std::string &loop, const Expr &extent) {
   const SplitReduction &split = consumer.schedule.split_k;
   if (split.splits_tail_only() && loop == stage_prefix(consumer.name, 0) + split.tail_loop)
     return simplify(coalesce::min(Expr(split.tail_iterations), extent));
@@ -60,7 +60,7 @@ std::vector<Argument> split_k_workspace(const Environment &env, const std::vecto
     break;
   case PartialsLayout::ByRegister:
     for (size_t b = 0; b < block_loops.size(); ++b)
-      partial_extents.push_back(partials_tiles(output, block_loops[b], block_extents[b]));
+      partial_extents.push_back(split_iterations(output, block_loops[b], block_extents[b]));
     partial_extents.push_back(split.slices);
     partial_extents.push_back(tile_elements);
     break;

@@ -75,9 +75,11 @@ PartialsLayout partials_layout(SplitKMode mode);
 std::vector<Argument> split_k_workspace(const Environment &env, const std::vector<std::string> &block_loops,
                                         const std::vector<Expr> &block_extents, const Expr &tile_elements);
 
-/// The extent of the partial sums' tile dimension for block loop `loop`
-/// (qualified) of extent `extent`: under split_k_tail, the tail loop's
-/// last iterations only (min(tail_iterations, extent)); `extent` otherwise.
-Expr partials_tiles(const FuncContents &consumer, const std::string &loop, const Expr &extent);
+/// The iterations of block loop `loop` (qualified) of extent `extent`
+/// whose tiles are split: under split_k_tail, the tail loop's last
+/// min(tail_iterations, extent); every one otherwise. Both the work units
+/// (split_reduction_across_blocks) and the partial sums' tile dimension
+/// (split_k_workspace) count them so.
+Expr split_iterations(const FuncContents &consumer, const std::string &loop, const Expr &extent);
 
 } // namespace coalesce

@@ -227,7 +227,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   Expr count = slice_count(consumer);
   auto when_split = [&](const Stmt &st) { return split.splits_tail_only() ? IfThenElse::make(count > 1, st) : st; };
   const bool by_register = partials_layout(split.mode) == PartialsLayout::ByRegister;
-  const std::set<std::string> threads = thread_loops(consume);
+  const std::set<std::string> threads = by_register ? thread_loops(consume) : std::set<std::string>();
   // Where slice `s`'s partial sum of the element the output's store `store`
   // reads (`element`, the producer's) lies.
   auto partial_index = [&](const Store *store, const Expr &element, const Expr &s) {
@@ -246,7 +246,7 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
   // The slice-by-slice combine (below) reads every element of the tile; by
   // register, every element has a place, so every element is stored too.
   const bool by_slice = !atomic && only_stores(consume, consumer.name);
-  Stmt unguarded = DropEdgeGuards(consumer.name, env.domain).mutate(consume);
+  Stmt unguarded = by_slice ? DropEdgeGuards(consumer.name, env.domain).mutate(consume) : Stmt();
 
   // Each slice's partial sums, where the epilogue would have stored.
   Stmt store_partials = rewrite_output_stores(
@@ -364,10 +364,10 @@ struct TailUnits {
   std::string loop, units;
   Expr min, whole, tail_units;
 
-  TailUnits(const For *op, const SplitReduction &split) : loop(op->name), units(op->name + "_units"), min(op->min) {
-    Expr tail = coalesce::min(Expr(split.tail_iterations), op->extent);
+  TailUnits(const For *op, const FuncContents &consumer) : loop(op->name), units(op->name + "_units"), min(op->min) {
+    Expr tail = split_iterations(consumer, op->name, op->extent);
     whole = simplify(op->extent - tail);
-    tail_units = simplify(tail * split.slices);
+    tail_units = simplify(tail * consumer.schedule.split_k.slices);
   }
   Expr extent() const { return simplify(whole + tail_units); }
   // let <loop>, <slice>, <slice count> = the unit's tile, slice and count.
@@ -397,7 +397,7 @@ private:
   using IRMutator::visit;
   Stmt visit(const For *op, const Stmt &self) override {
     if (op->name == tail_loop_) {
-      tail_.emplace(op, env_.output().schedule.split_k);
+      tail_.emplace(op, env_.output());
       if (binds_or_reads(self, tail_->units))
         user_error("in schedule for '", env_.output().name, "': split_k_tail names its block loop '",
                    loop_short_name(tail_->units), "', which the schedule already uses; rename that loop");
