@@ -94,23 +94,40 @@ struct ProducerWarps {
   int registers = 0;
 };
 
+/// Whether the TMA reads an input itself or a copy of it that a kernel of
+/// its own makes first, before the output's, into a workspace whose rows are
+/// padded with zeros to 128-byte multiples (scheduler/PadTmaInputs.h).
+enum class PaddedCopy : uint8_t {
+  /// The input itself. Where its rows are not whole 16-byte multiples, the
+  /// TMA cannot describe it, and the kernel takes cp.async copies instead:
+  /// both pipelines are in the loop nest, a branch on the rows picks one.
+  Never,
+  /// The copy, on every launch: one read and one write of the input, also
+  /// where its rows need no padding. What a tf32 MMA that rounds needs (the
+  /// copy rounds, and transposes a K x N B), and the faster form where the
+  /// rows are known to be ragged (a bf16 row of 4097 elements).
+  Always,
+  /// The copy on the launches whose rows are not whole 16-byte multiples
+  /// (the copy's rows are 0 on the others, so its kernel is not launched),
+  /// the input itself elsewhere; each TMA copy picks its source by the same
+  /// test. One pipeline in the kernel instead of two: for sizes given at run
+  /// time. Not for copies that round or transpose (those are needed always).
+  WhereRowsAreRagged,
+};
+const char *padded_copy_name(PaddedCopy copy);
+
 /// `stages` slots (3 to 8) of the 128-byte swizzled tiles warpgroup MMAs
 /// read, each filled by the tensor memory accelerator (one thread's bulk
 /// copy per 64-column box) and completing on an mbarrier of its own. Where
 /// an input's rows are not whole 16-byte multiples, the TMA cannot describe
-/// it and the kernel takes cp.async copies instead (both are in the loop
-/// nest), unless `padded_copy` is set.
+/// it: `padded_copy` says what the kernel reads then.
 struct TmaCopies {
   int stages = 3;
   /// Who issues the copies: warps of their own, or (none) the MMA warps'
   /// first thread, after a barrier per step.
   std::optional<ProducerWarps> producer;
-  /// The input is first copied, by a kernel of its own before the output's,
-  /// into a workspace whose rows are padded with zeros to 16-byte multiples,
-  /// and the TMA reads that copy. For inputs whose rows the TMA cannot
-  /// describe (a bf16 row of 4097 elements); it costs one read and one write
-  /// of the input per launch, also where the rows need no padding.
-  bool padded_copy = false;
+  /// What the TMA reads (above).
+  PaddedCopy padded_copy = PaddedCopy::Never;
   /// On an output scheduled with gpu_cluster: the input's tile is the same
   /// for every block of a cluster (it does not depend on the clustered block
   /// loop), so each block copies 1 / C of its rows and the TMA writes them

@@ -48,6 +48,15 @@ std::string describe(const TileCopies &copies) {
       copies);
 }
 
+const char *padded_copy_name(PaddedCopy copy) {
+  switch (copy) {
+  case PaddedCopy::Never: return "PaddedCopy::Never";
+  case PaddedCopy::Always: return "PaddedCopy::Always";
+  case PaddedCopy::WhereRowsAreRagged: return "PaddedCopy::WhereRowsAreRagged";
+  }
+  return "?";
+}
+
 bool same_pipeline(const TileCopies &a, const TileCopies &b) {
   if (a.index() != b.index() || tile_buffers(a) != tile_buffers(b))
     return false;

@@ -3,6 +3,7 @@
 #include "codegen/Symbols.h"
 #include "dsl/Error.h"
 #include "runtime/Arguments.h"
+#include "runtime/RefuseUnverified.h"
 #include "runtime/TensorMaps.h"
 #include "scheduler/EvaluateInt.h"
 #include "scheduler/SpecializeSizes.h"
@@ -22,6 +23,7 @@ GpuExecutable::GpuExecutable(GpuProgram program, gpu::Module module, const GpuTa
 GpuExecutable::GpuExecutable(GpuProgram program, Loader load, const GpuTarget &target, Specializer specialize)
     : program_(std::move(program)), load_(std::move(load)), grid_dependencies_(target.has_grid_dependencies()),
       specialize_(std::move(specialize)) {
+  refuse_unverified_on_gpu(program_, "run it on the GPU");
   workspace_.resize(program_.args.size());
   tensor_maps_.resize(program_.kernels.size());
   for (size_t k = 0; k < program_.kernels.size(); ++k)

@@ -195,7 +195,7 @@ bool from_json(const json::Value &value, GemmCandidate &c, json::Path path) {
     else if (named)
       c.mma.tma_padded_copies = *named;
     else {
-      path.field("tma_padded_copies").report("expected \"none\", \"a\", \"b\" or \"both\"");
+      path.field("tma_padded_copies").report("expected \"none\", \"a\", \"b\", \"both\" or \"where-ragged\"");
       return false;
     }
   }

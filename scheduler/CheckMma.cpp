@@ -168,11 +168,14 @@ void check_warpgroup_staging(const Context &c, const MmaOperands &operands) {
     // through a copy that transposes it first (the rounding tf32 kind
     // copies both operands anyway: check_staging).
     const TmaCopies *tma = tma_copies(staged->copies);
-    if (tma && !tma->padded_copy && mma_staged_transposed(stage.mma.kind, operands, input))
+    if (tma && tma->padded_copy != PaddedCopy::Always && mma_staged_transposed(stage.mma.kind, operands, input))
       user_error(c.where(), mma_kind_name(stage.mma.kind), " reads '", input, "' K-major, but it is stored ",
-                 input == operands.a ? "K x M" : "K x N", " and '", input,
-                 "' is staged with TmaCopies, which copy boxes as they lie; set TmaCopies::padded_copy (a kernel of "
-                 "its own first copies '",
+                 input == operands.a ? "K x M" : "K x N", " and '", input, "' is staged with TmaCopies",
+                 tma->padded_copy == PaddedCopy::WhereRowsAreRagged
+                     ? " copied first only where its rows are ragged (PaddedCopy::WhereRowsAreRagged)"
+                     : "",
+                 ", which copy boxes as they lie; set TmaCopies::padded_copy to PaddedCopy::Always (a "
+                 "kernel of its own first copies '",
                  input, "' transposed, for the TMA to read), store it ", input == operands.a ? "M x K" : "N x K",
                  ", or use AsyncCopies");
   }

@@ -58,17 +58,22 @@ void check_stage(const Where &w, const SharedStaging &staged, const StageSchedul
   // The TMA copies a box as it lies in memory, bits unchanged; tf32's
   // operands must be rounded to tf32 and a K x N B stored transposed
   // (K-major), which the copy kernel of padded_copy does first.
-  if (mma_rounds_to_tf32(stage.mma.kind) && !tma->padded_copy)
-    w.fail("TmaCopies, but ", mma_kind_name(stage.mma.kind), " multiplies the bits it finds in shared memory, which "
+  const char *where_ragged = tma->padded_copy == PaddedCopy::WhereRowsAreRagged
+                                 ? " copied first only where its rows are ragged (PaddedCopy::WhereRowsAreRagged)"
+                                 : "";
+  if (mma_rounds_to_tf32(stage.mma.kind) && tma->padded_copy != PaddedCopy::Always)
+    w.fail("TmaCopies", where_ragged, ", but ", mma_kind_name(stage.mma.kind),
+           " multiplies the bits it finds in shared memory, which "
            "must be rounded to tf32 (and B K-major, transposed where B is stored K x N), and the TMA copies "
-           "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies '", staged.input,
-           "' rounded, a K x N B transposed, for the TMA to read), or use AsyncCopies");
+           "boxes as they lie; set TmaCopies::padded_copy to PaddedCopy::Always (a kernel of its own first copies '",
+           staged.input, "' rounded, a K x N B transposed, for the TMA to read, on every launch), or use AsyncCopies");
   auto input = env.inputs.find(staged.input);
-  if (tma->padded_copy && input != env.inputs.end() && input->second->extents.size() != 2)
-    w.fail("TmaCopies::padded_copy, whose copy kernel pads the rows of a 2-D input, but '", staged.input, "' has ",
+  if (tma->padded_copy != PaddedCopy::Never && input != env.inputs.end() && input->second->extents.size() != 2)
+    w.fail("TmaCopies with ", padded_copy_name(tma->padded_copy),
+           ", whose copy kernel pads the rows of a 2-D input, but '", staged.input, "' has ",
            input->second->extents.size(),
-           " dimensions (a batch); use TmaCopies without padded_copy (rows of whole "
-           "16-byte vectors) or AsyncCopies");
+           " dimensions (a batch); use TmaCopies with PaddedCopy::Never (rows of whole "
+           "16-byte vectors, cp.async copies elsewhere) or AsyncCopies");
   if (tma->multicast && output.schedule.cluster_blocks == 0)
     w.fail("TmaCopies::multicast, which shares its tiles between the blocks of a cluster, but '", output.name,
            "' runs no clusters; schedule gpu_cluster on it, or multicast = false");

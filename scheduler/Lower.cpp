@@ -50,6 +50,7 @@
 #include "scheduler/TensorizeMma.h"
 #include "scheduler/TmaInputs.h"
 #include "scheduler/UnrollLoops.h"
+#include "scheduler/UnverifiedFeatures.h"
 #include "scheduler/VerifyEpiloguePlacement.h"
 #include "scheduler/VerifyMmaOperands.h"
 #include "scheduler/VerifyPipelines.h"
@@ -314,6 +315,7 @@ GpuNest lower_gpu_nest_unverified(const Func &output, const ResourceBudget &budg
   nest.cluster_blocks = env->output().schedule.cluster_blocks;
   nest.serial = lower_serial(*env, budget);
   nest.cluster_loop = clustered_block_loop(nest.serial, env->output());
+  nest.unverified_on_gpu = unverified_features(*env);
   nest.unverified = std::move(env);
   return nest;
 }
@@ -383,7 +385,7 @@ std::vector<std::pair<std::string, int>> aligned_buffers_of(const Stmt &body, co
 GpuProgram finish_gpu_program(const GpuNest &nest) {
   if (nest.unverified)
     verify_serial_nest(nest.serial, *nest.unverified);
-  GpuProgram program{nest.name, nest.args, {}};
+  GpuProgram program{nest.name, nest.args, {}, nest.unverified_on_gpu};
   {
     PhaseTimer timer("lower: GPU thread fusion");
     program.kernels = fuse_gpu_thread_loops(nest.serial, nest.name);

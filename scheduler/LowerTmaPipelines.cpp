@@ -188,8 +188,8 @@ private:
       const TmaCopies &staged_tma = *tma_copies(staged.copies);
       if (staged_tma.multicast)
         tile.multicast = multicast_blocks(staged);
-      if (staged_tma.padded_copy) {
-        TmaInputCopy copy = tma_input_copy(env_, staged.input->name);
+      if (std::optional<TmaInputCopy> made = find_tma_input_copy(env_, staged.input->name)) {
+        const TmaInputCopy &copy = *made;
         // The copy is what the tile needs: stored the way the MMA reads it
         // (K-major for tf32's B), rounded where the MMA rounds.
         COALESCE_INTERNAL_ASSERT(copy.transposed == staged.swizzled_transposed() &&
@@ -197,6 +197,8 @@ private:
                                  "the TMA's copy of '", staged.input->name, "' is not laid out as its tile");
         tile.source = tma_padded_name(staged.input->name);
         tile.padded = true;
+        if (copy.only_where_ragged)
+          tile.input_value = tile.value;
         if (copy.transposed) {
           // The boxes are the copy's: rows along n, columns along k.
           std::reverse(tile.origin.begin(), tile.origin.end());

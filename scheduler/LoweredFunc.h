@@ -163,6 +163,8 @@ struct GpuNest {
   /// What lower_gpu_nest_unverified lowered `serial` from, kept for the
   /// verifiers it left out (scheduler/Lower.h); empty once they have run.
   std::shared_ptr<const Environment> unverified;
+  /// GpuProgram::unverified_on_gpu.
+  std::vector<std::string> unverified_on_gpu;
 };
 
 /// A pipeline lowered for the GPU: kernels launched in order, each taking
@@ -171,6 +173,10 @@ struct GpuProgram {
   std::string name;
   std::vector<Argument> args;
   std::vector<GpuKernel> kernels;
+  /// What the program does that no GPU has run yet, in words: the runtime
+  /// and coalesce-aot refuse it until coalesce-gpu-check has passed it on a
+  /// GPU (runtime/UnverifiedOnGpu.h). Empty: nothing.
+  std::vector<std::string> unverified_on_gpu;
 };
 
 } // namespace coalesce

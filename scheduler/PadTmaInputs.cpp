@@ -33,7 +33,9 @@ Stmt row_copy_nest(const TmaInputCopy &copy) {
   const InputContents &input = *copy.input;
   const std::string padded = tma_padded_name(input.name);
   std::vector<Expr> padded_extents = tma_copy_extents(copy);
-  const Expr &rows = input.extents[0], &columns = input.extents[1], &padded_columns = padded_extents[1];
+  // The copy's rows: the input's, or none where it is made only for
+  // ragged rows and these are not.
+  const Expr &rows = padded_extents[0], &columns = input.extents[1], &padded_columns = padded_extents[1];
   // Named "A_padded.A_row" and so on: printed as A_row, the kernel named
   // after the buffer (fuse_gpu_thread_loops).
   std::string prefix = padded + "." + input.name;
@@ -122,6 +124,8 @@ Stmt transposed_copy_nest(const TmaInputCopy &copy) {
 Stmt copy_nest(const TmaInputCopy &copy) {
   COALESCE_INTERNAL_ASSERT(copy.input->extents.size() == 2, "a TMA copy of the ", copy.input->extents.size(),
                            "-D input '", copy.input->name, "'");
+  COALESCE_INTERNAL_ASSERT(!copy.only_where_ragged || (!copy.transposed && !copy.round_to_tf32), "the copy of '",
+                           copy.input->name, "' transposes or rounds, but is made only where its rows are ragged");
   return copy.transposed ? transposed_copy_nest(copy) : row_copy_nest(copy);
 }
 

@@ -27,6 +27,11 @@
 //     barrier
 //     B_padded[n0 + y + 8e, k0 + x] = B_transpose[x][y + 8e]   where inside
 //
+// A copy made only where the input's rows are ragged
+// (PaddedCopy::WhereRowsAreRagged) has no rows where they are whole 16-byte
+// multiples, M = select(K % 8 == 0, 0, M) above: its kernel's grid is empty
+// and it is not launched, and the TMA reads the input.
+//
 // Each copy is a nest of its own before the output's, so on the GPU a
 // kernel of its own that completes before the output's starts; the host
 // runs the same statements. The padded columns hold zeros, so reading the

@@ -61,7 +61,13 @@
 // (the TMA fills it with 0), which handles ragged M, N and K. The TMA needs
 // each row of the input to start 16 bytes after the previous one's start
 // (a multiple of 16 bytes per row): the branch picks the cp.async copies
-// where it is not, and says so in the nest.
+// where it is not, and says so in the nest. An input copied first where its
+// rows are ragged (PaddedCopy::WhereRowsAreRagged) has no cp.async copies:
+// each of its boxes is copied by one of two TMA copies, from the input
+// where its rows are whole 16-byte multiples, else from the copy:
+//
+//   if <A's rows are whole 16-byte multiples>: tensor_copy A[...] -> slot
+//   else:                                      tensor_copy A_padded[...] -> slot
 
 #include "dsl/IR.h"
 
@@ -81,6 +87,11 @@ struct TmaTile {
   /// the order of its dimensions, the innermost last.
   std::string source;
   bool padded = false;
+  /// Where the copy is made only on launches whose input rows are ragged
+  /// (PaddedCopy::WhereRowsAreRagged): the input's element, which the TMA
+  /// reads instead where tma_describable holds, at the copy's coordinates
+  /// (the same, as the copy is not transposed). Empty: none.
+  std::function<Expr(const std::vector<Expr> &, const std::map<std::string, Expr> &)> input_value;
   std::string buffer;               ///< its shared tile, [S][C / W][R][W], W elements per 128 bytes
   std::vector<Expr> origin;         ///< the tile's first element (source order), at the loop's value
   std::vector<int64_t> extent;      ///< the tile's extents (source order): R, C

@@ -1,6 +1,7 @@
 #include "scheduler/TmaInputs.h"
 
 #include "dsl/Error.h"
+#include "dsl/IROperator.h"
 #include "dsl/Input.h"
 #include "scheduler/LoopNames.h"
 #include "scheduler/MmaOperands.h"
@@ -18,18 +19,24 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
     for (size_t s = 0; s < func.schedule.stages.size(); ++s) {
       const StageSchedule &stage = func.schedule.stages[s];
       for (const SharedStaging &staged : stage.staged_inputs) {
-        if (!tma_copies(staged.copies) || !tma_copies(staged.copies)->padded_copy)
+        const TmaCopies *tma = tma_copies(staged.copies);
+        if (!tma || tma->padded_copy == PaddedCopy::Never)
           continue;
         auto found = env.inputs.find(staged.input);
         COALESCE_INTERNAL_ASSERT(found != env.inputs.end(), "staged input '", staged.input,
                                  "' is no input of the pipeline");
         TmaInputCopy copy;
         copy.input = found->second.get();
+        copy.only_where_ragged = tma->padded_copy == PaddedCopy::WhereRowsAreRagged;
         // check_mma made sure the TMA feeds only warpgroup MMAs.
         if (is_warpgroup_mma(stage.mma.kind)) {
           copy.round_to_tf32 = mma_rounds_to_tf32(stage.mma.kind);
           copy.transposed = mma_staged_transposed(stage.mma.kind, mma_operands(func, s), staged.input);
         }
+        // Made only where the rows are ragged, of rows known not to be:
+        // never made (the TMA reads the input).
+        if (copy.only_where_ragged && is_const(simplify(tma_describable(*copy.input)), 1))
+          continue;
         std::string where = stage_description(func, s);
         auto [known, inserted] = copies.emplace(staged.input, copy);
         if (inserted) {
@@ -37,15 +44,18 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
           continue;
         }
         // One workspace per input: every stage must want the same copy.
-        if (known->second.transposed != copy.transposed || known->second.round_to_tf32 != copy.round_to_tf32) {
+        if (known->second.transposed != copy.transposed || known->second.round_to_tf32 != copy.round_to_tf32 ||
+            known->second.only_where_ragged != copy.only_where_ragged) {
           auto describe = [](const TmaInputCopy &c) {
-            return str_cat(c.transposed ? "transposed" : "as it lies", c.round_to_tf32 ? " and rounded to tf32" : "");
+            return str_cat(c.transposed ? "transposed" : "as it lies", c.round_to_tf32 ? " and rounded to tf32" : "",
+                           c.only_where_ragged ? " where its rows are ragged (PaddedCopy::WhereRowsAreRagged)"
+                                               : " on every launch (PaddedCopy::Always)");
           };
           user_error("in schedule for ", where, ": '", staged.input,
-                     "' is staged with TmaCopies::padded_copy, "
+                     "' is staged with a TmaCopies::padded_copy, "
                      "so it is copied once, into one workspace, for every stage that reads it; ",
                      first_stage[staged.input], " needs that copy ", describe(known->second), ", this stage ",
-                     describe(copy), ": stage it with padded_copy = false in one of them");
+                     describe(copy), ": stage them with the same copy, or with PaddedCopy::Never in one of them");
         }
       }
     }
@@ -55,10 +65,16 @@ std::vector<TmaInputCopy> tma_input_copies(const Environment &env) {
   return result;
 }
 
-TmaInputCopy tma_input_copy(const Environment &env, const std::string &input) {
+std::optional<TmaInputCopy> find_tma_input_copy(const Environment &env, const std::string &input) {
   for (const TmaInputCopy &copy : tma_input_copies(env))
     if (copy.input->name == input)
       return copy;
+  return std::nullopt;
+}
+
+TmaInputCopy tma_input_copy(const Environment &env, const std::string &input) {
+  if (std::optional<TmaInputCopy> copy = find_tma_input_copy(env, input))
+    return *copy;
   internal_error("input '", input, "' has no copy for the TMA");
 }
 
@@ -68,6 +84,10 @@ std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy) {
     std::reverse(extents.begin(), extents.end());
   int per_row = kTmaCopyRowBytes / copy.input->type.bytes();
   extents.back() = simplify((extents.back() + (per_row - 1)) / per_row * per_row);
+  // No rows where the input's own are whole 16-byte multiples: the copy is
+  // not made, and the TMA reads the input.
+  if (copy.only_where_ragged)
+    extents.front() = simplify(select(tma_describable(*copy.input), Expr(0), extents.front()));
   return extents;
 }
 

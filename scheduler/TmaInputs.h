@@ -12,6 +12,7 @@
 #include "scheduler/Environment.h"
 #include "scheduler/LoweredFunc.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,13 +25,21 @@ struct TmaInputCopy {
   bool transposed = false;
   /// Rounded to tf32: the operands of a tf32 warpgroup MMA.
   bool round_to_tf32 = false;
+  /// Made only where the input's rows are not whole 16-byte multiples
+  /// (PaddedCopy::WhereRowsAreRagged): elsewhere the copy has no rows, and
+  /// each TMA copy reads the input instead (tma_describable picks).
+  bool only_where_ragged = false;
 };
 
-/// The inputs some stage stages with TmaCopies::padded_copy, each
-/// once, in name order, with how each is copied (the same for every stage
+/// The inputs some stage stages with a TmaCopies::padded_copy that is made
+/// (find_tma_input_copy), each once, in name order, with how each is copied (the same for every stage
 /// that stages it, or a UserError).
 std::vector<TmaInputCopy> tma_input_copies(const Environment &env);
 
+/// The copy of `input`, if one is made: none for PaddedCopy::Never, nor for
+/// PaddedCopy::WhereRowsAreRagged where the input's rows are known to be
+/// whole 16-byte multiples (its extents are constants).
+std::optional<TmaInputCopy> find_tma_input_copy(const Environment &env, const std::string &input);
 /// The copy of `input` (an internal error where none is made).
 TmaInputCopy tma_input_copy(const Environment &env, const std::string &input);
 
@@ -44,7 +53,8 @@ constexpr int kTmaCopyRowBytes = 128;
 
 /// The extents of an input's copy, in the copy's own order (the input's,
 /// reversed where it is transposed), the innermost rounded up to whole
-/// kTmaCopyRowBytes.
+/// kTmaCopyRowBytes; with only_where_ragged, no rows where the input's
+/// rows are whole 16-byte multiples.
 std::vector<Expr> tma_copy_extents(const TmaInputCopy &copy);
 
 /// The workspace arguments of the copies (Argument::is_workspace: scratch

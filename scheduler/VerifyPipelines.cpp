@@ -121,7 +121,7 @@ private:
         if (!bytes)
           fail("bytes", barrier_of(call)->buffer, "its expect_tx's byte count is not a constant");
         announced.push_back({call->args[0], barrier_of(call)->buffer, *bytes, 0});
-      } else if (const auto *copy = s.as<TensorCopy>()) {
+      } else if (const TensorCopy *copy = delivered_copy(s)) {
         const auto *barrier = copy->barrier.as<Load>();
         COALESCE_INTERNAL_ASSERT(barrier, "a TMA copy's barrier is not a load of one");
         Announced *match = nullptr;
@@ -141,6 +141,26 @@ private:
         fail("bytes", a.array,
              str_cat("mbarrier_expect_tx(", to_string(a.barrier), ", ", a.expected,
                      ") announces ", a.expected, " bytes, but the TMA copies after it deliver ", a.delivered));
+  }
+
+  // The copy a statement of a block delivers: a TMA copy, or one of two
+  // that a branch picks between, the same bytes on the same barrier either
+  // way (the input or its copy, PaddedCopy::WhereRowsAreRagged).
+  const TensorCopy *delivered_copy(const Stmt &s) const {
+    if (const auto *copy = s.as<TensorCopy>())
+      return copy;
+    const auto *branch = s.as<IfThenElse>();
+    if (!branch || !branch->else_case.defined())
+      return nullptr;
+    const auto *then_copy = branch->then_case.as<TensorCopy>(), *else_copy = branch->else_case.as<TensorCopy>();
+    if (!then_copy || !else_copy)
+      return nullptr;
+    if (then_copy->bytes() != else_copy->bytes() || !equal(then_copy->barrier, else_copy->barrier))
+      fail("bytes", then_copy->barrier.as<Load>() ? then_copy->barrier.as<Load>()->buffer : std::string("?"),
+           str_cat("a branch copies ", then_copy->bytes(), " bytes of '", then_copy->input, "' on ",
+                   to_string(then_copy->barrier), " or ", else_copy->bytes(), " bytes of '", else_copy->input, "' on ",
+                   to_string(else_copy->barrier), ": one expect_tx cannot announce both"));
+    return then_copy;
   }
 
   void visit(const TensorCopy *op) override {

@@ -46,7 +46,9 @@ private:
     conjuncts(op->condition, holding_);
     visit_stmt(op->then_case);
     holding_.resize(known);
+    failing_.push_back(op->condition);
     visit_stmt(op->else_case);
+    failing_.pop_back();
   }
   void visit(const TensorCopy *op) override {
     IRVisitor::visit(op);
@@ -79,8 +81,23 @@ private:
         (padded == padded_.end() || !padded->second.round_to_tf32))
       internal_error("a TMA copy of f32 elements reads '", op->input,
                      "', which is not a copy rounded to tf32, for a tf32 MMA that rounds its operands");
-    if (padded != padded_.end())
+    if (padded != padded_.end()) {
+      // A copy made only where the input's rows are ragged has no rows
+      // elsewhere, and an all-zero tensor map.
+      Expr describable = simplify(tma_describable(*padded->second.input));
+      if (padded->second.only_where_ragged && !is_const(describable, 0)) {
+        bool checked = false;
+        for (const Expr &failed : failing_)
+          checked |= equal(failed, describable);
+        if (!checked)
+          internal_error("a TMA copy of '", op->input, "', which is made only where the rows of '",
+                         padded->second.input->name,
+                         "' are ragged, is not in the else-branch of the test that they "
+                         "are whole 16-byte multiples (",
+                         to_string(describable), ")");
+      }
       return;
+    }
     auto input = env_.inputs.find(op->input);
     if (input == env_.inputs.end())
       internal_error("a TMA copy reads '", op->input, "', which is neither an input nor a row-padded copy of one");
@@ -102,6 +119,7 @@ private:
   std::map<std::string, TmaInputCopy> padded_; // by workspace name
   std::set<std::string> read_rounded_;         // inputs a tf32 MMA that rounds reads
   std::vector<Expr> holding_; // conjuncts of the enclosing then-branches' conditions
+  std::vector<Expr> failing_; // conditions of the enclosing else-branches
 };
 
 } // namespace

@@ -5,7 +5,10 @@
 // must read a row-padded workspace (TmaCopies::padded_copy), or lie
 // in the then-branch of a condition one of whose conjuncts is the input's
 // tma_describable test. Where neither holds, the runtime would leave the
-// tensor map zeroed and the kernel would copy through it. And every TMA
+// tensor map zeroed and the kernel would copy through it. A copy of a
+// workspace made only where the input's rows are ragged
+// (PaddedCopy::WhereRowsAreRagged) lies in the else-branch of that test,
+// for the same reason: elsewhere the workspace has no rows. And every TMA
 // copy of f32 elements (tiles of a tf32 warpgroup MMA, which multiplies the
 // bits it finds) must read a workspace rounded to tf32. A multicast copy
 // (gpu_cluster) must start at the same place for every block of a

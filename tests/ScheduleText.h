@@ -35,7 +35,7 @@ inline std::string tile_copies_text(const TileCopies &copies) {
       text << "{w" << tma.producer->warps << "r" << tma.producer->registers << "}";
     else
       text << "-";
-    text << "padded" << tma.padded_copy << "multicast" << tma.multicast << "}";
+    text << "padded" << padded_copy_name(tma.padded_copy) << "multicast" << tma.multicast << "}";
   }
   text << " (" << describe(copies) << ")";
   return text.str();

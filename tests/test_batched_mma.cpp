@@ -193,7 +193,7 @@ TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming th
   p.out.fuse_epilogue(p.acc, bj);
   TmaCopies tma;
   tma.stages = 3;
-  tma.padded_copy = true;
+  tma.padded_copy = PaddedCopy::Always;
   RVar ko("ko"), kk("kk");
   p.acc.update()
       .mma(p.k, ko, kk, 64)
@@ -201,7 +201,8 @@ TEST_CASE("the TMA's padded copies of a batch's 3-D input are refused, naming th
       .stage_in_shared(p.A, ko, {}, tma)
       .stage_in_shared(p.B, ko, {}, tma);
   std::string message = coalesce::testing::user_error_of([&] { Pipeline(p.out).loop_nest(); });
-  CHECK_HAS(message, "'A' is staged with TmaCopies::padded_copy");
+  CHECK_HAS(message,
+            "'A' is staged with TmaCopies with PaddedCopy::Always, whose copy kernel pads the rows of a 2-D input");
   CHECK_HAS(message, "'A' has 3 dimensions (a batch)");
 }
 

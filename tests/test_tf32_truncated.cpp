@@ -218,7 +218,7 @@ TEST_CASE("a truncating kind's schedule that breaks a rule is rejected with the 
                 Pipeline(g.out).loop_nest();
               }),
               "tf32 (truncated) wgmma reads 'B' K-major, but it is stored K x N and 'B' is staged with TmaCopies, "
-              "which copy boxes as they lie; set TmaCopies::padded_copy");
+              "which copy boxes as they lie; set TmaCopies::padded_copy to PaddedCopy::Always");
   }
 }
 

@@ -4,14 +4,15 @@
 // copies and the pipeline as the GPU does, against the double reference at
 // ragged shapes; the nest, the kernels, their tensor maps and the rules.
 
-#include "examples/Reference.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
 #include "AssembledCleanly.h"
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
 #include "WarpgroupGemms.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/IRPrinter.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "examples/Reference.h"
+#include "runtime/RefuseUnverified.h"
 #include "scheduler/Lower.h"
 #include "scheduler/LoweredFunc.h"
 #include "scheduler/VerifyTensorCopies.h"
@@ -35,6 +36,14 @@ MmaTiling padded_tiling(int stages = 3, int producer_warps = 0) {
   MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
   t.tma_padded_copies = PaddedCopies::Both;
   t.producer_warps = producer_warps;
+  return t;
+}
+
+// The same, each input copied only on the launches where its rows are
+// ragged (the default for sizes given at run time).
+MmaTiling where_ragged_tiling(int stages = 3, int producer_warps = 0) {
+  MmaTiling t = padded_tiling(stages, producer_warps);
+  t.tma_padded_copies = PaddedCopies::WhereRagged;
   return t;
 }
 
@@ -191,7 +200,7 @@ TEST_CASE("padded copies where the TMA cannot read them, and an input named like
   Gemm g = coalesce::testing::mma_tiled(MmaKind::BF16_m16n8k16, BFloat(16), BFloat(16), 32);
   TmaCopies copies;
   copies.stages = 3;
-  copies.padded_copy = true;
+  copies.padded_copy = PaddedCopy::Always;
   RVar ko("ko"), kk("kk");
   g.acc.update().mma(g.k, ko, kk, 32).allow_reassociation().stage_in_shared(g.A, ko, {}, copies)
       .stage_in_shared(g.B, ko, {}, copies);
@@ -240,4 +249,217 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checke
   Gemm padded = coalesce::testing::bf16_scheduled(padded_tiling());
   Environment padded_env = make_environment(padded.out);
   CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), padded_env); }) == "(no error)");
+}
+
+TEST_CASE("copies made only where the rows are ragged match the double reference, ragged and whole rows alike") {
+  for (auto [stages, producers] : std::vector<std::array<int, 2>>{{3, 0}, {4, 0}, {3, 1}}) {
+    CAPTURE(stages);
+    CAPTURE(producers);
+    Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling(stages, producers));
+    Pipeline pipeline(g.out);
+    // Each of A's and B's rows whole or ragged, in turn, in one pipeline:
+    // the copy is made, then not, then made again.
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 131},
+                                                          {67, 45, 64},
+                                                          {64, 64, 64},
+                                                          {1, 1, 1},
+                                                          {130, 137, 200},
+                                                          {3, 9, 257},
+                                                          {65, 70, 8},
+                                                          {70, 80, 136}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
+  }
+  // The fused epilogue after the whole reduction (K = 1 / K = 3), rows of
+  // K ragged and not.
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
+    Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling(), e);
+    Pipeline pipeline(g.out);
+    for (int K : {1, 3, 8, 24}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, 70, 48, K, e) < 4e-3);
+    }
+  }
+  // Split along K too.
+  MmaTiling split = where_ragged_tiling();
+  split.split_k = 3;
+  Gemm g = coalesce::testing::bf16_scheduled(split);
+  Pipeline pipeline(g.out);
+  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
+    CAPTURE(K);
+    CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+  }
+}
+
+TEST_CASE("copies made only where the rows are ragged: one pipeline, each box read from the input or its copy") {
+  Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling());
+  Pipeline pipeline(g.out);
+  std::string nest = pipeline.loop_nest();
+  // The copy has no rows where A's rows are whole 16-byte multiples.
+  CHECK_HAS(nest, "for A_row in gpu_block.x(0, select(K % 8 == 0, 0, M)):");
+  CHECK_HAS(nest, "for B_row in gpu_block.x(0, select(N % 8 == 0, 0, K)):");
+  // Each box from A where its rows allow, else from the copy; no cp.async.
+  CHECK_HAS(nest, "if K % 8 == 0:\n");
+  CHECK_HAS(nest, "tensor_copy A[bi*64, 0] box 64x64 (0 outside A)");
+  CHECK_HAS(nest, "tensor_copy A_padded[bi*64, 0] box 64x64 (0 outside A_padded)");
+  CHECK_HAS(nest, "tensor_copy B[0, bj*64] box 64x64 (0 outside B)");
+  CHECK_HAS(nest, "tensor_copy B_padded[0, bj*64] box 64x64 (0 outside B_padded)");
+  CHECK(nest.find("async_load") == std::string::npos);
+  CHECK_HAS(where_ragged_tiling().str(),
+            "TMA copies, from copies of A and B with padded rows where their rows are ragged");
+
+  // The workspace has no rows either then: the launch allocates none.
+  std::vector<Argument> args = lowered_arguments(g.out);
+  auto padded = std::find_if(args.begin(), args.end(), [](const Argument &a) { return a.name == "A_padded"; });
+  REQUIRE(padded != args.end());
+  CHECK(padded->is_workspace);
+  REQUIRE(padded->extents.size() == 2);
+  CHECK(to_string(padded->extents[0]) == "select(K % 8 == 0, 0, M)");
+
+  // Three kernels; the copies' grids empty where they are not made (the
+  // runtime and the launcher launch no empty grid); the output's kernel
+  // takes a tensor map of each input and of each copy.
+  const GpuProgram &program = pipeline.gpu_program();
+  REQUIRE(program.kernels.size() == 3);
+  CHECK(to_string(program.kernels[0].grid[0]) == "select(K % 8 == 0, 0, M)");
+  std::vector<std::string> maps;
+  for (const TensorMapParam &map : program.kernels[2].tensor_maps)
+    maps.push_back(map.input);
+  std::sort(maps.begin(), maps.end());
+  CHECK(maps == std::vector<std::string>{"A", "A_padded", "B", "B_padded"});
+  if (!ptxas_available()) {
+    MESSAGE("ptxas not found: skipping the assembly");
+    return;
+  }
+  coalesce::testing::check_assembled_cleanly(pipeline.assemble(parse_gpu_target("sm_90a")), 3);
+}
+
+TEST_CASE("copies made only where the rows are ragged: none of rows fixed whole, always of rows fixed ragged") {
+  auto scheduled = [](int64_t K) {
+    Gemm g =
+        make_gemm_with_extents(Epilogue::BiasGelu, BFloat(16), BFloat(16), Expr(), Expr(), Expr(static_cast<int>(K)));
+    schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, where_ragged_tiling());
+    return g;
+  };
+  // K fixed at 64: A is read as it lies, B (rows of N) still copied where N is ragged.
+  Gemm whole = scheduled(64);
+  Pipeline whole_pipeline(whole.out);
+  std::string nest = whole_pipeline.loop_nest();
+  CHECK(nest.find("A_padded") == std::string::npos);
+  CHECK_HAS(nest, "tensor_copy A[bi*64, 0] box 64x64 (0 outside A)");
+  CHECK_HAS(nest, "for B_row in gpu_block.x(0, select(N % 8 == 0, 0, 64)):");
+  CHECK(whole_pipeline.gpu_program().kernels.size() == 2);
+  // K is the pipeline's constant, no argument.
+  auto error = [](Pipeline &pipeline, int M, int N, int K) {
+    GemmData data = make_data(M, N, K, 7, BFloat(16));
+    Arguments args = gemm_arguments(data, M, N, K, Epilogue::BiasGelu);
+    args.erase("K");
+    Buffer out({M, N}, BFloat(16));
+    out.poison();
+    pipeline.realize_on_cpu(args, out);
+    Buffer wide({M, N});
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        wide(i, j) = out.at(i, j);
+    return relative_error(wide, reference(data, M, N, K, Epilogue::BiasGelu));
+  };
+  CHECK(error(whole_pipeline, 70, 45, 64) < 4e-3);
+  CHECK(error(whole_pipeline, 70, 48, 64) < 4e-3);
+  // K fixed at 67: A is always copied, and read only from its copy.
+  Gemm ragged = scheduled(67);
+  Pipeline ragged_pipeline(ragged.out);
+  nest = ragged_pipeline.loop_nest();
+  CHECK_HAS(nest, "for A_row in gpu_block.x(0, M):");
+  CHECK(nest.find("tensor_copy A[") == std::string::npos);
+  CHECK(error(ragged_pipeline, 70, 45, 67) < 4e-3);
+}
+
+TEST_CASE("copies made only where the rows are ragged, where every launch needs the copy, are rejected") {
+  using coalesce::testing::user_error_of;
+  // tf32's copies round (and transpose B): needed on every launch.
+  {
+    TmaCopies copies;
+    copies.stages = 3;
+    copies.padded_copy = PaddedCopy::WhereRowsAreRagged;
+    RVar ko("ko"), kk("kk");
+    Gemm h = coalesce::testing::mma_tiled(MmaKind::TF32_wgmma_m64k8, Float(32), Float(32));
+    h.acc.update()
+        .mma(h.k, ko, kk, 32)
+        .allow_reassociation()
+        .stage_in_shared(h.A, ko, {}, copies)
+        .stage_in_shared(h.B, ko, {}, copies);
+    std::string message = user_error_of([&] { Pipeline(h.out).loop_nest(); });
+    CHECK_HAS(message,
+              "'A' is staged with TmaCopies copied first only where its rows are ragged "
+              "(PaddedCopy::WhereRowsAreRagged), but tf32 wgmma multiplies the bits it finds in shared memory");
+    CHECK_HAS(message, "set TmaCopies::padded_copy to PaddedCopy::Always");
+  }
+  // The truncating kind reads a K x N B K-major: only a transposing copy,
+  // made on every launch, gives it that.
+  {
+    TmaCopies copies;
+    copies.stages = 3;
+    copies.padded_copy = PaddedCopy::WhereRowsAreRagged;
+    RVar ko("ko"), kk("kk");
+    Gemm h = coalesce::testing::mma_tiled(MmaKind::TF32Truncated_wgmma_m64k8, Float(32), Float(32));
+    h.acc.update()
+        .mma(h.k, ko, kk, 32)
+        .allow_reassociation()
+        .stage_in_shared(h.A, ko, {}, copies)
+        .stage_in_shared(h.B, ko, {}, copies);
+    std::string message = user_error_of([&] { Pipeline(h.out).loop_nest(); });
+    CHECK_HAS(message, "reads 'B' K-major, but it is stored K x N and 'B' is staged with TmaCopies copied first "
+                       "only where its rows are ragged (PaddedCopy::WhereRowsAreRagged), which copy boxes as they lie");
+  }
+}
+
+TEST_CASE("the verifier refuses a TMA copy of a copy made only where the rows are ragged outside their test's else") {
+  auto copy_of = [](const std::string &input) {
+    Expr slot = Load::make(BFloat(16), "A_shared", {Expr(0)});
+    Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
+    return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
+  };
+  using coalesce::testing::internal_error_of;
+  Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling());
+  Environment env = make_environment(g.out);
+  Expr k_rows = Variable::make(Int(32), "K") % 8 == 0, n_rows = Variable::make(Int(32), "N") % 8 == 0;
+  // Where A's rows are whole the copy has none (and a zeroed tensor map).
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), env); }),
+            "a TMA copy of 'A_padded', which is made only where the rows of 'A' are ragged, is not in the "
+            "else-branch of the test that they are whole 16-byte multiples (K % 8 == 0)");
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(IfThenElse::make(k_rows, copy_of("A_padded")), env); }),
+            "is not in the else-branch");
+  CHECK_HAS(internal_error_of([&] {
+              verify_tensor_copies(IfThenElse::make(n_rows, Evaluate::make(Expr(0)), copy_of("A_padded")), env);
+            }),
+            "is not in the else-branch");
+  CHECK(internal_error_of([&] {
+          verify_tensor_copies(IfThenElse::make(k_rows, copy_of("A"), copy_of("A_padded")), env);
+        }) == "(no error)");
+  // The input itself, still only under its test.
+  CHECK_HAS(internal_error_of([&] { verify_tensor_copies(IfThenElse::make(n_rows, copy_of("A")), env); }),
+            "a TMA copy of 'A' is not under the test");
+}
+
+TEST_CASE("copies made only where the rows are ragged are refused on the GPU until a GPU has checked them") {
+  Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling());
+  Pipeline pipeline(g.out);
+  const GpuProgram &program = pipeline.gpu_program();
+  REQUIRE(program.unverified_on_gpu.size() == 1);
+  CHECK_HAS(program.unverified_on_gpu[0], "PaddedCopy::WhereRowsAreRagged");
+  unsetenv("COALESCE_ALLOW_UNVERIFIED");
+  CHECK_HAS(coalesce::testing::user_error_of([&] { refuse_unverified_on_gpu(program, "run it on the GPU"); }),
+            "cannot run it on the GPU for 'out': it uses the TMA's copy of 'A' made only on launches whose rows are "
+            "ragged (PaddedCopy::WhereRowsAreRagged, MmaTiling's PaddedCopies::WhereRagged; coalesce-gpu-check "
+            "--sections=mma checks it), which has not run on a GPU yet and stays refused until coalesce-gpu-check "
+            "passes it there");
+  setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
+  CHECK_NOTHROW(refuse_unverified_on_gpu(program, "run it on the GPU"));
+  unsetenv("COALESCE_ALLOW_UNVERIFIED");
+  // The copies made always have run on GPUs.
+  Gemm always = coalesce::testing::bf16_scheduled(padded_tiling());
+  CHECK(Pipeline(always.out).gpu_program().unverified_on_gpu.empty());
 }

@@ -159,7 +159,7 @@ TEST_CASE(
   CHECK(load_with("\"a\"").records()[0].schedule.mma.tma_padded_copies == PaddedCopies::A);
   std::string message = error_of([&] { load_with("\"some\""); });
   CHECK(message.find("tma_padded_copies") != std::string::npos);
-  CHECK(message.find("expected \"none\", \"a\", \"b\" or \"both\"") != std::string::npos);
+  CHECK(message.find("expected \"none\", \"a\", \"b\", \"both\" or \"where-ragged\"") != std::string::npos);
 }
 
 TEST_CASE("merging replaces the same problem's entry and keeps every other") {

@@ -55,7 +55,16 @@ std::vector<MmaTiling> pipelines() {
   across.persistent_blocks = 3;
   MmaTiling cluster = warp;
   cluster.cluster_blocks = 2;
-  return {first, warp, group, across, cluster};
+  // Each box from the input or its copy, picked per launch.
+  MmaTiling where_ragged = first;
+  where_ragged.tma_padded_copies = PaddedCopies::WhereRagged;
+  return {first, warp, group, across, cluster, where_ragged};
+}
+
+// A TMA copy, or a branch between two (PaddedCopy::WhereRowsAreRagged).
+bool copies(const Stmt &s) {
+  const auto *branch = s.as<IfThenElse>();
+  return s.as<TensorCopy>() || (branch && branch->then_case.as<TensorCopy>());
 }
 
 std::string verifier_error(const Stmt &s) {
@@ -113,7 +122,7 @@ TEST_CASE("the bytes rule: an expect_tx announces what its copies deliver, and e
         std::vector<Stmt> kept;
         bool dropped = false;
         for (const Stmt &s : op->stmts) {
-          if (!dropped && s.as<TensorCopy>()) {
+          if (!dropped && copies(s)) {
             dropped = true;
             continue;
           }
@@ -125,6 +134,30 @@ TEST_CASE("the bytes rule: an expect_tx announces what its copies deliver, and e
     CHECK_HAS(verifier_error(drop.mutate(nest)), "breaks the 'bytes' rule");
     Stmt unannounced = rewrite_calls(nest, Intrinsic::MbarrierExpectTx, [](const Call *) { return Stmt(); });
     CHECK_HAS(verifier_error(unannounced), "but no mbarrier_expect_tx before it in its block announces its bytes");
+    // A branch between the input and its copy whose copy delivers half the
+    // rows: one expect_tx cannot announce both.
+    class HalveElseCopy : public IRMutator {
+    public:
+      bool halved = false;
+
+    private:
+      using IRMutator::visit;
+      Stmt visit(const IfThenElse *op, const Stmt &self) override {
+        const auto *copy = op->else_case.defined() ? op->else_case.as<TensorCopy>() : nullptr;
+        if (!copy || !op->then_case.as<TensorCopy>())
+          return IRMutator::visit(op, self);
+        halved = true;
+        std::vector<int> box = copy->box;
+        box[box.size() - 2] /= 2;
+        return IfThenElse::make(op->condition, op->then_case,
+                                TensorCopy::make(copy->input, copy->origin, box, copy->destination, copy->barrier,
+                                                 copy->copy, copy->multicast));
+      }
+    } halve;
+    Stmt halved = halve.mutate(nest);
+    if (halve.halved)
+      CHECK_HAS(verifier_error(halved), "one expect_tx cannot announce both");
+    CHECK(halve.halved == (t.tma_padded_copies == PaddedCopies::WhereRagged));
   }
 }
 

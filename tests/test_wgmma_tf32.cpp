@@ -275,8 +275,8 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
               }),
               "'A' is staged with TmaCopies, but tf32 wgmma multiplies the bits it finds in shared memory, which "
               "must be rounded to tf32 (and B K-major, transposed where B is stored K x N), and the TMA copies "
-              "boxes as they lie; set TmaCopies::padded_copy (a kernel of its own first copies 'A' rounded, a K x N "
-              "B transposed, for the TMA to read), or use AsyncCopies");
+              "boxes as they lie; set TmaCopies::padded_copy to PaddedCopy::Always (a kernel of its own first "
+              "copies 'A' rounded, a K x N B transposed, for the TMA to read, on every launch), or use AsyncCopies");
   }
   SUBCASE("the padded copy for one input only") {
     // padded_copy is TmaCopies' own (the padded copy without the TMA
@@ -284,9 +284,9 @@ TEST_CASE("a tf32 warpgroup MMA schedule that breaks a rule is rejected with the
     Gemm g = warpgroup_tiled();
     TmaCopies copied;
     copied.stages = 3;
-    copied.padded_copy = true;
+    copied.padded_copy = PaddedCopy::Always;
     TmaCopies as_it_lies = copied;
-    as_it_lies.padded_copy = false;
+    as_it_lies.padded_copy = PaddedCopy::Never;
     CHECK_HAS(refused(g, {}, {}, 32, copied, as_it_lies),
               "'B' is staged with TmaCopies, but tf32 wgmma multiplies the bits it finds in shared memory");
   }

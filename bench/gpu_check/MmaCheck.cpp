@@ -75,9 +75,10 @@ std::string name_of(Precision p, bool warpgroup = false, bool tma = false, int p
                                            : "mma") +
          (tma && producer_warps && producer_registers ? "+registers" : "") + (persistent ? "+persistent" : "") +
          (tma && clustered ? "+multicast" : "") +
-         (!tma || padded == PaddedCopies::None ? " "
-          : padded == PaddedCopies::Both       ? "+padded "
-                                               : str_cat("+padded-", padded_copies_name(padded), " ")) +
+         (!tma || padded == PaddedCopies::None  ? " "
+          : padded == PaddedCopies::WhereRagged ? "+padded-where-ragged "
+          : padded == PaddedCopies::Both        ? "+padded "
+                                                : str_cat("+padded-", padded_copies_name(padded), " ")) +
          reference::precision_name(p) + " (bias_gelu)";
 }
 
@@ -569,6 +570,27 @@ void check_mma(Precision p, bool full) {
         for (const Shape &s : kSmallKShapes)
           check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &single);
       }
+      // Each copied only on the launches whose rows of it are ragged, the
+      // input itself read elsewhere: one kernel for every shape (the copies'
+      // kernels not launched where their grids are empty), rows ragged and
+      // whole in turn, with a producer warp, split, and against cuBLAS.
+      if (p != Precision::TF32) { // tf32's copies round: always made
+        MmaTiling ragged = padded;
+        ragged.tma_padded_copies = PaddedCopies::WhereRagged;
+        for (const Shape &s : kDoubleShapes)
+          check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &ragged);
+        for (const Shape &s : kSmallKShapes)
+          check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &ragged);
+        for (const Shape &s : {kTmaShapes.front(), kTmaShapes.back(), kSanitizerShape})
+          check_shape(kernels, p, s, all_or_sampled_rows(s), false, true, &ragged);
+        large(kCublasShapes.front(), &ragged);
+        MmaTiling ragged_producer = ragged;
+        ragged_producer.producer_warps = 1;
+        check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &ragged_producer);
+        MmaTiling ragged_split = split;
+        ragged_split.tma_padded_copies = PaddedCopies::WhereRagged;
+        check_shape(kernels, p, kSanitizerShape, all_or_sampled_rows(kSanitizerShape), false, true, &ragged_split);
+      }
     }
   }
 }
@@ -607,6 +629,8 @@ void mma_sanitizer_case() {
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::Both);
     // B alone copied; A's rows (67 elements) ragged: the in-kernel cp.async copies.
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::B);
+    // Copies made only where the rows are ragged: A's (67) are, B's are not.
+    mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::WhereRagged);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/4, /*padded=*/PaddedCopies::None,
                        /*producer_registers=*/40);
     mma_sanitizer_case(true, true, Precision::BF16, /*producer_warps=*/0, /*padded=*/PaddedCopies::None,

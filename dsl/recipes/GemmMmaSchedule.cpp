@@ -17,6 +17,7 @@ const char *padded_copies_name(PaddedCopies copies) {
   case PaddedCopies::A: return "a";
   case PaddedCopies::B: return "b";
   case PaddedCopies::Both: return "both";
+  case PaddedCopies::WhereRagged: return "where-ragged";
   }
   return "?";
 }
@@ -27,6 +28,7 @@ bool copies_operand(PaddedCopies copies, bool b) {
   case PaddedCopies::A: return !b;
   case PaddedCopies::B: return b;
   case PaddedCopies::Both: return true;
+  case PaddedCopies::WhereRagged: return false;
   }
   return false;
 }
@@ -54,8 +56,10 @@ std::string MmaTiling::str() const {
       !uses_tma() || tma_padded_copies == PaddedCopies::None ? ""
       : mma_rounds_to_tf32(kind)                             ? ", from copies of A and B rounded to tf32, B transposed"
       : tma_padded_copies == PaddedCopies::Both              ? ", from copies of A and B with padded rows"
-      : tma_padded_copies == PaddedCopies::A                 ? ", from a copy of A with padded rows"
-                                                             : ", from a copy of B with padded rows",
+      : tma_padded_copies == PaddedCopies::WhereRagged
+          ? ", from copies of A and B with padded rows where their rows are ragged"
+      : tma_padded_copies == PaddedCopies::A ? ", from a copy of A with padded rows"
+                                             : ", from a copy of B with padded rows",
       uses_tma() && tma_padded_copies == PaddedCopies::None && mma_truncates_to_tf32(kind)
           ? ", A and B as they lie (a B stored K x N from a transposed copy)"
           : "",
@@ -549,12 +553,15 @@ bool rows_along_k(const Func &acc, const Input &input, const RDom &k) {
   return find.found;
 }
 
-// Whether the TMA reads `input` through a copy made first: where the tiling
-// asks for copies (tma_padded_copies), and for the truncating tf32 kind,
-// which reads both operands K-major and has no rounding copy, where the
-// input's rows run along k (a copy transposes it).
-bool padded_copy_of(const Func &acc, const Input &input, const RDom &k, const MmaTiling &t, bool b) {
-  return copies_operand(t.tma_padded_copies, b) || (mma_truncates_to_tf32(t.kind) && rows_along_k(acc, input, k));
+// Whether the TMA reads `input` through a copy made first: on every launch
+// where the tiling asks for copies (tma_padded_copies), and for the
+// truncating tf32 kind, which reads both operands K-major and has no
+// rounding copy, where the input's rows run along k (a copy transposes it);
+// where its rows are ragged only, as the tiling may ask.
+PaddedCopy padded_copy_of(const Func &acc, const Input &input, const RDom &k, const MmaTiling &t, bool b) {
+  if (copies_operand(t.tma_padded_copies, b) || (mma_truncates_to_tf32(t.kind) && rows_along_k(acc, input, k)))
+    return PaddedCopy::Always;
+  return t.tma_padded_copies == PaddedCopies::WhereRagged ? PaddedCopy::WhereRowsAreRagged : PaddedCopy::Never;
 }
 
 // acc's reduction on the instruction, A and B staged for it.
@@ -597,10 +604,16 @@ void schedule_gemm_mma(Func out, Func acc, const Input &A, const Input &B, const
   // for them (tf32, rows that are not whole 16-byte vectors) takes the
   // cp.async copies.
   MmaTiling tiling = t;
-  if (!gemm_batch_vars(out, i, "schedule_gemm_mma").empty() && tiling.uses_tma() &&
-      (padded_copy_of(acc, A, k, tiling, false) || padded_copy_of(acc, B, k, tiling, true))) {
-    tiling.tma = false;
-    tiling.tma_padded_copies = PaddedCopies::None;
+  // One copied only where its rows are ragged is read as it lies (the
+  // kernel takes cp.async copies where it cannot be).
+  if (!gemm_batch_vars(out, i, "schedule_gemm_mma").empty() && tiling.uses_tma()) {
+    if (tiling.tma_padded_copies == PaddedCopies::WhereRagged)
+      tiling.tma_padded_copies = PaddedCopies::None;
+    if (padded_copy_of(acc, A, k, tiling, false) == PaddedCopy::Always ||
+        padded_copy_of(acc, B, k, tiling, true) == PaddedCopy::Always) {
+      tiling.tma = false;
+      tiling.tma_padded_copies = PaddedCopies::None;
+    }
   }
   schedule_output_tile(out, i, j, tiling);
   out.fuse_epilogue(acc, Var("bj"));

@@ -12,13 +12,17 @@
 namespace coalesce {
 
 /// Which inputs of a tensor-core GEMM the TMA reads through a copy made
-/// first (MmaTiling::tma_padded_copies): none, A, B, or both.
-enum class PaddedCopies { None, A, B, Both };
+/// first (MmaTiling::tma_padded_copies): none, A, B, or both on every
+/// launch (PaddedCopy::Always); or each of A and B on the launches where
+/// its rows are not whole 16-byte multiples, the input itself elsewhere
+/// (PaddedCopy::WhereRowsAreRagged: for sizes given at run time, one
+/// pipeline in the kernel instead of the TMA's and the cp.async copies').
+enum class PaddedCopies { None, A, B, Both, WhereRagged };
 inline constexpr PaddedCopies kPaddedCopies[] = {PaddedCopies::None, PaddedCopies::A, PaddedCopies::B,
-                                                 PaddedCopies::Both};
-/// "none", "a", "b", "both".
+                                                 PaddedCopies::Both, PaddedCopies::WhereRagged};
+/// "none", "a", "b", "both", "where-ragged".
 const char *padded_copies_name(PaddedCopies copies);
-/// Whether `copies` copy A (`b` false) or B (`b` true).
+/// Whether `copies` copy A (`b` false) or B (`b` true) on every launch.
 bool copies_operand(PaddedCopies copies, bool b);
 
 /// The knobs of the tensor-core GEMM schedule.

@@ -4,6 +4,7 @@
 #include "codegen/PtxAssembler.h"
 #include "dsl/Error.h"
 #include "runtime/Pipeline.h"
+#include "runtime/RefuseUnverified.h"
 #include "runtime/StageTexts.h"
 #include "runtime/aot/LauncherSource.h"
 
@@ -133,6 +134,7 @@ std::vector<EmittedFile> compile_generator(Generator &generator, const AotReques
     spec.command_line = request.command_line;
     spec.target = request.target;
     spec.program = named_after_launcher(pipeline.gpu_program(), request.name);
+    refuse_unverified_on_gpu(spec.program, "write PTX or a launcher");
     spec.ptx = compile_to_ptx(spec.program, request.target);
     // A program with warpgroup MMAs is assembled here even without --cubin
     // (where ptxas is found): ptxas reports the kernels it serializes only

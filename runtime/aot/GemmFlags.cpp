@@ -196,7 +196,11 @@ MmaTiling GemmFlags::with_knob_flags(MmaTiling tiling) const {
     user_error("--tma-padded-copies=false with --dtype=tf32 and the TMA's copies: the tf32 warpgroup MMA reads "
                "A and B rounded to tf32 and B transposed, which only the copies make; leave the flag out, or "
                "use --tma=false (every thread's cp.async copies)");
-  tiling.tma_padded_copies = tma_padded_copies ? PaddedCopies::Both : PaddedCopies::None;
+  // Left out: the tiling's (for sizes given at run time, the copies made on
+  // the launches whose rows are ragged; use_tma_copies_where_needed below
+  // for sizes given here).
+  if (tma_padded_copies.is_set())
+    tiling.tma_padded_copies = tma_padded_copies ? PaddedCopies::Both : PaddedCopies::None;
   if (cluster_blocks > 0 && (cluster_blocks == 1 || !tiling.uses_tma()))
     user_error("--cluster-blocks=", static_cast<int>(cluster_blocks), ": clusters share the TMA's copies of B, ",
                cluster_blocks == 1

@@ -314,9 +314,11 @@ public:
       this, "tma-padded-copies", false,
       "with the TMA's copies: copy A and B first (a kernel each) into workspaces whose rows are padded to 128-byte "
       "multiples (for tf32 also rounded to tf32, B transposed), and let the TMA read those; on by itself for tf32 "
-      "and where --N or --K is given and its rows are not whole 16 bytes (sizes given at run time otherwise take "
-      "the cp.async copies where rows are ragged); for one of them alone where --M, --N and --K are given, its "
-      "rows split the L2's 32-byte sectors and at least 16 tiles read it"};
+      "and where --N or --K is given and its rows are not whole 16 bytes; for one of them alone where --M, --N "
+      "and --K are given, its rows split the L2's 32-byte sectors and at least 16 tiles read it. Left out, sizes "
+      "given at run time copy an input on the launches whose rows of it are not whole 16 bytes, and the TMA reads "
+      "it as it lies on the others; =false: every thread's cp.async copies, in the kernel beside the TMA's, take "
+      "those launches instead"};
   GeneratorParam<std::string> warp_layout{this, "warp-layout", "",
                                           "f32: each warp covers RxC of the block's threads (R * C = 32, e.g. "
                                           "4x8); empty: row order (gpu_threads)"};

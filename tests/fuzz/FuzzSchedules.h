@@ -101,7 +101,7 @@ protected:
     if (const TmaCopies *tma = tma_copies(c)) {
       if (tma->producer)
         text << ", producer warps " << tma->producer->warps << " registers " << tma->producer->registers;
-      text << ", padded_copy " << tma->padded_copy << ", multicast " << tma->multicast;
+      text << ", padded_copy " << padded_copy_name(tma->padded_copy) << ", multicast " << tma->multicast;
     }
     return text.str();
   }
@@ -272,9 +272,11 @@ protected:
           p.registers = one_of(std::vector<int>{40, 232, 44, 300});
         tma.producer = p;
       }
-      // tf32 takes the TMA only through the padded copy; a multicast
-      // without gpu_cluster is refused.
-      tma.padded_copy = chance(20);
+      // tf32 takes the TMA only through the padded copy made always; a
+      // multicast without gpu_cluster is refused.
+      tma.padded_copy = chance(20)   ? PaddedCopy::Always
+                        : chance(20) ? PaddedCopy::WhereRowsAreRagged
+                                     : PaddedCopy::Never;
       tma.multicast = chance(3);
       c = tma;
     } else if (!double_buffered) {
