@@ -31,21 +31,20 @@ namespace {
 
 constexpr MmaKind kKind = MmaKind::BF16_wgmma_m64k16;
 
-// One warpgroup on a 64 x 64 tile, copied by the TMA from padded copies.
-MmaTiling padded_tiling(int stages = 3, int producer_warps = 0) {
+// One warpgroup on a 64 x 64 tile, copied by the TMA from padded copies:
+// made on every launch (Both), or only on the launches where an input's
+// rows are ragged (WhereRagged).
+MmaTiling padded_tiling(int stages = 3, int producer_warps = 0, PaddedCopies copies = PaddedCopies::Both) {
   MmaTiling t = coalesce::testing::one_tile_tma_tiling(kKind, stages);
-  t.tma_padded_copies = PaddedCopies::Both;
+  t.tma_padded_copies = copies;
   t.producer_warps = producer_warps;
   return t;
 }
 
-// The same, each input copied only on the launches where its rows are
-// ragged (the default for sizes given at run time).
-MmaTiling where_ragged_tiling(int stages = 3, int producer_warps = 0) {
-  MmaTiling t = padded_tiling(stages, producer_warps);
-  t.tma_padded_copies = PaddedCopies::WhereRagged;
-  return t;
-}
+MmaTiling where_ragged_tiling() { return padded_tiling(3, 0, PaddedCopies::WhereRagged); }
+
+// Both forms of the copies: every numerical test runs each.
+constexpr PaddedCopies kForms[] = {PaddedCopies::Both, PaddedCopies::WhereRagged};
 
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 7);
@@ -54,16 +53,25 @@ double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue
 } // namespace
 
 TEST_CASE("GEMMs + bias + GELU through row-padded copies match the double reference, ragged shapes included") {
+  for (PaddedCopies form : kForms)
   for (auto [stages, producers] : std::vector<std::array<int, 2>>{{3, 0}, {4, 0}, {3, 1}}) {
+    CAPTURE(padded_copies_name(form));
     CAPTURE(stages);
     CAPTURE(producers);
-    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(stages, producers));
+    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(stages, producers, form));
     Pipeline pipeline(g.out);
     // Rows of K and N elements that are and are not whole 16-byte
     // multiples, ragged against the tile and the k step; the same pipeline
-    // computes them one after another (the workspace is rewritten each time).
-    for (auto [M, N, K] : std::vector<std::array<int, 3>>{
-             {70, 72, 131}, {67, 45, 64}, {64, 64, 64}, {1, 1, 1}, {130, 137, 200}, {3, 9, 257}, {65, 70, 8}}) {
+    // computes them one after another (the workspace is rewritten each
+    // time; with WhereRagged, each copy made, then not, then made again).
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 131},
+                                                          {67, 45, 64},
+                                                          {64, 64, 64},
+                                                          {1, 1, 1},
+                                                          {130, 137, 200},
+                                                          {3, 9, 257},
+                                                          {65, 70, 8},
+                                                          {70, 80, 136}}) {
       CAPTURE(M);
       CAPTURE(N);
       CAPTURE(K);
@@ -73,21 +81,26 @@ TEST_CASE("GEMMs + bias + GELU through row-padded copies match the double refere
 }
 
 TEST_CASE("a GEMM through padded copies splits K as well") {
-  MmaTiling t = padded_tiling();
-  t.split_k = 3;
-  Gemm g = coalesce::testing::bf16_scheduled(t);
-  Pipeline pipeline(g.out);
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
-    CAPTURE(K);
-    CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+  for (PaddedCopies form : kForms) {
+    CAPTURE(padded_copies_name(form));
+    MmaTiling t = padded_tiling(3, 0, form);
+    t.split_k = 3;
+    Gemm g = coalesce::testing::bf16_scheduled(t);
+    Pipeline pipeline(g.out);
+    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
+      CAPTURE(K);
+      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
+    }
   }
 }
 
 TEST_CASE("through padded copies the fused epilogue runs once, after the whole reduction (K = 1 / K = 3)") {
+  for (PaddedCopies form : kForms)
   for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
-    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(), e);
+    CAPTURE(padded_copies_name(form));
+    Gemm g = coalesce::testing::bf16_scheduled(padded_tiling(3, 0, form), e);
     Pipeline pipeline(g.out);
-    for (int K : {1, 3, 9, 27}) {
+    for (int K : {1, 3, 8, 9, 24, 27}) {
       CAPTURE(K);
       CHECK(error_against_reference(pipeline, 70, 45, K, e) < 4e-3);
     }
@@ -249,49 +262,6 @@ TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checke
   Gemm padded = coalesce::testing::bf16_scheduled(padded_tiling());
   Environment padded_env = make_environment(padded.out);
   CHECK(internal_error_of([&] { verify_tensor_copies(copy_of("A_padded"), padded_env); }) == "(no error)");
-}
-
-TEST_CASE("copies made only where the rows are ragged match the double reference, ragged and whole rows alike") {
-  for (auto [stages, producers] : std::vector<std::array<int, 2>>{{3, 0}, {4, 0}, {3, 1}}) {
-    CAPTURE(stages);
-    CAPTURE(producers);
-    Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling(stages, producers));
-    Pipeline pipeline(g.out);
-    // Each of A's and B's rows whole or ragged, in turn, in one pipeline:
-    // the copy is made, then not, then made again.
-    for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 72, 131},
-                                                          {67, 45, 64},
-                                                          {64, 64, 64},
-                                                          {1, 1, 1},
-                                                          {130, 137, 200},
-                                                          {3, 9, 257},
-                                                          {65, 70, 8},
-                                                          {70, 80, 136}}) {
-      CAPTURE(M);
-      CAPTURE(N);
-      CAPTURE(K);
-      CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
-    }
-  }
-  // The fused epilogue after the whole reduction (K = 1 / K = 3), rows of
-  // K ragged and not.
-  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::BiasGelu}) {
-    Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling(), e);
-    Pipeline pipeline(g.out);
-    for (int K : {1, 3, 8, 24}) {
-      CAPTURE(K);
-      CHECK(error_against_reference(pipeline, 70, 48, K, e) < 4e-3);
-    }
-  }
-  // Split along K too.
-  MmaTiling split = where_ragged_tiling();
-  split.split_k = 3;
-  Gemm g = coalesce::testing::bf16_scheduled(split);
-  Pipeline pipeline(g.out);
-  for (auto [M, N, K] : std::vector<std::array<int, 3>>{{70, 45, 331}, {64, 64, 192}}) {
-    CAPTURE(K);
-    CHECK(error_against_reference(pipeline, M, N, K) < 4e-3);
-  }
 }
 
 TEST_CASE("copies made only where the rows are ragged: one pipeline, each box read from the input or its copy") {
