@@ -431,26 +431,20 @@ private:
         first.back() = column0;
         box.push_back(rows);
         box.push_back(columns);
-        Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.value(coords, shift));
-        Stmt copy = For::make(r, 0, rows, ForKind::Serial,
-                              For::make(e, 0, columns, ForKind::Serial, element, -1, {}, LoopRole::StagingCopy), -1,
-                              {}, LoopRole::StagingCopy);
         Expr destination = Load::make(tile.input->type, tile.buffer, tile.shared_indices(first, slot));
-        Stmt tensor_copy = TensorCopy::make(tile.source, origin, box, destination, barrier(slot), copy, tile.multicast);
+        // The box copied from `source`, whose element at coords `value` gives.
+        auto box_copy = [&](const std::string &source, const decltype(TmaTile::value) &value) {
+          Stmt element = Store::make(tile.buffer, tile.shared_indices(coords, slot), value(coords, shift));
+          Stmt copy = For::make(r, 0, rows, ForKind::Serial,
+                                For::make(e, 0, columns, ForKind::Serial, element, -1, {}, LoopRole::StagingCopy), -1,
+                                {}, LoopRole::StagingCopy);
+          return TensorCopy::make(source, origin, box, destination, barrier(slot), copy, tile.multicast);
+        };
+        Stmt tensor_copy = box_copy(tile.source, tile.value);
+        // The same box from the input itself, where its rows allow.
         Expr describable = tile.input_value ? simplify(tma_describable(*tile.input)) : Expr();
-        if (describable.defined() && !is_const(describable, 0)) {
-          // The same box from the input itself, where its rows allow.
-          Stmt from_input = For::make(
-              r, 0, rows, ForKind::Serial,
-              For::make(e, 0, columns, ForKind::Serial,
-                        Store::make(tile.buffer, tile.shared_indices(coords, slot), tile.input_value(coords, shift)),
-                        -1, {}, LoopRole::StagingCopy),
-              -1, {}, LoopRole::StagingCopy);
-          tensor_copy = IfThenElse::make(
-              describable,
-              TensorCopy::make(tile.input->name, origin, box, destination, barrier(slot), from_input, tile.multicast),
-              tensor_copy);
-        }
+        if (describable.defined() && !is_const(describable, 0))
+          tensor_copy = IfThenElse::make(describable, box_copy(tile.input->name, tile.input_value), tensor_copy);
         copies.push_back(tensor_copy);
         bytes += rows * columns * tile.input->type.bytes();
       }

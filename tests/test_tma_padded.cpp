@@ -46,6 +46,14 @@ MmaTiling where_ragged_tiling() { return padded_tiling(3, 0, PaddedCopies::Where
 // Both forms of the copies: every numerical test runs each.
 constexpr PaddedCopies kForms[] = {PaddedCopies::Both, PaddedCopies::WhereRagged};
 
+// A TMA copy of `input` into A's first slot, as a pass would leave it: for
+// the verifiers' tests, which hand-build what a broken pass would emit.
+Stmt copy_of(const std::string &input) {
+  Expr slot = Load::make(BFloat(16), "A_shared", {Expr(0)});
+  Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
+  return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
+}
+
 double error_against_reference(Pipeline &pipeline, int M, int N, int K, Epilogue e = Epilogue::BiasGelu) {
   return coalesce::testing::bf16_error_against_reference(pipeline, M, N, K, e, 7);
 }
@@ -235,11 +243,6 @@ TEST_CASE("padded copies where the TMA cannot read them, and an input named like
 TEST_CASE("the verifier after lowering refuses a TMA copy of rows nothing checked the TMA can describe") {
   // Hand-built statements against the environment of real pipelines: what
   // a pass that forgot the test (or the padded copy) would leave behind.
-  auto copy_of = [](const std::string &input) {
-    Expr slot = Load::make(BFloat(16), "A_shared", {Expr(0)});
-    Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
-    return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
-  };
   using coalesce::testing::internal_error_of;
   Gemm plain = coalesce::testing::bf16_scheduled(coalesce::testing::one_tile_tiling(kKind));
   Environment env = make_environment(plain.out);
@@ -348,50 +351,33 @@ TEST_CASE("copies made only where the rows are ragged: none of rows fixed whole,
 }
 
 TEST_CASE("copies made only where the rows are ragged, where every launch needs the copy, are rejected") {
-  using coalesce::testing::user_error_of;
-  // tf32's copies round (and transpose B): needed on every launch.
-  {
+  // The refusal of `kind` with both inputs staged so.
+  auto refusal = [](MmaKind kind) {
     TmaCopies copies;
     copies.stages = 3;
     copies.padded_copy = PaddedCopy::WhereRowsAreRagged;
     RVar ko("ko"), kk("kk");
-    Gemm h = coalesce::testing::mma_tiled(MmaKind::TF32_wgmma_m64k8, Float(32), Float(32));
+    Gemm h = coalesce::testing::mma_tiled(kind, Float(32), Float(32));
     h.acc.update()
         .mma(h.k, ko, kk, 32)
         .allow_reassociation()
         .stage_in_shared(h.A, ko, {}, copies)
         .stage_in_shared(h.B, ko, {}, copies);
-    std::string message = user_error_of([&] { Pipeline(h.out).loop_nest(); });
-    CHECK_HAS(message,
-              "'A' is staged with TmaCopies copied first only where its rows are ragged "
-              "(PaddedCopy::WhereRowsAreRagged), but tf32 wgmma multiplies the bits it finds in shared memory");
-    CHECK_HAS(message, "set TmaCopies::padded_copy to PaddedCopy::Always");
-  }
+    return coalesce::testing::user_error_of([&] { Pipeline(h.out).loop_nest(); });
+  };
+  // tf32's copies round (and transpose B): needed on every launch.
+  std::string message = refusal(MmaKind::TF32_wgmma_m64k8);
+  CHECK_HAS(message, "'A' is staged with TmaCopies copied first only where its rows are ragged "
+                     "(PaddedCopy::WhereRowsAreRagged), but tf32 wgmma multiplies the bits it finds in shared memory");
+  CHECK_HAS(message, "set TmaCopies::padded_copy to PaddedCopy::Always");
   // The truncating kind reads a K x N B K-major: only a transposing copy,
   // made on every launch, gives it that.
-  {
-    TmaCopies copies;
-    copies.stages = 3;
-    copies.padded_copy = PaddedCopy::WhereRowsAreRagged;
-    RVar ko("ko"), kk("kk");
-    Gemm h = coalesce::testing::mma_tiled(MmaKind::TF32Truncated_wgmma_m64k8, Float(32), Float(32));
-    h.acc.update()
-        .mma(h.k, ko, kk, 32)
-        .allow_reassociation()
-        .stage_in_shared(h.A, ko, {}, copies)
-        .stage_in_shared(h.B, ko, {}, copies);
-    std::string message = user_error_of([&] { Pipeline(h.out).loop_nest(); });
-    CHECK_HAS(message, "reads 'B' K-major, but it is stored K x N and 'B' is staged with TmaCopies copied first "
-                       "only where its rows are ragged (PaddedCopy::WhereRowsAreRagged), which copy boxes as they lie");
-  }
+  CHECK_HAS(refusal(MmaKind::TF32Truncated_wgmma_m64k8),
+            "reads 'B' K-major, but it is stored K x N and 'B' is staged with TmaCopies copied first "
+            "only where its rows are ragged (PaddedCopy::WhereRowsAreRagged), which copy boxes as they lie");
 }
 
 TEST_CASE("the verifier refuses a TMA copy of a copy made only where the rows are ragged outside their test's else") {
-  auto copy_of = [](const std::string &input) {
-    Expr slot = Load::make(BFloat(16), "A_shared", {Expr(0)});
-    Expr barrier = Load::make(UInt(64), "A_full", {Expr(0)});
-    return TensorCopy::make(input, {Expr(0), Expr(0)}, {64, 64}, slot, barrier, Evaluate::make(Expr(0)));
-  };
   using coalesce::testing::internal_error_of;
   Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling());
   Environment env = make_environment(g.out);
