@@ -243,15 +243,17 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     index.insert(index.end(), store->indices.begin(), store->indices.end());
     return index;
   };
-  // The slice-by-slice combine (below) reads every element of the tile; by
-  // register, every element has a place, so every element is stored too.
+  // The slice-by-slice combine (below) reads every element of the tile.
+  // The partial stores keep the output's edge guards even so: by register,
+  // storing the elements past the edge took tf32 16x4096x4096's kernel from
+  // 128 to 187 registers and 0.048 to 0.063 ms on an H100; the combine reads a
+  // stored element in their place instead.
   const bool by_slice = !atomic && only_stores(consume, consumer.name);
   Stmt unguarded = by_slice ? DropEdgeGuards(consumer.name, env.domain).mutate(consume) : Stmt();
 
   // Each slice's partial sums, where the epilogue would have stored.
-  Stmt store_partials = rewrite_output_stores(
-      by_register && by_slice ? unguarded : consume, consumer.name, producer.name,
-      [&](const Store *store, const Expr &element) {
+  Stmt store_partials =
+      rewrite_output_stores(consume, consumer.name, producer.name, [&](const Store *store, const Expr &element) {
         Expr value = atomic ? Call::make_intrinsic(Intrinsic::AtomicAdd, element.type(), {element}) : element;
         return Store::make(partials, partial_index(store, element, slice), value);
       });
@@ -285,16 +287,26 @@ Stmt split_reduction_site(const Environment &env, const FuncContents &producer, 
     // slice. Each element still sums the slices in order (the same bits).
     // Without the guards of the output's edge, which would put a branch
     // between one element's load and the next: an element of the tile past
-    // the edge reads its own partial sum (by register) or the nearest one
-    // (by element: every index clamped into the domain) into its own
-    // register, and the epilogue, still guarded, never stores it.
+    // the edge reads the tile's first partial sum (by register) or the
+    // nearest one (by element: every index clamped into the domain) into
+    // its own register, and the epilogue, still guarded, never stores it.
     auto from_slice = [&](const Expr &s) {
       return rewrite_output_stores(unguarded, consumer.name, producer.name, [&](const Store *store,
                                                                                 const Expr &element) {
         const auto *load = element.as<Load>();
         Expr partial;
         if (by_register) {
-          partial = read_slice(store, element, s);
+          // Past the output's edge the element was never stored: it reads
+          // the tile's first element instead (inside the output, as every
+          // tile's first element is), one address for all of them.
+          Expr inside;
+          for (size_t d = 0; d < store->indices.size(); ++d) {
+            Expr here = store->indices[d] < env.domain[d];
+            inside = inside.defined() ? (inside && here) : here;
+          }
+          std::vector<Expr> index = partial_index(store, element, s);
+          index.back() = select(inside, index.back(), 0);
+          partial = Load::make(element.type(), partials, index);
         } else {
           std::vector<Expr> index = {s};
           for (size_t d = 0; d < store->indices.size(); ++d)
