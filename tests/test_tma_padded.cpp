@@ -400,22 +400,19 @@ TEST_CASE("the verifier refuses a TMA copy of a copy made only where the rows ar
             "a TMA copy of 'A' is not under the test");
 }
 
-TEST_CASE("copies made only where the rows are ragged are refused on the GPU until a GPU has checked them") {
+TEST_CASE("a form no GPU has run is refused on the GPU until coalesce-gpu-check passes it") {
+  // Copies made only where the rows are ragged have passed it: nothing listed.
   Gemm g = coalesce::testing::bf16_scheduled(where_ragged_tiling());
-  Pipeline pipeline(g.out);
-  const GpuProgram &program = pipeline.gpu_program();
-  REQUIRE(program.unverified_on_gpu.size() == 1);
-  CHECK_HAS(program.unverified_on_gpu[0], "PaddedCopy::WhereRowsAreRagged");
+  GpuProgram program = Pipeline(g.out).gpu_program();
+  CHECK(program.unverified_on_gpu.empty());
   unsetenv("COALESCE_ALLOW_UNVERIFIED");
+  CHECK_NOTHROW(refuse_unverified_on_gpu(program, "run it on the GPU"));
+  // A program that lists one is refused, naming it, unless the check asks.
+  program.unverified_on_gpu = {"a form under test (coalesce-gpu-check --sections=mma checks it)"};
   CHECK_HAS(coalesce::testing::user_error_of([&] { refuse_unverified_on_gpu(program, "run it on the GPU"); }),
-            "cannot run it on the GPU for 'out': it uses the TMA's copy of 'A' made only on launches whose rows are "
-            "ragged (PaddedCopy::WhereRowsAreRagged, MmaTiling's PaddedCopies::WhereRagged; coalesce-gpu-check "
-            "--sections=mma checks it), which has not run on a GPU yet and stays refused until coalesce-gpu-check "
-            "passes it there");
+            "cannot run it on the GPU for 'out': it uses a form under test (coalesce-gpu-check --sections=mma "
+            "checks it), which has not run on a GPU yet and stays refused until coalesce-gpu-check passes it there");
   setenv("COALESCE_ALLOW_UNVERIFIED", "1", 1);
   CHECK_NOTHROW(refuse_unverified_on_gpu(program, "run it on the GPU"));
   unsetenv("COALESCE_ALLOW_UNVERIFIED");
-  // The copies made always have run on GPUs.
-  Gemm always = coalesce::testing::bf16_scheduled(padded_tiling());
-  CHECK(Pipeline(always.out).gpu_program().unverified_on_gpu.empty());
 }
