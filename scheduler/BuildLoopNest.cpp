@@ -237,16 +237,17 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   for (const auto &[name, value] : plan.aliases)
     depth[name] = -1;
 
-  // A reduction whose tiles the TMA copies for warpgroup MMAs keeps its
-  // partial last step in the same loop: the TMA fills what lies past K
-  // with 0 (zero_fill is required there), so the step is the same MMAs
-  // on the same slots, and one pipeline runs every step, without a second
-  // pipeline's drain and refill for the last (and the producer warps, which
-  // may leave the kernel after their pipeline, serve all of them).
-  bool one_pipeline = false;
-  if (s > 0 && is_warpgroup_mma(func.schedule.stages[s].mma.kind))
-    for (const SharedStaging &staged : func.schedule.stages[s].staged_inputs)
-      one_pipeline |= tma_copies(staged.copies) != nullptr;
+  // A reduction on tensor cores keeps its partial last step in the same
+  // loop, behind the guard of each instruction's k step. Its copies fill
+  // what lies past K with 0 (zero_fill is required there), so the step is
+  // the same instructions on the same slots: one pipeline runs every step,
+  // without a second pipeline's drain and refill for the last (and the
+  // producer warps, which may leave the kernel after their pipeline, serve
+  // all of them), and the kernel has one copy of its loop, not two (the
+  // warp MMA default's PTX 40% smaller; docs/performance.md, "The partial
+  // last K step on tensor cores"). The FFMA path peels the step instead:
+  // its guard of each k, in the loop, cost a ragged K 21% on an H100.
+  const bool one_pipeline = s > 0 && func.schedule.stages[s].mma.kind != MmaKind::None;
 
   // `unguarded`: reduction splits whose tail this copy of the loops never
   // reaches (see the partition below), so their guard is left out.

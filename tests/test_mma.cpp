@@ -2,12 +2,13 @@
 // statements the GPU runs: against the double reference at square and
 // ragged shapes, with the K = 1 / K = 3 pair, and their legality rules.
 
-#include "examples/Reference.h"
-#include "dsl/recipes/GemmMmaSchedule.h"
 #include "ErrorCapture.h"
+#include "NarrowOutputError.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
-#include "NarrowOutputError.h"
+#include "dsl/recipes/GemmMmaSchedule.h"
+#include "dsl/recipes/GemmSchedule.h"
+#include "examples/Reference.h"
 
 #include <array>
 #include <doctest/doctest.h>
@@ -217,4 +218,35 @@ TEST_CASE("MMA GEMM kernels assemble with ptxas for sm_90a and sm_80, with mma.s
       CHECK(kernel.stack_frame_bytes == 0);
     }
   }
+}
+
+namespace {
+size_t occurrences_of(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+Func ffma_default() {
+  Gemm g = make_gemm(Epilogue::BiasGelu);
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
+  return g.out;
+}
+} // namespace
+
+TEST_CASE("a reduction on tensor cores keeps its partial last k step in its one loop; the FFMA path peels it") {
+  Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
+  schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
+                    default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, GpuTarget().sm_count()));
+  // The copies fill what lies past K with 0: every k step, the partial
+  // last one too, is the same instructions, in one loop.
+  const std::string warp = Pipeline(g.out).loop_nest();
+  CHECK(occurrences_of(warp, "for ko in serial") == 1);
+  CHECK(occurrences_of(warp, "for ko in serial(0, ceil(K/32)):") == 1);
+  // The FFMA path guards each k of its last step instead, in a loop of
+  // its own after the full steps (in the loop, the guards cost a ragged K
+  // 21% on an H100).
+  const std::string ffma = Pipeline(ffma_default()).loop_nest();
+  CHECK(occurrences_of(ffma, "for ko in serial(0, K/8):") == 1);
+  CHECK(occurrences_of(ffma, "for ko in serial(K/8, ceil(K/8) - K/8):") == 1);
 }
