@@ -4,6 +4,7 @@
 
 #include "ErrorCapture.h"
 #include "NarrowOutputError.h"
+#include "TextCount.h"
 #include "codegen/PtxAssembler.h"
 #include "dsl/NarrowFloat.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
@@ -220,20 +221,6 @@ TEST_CASE("MMA GEMM kernels assemble with ptxas for sm_90a and sm_80, with mma.s
   }
 }
 
-namespace {
-size_t occurrences_of(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-Func ffma_default() {
-  Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
-  return g.out;
-}
-} // namespace
-
 TEST_CASE("a reduction on tensor cores keeps its partial last k step in its one loop; the FFMA path peels it") {
   Gemm g = make_gemm(Epilogue::BiasGelu, BFloat(16), BFloat(16));
   schedule_gemm_mma(g.out, g.acc, g.A, g.B, g.i, g.j, g.k,
@@ -241,12 +228,14 @@ TEST_CASE("a reduction on tensor cores keeps its partial last k step in its one 
   // The copies fill what lies past K with 0: every k step, the partial
   // last one too, is the same instructions, in one loop.
   const std::string warp = Pipeline(g.out).loop_nest();
-  CHECK(occurrences_of(warp, "for ko in serial") == 1);
-  CHECK(occurrences_of(warp, "for ko in serial(0, ceil(K/32)):") == 1);
+  CHECK(coalesce::testing::occurrences(warp, "for ko in serial") == 1);
+  CHECK(coalesce::testing::occurrences(warp, "for ko in serial(0, ceil(K/32)):") == 1);
   // The FFMA path guards each k of its last step instead, in a loop of
   // its own after the full steps (in the loop, the guards cost a ragged K
   // 21% on an H100).
-  const std::string ffma = Pipeline(ffma_default()).loop_nest();
-  CHECK(occurrences_of(ffma, "for ko in serial(0, K/8):") == 1);
-  CHECK(occurrences_of(ffma, "for ko in serial(K/8, ceil(K/8) - K/8):") == 1);
+  Gemm f = make_gemm(Epilogue::BiasGelu);
+  schedule_gemm(f.out, f.acc, f.A, f.B, f.i, f.j, f.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
+  const std::string ffma = Pipeline(f.out).loop_nest();
+  CHECK(coalesce::testing::occurrences(ffma, "for ko in serial(0, K/8):") == 1);
+  CHECK(coalesce::testing::occurrences(ffma, "for ko in serial(K/8, ceil(K/8) - K/8):") == 1);
 }
