@@ -29,6 +29,11 @@
 // that are multiples of 16
 // (scheduler/SpecializeSizes.h; the general one compiles only for a launch
 // at other sizes).
+// --ragged measures what a launch at a ragged shape near it compiles
+// (4093 x 4091 x 4097 for the first five, as the benchmark's ragged row;
+// M - 3, N - 5, K + 1 for the others), with the tiling the default picks
+// for that shape (which may copy the inputs first, where the TMA cannot
+// read their rows).
 // --cpu-check measures instead what checking each kernel on the CPU costs:
 // schedule to host code (the checking pipeline, codegen/OptimizeModule.h)
 // and one run at 64 x 64 x 64, the "run" phase.
@@ -38,6 +43,7 @@
 // (NAME.opt.ll), to try other pipelines with opt and llc.
 
 #include "dsl/CompileProfile.h"
+#include "dsl/Error.h"
 #include "dsl/recipes/GemmMmaSchedule.h"
 #include "dsl/recipes/GemmSchedule.h"
 #include "examples/Gemm.h"
@@ -66,14 +72,15 @@ const int kTargetSms = GpuTarget().sm_count();
 
 struct Kernel {
   const char *name;
-  std::function<Func()> build;
+  /// The kernel with the default tiling for M x N x K.
+  std::function<Func(int64_t M, int64_t N, int64_t K)> build;
   Type in, out; ///< A's and B's element type, out's
   int64_t M = 4096, N = 4096, K = 4096; ///< the shape its tiling is chosen for, and --aligned launches
 };
 
-Func fp32_kernel() {
+Func fp32_kernel(int64_t M, int64_t N, int64_t K) {
   Gemm g = make_gemm(Epilogue::BiasGelu);
-  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(4096, 4096, 4096, GpuTarget().sm_count()));
+  schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, default_gemm_tiling(M, N, K, kTargetSms));
   return g.out;
 }
 
@@ -85,31 +92,31 @@ Func mma_gemm(Type in, Type out, const MmaTiling &t, BLayout b = BLayout::KN) {
   return g.out;
 }
 
-Func bf16_kernel() {
-  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_m16n8k16, 4096, 4096, kTargetSms));
+Func bf16_kernel(int64_t M, int64_t N, int64_t) {
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_m16n8k16, M, N, kTargetSms));
 }
 
-Func bf16_wgmma_kernel() {
-  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms));
+Func bf16_wgmma_kernel(int64_t M, int64_t N, int64_t K) {
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, N, K, kTargetSms));
 }
 
-Func bf16_wgmma_sums_kernel() {
-  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 4096, 4096, 4096, kTargetSms);
+Func bf16_wgmma_sums_kernel(int64_t M, int64_t N, int64_t K) {
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, N, K, kTargetSms);
   t.tile_stores = TileStores::SumsThroughShared;
   return mma_gemm(BFloat(16), BFloat(16), t);
 }
 
-Func tf32_wgmma_kernel() {
-  return mma_gemm(Float(32), Float(32), default_mma_tiling(MmaKind::TF32_wgmma_m64k8, 4096, 4096, 4096, kTargetSms));
+Func tf32_wgmma_kernel(int64_t M, int64_t N, int64_t K) {
+  return mma_gemm(Float(32), Float(32), default_mma_tiling(MmaKind::TF32_wgmma_m64k8, M, N, K, kTargetSms));
 }
 
-Func bf16_split_k_kernel() {
-  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 512, 512, 32768, kTargetSms));
+Func bf16_split_k_kernel(int64_t M, int64_t N, int64_t K) {
+  return mma_gemm(BFloat(16), BFloat(16), default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, N, K, kTargetSms));
 }
 
-Func bf16_decode_kernel() {
-  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, 16, 4096, 4096, kTargetSms);
-  swap_ab_where_rows_are_few(t, 16, 4096, 4096, kTargetSms);
+Func bf16_decode_kernel(int64_t M, int64_t N, int64_t K) {
+  MmaTiling t = default_mma_tiling(MmaKind::BF16_wgmma_m64k16, M, N, K, kTargetSms);
+  swap_ab_where_rows_are_few(t, M, N, K, kTargetSms);
   return mma_gemm(BFloat(16), BFloat(16), t, BLayout::NK);
 }
 
@@ -192,7 +199,7 @@ double median(std::vector<double> values) {
 int main(int argc, char **argv) {
   int runs = 10;
   std::string ptx_dir, ir_dir, only;
-  bool cpu_check = false, aligned = false;
+  bool cpu_check = false, aligned = false, ragged = false;
   for (int a = 1; a < argc; ++a) {
     if (std::strncmp(argv[a], "--runs=", 7) == 0)
       runs = std::max(1, std::atoi(argv[a] + 7));
@@ -206,15 +213,21 @@ int main(int argc, char **argv) {
       cpu_check = true;
     else if (std::strcmp(argv[a], "--aligned") == 0)
       aligned = true;
+    else if (std::strcmp(argv[a], "--ragged") == 0)
+      ragged = true;
     else {
       std::fprintf(
           stderr,
           "usage: %s [--runs=N] [--kernels=fp32,bf16,bf16-wgmma,bf16-wgmma-sums,tf32-wgmma,bf16-split-k,bf16-decode] "
           "[--ptx-dir=DIR] "
-          "[--ir-dir=DIR] [--cpu-check] [--aligned]\n",
+          "[--ir-dir=DIR] [--cpu-check] [--aligned | --ragged]\n",
           argv[0]);
       return 2;
     }
+  }
+  if (aligned && ragged) {
+    std::fprintf(stderr, "%s: --aligned and --ragged measure different launches: give one\n", argv[0]);
+    return 2;
   }
   // Measure the compiler, not the cache.
   setenv("COALESCE_CACHE", "0", 1);
@@ -241,6 +254,10 @@ int main(int argc, char **argv) {
   for (const Kernel &kernel : kernels) {
     if (!only.empty() && only.find(std::string(",") + kernel.name + ",") == std::string::npos)
       continue;
+    // The shape the tiling is chosen for, and a launch at it compiles for.
+    const int64_t M = ragged ? (kernel.M == 4096 ? 4093 : kernel.M - 3) : kernel.M;
+    const int64_t N = ragged ? kernel.N - 5 : kernel.N, K = ragged ? kernel.K + 1 : kernel.K;
+    const std::function<Func()> build = [&] { return kernel.build(M, N, K); };
     std::vector<std::string> order;
     std::map<std::string, std::vector<double>> samples, cpu_samples;
     std::vector<double> totals, cpu_totals;
@@ -253,14 +270,14 @@ int main(int argc, char **argv) {
         std::optional<Func> out;
         {
           PhaseTimer schedule("declare and schedule");
-          out = kernel.build();
+          out = build();
         }
         Pipeline pipeline(*out);
         if (cpu_check)
           check_on_cpu(pipeline, kernel.in, kernel.out);
-        else if (aligned) // what a launch at the kernel's shape compiles (Pipeline::gpu_executable)
-          ptx = pipeline.specialized_ptx(
-              target, specializable_sizes(pipeline.gpu_program(), {{"M", kernel.M}, {"N", kernel.N}, {"K", kernel.K}}));
+        else if (aligned || ragged) // what a launch at the shape compiles (Pipeline::gpu_executable)
+          ptx = pipeline.specialized_ptx(target,
+                                         specializable_sizes(pipeline.gpu_program(), {{"M", M}, {"N", N}, {"K", K}}));
         else
           ptx = pipeline.ptx(target);
       }));
@@ -285,8 +302,11 @@ int main(int argc, char **argv) {
                   kernel.name, kCheckExtent, runs, medians.str().c_str());
     else
       std::printf("%s kernel, schedule to PTX for %s%s, median of %d (%zu bytes of PTX):\n%s", kernel.name,
-                  target.sm().c_str(), aligned ? ", specialized for sizes that are multiples of 16" : "", runs,
-                  ptx.size(), medians.str().c_str());
+                  target.sm().c_str(),
+                  aligned  ? ", specialized for sizes that are multiples of 16"
+                  : ragged ? str_cat(", tiled for and launched at ", M, " x ", N, " x ", K).c_str()
+                           : "",
+                  runs, ptx.size(), medians.str().c_str());
     std::printf("  %-44s %8.2f ms %8.2f ms  (wall min %.2f, max %.2f)\n", "median total", median(totals),
                 median(cpu_totals), *std::min_element(totals.begin(), totals.end()),
                 *std::max_element(totals.begin(), totals.end()));
@@ -297,7 +317,7 @@ int main(int argc, char **argv) {
                 median(walls));
     first_in_process = false;
     if (!cpu_check) {
-      double hit = cache_hit_ms(kernel.build, target);
+      double hit = cache_hit_ms(build, target);
       if (hit >= 0)
         std::printf("  %-44s %8.2f ms\n", "compile cache hit (wall)", hit);
       else
@@ -307,7 +327,7 @@ int main(int argc, char **argv) {
     if (!ptx_dir.empty() && !cpu_check)
       std::ofstream(ptx_dir + "/" + kernel.name + ".ptx") << ptx;
     if (!ir_dir.empty() && !cpu_check) {
-      Pipeline pipeline(kernel.build());
+      Pipeline pipeline(build());
       std::ofstream(ir_dir + "/" + kernel.name + ".ll") << pipeline.gpu_llvm_ir(target, false);
       std::ofstream(ir_dir + "/" + kernel.name + ".opt.ll") << pipeline.gpu_llvm_ir(target, true);
     }
