@@ -30,8 +30,8 @@
 // (scheduler/SpecializeSizes.h; the general one compiles only for a launch
 // at other sizes).
 // --ragged measures what a launch at a ragged shape near it compiles
-// (4093 x 4091 x 4097 for the first five, as the benchmark's ragged row;
-// M - 3, N - 5, K + 1 for the others), with the tiling the default picks
+// (M - 3 x N - 5 x K + 1: 4093 x 4091 x 4097, the benchmark's ragged row,
+// for the first five), with the tiling the default picks
 // for that shape (which may copy the inputs first, where the TMA cannot
 // read their rows).
 // --cpu-check measures instead what checking each kernel on the CPU costs:
@@ -255,8 +255,8 @@ int main(int argc, char **argv) {
     if (!only.empty() && only.find(std::string(",") + kernel.name + ",") == std::string::npos)
       continue;
     // The shape the tiling is chosen for, and a launch at it compiles for.
-    const int64_t M = ragged ? (kernel.M == 4096 ? 4093 : kernel.M - 3) : kernel.M;
-    const int64_t N = ragged ? kernel.N - 5 : kernel.N, K = ragged ? kernel.K + 1 : kernel.K;
+    const int64_t M = ragged ? kernel.M - 3 : kernel.M, N = ragged ? kernel.N - 5 : kernel.N,
+                  K = ragged ? kernel.K + 1 : kernel.K;
     const std::function<Func()> build = [&] { return kernel.build(M, N, K); };
     std::vector<std::string> order;
     std::map<std::string, std::vector<double>> samples, cpu_samples;

@@ -84,7 +84,9 @@ private:
     if (padded != padded_.end()) {
       // A copy made only where the input's rows are ragged has no rows
       // elsewhere, and an all-zero tensor map.
-      Expr describable = padded->second.only_where_ragged ? simplify(tma_describable(*padded->second.input)) : Expr(0);
+      if (!padded->second.only_where_ragged)
+        return;
+      Expr describable = simplify(tma_describable(*padded->second.input));
       if (!is_const(describable, 0)) {
         bool checked = false;
         for (const Expr &failed : failing_)
