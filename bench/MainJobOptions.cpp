@@ -127,6 +127,12 @@ Options parse_options(int argc, char **argv) {
   cl::opt<std::string> stages_flag("stages", cl::desc("FFMA schedule: tiles of A and B in shared memory per K step "
                                                     "(1 to 8; 2, double buffered, is the default)"),
                                    cl::value_desc("count"), cl::cat(category));
+  cl::opt<bool> zero_fill_flag(
+      "zero-fill",
+      cl::desc("FFMA schedule: zero-fill the copied tiles, so a ragged K's last step runs in the one k "
+               "loop (GemmTiling::zero_fill; not yet checked on a GPU: the library refuses it there "
+               "unless COALESCE_ALLOW_UNVERIFIED=1)"),
+      cl::cat(category));
   cl::opt<std::string> warp_layout_flag(
       "warp-layout", cl::desc("FFMA schedule: each warp covers RxC of the block's threads (R * C = 32; default: "
                               "row order)"),
@@ -256,9 +262,12 @@ Options parse_options(int argc, char **argv) {
     options.ffma.warp_rows = parse_extent("--warp-layout", text.substr(0, x));
     options.ffma.warp_cols = parse_extent("--warp-layout", text.substr(x + 1));
   }
+  options.ffma.zero_fill = zero_fill_flag;
   if ((options.ffma.stages || options.ffma.warp_rows) && options.tensor_cores)
     usage_error("--stages and --warp-layout set the FFMA schedule; the tensor-core tiling's stages are the last "
                 "number of --mma-tiling");
+  if (options.ffma.zero_fill && (options.tensor_cores || options.dtype != Float(32)))
+    usage_error("--zero-fill sets the f32 FFMA schedule's copies; the tensor-core schedules always zero-fill");
   options.tuning_db = tuning_db_flag;
   if (tuning_db_flag.getNumOccurrences() && options.tuning_db.empty())
     usage_error("--tuning-db is empty; give the path of a tuning database");
@@ -273,8 +282,9 @@ Options parse_options(int argc, char **argv) {
       usage_error("--block-groups sets a knob that --tuning-db/--autotune choose; use one or the other");
     if (options.wgmma.split_k >= 0)
       usage_error("--split-k sets a knob that --tuning-db/--autotune choose; use one or the other");
-    if (options.ffma.stages || options.ffma.warp_rows)
-      usage_error("--stages and --warp-layout set knobs that --tuning-db/--autotune choose; use one or the other");
+    if (options.ffma.stages || options.ffma.warp_rows || options.ffma.zero_fill)
+      usage_error("--stages, --warp-layout and --zero-fill set knobs that --tuning-db/--autotune choose; use one or "
+                  "the other");
     if (options.warpgroup || options.wgmma.cp_async)
       usage_error(std::string(options.wgmma.cp_async ? "--cp-async" : "--wgmma") +
                   " picks a knob of the MMA schedule, which --tuning-db/--autotune choose; leave it out");

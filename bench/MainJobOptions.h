@@ -24,6 +24,7 @@ constexpr Shape kCpuShape{256, 320, 200}; // ragged: no dimension a multiple of 
 struct FfmaKnobs {
   int stages = 0;                   ///< --stages=N: GemmTiling::stages
   int warp_rows = 0, warp_cols = 0; ///< --warp-layout=RxC: GemmTiling::warp_rows/warp_cols
+  bool zero_fill = false;           ///< --zero-fill: GemmTiling::zero_fill
 };
 
 /// Knobs of the warpgroup MMA's copies.

@@ -177,6 +177,7 @@ void apply_default_schedule(FusedGemm &g, const Shape &shape, bool tensor_cores,
     tiling.stages = ffma.stages;
   tiling.warp_rows = ffma.warp_rows;
   tiling.warp_cols = ffma.warp_cols;
+  tiling.zero_fill = ffma.zero_fill;
   std::printf("schedule: %s\n", tiling.str().c_str());
   schedule_gemm(g.out, g.acc, g.A, g.B, g.i, g.j, g.k, tiling);
 }

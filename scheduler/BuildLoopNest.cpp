@@ -5,8 +5,9 @@
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
 #include "scheduler/LoopNames.h"
-#include "scheduler/SplitKSlices.h"
+#include "scheduler/ReductionTailAddsZero.h"
 #include "scheduler/Simplify.h"
+#include "scheduler/SplitKSlices.h"
 
 #include <algorithm>
 #include <functional>
@@ -245,8 +246,9 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
   // producer warps, which may leave the kernel after their pipeline, serve
   // all of them), and the kernel has one copy of its loop, not two (the
   // warp MMA default's PTX 40% smaller; docs/performance.md, "The partial
-  // last K step on tensor cores"). The FFMA path peels the step instead:
-  // its guard of each k, in the loop, cost a ragged K 21% on an H100.
+  // last K step on tensor cores"). The FFMA path peels the step instead
+  // (its guard of each k, in the loop, cost a ragged K 21% on an H100),
+  // unless the step adds only zeros (adds_zero below).
   const bool one_pipeline = s > 0 && func.schedule.stages[s].mma.kind != MmaKind::None;
 
   // `unguarded`: reduction splits whose tail this copy of the loops never
@@ -312,7 +314,17 @@ Stmt build_stage(const Environment &env, const FuncContents &func, size_t s) {
     }
     return wrap_level(loops, static_cast<int>(d) - 1, unguarded);
   };
-  Stmt nest = build_level(0, {});
+  // An FFMA reduction whose partial last step adds only zeros (read from
+  // zero-filled tiles) runs that step in the one loop, unguarded: the
+  // kernel has one copy of its loop instead of two.
+  std::set<std::string> adds_zero;
+  if (!one_pipeline)
+    for (const Split &split : plan.guarded)
+      if (split.is_rvar && plan.min.count(split.old_var) &&
+          reduction_tail_adds_zero(func, s, split.old_var.substr(plan.prefix.size()), plan.min[split.old_var],
+                                   plan.extent[split.old_var]))
+        adds_zero.insert(split.old_var);
+  Stmt nest = build_level(0, adds_zero);
   for (const auto &[name, value] : plan.aliases)
     nest = LetStmt::make(name, value, nest);
   return nest;

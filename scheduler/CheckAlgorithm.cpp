@@ -1,5 +1,7 @@
 #include "scheduler/CheckAlgorithm.h"
 
+#include "scheduler/ReductionUpdate.h"
+
 #include "dsl/Error.h"
 #include "dsl/IRPrinter.h"
 #include "dsl/IRVisitor.h"
@@ -9,18 +11,6 @@
 namespace coalesce {
 
 namespace {
-
-bool is_self_call(const Expr &e, const FuncContents &func) {
-  const auto *call = e.as<Call>();
-  if (!call || call->call_type != CallType::Func || call->name != func.name)
-    return false;
-  for (size_t d = 0; d < call->args.size(); ++d) {
-    const auto *var = call->args[d].as<Variable>();
-    if (!var || var->name != func.pure_vars[d])
-      return false;
-  }
-  return true;
-}
 
 class CountCalls : public IRVisitor {
 public:
@@ -70,34 +60,6 @@ std::string self_call_text(const FuncContents &func) {
   for (size_t d = 0; d < func.pure_vars.size(); ++d)
     text += (d ? ", " : "") + func.pure_vars[d];
   return text + ")";
-}
-
-// Splits value into (operator, term) if it is self OP term or term OP self.
-bool split_reduction(const Expr &value, const FuncContents &func, const char **op_name, Expr *term) {
-  auto match = [&](const Expr &a, const Expr &b, bool commutes, const char *name) {
-    if (is_self_call(a, func)) {
-      *op_name = name;
-      *term = b;
-      return true;
-    }
-    if (commutes && is_self_call(b, func)) {
-      *op_name = name;
-      *term = a;
-      return true;
-    }
-    return false;
-  };
-  if (const auto *op = value.as<Add>())
-    return match(op->a, op->b, true, "+");
-  if (const auto *op = value.as<Sub>())
-    return match(op->a, op->b, false, "+");
-  if (const auto *op = value.as<Mul>())
-    return match(op->a, op->b, true, "*");
-  if (const auto *op = value.as<Min>())
-    return match(op->a, op->b, true, "min");
-  if (const auto *op = value.as<Max>())
-    return match(op->a, op->b, true, "max");
-  return false;
 }
 
 // Calls of a Func inside its own definition at other coordinates than its own.

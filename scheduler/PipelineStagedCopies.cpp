@@ -87,7 +87,7 @@ private:
       if (!std::holds_alternative<RegisterDoubleBuffer>(tile.copies)) {
         // Straight into the other buffer: it was last read before the
         // previous iteration's barrier.
-        fetches.push_back(async_tile_copy(tile, scan, prefix + "next.", next, next_which));
+        fetches.push_back(async_tile_copy(tile, scan, prefix + "next.", next, next_which, zero_fill_tests()));
         continue;
       }
       std::string fetch = fetch_buffer_name(tile.input->name);
@@ -164,6 +164,10 @@ private:
     return result;
   }
 
+  ZeroFillTests zero_fill_tests() const {
+    return site_.mma_kind == MmaKind::None ? ZeroFillTests::TilesAtInputEnds : ZeroFillTests::EveryTile;
+  }
+
   // The asynchronous copies of tile `at` (the staging loop's value) of every
   // input into its slot: 16-byte copies where the input's rows are whole
   // vectors, element copies otherwise.
@@ -173,7 +177,7 @@ private:
     Expr slot = simplify((at - op->min) % stages);
     std::vector<Stmt> copies;
     for (const StagedTile &tile : tiles)
-      copies.push_back(async_tile_copy(tile, scan, tile.buffer + "." + name + ".", shift, slot));
+      copies.push_back(async_tile_copy(tile, scan, tile.buffer + "." + name + ".", shift, slot, zero_fill_tests()));
     return Block::make(copies);
   }
 

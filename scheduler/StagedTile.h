@@ -144,9 +144,16 @@ Expr first_tile_source(const StagedTile &tile, const std::vector<Expr> &coords,
                        const std::map<std::string, Expr> &shift);
 /// Registers holding one thread's part of the next tile: [thread dims][e].
 std::vector<Expr> fetch_indices(const ScanBody &scan, const std::string &prefix, const Expr &element);
+/// Where zero-filled element copies test each element against the input's
+/// ends: in every tile, or only in the tiles that reach them (every tile
+/// tests whether it does, and one inside copies untested). FFMA kernels take
+/// the second: their steady state then copies as without zero_fill. On
+/// tensor cores the second copy of the copies costs registers (spills in
+/// the 128-register TMA fallback), so they keep the first.
+enum class ZeroFillTests { EveryTile, TilesAtInputEnds };
 /// The asynchronous copy of one tile into slot `slot` of its buffer.
 Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::string &prefix,
-                     const std::map<std::string, Expr> &shift, const Expr &slot);
+                     const std::map<std::string, Expr> &shift, const Expr &slot, ZeroFillTests tests);
 /// What a thread stores into the tile for `value` (rounded to tf32 where
 /// tf32 MMAs read the tile).
 Expr stored_value(const StagedTile &tile, const Expr &value);

@@ -10,11 +10,14 @@ namespace coalesce {
 std::string GemmTiling::str() const {
   return str_cat(block_m, "x", block_n, " tile, ", threads_m, "x", threads_n, " threads, ", register_m(), "x",
                  register_n(), " registers, k step ", k_step,
-                 stages > 2 ? str_cat(", ", stages, " stages") : stages == 2 ? std::string(", double buffered") : "",
+                 stages > 2    ? str_cat(", ", stages, " stages")
+                 : stages == 2 ? std::string(", double buffered")
+                               : "",
                  warp_rows ? str_cat(", warps of ", warp_rows, "x", warp_cols, " threads") : std::string(),
                  block_group_rows ? str_cat(", blocks in groups of ", block_group_rows, " rows") : std::string(),
                  split_k > 1 ? str_cat(", K split ", split_k, " ways (", split_k_mode_name(split_k_mode), ")")
-                             : std::string());
+                             : std::string(),
+                 zero_fill && async_copy && stages >= 2 ? ", zero-filled copies" : "");
 }
 
 GemmTiling small_m_tiling(int rows) {
@@ -164,7 +167,7 @@ void schedule_gemm(Func out, Func acc, const Input &A, const Input &B, const Var
   SharedLayout a_layout{true, t.a_padding}, b_layout;
   TileCopies copies = OneBuffer{};
   if (t.stages >= 2)
-    copies = t.async_copy ? TileCopies(AsyncCopies{t.stages}) : TileCopies(RegisterDoubleBuffer{});
+    copies = t.async_copy ? TileCopies(AsyncCopies{t.stages, t.zero_fill}) : TileCopies(RegisterDoubleBuffer{});
   RVar ko("ko"), ki("ki");
   std::vector<VarOrRVar> update_order = {ko, thread_loops[0], thread_loops[1], ki};
   update_order.insert(update_order.end(), order.begin() + 2, order.end());

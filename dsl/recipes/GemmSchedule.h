@@ -26,6 +26,12 @@ struct GemmTiling {
   /// = 32). 0 x 0: linear order, tj fastest (gpu_threads).
   int warp_rows = 0, warp_cols = 0;
   int a_padding = 4;                ///< padding of A's transposed tile rows
+  /// With async_copy: tiles zero-filled past the inputs' ends, so a ragged
+  /// K's last step runs in the one k loop, unguarded (half the kernel's
+  /// code; scheduler/ReductionTailAddsZero.h), and only the tiles at the
+  /// ends test their elements. Refused on the GPU until
+  /// coalesce-gpu-check has run it there (scheduler/UnverifiedFeatures).
+  bool zero_fill = false;
   int block_group_rows = 0;         ///< gpu_block_groups (0: blocks row by row)
   /// Blocks the reduction is split across (split_k); 1: one block per tile.
   int split_k = 1;
