@@ -32,9 +32,9 @@ public:
   ZeroPastEnd(const FuncContents &func, size_t stage, const std::string &rvar, Expr end)
       : func_(func), stage_(stage), rvar_(rvar), end_(std::move(end)) {}
 
-  // A product of factors each 0 past the end: 0 * 0 = 0, where a factor
-  // that is not (an Inf, a NaN) would make the product not 0.
-  // A cast of 0 is 0 in every type.
+  // Whether `e` is a product (through casts: a cast of 0 is 0 in every
+  // type) of factors that are each 0 past the end. Every factor must be:
+  // one that is not could be an Inf or a NaN there, and 0 * Inf is NaN.
   bool product(const Expr &e) const {
     if (const auto *mul = e.as<Mul>())
       return product(mul->a) && product(mul->b);
