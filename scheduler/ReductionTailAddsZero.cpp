@@ -2,7 +2,6 @@
 
 #include "dsl/IREquality.h"
 #include "dsl/IROperator.h"
-#include "dsl/IRVisitor.h"
 #include "scheduler/ReductionUpdate.h"
 #include "scheduler/Simplify.h"
 
@@ -14,18 +13,6 @@ namespace coalesce {
 using internal::FuncContents;
 
 namespace {
-
-bool mentions(const Expr &e, const std::string &rvar) {
-  struct Find : IRVisitor {
-    const std::string &name;
-    bool found = false;
-    explicit Find(const std::string &n) : name(n) {}
-    using IRVisitor::visit;
-    void visit(const Variable *op) override { found |= op->name == name; }
-  } find(rvar);
-  find.visit_expr(e);
-  return find.found;
-}
 
 class ZeroPastEnd {
 public:
@@ -62,7 +49,7 @@ private:
         along = static_cast<int>(d);
         continue;
       }
-      if (mentions(call->args[d], rvar_))
+      if (expr_uses_var(call->args[d], rvar_))
         return false;
     }
     return along >= 0 && equal(simplify(call->input->extents[static_cast<size_t>(along)]), end_);

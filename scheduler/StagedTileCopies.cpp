@@ -271,18 +271,15 @@ Stmt async_tile_copy(const StagedTile &tile, const ScanBody &scan, const std::st
       return Store::make(tile.buffer, shared_indices(tile, c, slot), async_source(tile, c, shift, tested));
     });
   };
-  Stmt scalar = elements(zero_fills(tile.copies));
   // A tile inside the input (every k step but a ragged K's last, every
   // block but the last row and column) copies without the tests. (The
   // FFMA default at 4093 x 4091 x 4097 on an H100: 10% slower with the
   // tests in every step.)
-  if (zero_fills(tile.copies) && tests == ZeroFillTests::TilesAtInputEnds) {
-    Expr inside = tile_inside_input(tile, shift);
-    if (is_const(inside, 1))
-      scalar = elements(false);
-    else if (!is_const(inside, 0))
-      scalar = IfThenElse::make(inside, elements(false), scalar);
-  }
+  const bool zero_fill = zero_fills(tile.copies);
+  Expr inside = zero_fill && tests == ZeroFillTests::TilesAtInputEnds ? tile_inside_input(tile, shift) : Expr(0);
+  Stmt scalar = elements(zero_fill && !is_const(inside, 1));
+  if (!is_const(inside, 0) && !is_const(inside, 1))
+    scalar = IfThenElse::make(inside, elements(false), scalar);
   int vector = vector_width(tile);
   if (vector == 1)
     return scalar;
