@@ -9,8 +9,8 @@
 #include "scheduler/PipelinePhases.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
-#include <optional>
 #include <set>
 #include <vector>
 
@@ -360,7 +360,10 @@ void check_phases(const PhaseTrace &trace, const std::string &output) {
 // barrier after its waits and the second synced on it before its own, or
 // a barrier of the whole block lies between them.
 void check_order(const PhaseTrace &trace, const std::string &output) {
-  std::optional<int64_t> waiting_warp; // whose group made the MMA warps' last wait
+  // No MMA warp has waited since the last block-wide barrier (an event's
+  // warp is -1 where it has none, so not that).
+  constexpr int64_t kNoWarp = std::numeric_limits<int64_t>::min();
+  int64_t waiting_warp = kNoWarp;      // whose group made the MMA warps' last wait
   std::set<int64_t> arrived, synced;   // the barriers it arrived on since; the warps that synced on one of them
   int64_t last_warp = 0;               // the highest warp that made an MMA warps' wait
   for (const PhaseEvent &event : trace.events) {
@@ -369,13 +372,13 @@ void check_order(const PhaseTrace &trace, const std::string &output) {
       // Where it holds every MMA warp, every group is past its waits: the
       // next may come from any.
       if (event.slot == 0 || event.slot >= 32 * (last_warp + 1)) {
-        waiting_warp.reset();
+        waiting_warp = kNoWarp;
         arrived.clear();
         synced.clear();
       }
       break;
     case PhaseEvent::Kind::GroupArrive:
-      if (waiting_warp && event.warp == *waiting_warp)
+      if (event.warp == waiting_warp)
         arrived.insert(event.slot);
       break;
     case PhaseEvent::Kind::GroupSync:
@@ -385,10 +388,10 @@ void check_order(const PhaseTrace &trace, const std::string &output) {
     case PhaseEvent::Kind::Wait:
       if (event.producer)
         break;
-      if (waiting_warp && event.warp != *waiting_warp) {
+      if (waiting_warp != kNoWarp && event.warp != waiting_warp) {
         if (!synced.count(event.warp))
           internal_error("the pipeline of '", output, "' breaks the 'order' rule: the MMA warps' waits pass from ",
-                         "the group of warp ", *waiting_warp, " to the group of warp ", event.warp, " (", event.where,
+                         "the group of warp ", waiting_warp, " to the group of warp ", event.warp, " (", event.where,
                          ") without a named barrier that the first arrives on after its waits and the second ",
                          "syncs on before them: the second group's wait could run two phases ahead of the first's, ",
                          "where the parity it waits for is the same");
