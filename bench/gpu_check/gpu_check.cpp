@@ -166,9 +166,14 @@ private:
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 };
 
+// The tuned default (bias + GELU), with its copies as they are and zero-filled.
+std::vector<Candidate> default_candidates() {
+  return {{"default", Epilogue::BiasGelu, std::nullopt},
+          {"default_zero_filled", Epilogue::BiasGelu, std::nullopt, true}};
+}
+
 std::vector<Candidate> gpu_candidates() {
-  std::vector<Candidate> candidates{{"default", Epilogue::BiasGelu, std::nullopt},
-                                    {"default_zero_filled", Epilogue::BiasGelu, std::nullopt, true}};
+  std::vector<Candidate> candidates = default_candidates();
   for (const ExampleSchedule &s : example_schedules())
     if (s.maps_to_gpu)
       candidates.push_back({s.name, s.epilogue, s});
@@ -368,8 +373,7 @@ void fp32_sanitizer_case() {
   data.out.resize(s.mn());
   Pipelines pipelines;
   DoubleSums sums = double_sums(data, s);
-  for (const Candidate &c : {Candidate{"default", Epilogue::BiasGelu, std::nullopt},
-                             Candidate{"default_zero_filled", Epilogue::BiasGelu, std::nullopt, true}})
+  for (const Candidate &c : default_candidates())
     check(pipelines, c, s, data, "double (all rows)", [&] { return error_vs_double(data, s, sums, c.epilogue); });
 }
 
